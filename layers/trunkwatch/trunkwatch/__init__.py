@@ -1,0 +1,1 @@
+"""trunkwatch: trunk-health alerting for CI (domain package shared by every Lambda)."""

@@ -1,0 +1,68 @@
+"""Alerts (SPEC 3.4): identity labels, details, and Alertmanager's label fingerprint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from trunkwatch.clock import format_time
+
+JOB_FAILING = "TrunkJobFailing"
+TRUNK_BROKEN = "TrunkBroken"
+TRUNK_BADLY_BROKEN = "TrunkBadlyBroken"
+TRUNK_LEVEL = (TRUNK_BROKEN, TRUNK_BADLY_BROKEN)
+
+FIRING = "firing"
+RESOLVED = "resolved"
+
+_FNV_OFFSET = 14695981039346656037
+_FNV_PRIME = 1099511628211
+_MASK = (1 << 64) - 1
+_SEPARATOR = 0xFF
+
+
+def fingerprint(labels: dict[str, str]) -> str:
+    """Prometheus' LabelSet fingerprint: FNV-1a 64 over sorted `name 0xFF value 0xFF`."""
+    value = _FNV_OFFSET
+    for name in sorted(labels):
+        for part in (name, labels[name]):
+            for byte in part.encode():
+                value = ((value ^ byte) * _FNV_PRIME) & _MASK
+            value = ((value ^ _SEPARATOR) * _FNV_PRIME) & _MASK
+    return f"{value:016x}"
+
+
+@dataclass
+class Alert:
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    starts_at: datetime
+    ends_at: datetime | None = None
+    generator_url: str = ""
+    # Jobs a trunk-level alert covers (name -> streak summary); empty for job alerts.
+    jobs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.labels["alertname"]
+
+    @property
+    def status(self) -> str:
+        return RESOLVED if self.ends_at is not None else FIRING
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.labels)
+
+    def webhook_form(self) -> dict[str, Any]:
+        """One entry of an Alertmanager webhook's `alerts` list."""
+        return {
+            "status": self.status,
+            "labels": dict(self.labels),
+            "annotations": dict(self.annotations),
+            "startsAt": format_time(self.starts_at),
+            "endsAt": format_time(self.ends_at) if self.ends_at else "0001-01-01T00:00:00Z",
+            "generatorURL": self.generator_url,
+            "fingerprint": self.fingerprint,
+        }

@@ -1,0 +1,152 @@
+"""The API's resolver: the routes, the gate every request passes, and every refusal as
+`{"error": "<what is wrong>"}` (logged, and counted in the `ApiErrors` metric).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import (
+    BadRequestError,
+    ForbiddenError,
+    RequestEntityTooLargeError,
+    ServiceError,
+)
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+
+from trunkwatch.api import alerts, caller, silences, status
+from trunkwatch.api.models import ApiError
+from trunkwatch.silences.matchers import SilenceError
+from trunkwatch.silences.model import describe_errors
+from trunkwatch.silences.store import SilenceConflict, SilenceNotFound
+
+MAX_BODY_BYTES = 64 * 1024
+
+logger = Logger(child=True)
+metrics = Metrics()
+resolver = APIGatewayRestResolver(enable_validation=True)
+
+
+def _error(status_code: int, message: str) -> Response:
+    event = resolver.current_event
+    logger.warning(
+        "API request refused",
+        extra={"status": status_code, "error": message, "method": event.http_method, "path": event.path},
+    )
+    metrics.add_metric(name="ApiErrors", unit=MetricUnit.Count, value=1)
+    return Response(status_code=status_code, content_type=content_types.APPLICATION_JSON, body={"error": message})
+
+
+def _refusal(event: APIGatewayProxyEvent) -> ServiceError | None:
+    """Checks that come before looking at what the request says."""
+    if event.http_method in caller.WRITE_METHODS and not caller.may_write(event):
+        return ForbiddenError("this token may only read; creating or expiring silences needs a write token")
+    body = event.body or ""
+    if len(body.encode("utf-8", "replace")) > MAX_BODY_BYTES:
+        return RequestEntityTooLargeError(f"request body is larger than {MAX_BODY_BYTES} bytes")
+    if event.is_base64_encoded:
+        try:
+            event.decoded_body  # noqa: B018 - decoding is the check
+        except ValueError:
+            return BadRequestError("request body is not UTF-8 text")
+    content_type = (event.headers.get("content-type") or "application/json").split(";")[0].strip().lower()
+    if body and content_type != content_types.APPLICATION_JSON:
+        return ServiceError(415, f"Content-Type must be application/json, not {content_type!r}")
+    return None
+
+
+def _gate(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
+    refusal = _refusal(app.current_event)
+    if refusal is not None:
+        raise refusal
+    return next_middleware(app)
+
+
+resolver.use(middlewares=[_gate])
+
+
+@resolver.exception_handler([RequestValidationError, RequestUnsupportedContentType])
+def _invalid_request(err: RequestValidationError | RequestUnsupportedContentType) -> Response:
+    # Validation runs before any middleware; a refusal from the gate still takes precedence.
+    refusal = _refusal(resolver.current_event)
+    if refusal is not None:
+        return _error(refusal.status_code, refusal.msg)
+    return _error(400, describe_errors(err.errors()))
+
+
+@resolver.exception_handler(ServiceError)
+def _service_error(err: ServiceError) -> Response:
+    return _error(err.status_code, err.msg)
+
+
+@resolver.exception_handler(SilenceError)
+def _bad_silence(err: SilenceError) -> Response:
+    return _error(400, str(err))
+
+
+@resolver.exception_handler(SilenceNotFound)
+def _no_silence(err: SilenceNotFound) -> Response:
+    return _error(404, str(err))
+
+
+@resolver.exception_handler(SilenceConflict)
+def _conflict(err: SilenceConflict) -> Response:
+    return _error(409, str(err))
+
+
+@resolver.not_found
+def _no_route(_: Exception) -> Response:
+    event = resolver.current_event
+    return _error(404, f"no endpoint {event.http_method} {event.path}")
+
+
+@resolver.exception_handler(Exception)
+def _internal(err: Exception) -> Response:
+    logger.exception("API request failed")
+    metrics.add_metric(name="ApiErrors", unit=MetricUnit.Count, value=1)
+    return Response(
+        status_code=500, content_type=content_types.APPLICATION_JSON, body={"error": "internal error; see the logs"}
+    )
+
+
+@functools.cache
+def _openapi_document() -> str:
+    document = json.loads(
+        resolver.get_openapi_json_schema(
+            title="trunkwatch",
+            version="2",
+            description="A compatible subset of the Prometheus Alertmanager API v2 (silences and alerts).",
+        )
+    )
+    # Failed request validation is answered 400 {"error": ...}, not with Powertools' 422.
+    schemas = document["components"]["schemas"]
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    schemas["ApiError"] = ApiError.model_json_schema()
+    invalid = {
+        "description": "Invalid request",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ApiError"}}},
+    }
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            if operation["responses"].pop("422", None) is not None:
+                operation["responses"].setdefault("400", invalid)
+    return json.dumps(document)
+
+
+@resolver.get("/api/v2/openapi.json", include_in_schema=False)
+def openapi() -> Response[str]:
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=_openapi_document())
+
+
+for _router in (silences.router, alerts.router, status.router):
+    resolver.include_router(_router)

@@ -1,0 +1,73 @@
+"""`/api/v2/silences` and `/api/v2/silence/{id}`: Alertmanager's silence endpoints."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from trunkwatch import clock
+from trunkwatch.api import caller
+from trunkwatch.api.models import ApiError, GettableSilence, SilenceCreated
+from trunkwatch.silences import Matcher, Silence, store
+from trunkwatch.silences.matchers import parse_matchers
+from trunkwatch.silences.model import PostableSilence, sort_for_listing
+
+router = Router()
+
+_FORBIDDEN = {403: {"description": "The token may only read", "content": {"application/json": {"model": ApiError}}}}
+_NOT_FOUND = {404: {"description": "No such silence", "content": {"application/json": {"model": ApiError}}}}
+
+
+def _has_matcher(silence: Silence, wanted: Matcher) -> bool:
+    """Alertmanager's silence filter: the silence has a matcher of that name, type and value."""
+    return any(
+        (m.name, m.value, m.is_regex, m.is_equal) == (wanted.name, wanted.value, wanted.is_regex, wanted.is_equal)
+        for m in silence.matchers
+    )
+
+
+@router.post(
+    "/api/v2/silences",
+    summary="Create or update a silence",
+    responses={200: {"description": "The id of the silence now in effect"}, **_FORBIDDEN, **_NOT_FOUND},
+)
+def post_silence(silence: Annotated[PostableSilence, Body()]) -> SilenceCreated:
+    silence_id = store.upsert(silence, caller.principal(router.current_event), clock.now())
+    return SilenceCreated(silenceID=silence_id)
+
+
+@router.get("/api/v2/silences", summary="List silences")
+def get_silences(
+    filters: Annotated[
+        list[str] | None,
+        Query(alias="filter", description='Matchers like job=~"pull / .*"; a silence must have each one'),
+    ] = None,
+) -> list[GettableSilence]:
+    wanted = parse_matchers(filters or [])
+    now = clock.now()
+    found = [s for s in store.list_silences(now) if all(_has_matcher(s, m) for m in wanted)]
+    return [GettableSilence.model_validate(s.to_api(now)) for s in sort_for_listing(found, now)]
+
+
+@router.get(
+    "/api/v2/silence/<silence_id>",
+    summary="Get one silence",
+    responses={200: {"description": "The silence"}, **_NOT_FOUND},
+)
+def get_silence(silence_id: str) -> GettableSilence:
+    now = clock.now()
+    return GettableSilence.model_validate(store.get(silence_id, now).to_api(now))
+
+
+@router.delete(
+    "/api/v2/silence/<silence_id>",
+    summary="Expire a silence (endsAt = now)",
+    responses={200: {"description": "Expired", "content": {}}, **_FORBIDDEN, **_NOT_FOUND},
+)
+def delete_silence(silence_id: str) -> Response[None]:
+    store.expire(silence_id, caller.principal(router.current_event), clock.now())
+    # Alertmanager answers an empty 200.
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body="")

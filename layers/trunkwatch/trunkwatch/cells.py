@@ -1,0 +1,145 @@
+"""Job cells (SPEC 3.1): one (trunk, job key, commit) and its merged state.
+
+Sources report raw job runs (one per shard and attempt); this module turns them into the
+four-valued cell the rule reads. Pure functions only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+class CellState(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    FLAKY = "flaky"
+    NODATA = "nodata"
+    # Pending counts as nodata for the rule but is kept apart: a pending job is not stale.
+    PENDING = "pending"
+
+    @property
+    def code(self) -> str:
+        """One character, for compact per-commit state strings."""
+        return _CODES[self]
+
+    @classmethod
+    def from_code(cls, code: str) -> CellState:
+        return _FROM_CODE[code]
+
+
+_CODES = {
+    CellState.PASS: "P",
+    CellState.FAIL: "F",
+    CellState.FLAKY: "f",
+    CellState.NODATA: "n",
+    CellState.PENDING: ".",
+}
+_FROM_CODE = {code: state for state, code in _CODES.items()}
+ABSENT_CODE = "-"  # the job has no cell on that commit
+
+_FAIL = {"failure", "timed_out", "startup_failure"}
+_NODATA = {"skipped", "neutral", "action_required", "stale"}
+_PENDING = {"queued", "pending", "in_progress", "waiting", "requested", ""}
+
+# `, <shard>, <shards>` inside the parentheses of a job name.
+_SHARD = re.compile(r"(\([^()]*?), \d+, \d+(?=(?:, [^()]*)?\))")
+
+MAX_FAILURE_LINES = 3
+MAX_FAILURE_LINE_CHARS = 200
+
+
+def job_key(job_name: str) -> str:
+    """`test (default, 2, 5, linux.2xlarge)` -> `test (default, linux.2xlarge)`."""
+    return _SHARD.sub(r"\1", job_name)
+
+
+def workflow_of(key: str) -> str:
+    return key.split(" / ", 1)[0]
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    time: datetime
+    title: str = ""
+    author: str = ""
+    pr: int | None = None
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """One shard of one job on one commit, as a source reports it (latest attempt)."""
+
+    name: str
+    conclusion: str | None
+    url: str = ""
+    attempt: int = 1
+    # True when an earlier attempt of this shard failed (a retry that went green is flaky).
+    failed_before: bool = False
+    failure_lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Cell:
+    job: str
+    sha: str
+    state: CellState
+    url: str = ""
+    attempt: int = 1
+    failure_lines: tuple[str, ...] = field(default=())
+
+
+def shard_state(run: JobRun, cancelled: str = "nodata") -> CellState:
+    conclusion = (run.conclusion or "").lower()
+    if conclusion == "success":
+        return CellState.FLAKY if run.failed_before else CellState.PASS
+    if conclusion in _FAIL or (conclusion == "cancelled" and cancelled == "fail"):
+        return CellState.FAIL
+    if conclusion in _PENDING:
+        return CellState.PENDING
+    if conclusion == "cancelled" or conclusion in _NODATA:
+        return CellState.NODATA
+    # An unknown conclusion must not raise an alarm: it counts as no data.
+    return CellState.NODATA
+
+
+def merge_shards(states: Iterable[CellState]) -> CellState:
+    """Any fail wins (even while other shards run); then pending; then pass/flaky."""
+    seen = set(states)
+    if CellState.FAIL in seen:
+        return CellState.FAIL
+    if CellState.PENDING in seen:
+        return CellState.PENDING
+    if CellState.FLAKY in seen:
+        return CellState.FLAKY
+    if CellState.PASS in seen:
+        return CellState.PASS
+    return CellState.NODATA
+
+
+def build_cells(sha: str, runs: Iterable[JobRun], cancelled: str = "nodata") -> dict[str, Cell]:
+    """Group one commit's runs by job key and merge their shards into cells."""
+    by_key: dict[str, list[tuple[JobRun, CellState]]] = defaultdict(list)
+    for run in runs:
+        by_key[job_key(run.name)].append((run, shard_state(run, cancelled)))
+    cells = {}
+    for key, shards in by_key.items():
+        state = merge_shards(s for _, s in shards)
+        # Point at the shard that decided the state (first failing one for a fail).
+        decisive = next((r for r, s in shards if s == state), shards[0][0])
+        lines = [line for r, s in shards if s == CellState.FAIL for line in r.failure_lines]
+        cells[key] = Cell(
+            job=key,
+            sha=sha,
+            state=state,
+            url=decisive.url,
+            attempt=max(r.attempt for r, _ in shards),
+            failure_lines=tuple(line[:MAX_FAILURE_LINE_CHARS] for line in lines[:MAX_FAILURE_LINES]),
+        )
+    return cells

@@ -1,0 +1,166 @@
+"""The `trunkwatch` command: demo, replay, serve and poll on the local runtime."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from trunkwatch.config import ConfigError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line naming the problem (argparse's default also prints the usage)."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog.split()[0]} --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="trunkwatch", description="Trunk-health alerting for CI, run locally on an AWS emulation.")
+    parser.add_argument("--template", type=Path, help="template.yaml to wire from (default: the project's)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    demo = sub.add_parser("demo", help="run the pipeline on a bundled PyTorch-style scenario")
+    demo.add_argument("--json", action="store_true", help="print SNS messages as JSON lines")
+    replay = sub.add_parser("replay", help="replay a JSON Lines scenario file")
+    replay.add_argument("file", type=Path)
+    replay.add_argument("--json", action="store_true", help="print SNS messages as JSON lines")
+    serve = sub.add_parser("serve", help="local pipeline plus the Alertmanager-compatible API")
+    serve.add_argument("--config", type=Path, help="configuration file (YAML/JSON); polls its sources on its schedule")
+    serve.add_argument("--port", type=int, default=9093, help="API port on 127.0.0.1 (default 9093)")
+    serve.add_argument("--scenario", type=Path, help="replay this file first, then keep serving")
+    serve.add_argument("--tokens", type=Path, help="API tokens document; without it the local API needs no token")
+    poll = sub.add_parser("poll", help="one tick against the configured sources")
+    poll.add_argument("--config", type=Path, required=True)
+    poll.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "demo":
+            from trunkwatch.local.scenario import demo_replay
+            return _print(_replayed(demo_replay(), args.template), args.json)
+        if args.command == "replay":
+            from trunkwatch.local.replay import read_replay
+            return _print(_replayed(read_replay(args.file), args.template), args.json)
+        if args.command == "poll":
+            return _poll(args)
+        return _serve(args)
+    except ConfigError as err:
+        print(f"trunkwatch: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _replayed(replay: Any, template: Path | None) -> Iterable[Any]:
+    from trunkwatch.local.session import run_replay
+    return run_replay(replay, template)
+
+
+def _print(messages: Iterable[Any], as_json: bool) -> int:
+    count = 0
+    for published in messages:
+        count += 1
+        if as_json:
+            print(json.dumps(published.as_json()), flush=True)
+        else:
+            print(timeline_line(published), flush=True)
+    if not as_json:
+        print(f"-- {count} notification{'s' if count != 1 else ''} sent", flush=True)
+    return 0
+
+
+def timeline_line(published: Any) -> str:
+    """One notification, for a person: when, what, and the culprit."""
+    message = published.message
+    alert = message["alerts"][0]
+    labels, annotations = alert["labels"], alert["annotations"]
+    when = published.at.strftime("%Y-%m-%d %H:%M")
+    line = f"{when}  {message['status'].upper():8} {labels['priority']} {labels['alertname']:16} {annotations.get('summary', '')}"
+    details = []
+    if message.get("notification_reason") not in (None, "firing", "resolved"):
+        details.append(f"reason: {message['notification_reason']}")
+    if message["status"] == "firing" and annotations.get("culprit_sha"):
+        details.append(f"culprit: {annotations['culprit_range']} {annotations.get('culprit_title', '')!r} (#{annotations.get('culprit_pr', '?')}) by {annotations.get('culprit_author', '?')}")
+    if message["status"] == "firing" and annotations.get("failing_jobs"):
+        details.extend(f"failing: {job}" for job in annotations["failing_jobs"].splitlines())
+    return "\n".join([line, *(f"{'':18}{d}" for d in details)])
+
+
+def _poll(args: argparse.Namespace) -> int:
+    from trunkwatch import clock
+    from trunkwatch.config import load_file
+    from trunkwatch.local.runtime import running
+
+    deployment = load_file(args.config)
+    with running(deployment, args.template) as runtime:
+        now = clock.now()
+        result = runtime.tick(now)
+        for error in result.get("errors", []):
+            print(f"trunkwatch: poll of {error['trunk']} failed ({error['cause']}): {error['error']}", file=sys.stderr)
+        _print(runtime.published(now), args.json)
+        return 1 if result.get("errors") else 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from trunkwatch import clock
+    from trunkwatch.config import load_deployment, load_file
+    from trunkwatch.local.replay import read_replay
+    from trunkwatch.local.session import Session
+    from trunkwatch.local.schedule import period_seconds
+
+    tokens = _tokens(args.tokens) if args.tokens else None
+    session = Session(args.template, port=args.port, tokens=tokens)
+    replay = read_replay(args.scenario) if args.scenario else None
+    if args.config:
+        deployment = load_file(args.config)
+    elif replay is not None:
+        deployment = replay.deployment(session.hud.url)
+    else:
+        deployment = load_deployment({"trunks": [{"repo": "pytorch/pytorch", "branch": "main", "url": session.hud.url}]})
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        session.start(deployment)
+        print(f"trunkwatch: API on {session.api_url} (amtool --alertmanager.url={session.api_url})", file=sys.stderr, flush=True)
+        if replay is not None:
+            from trunkwatch.local.session import replay_into
+            for published in replay_into(session, replay):
+                print(timeline_line(published), flush=True)
+        if args.config:
+            period = period_seconds(deployment.schedule)
+            print(f"trunkwatch: polling {len(deployment.trunks)} trunk(s) every {period:g}s; Ctrl-C stops", file=sys.stderr, flush=True)
+            while not stop.is_set():
+                now = clock.now()
+                session.runtime.tick(now)
+                for published in session.runtime.published(now):
+                    print(timeline_line(published), flush=True)
+                stop.wait(period)
+        else:
+            print("trunkwatch: serving; Ctrl-C stops", file=sys.stderr, flush=True)
+            stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        session.stop()
+    return 0
+
+
+def _tokens(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except OSError as err:
+        raise ConfigError(f"cannot read tokens file {path}: {err.strerror}") from None
+    except ValueError as err:
+        raise ConfigError(f"tokens file {path} is not valid JSON: {err}") from None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Lambda's DynamoDB event source mapping, locally: read the table's stream, apply each
+mapping's FilterCriteria, deliver Lambda-shaped batches, honour `batchItemFailures`,
+bisect-on-error and the retry limit, and send exhausted batches' details to the DLQ."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from moto.events.models import EventPattern
+
+from trunkwatch.local.wiring import StreamSource
+
+Invoke = Callable[[str, dict[str, Any]], Any]
+
+
+@dataclass
+class Mapping:
+    source: StreamSource
+    patterns: list[EventPattern]
+    iterators: dict[str, str] = field(default_factory=dict)  # shard id -> next iterator
+
+    def wants(self, record: dict[str, Any]) -> bool:
+        return not self.patterns or any(p.matches_event(record) for p in self.patterns)
+
+
+@dataclass
+class PumpStats:
+    invocations: int = 0
+    records: int = 0
+    retries: int = 0
+    dead_lettered: int = 0
+
+
+class StreamPump:
+    def __init__(self, streams_client: Any, sqs_client: Any, stream_arn: str, dlq_url: str, region: str,
+                 sources: list[StreamSource], invoke: Invoke) -> None:
+        self.client = streams_client
+        self.sqs = sqs_client
+        self.stream_arn = stream_arn
+        self.dlq_url = dlq_url
+        self.region = region
+        self.invoke = invoke
+        self.stats = PumpStats()
+        self.mappings = [Mapping(s, [EventPattern.load(json.dumps(p)) for p in s.patterns]) for s in sources]
+        for mapping in self.mappings:
+            self._open(mapping)
+
+    def _open(self, mapping: Mapping) -> None:
+        shards = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
+        for shard in shards:
+            if shard["ShardId"] not in mapping.iterators:
+                mapping.iterators[shard["ShardId"]] = self.client.get_shard_iterator(
+                    StreamArn=self.stream_arn, ShardId=shard["ShardId"], ShardIteratorType=mapping.source.starting_position
+                )["ShardIterator"]
+
+    def drain(self, max_rounds: int = 1000) -> int:
+        """Deliver until no mapping has new records (handlers may write more). Records seen."""
+        seen = 0
+        for _ in range(max_rounds):
+            moved = 0
+            for mapping in self.mappings:
+                self._open(mapping)
+                records = self._read(mapping)
+                moved += len(records)
+                wanted = [r for r in records if mapping.wants(r)]
+                for start in range(0, len(wanted), mapping.source.batch_size):
+                    self._deliver(mapping, wanted[start : start + mapping.source.batch_size])
+            seen += moved
+            if not moved:
+                return seen
+        raise RuntimeError(f"stream did not go quiet after {max_rounds} rounds (a handler writing in a loop?)")
+
+    def _read(self, mapping: Mapping) -> list[dict[str, Any]]:
+        records: list[dict[str, Any]] = []
+        for shard, iterator in list(mapping.iterators.items()):
+            while iterator:
+                page = self.client.get_records(ShardIterator=iterator)
+                records.extend(self._lambda_record(r) for r in page["Records"])
+                iterator = page.get("NextShardIterator")
+                if not page["Records"]:
+                    break
+            if iterator:
+                mapping.iterators[shard] = iterator
+        return records
+
+    def _lambda_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The stream API's record in the shape Lambda delivers it."""
+        dynamodb = dict(record["dynamodb"])
+        created = dynamodb.get("ApproximateCreationDateTime")
+        if isinstance(created, datetime):
+            dynamodb["ApproximateCreationDateTime"] = int(created.timestamp())
+        return {**record, "eventVersion": "1.1", "dynamodb": dynamodb, "eventSourceARN": self.stream_arn}
+
+    def _deliver(self, mapping: Mapping, batch: list[dict[str, Any]]) -> None:
+        source = mapping.source
+        pending: list[tuple[list[dict[str, Any]], int]] = [(batch, 0)]
+        while pending:
+            records, attempt = pending.pop(0)
+            self.stats.invocations += 1
+            self.stats.records += len(records)
+            try:
+                response = self.invoke(source.function, {"Records": records})
+            except Exception:  # noqa: BLE001 - any handler error is a failed invocation, as in Lambda
+                if source.max_retries >= 0 and attempt >= source.max_retries:
+                    self._dead_letter(source, records)
+                elif source.bisect and len(records) > 1:
+                    half = len(records) // 2
+                    pending[:0] = [(records[:half], attempt + 1), (records[half:], attempt + 1)]
+                    self.stats.retries += 1
+                else:
+                    pending.insert(0, (records, attempt + 1))
+                    self.stats.retries += 1
+                continue
+            failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])} if source.report_item_failures else set()
+            if not failed:
+                continue
+            # Lambda checkpoints before the first failed record and retries from there.
+            first = next(i for i, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] in failed)
+            rest = records[first:]
+            if source.max_retries >= 0 and attempt >= source.max_retries:
+                self._dead_letter(source, rest)
+            else:
+                pending.insert(0, (rest, attempt + 1))
+                self.stats.retries += 1
+
+    def _dead_letter(self, source: StreamSource, records: list[dict[str, Any]]) -> None:
+        """What Lambda's OnFailure destination receives for a stream batch: its coordinates."""
+        self.stats.dead_lettered += len(records)
+        sequence = [r["dynamodb"]["SequenceNumber"] for r in records]
+        body = {
+            "requestContext": {"functionArn": source.function, "condition": "RetryAttemptsExhausted", "approximateInvokeCount": source.max_retries + 1},
+            "responseContext": {"statusCode": 200},
+            "version": "1.0",
+            "DDBStreamBatchInfo": {
+                "shardId": "local",
+                "startSequenceNumber": sequence[0],
+                "endSequenceNumber": sequence[-1],
+                "batchSize": len(records),
+                "streamArn": self.stream_arn,
+            },
+        }
+        self.sqs.send_message(QueueUrl=self.dlq_url, MessageBody=json.dumps(body))

@@ -1,0 +1,112 @@
+"""Replay files (SPEC 6): a header line, then HUD snapshots, silences and ticks in time order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from trunkwatch.clock import parse_time
+from trunkwatch.config import ConfigError, Deployment, load_deployment
+
+EVENT_KINDS = ("hud", "silence", "expire", "tick")
+
+
+class ReplayError(ConfigError):
+    """A replay file that cannot be run, with the line that is wrong."""
+
+
+@dataclass(frozen=True)
+class ReplayEvent:
+    line: int
+    at: datetime
+    kind: str
+    payload: Any
+    ref: str | None = None
+
+
+@dataclass
+class Replay:
+    repo: str
+    branch: str
+    config: dict[str, Any]
+    events: list[ReplayEvent] = field(default_factory=list)
+
+    def deployment(self, hud_url: str) -> Deployment:
+        trunk = {"repo": self.repo, "branch": self.branch, "source": "hud", "url": hud_url, "config": self.config}
+        return load_deployment({"trunks": [trunk]})
+
+
+def read_replay(path: str | Path) -> Replay:
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise ReplayError(f"cannot read replay file {path}: {err.strerror}") from None
+    return parse_replay(text.splitlines(), str(path))
+
+
+def parse_replay(lines: Iterable[str], name: str = "replay") -> Replay:
+    numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
+    if not numbered:
+        raise ReplayError(f"{name}: empty file (expected a header line with repo and branch)")
+    header = _object(numbered[0], name)
+    unknown = set(header) - {"repo", "branch", "config"}
+    if unknown:
+        raise ReplayError(f"{name}:{numbered[0][0]}: unknown header key(s) {sorted(unknown)}")
+    if not isinstance(header.get("repo"), str) or not isinstance(header.get("branch", "main"), str):
+        raise ReplayError(f"{name}:{numbered[0][0]}: header needs string 'repo' (and optional 'branch')")
+    config = header.get("config") or {}
+    if not isinstance(config, dict):
+        raise ReplayError(f"{name}:{numbered[0][0]}: header 'config' must be an object")
+    replay = Replay(header["repo"], header.get("branch", "main"), config)
+    try:
+        replay.deployment("http://127.0.0.1")
+    except ConfigError as err:
+        raise ReplayError(f"{name}:{numbered[0][0]}: {err}") from None
+    replay.events = list(_events(numbered[1:], name))
+    return replay
+
+
+def _object(numbered: tuple[int, str], name: str) -> dict[str, Any]:
+    number, line = numbered
+    try:
+        value = json.loads(line)
+    except ValueError as err:
+        raise ReplayError(f"{name}:{number}: not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise ReplayError(f"{name}:{number}: expected a JSON object")
+    return value
+
+
+def _events(numbered: list[tuple[int, str]], name: str) -> Iterator[ReplayEvent]:
+    previous: datetime | None = None
+    for number, line in numbered:
+        event = _object((number, line), name)
+        kinds = [k for k in EVENT_KINDS if k in event]
+        extra = set(event) - {"at", "ref", *EVENT_KINDS}
+        if len(kinds) != 1 or extra:
+            raise ReplayError(f"{name}:{number}: an event needs 'at' and exactly one of {', '.join(EVENT_KINDS)}" + (f" (unknown keys {sorted(extra)})" if extra else ""))
+        try:
+            at = parse_time(str(event.get("at")))
+        except ValueError:
+            raise ReplayError(f"{name}:{number}: 'at' must be an RFC 3339 time, got {event.get('at')!r}") from None
+        if previous and at < previous:
+            raise ReplayError(f"{name}:{number}: events must be in time order ({event['at']} is before the previous event)")
+        previous = at
+        kind = kinds[0]
+        payload = event[kind]
+        if kind == "hud" and not isinstance(payload, dict):
+            raise ReplayError(f"{name}:{number}: 'hud' must be a HUD API response object")
+        if kind == "silence" and not isinstance(payload, dict):
+            raise ReplayError(f"{name}:{number}: 'silence' must be a postable silence object")
+        if kind == "expire" and not isinstance(payload, str):
+            raise ReplayError(f"{name}:{number}: 'expire' must name a silence 'ref'")
+        if kind == "tick" and payload is not True:
+            raise ReplayError(f"{name}:{number}: 'tick' must be true")
+        ref = event.get("ref")
+        if ref is not None and (kind != "silence" or not isinstance(ref, str)):
+            raise ReplayError(f"{name}:{number}: 'ref' names a silence event and must be a string")
+        yield ReplayEvent(number, at, kind, payload, ref)

@@ -1,0 +1,224 @@
+"""The local runtime: moto server on 127.0.0.1 with the template's table, topic and queue,
+and the real handlers invoked in-process the way Lambda invokes them."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities import parameters
+from moto.server import ThreadedMotoServer
+
+from trunkwatch import clock, storage
+from trunkwatch.clock import format_time
+from trunkwatch.config import ConfigError, Deployment, to_json
+from trunkwatch.local.pump import StreamPump
+from trunkwatch.local.template import find_template
+from trunkwatch.local.wiring import Wiring, read_wiring
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's fixed example account
+NAME = "trunkwatch-local"
+
+
+@dataclass
+class LambdaContext:
+    """The attributes Powertools reads from Lambda's context object."""
+
+    function_name: str
+    aws_request_id: str
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = ""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+@dataclass
+class Published:
+    at: datetime
+    subject: str
+    attributes: dict[str, str]
+    message: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"at": format_time(self.at).replace(".000Z", "Z"), "subject": self.subject, "attributes": self.attributes, "message": self.message}
+
+
+class LocalRuntime:
+    def __init__(self, template: Path | None = None) -> None:
+        self.template = template or find_template()
+        self.wiring: Wiring = read_wiring(self.template)
+        self.server: ThreadedMotoServer | None = None
+        self.modules: dict[str, ModuleType] = {}
+        self.names: dict[str, str] = {}  # functions/<name> folder -> logical id
+
+    # --- lifecycle -------------------------------------------------------------------
+    def start(self, deployment: Deployment) -> LocalRuntime:
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.server.start()
+        host, port = self.server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        os.environ.update(
+            AWS_ACCESS_KEY_ID="local",
+            AWS_SECRET_ACCESS_KEY="local",  # noqa: S105 - moto accepts any credentials
+            AWS_DEFAULT_REGION=REGION,
+            AWS_REGION=REGION,
+            AWS_ENDPOINT_URL=self.endpoint,
+            POWERTOOLS_TRACE_DISABLED="true",
+            POWERTOOLS_LOG_LEVEL=os.environ.get("TRUNKWATCH_LOG_LEVEL", "WARNING"),
+        )
+        parameters.clear_caches()
+        self.dynamodb = boto3.client("dynamodb")
+        self.sqs = boto3.client("sqs")
+        self.sns = boto3.client("sns")
+        refs = self._create_resources(deployment)
+        for name, value in self.wiring.environment.items():
+            resolved = self.wiring.resolve(value, refs)
+            if resolved is not None:
+                os.environ[name] = str(resolved)
+        os.environ["TABLE_NAME"] = refs["Table"]
+        storage.bind(refs["Table"], REGION, self.endpoint)
+        self._load_handlers()
+        stream_arn = self.dynamodb.describe_table(TableName=refs["Table"])["Table"]["LatestStreamArn"]
+        self.pump = StreamPump(boto3.client("dynamodbstreams"), self.sqs, stream_arn, self.dlq_url, REGION, self.wiring.streams, self.invoke)
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def __enter__(self) -> LocalRuntime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _create_resources(self, deployment: Deployment) -> dict[str, str]:
+        table = self.wiring.table
+        self.dynamodb.create_table(
+            TableName=NAME,
+            KeySchema=table["KeySchema"],
+            AttributeDefinitions=table["AttributeDefinitions"],
+            BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
+            StreamSpecification={"StreamEnabled": True, **table["StreamSpecification"]},
+        )
+        ttl = table.get("TimeToLiveSpecification")
+        if ttl:
+            self.dynamodb.update_time_to_live(TableName=NAME, TimeToLiveSpecification=ttl)
+        topic_arn = self.sns.create_topic(Name=f"{NAME}-alerts")["TopicArn"]
+        self.dlq_url = self.sqs.create_queue(QueueName=f"{NAME}-dlq")["QueueUrl"]
+        # SNS is captured through an SQS subscription, like any subscriber would see it.
+        self.capture_url = self.sqs.create_queue(QueueName=f"{NAME}-capture")["QueueUrl"]
+        capture_arn = self.sqs.get_queue_attributes(QueueUrl=self.capture_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self.sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=capture_arn)
+        self.topic_arn = topic_arn
+        config_name = f"/{NAME}/config"
+        self.config_parameter = config_name
+        self.configure(deployment)
+        return {
+            "Table": NAME,
+            "Table.Arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{NAME}",
+            "AlertTopic": topic_arn,
+            "ConfigParameter": config_name,
+            "Dashboard": NAME,
+            "Api": "local",
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::StackName": NAME,
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::Partition": "aws",
+        }
+
+    def configure(self, deployment: Deployment) -> None:
+        """Store the configuration where the deployed functions read it (SSM)."""
+        boto3.client("ssm").put_parameter(Name=self.config_parameter, Type="String", Value=to_json(deployment), Overwrite=True)
+        parameters.clear_caches()
+
+    def _load_handlers(self) -> None:
+        for logical_id, path in self.wiring.functions.items():
+            if not path.exists():
+                raise ConfigError(f"{self.template}: {logical_id}'s handler {path} does not exist")
+            name = path.parent.name
+            spec = importlib.util.spec_from_file_location(f"trunkwatch_function_{name}", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self.modules[logical_id] = module
+            self.names[name] = logical_id
+        # Powertools logs to stdout in Lambda; locally stdout carries the results.
+        for handler in logging.getLogger(os.environ.get("POWERTOOLS_SERVICE_NAME", "trunkwatch")).handlers:
+            if isinstance(handler, logging.StreamHandler):
+                handler.setStream(sys.stderr)
+
+    # --- invoking ------------------------------------------------------------------------
+    def invoke(self, function: str, event: dict[str, Any]) -> Any:
+        logical_id = self.names.get(function, function)
+        context = LambdaContext(function_name=logical_id, aws_request_id=str(uuid.uuid4()),
+                                invoked_function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}")
+        with contextlib.redirect_stdout(sys.stderr):
+            return self.modules[logical_id].lambda_handler(event, context)
+
+    def scheduled_event(self, function: str) -> dict[str, Any]:
+        now = clock.now()
+        return {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": ACCOUNT,
+            "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": REGION,
+            "resources": [f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{NAME}-{function}"],
+            "detail": {},
+        }
+
+    def tick(self, at: datetime) -> Any:
+        """One schedule tick at `at`: poll, evaluate through the stream, sweep, notify."""
+        with clock.frozen(at):
+            result = self.invoke("ingest", self.scheduled_event("ingest"))
+            self.pump.drain()
+            self.invoke("notifier", self.scheduled_event("notifier"))
+            self.pump.drain()
+        return result
+
+    def published(self, at: datetime) -> list[Published]:
+        """Messages the topic delivered since the last call, oldest first."""
+        out: list[Published] = []
+        while True:
+            batch = self.sqs.receive_message(QueueUrl=self.capture_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"])
+            messages = batch.get("Messages", [])
+            if not messages:
+                return out
+            for raw in messages:
+                envelope = json.loads(raw["Body"])
+                attributes = {k: v["Value"] for k, v in (envelope.get("MessageAttributes") or {}).items()}
+                out.append(Published(at, envelope.get("Subject", ""), attributes, json.loads(envelope["Message"])))
+                self.sqs.delete_message(QueueUrl=self.capture_url, ReceiptHandle=raw["ReceiptHandle"])
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        batch = self.sqs.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10)
+        return [json.loads(m["Body"]) for m in batch.get("Messages", [])]
+
+
+@contextlib.contextmanager
+def running(deployment: Deployment, template: Path | None = None) -> Iterator[LocalRuntime]:
+    runtime = LocalRuntime(template)
+    try:
+        yield runtime.start(deployment)
+    finally:
+        runtime.stop()

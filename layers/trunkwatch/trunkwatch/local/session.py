@@ -1,0 +1,105 @@
+"""Running replays and polls on the local runtime, with the API served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from trunkwatch import clock
+from trunkwatch.config import ConfigError, Deployment
+from trunkwatch.local.apigw import serve_api
+from trunkwatch.local.hud_server import HudServer
+from trunkwatch.local.replay import Replay, ReplayError
+from trunkwatch.local.runtime import LocalRuntime, Published
+
+
+class Session:
+    """A local runtime plus the HUD stand-in and the API server, started together."""
+
+    def __init__(self, template: Path | None = None, port: int = 0, tokens: dict[str, Any] | None = None) -> None:
+        self.runtime = LocalRuntime(template)
+        self.hud = HudServer()
+        self.port = port
+        self.tokens = tokens
+        self.api: Any = None
+
+    def start(self, deployment: Deployment) -> Session:
+        self.runtime.start(deployment)
+        self.api = serve_api(lambda event, context: self.runtime.invoke("api", event), port=self.port, tokens=self.tokens)
+        os.environ["API_URL"] = self.api_url
+        return self
+
+    @property
+    def api_url(self) -> str:
+        host, port = self.api.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        if self.api is not None:
+            self.api.shutdown()
+            self.api.server_close()
+        self.hud.stop()
+        self.runtime.stop()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def call_api(self, method: str, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"{self.api_url}{path}", data=data, method=method, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - 127.0.0.1 only
+                raw = response.read()
+        except urllib.error.HTTPError as err:
+            detail = err.read().decode(errors="replace")
+            raise ReplayError(f"API {method} {path} answered {err.code}: {detail}") from None
+        return json.loads(raw) if raw else None
+
+
+def run_replay(replay: Replay, template: Path | None = None) -> Iterator[Published]:
+    """Run every event of `replay` on a fresh local pipeline; yield each SNS message."""
+    session = Session(template)
+    try:
+        session.start(replay.deployment(session.hud.url))
+        yield from replay_into(session, replay)
+    finally:
+        session.stop()
+
+
+def replay_into(session: Session, replay: Replay) -> Iterator[Published]:
+    """Run every event of `replay` on a started session, each at its own time."""
+    refs: dict[str, str] = {}
+    for event in replay.events:
+        with clock.frozen(event.at):
+            try:
+                _apply(session, event.kind, event.payload, event.ref, refs, event.at)
+            except ReplayError as err:
+                raise ReplayError(f"line {event.line}: {err}") from None
+        yield from session.runtime.published(event.at)
+
+
+def _apply(session: Session, kind: str, payload: Any, ref: str | None, refs: dict[str, str], at: datetime) -> None:
+    if kind == "hud":
+        session.hud.serve(payload)
+        session.runtime.tick(at)
+    elif kind == "tick":
+        session.runtime.tick(at)
+    elif kind == "silence":
+        created = session.call_api("POST", "/api/v2/silences", payload)
+        if ref:
+            refs[ref] = created["silenceID"]
+    elif kind == "expire":
+        if payload not in refs:
+            raise ReplayError(f"'expire' names silence ref {payload!r}, which no earlier silence event defined")
+        session.call_api("DELETE", f"/api/v2/silence/{refs[payload]}")
+    else:
+        raise ConfigError(f"unknown event kind {kind!r}")

@@ -1,0 +1,111 @@
+"""What the local runtime reads from template.yaml: the table, the functions, their stream
+event sources and schedule, and the environment, with intrinsics resolved locally."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trunkwatch.config import ConfigError
+from trunkwatch.local.template import load_template
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """A DynamoDB stream event source mapping of one function."""
+
+    function: str
+    patterns: tuple[dict[str, Any], ...]
+    batch_size: int
+    max_retries: int
+    bisect: bool
+    report_item_failures: bool
+    starting_position: str
+
+
+@dataclass
+class Wiring:
+    template_dir: Path
+    table: dict[str, Any]
+    parameters: dict[str, str]
+    functions: dict[str, Path]  # logical id -> handler module file
+    streams: list[StreamSource]
+    schedules: dict[str, str]  # function logical id -> schedule expression
+    environment: dict[str, Any]  # Globals' variables, unresolved
+    resources: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, value: Any, refs: dict[str, str]) -> Any:
+        """Resolve Ref / Fn::Sub / Fn::GetAtt / Fn::Join against local names; None if unknown."""
+        if isinstance(value, str | int | float | bool):
+            return value
+        if not isinstance(value, dict) or len(value) != 1:
+            return None
+        (fn, arg), = value.items()
+        if fn == "Ref":
+            return refs.get(arg, self.parameters.get(arg))
+        if fn == "Fn::GetAtt":
+            name = ".".join(arg) if isinstance(arg, list) else arg
+            return refs.get(name)
+        if fn == "Fn::Join":
+            parts = [self.resolve(p, refs) for p in arg[1]]
+            return None if any(p is None for p in parts) else str(arg[0]).join(str(p) for p in parts)
+        if fn == "Fn::Sub":
+            text, extra = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
+            local = {k: self.resolve(v, refs) for k, v in extra.items()}
+
+            def substitute(match: re.Match[str]) -> str:
+                name = match.group(1)
+                found = local.get(name, refs.get(name, self.parameters.get(name)))
+                if found is None:
+                    raise KeyError(name)
+                return str(found)
+
+            try:
+                return re.sub(r"\$\{([^}!]+)\}", substitute, text)
+            except KeyError:
+                return None
+        return None
+
+
+def read_wiring(path: Path) -> Wiring:
+    try:
+        template = load_template(path)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"cannot read {path}: {err}") from None
+    resources = template.get("Resources") or {}
+    tables = [r for r in resources.values() if r.get("Type") == "AWS::DynamoDB::Table"]
+    if len(tables) != 1:
+        raise ConfigError(f"{path}: expected exactly one AWS::DynamoDB::Table, found {len(tables)}")
+    parameters = {name: str(spec.get("Default", "")) for name, spec in (template.get("Parameters") or {}).items()}
+    functions: dict[str, Path] = {}
+    streams: list[StreamSource] = []
+    schedules: dict[str, str] = {}
+    wiring = Wiring(path.parent, tables[0].get("Properties") or {}, parameters, functions, streams, schedules, {}, resources)
+    for logical_id, resource in resources.items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        props = resource.get("Properties") or {}
+        module, _, _ = str(props.get("Handler", "app.lambda_handler")).rpartition(".")
+        functions[logical_id] = path.parent / str(props.get("CodeUri", "")) / f"{module.replace('.', '/')}.py"
+        for event in (props.get("Events") or {}).values():
+            spec = event.get("Properties") or {}
+            if event.get("Type") == "DynamoDB":
+                filters = (spec.get("FilterCriteria") or {}).get("Filters") or []
+                streams.append(
+                    StreamSource(
+                        function=logical_id,
+                        patterns=tuple(json.loads(f["Pattern"]) for f in filters),
+                        batch_size=int(spec.get("BatchSize", 100)),
+                        max_retries=int(spec.get("MaximumRetryAttempts", -1)),
+                        bisect=bool(spec.get("BisectBatchOnFunctionError", False)),
+                        report_item_failures="ReportBatchItemFailures" in (spec.get("FunctionResponseTypes") or []),
+                        starting_position=str(spec.get("StartingPosition", "TRIM_HORIZON")),
+                    )
+                )
+            elif event.get("Type") in ("Schedule", "ScheduleV2"):
+                schedules[logical_id] = str(wiring.resolve(spec.get("Schedule") or spec.get("ScheduleExpression"), {}))
+    wiring.environment = ((template.get("Globals") or {}).get("Function") or {}).get("Environment", {}).get("Variables", {})
+    return wiring

@@ -1,0 +1,158 @@
+"""The alerts of a trunk as people see them: stored job alerts, the derived trunk-level
+alert (SPEC 3.3), and what silences or inhibits each (SPEC 4)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import urllib.parse
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from trunkwatch import alerts
+from trunkwatch.alerts import Alert
+from trunkwatch.cells import workflow_of
+from trunkwatch.clock import format_time
+from trunkwatch.config import RuleConfig, TrunkConfig
+from trunkwatch.rule import trunk_alertname
+from trunkwatch.storage.items import AlertItem, CommitRef
+from trunkwatch.storage.table import trunk_pk
+
+MAX_FAILURE_LINES_CHARS = 1500
+
+
+class SilenceLike(Protocol):
+    """The part of a silence this module uses."""
+
+    id: str
+
+    def matches(self, labels: dict[str, str]) -> bool: ...
+
+
+@dataclass
+class AlertView:
+    alert: Alert
+    trunk: str
+    silenced_by: list[str] = field(default_factory=list)
+    inhibited_by: list[str] = field(default_factory=list)
+
+    @property
+    def suppressed(self) -> bool:
+        return bool(self.silenced_by or self.inhibited_by)
+
+
+def trunk_views(
+    trunk: TrunkConfig, rule: RuleConfig, silences: list[SilenceLike], include_resolved: bool = False
+) -> list[AlertView]:
+    """Every job alert of the trunk (firing; resolved too if asked) and its trunk-level alert."""
+    items = list(AlertItem.query(trunk_pk(trunk.trunk_id), AlertItem.sk.startswith("ALERT#")))
+    firing = [i for i in items if i.status == alerts.FIRING and rule.in_scope(i.job)]
+    shown = items if include_resolved else firing
+    job_alerts = [job_alert(item, trunk, rule) for item in shown if rule.in_scope(item.job)]
+    level = trunk_level_alert(firing, trunk, rule)
+    views = [AlertView(a, trunk.trunk_id) for a in job_alerts + ([level] if level else [])]
+    badly = level.fingerprint if level and level.name == alerts.TRUNK_BADLY_BROKEN else None
+    for view in views:
+        view.silenced_by = [s.id for s in silences if s.matches(view.alert.labels)]
+        if badly and view.alert.name == alerts.JOB_FAILING and view.alert.status == alerts.FIRING:
+            view.inhibited_by = [badly]
+    return views
+
+
+def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig) -> Alert:
+    labels = {
+        "alertname": alerts.JOB_FAILING,
+        "repo": trunk.repo,
+        "branch": trunk.branch,
+        "priority": "P3",
+        "team": rule.team_for(item.job),
+        "job": item.job,
+        "workflow": workflow_of(item.job),
+    }
+    first, last_pass, newest = item.first_fail, item.last_pass, item.newest_fail
+    lines = "\n".join(item.failure_lines or [])[:MAX_FAILURE_LINES_CHARS]
+    runs = "\n".join(item.failing_urls or [])
+    description = (
+        f"{item.job} failed on {int(item.streak)} commits in a row on {trunk.repo}@{trunk.branch}.\n"
+        f"Culprit: {_describe(first)}\n"
+        + (f"Last pass: {_describe(last_pass)}\n" if last_pass else "Last pass: not in the window (range clipped)\n")
+        + (f"Failure lines:\n{lines}\n" if lines else "")
+        + (f"Failing runs:\n{runs}\n" if runs else "")
+    )
+    annotations = {
+        "summary": f"{item.job} failing on {trunk.repo} ({int(item.streak)} commits in a row)",
+        "description": description,
+        "streak": str(int(item.streak)),
+        "culprit_sha": first.sha,
+        "culprit_pr": str(first.pr) if first.pr else "",
+        "culprit_title": first.title,
+        "culprit_author": first.author,
+        "culprit_time": format_time(first.time),
+        "culprit_url": first.url,
+        "culprit_pr_url": f"https://github.com/{trunk.repo}/pull/{first.pr}" if first.pr else "",
+        "last_pass_sha": last_pass.sha if last_pass else "",
+        "culprit_range": f"{last_pass.sha[:12] if last_pass else 'clipped'}..{first.sha[:12]}",
+        "clipped": "false" if last_pass else "true",
+        "failure_lines": lines,
+        "failing_runs": runs,
+        **_common_annotations(labels, rule),
+    }
+    generator = (
+        f"{trunk.base_url}/hud/{trunk.repo}/{urllib.parse.quote(trunk.branch, safe='')}/1"
+        f"?per_page=50&name_filter={urllib.parse.quote(item.job, safe='')}"
+        if trunk.source == "hud"
+        else newest.job_url
+    )
+    return Alert(labels, annotations, starts_at=item.starts_at, ends_at=item.ends_at, generator_url=generator)
+
+
+def trunk_level_alert(firing: list[AlertItem], trunk: TrunkConfig, rule: RuleConfig) -> Alert | None:
+    name = trunk_alertname(len(firing), rule)
+    if name is None:
+        return None
+    band = rule.trunk_band_max_jobs
+    if name == alerts.TRUNK_BROKEN:
+        priority, summary = "P2", f"HUD is broken - {rule.failures_to_open} commits in a row (<={band} jobs failing)"
+    else:
+        priority, summary = "P1", f"HUD is badly broken - likely infra related (>{band} jobs failing)"
+    labels = {"alertname": name, "repo": trunk.repo, "branch": trunk.branch, "priority": priority, "team": rule.team}
+    ordered = sorted(firing, key=lambda i: i.job)
+    jobs = {i.job: f"{int(i.streak)} commits, culprit {_describe(i.first_fail)}" for i in ordered}
+    description = f"{len(firing)} jobs failing on {trunk.repo}@{trunk.branch}:\n" + "\n".join(
+        f"- {job}: {detail}" for job, detail in jobs.items()
+    )
+    annotations = {
+        "summary": summary,
+        "description": description,
+        "failing_jobs": "\n".join(jobs),
+        **_common_annotations(labels, rule),
+    }
+    generator = f"{trunk.base_url}/hud/{trunk.repo}/{trunk.branch}/1" if trunk.source == "hud" else f"https://github.com/{trunk.repo}/actions"
+    starts = min(i.starts_at for i in firing)
+    return Alert(labels, annotations, starts_at=starts, generator_url=generator, jobs=jobs)
+
+
+def _describe(ref: CommitRef) -> str:
+    pr = f" (#{ref.pr})" if ref.pr else ""
+    return f"{ref.sha[:12]} {ref.title!r}{pr} by {ref.author or 'unknown'} at {format_time(ref.time)}"
+
+
+def _common_annotations(labels: dict[str, str], rule: RuleConfig) -> dict[str, str]:
+    api = os.environ.get("API_URL", "http://127.0.0.1:9093")
+    matchers = " ".join(shlex.quote(f'{k}="{v}"') for k, v in labels.items() if k in ("alertname", "repo", "branch", "job"))
+    return {
+        "runbook_url": rule.runbook_url or "",
+        "dashboard_url": rule.dashboard_url or os.environ.get("DASHBOARD_URL", ""),
+        "silence_url": f"amtool --alertmanager.url={api} silence add --comment='why' {matchers}",
+    }
+
+
+def current_alerts(now: datetime) -> list[AlertView]:
+    """Firing alerts of every configured trunk, for the API's `GET /api/v2/alerts`."""
+    from trunkwatch import settings
+    from trunkwatch.silences import store
+
+    deployment = settings.deployment()
+    silences = store.active(now)
+    return [view for trunk in deployment.trunks for view in trunk_views(trunk, deployment.rule_for(trunk), silences)]

@@ -1,0 +1,211 @@
+"""Silences (SPEC 5): what a silence is, the postable shape the API accepts, and its rules.
+
+Mirrors Alertmanager: status comes from the clock (pending before `startsAt`, expired from
+`endsAt` on, active in between), at least one matcher must not match the empty string, and
+`startsAt < endsAt` with `endsAt` in the future.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+
+from trunkwatch import clock
+from trunkwatch.silences.matchers import MAX_NAME_LENGTH, MAX_VALUE_LENGTH, Matcher, SilenceError
+
+MAX_MATCHERS = 32
+MAX_COMMENT_LENGTH = 4096
+MAX_CREATED_BY_LENGTH = 256
+# Longer than any maintenance window; also keeps `endsAt + retention` a valid datetime.
+MAX_DURATION = timedelta(days=3650)
+
+PENDING = "pending"
+ACTIVE = "active"
+EXPIRED = "expired"
+Status = Literal["pending", "active", "expired"]
+
+
+def _timestamp(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError("expected an RFC 3339 timestamp string such as 2026-01-02T15:04:05Z")
+    try:
+        return clock.parse_time(value)
+    except (ValueError, OverflowError):
+        raise ValueError(f"{value!r} is not an RFC 3339 timestamp with a timezone") from None
+
+
+def _utf8(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("text is not valid UTF-8") from None
+    return value
+
+
+Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
+Text = Annotated[StrictStr, BeforeValidator(_utf8)]
+
+
+class MatcherBody(BaseModel):
+    """One matcher as Alertmanager's API writes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Text = Field(min_length=1, max_length=MAX_NAME_LENGTH)
+    value: Text = Field(max_length=MAX_VALUE_LENGTH)
+    is_regex: StrictBool = Field(False, alias="isRegex")
+    is_equal: StrictBool = Field(True, alias="isEqual")
+
+
+class PostableSilence(BaseModel):
+    """Alertmanager's postableSilence; `id` updates that silence, `createdBy` defaults to the caller."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Text | None = None
+    matchers: list[MatcherBody] = Field(min_length=1, max_length=MAX_MATCHERS)
+    starts_at: Timestamp | None = Field(None, alias="startsAt")
+    ends_at: Timestamp = Field(alias="endsAt")
+    created_by: Text | None = Field(None, alias="createdBy", min_length=1, max_length=MAX_CREATED_BY_LENGTH)
+    comment: Text = Field(min_length=1, max_length=MAX_COMMENT_LENGTH)
+
+
+def describe_errors(errors: list[Any]) -> str:
+    """Pydantic errors as one sentence naming each field that is wrong."""
+    problems = []
+    for error in errors:
+        where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+        kind = error.get("type")
+        if kind == "json_invalid":
+            problems.append("request body is not valid JSON")
+        elif kind == "extra_forbidden":
+            problems.append(f"unknown field {where!r}")
+        elif kind == "missing":
+            problems.append(f"{where or 'request body'} is required")
+        elif where == "matchers" and kind == "too_short":
+            problems.append("at least one matcher is required")
+        elif where == "matchers" and kind == "too_long":
+            problems.append(f"too many matchers (at most {MAX_MATCHERS})")
+        else:
+            message = str(error.get("msg", "is invalid")).removeprefix("Value error, ")
+            problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems) or "invalid request"
+
+
+def parse_postable(data: Any) -> PostableSilence:
+    if isinstance(data, PostableSilence):
+        return data
+    if not isinstance(data, dict):
+        raise SilenceError("a silence must be a JSON object")
+    try:
+        return PostableSilence.model_validate(data)
+    except ValidationError as err:
+        raise SilenceError(describe_errors(err.errors())) from None
+
+
+def check_id(silence_id: str) -> str:
+    """Silence ids are UUIDs; anything else cannot name one."""
+    try:
+        return str(uuid.UUID(silence_id))
+    except (ValueError, TypeError, AttributeError):
+        raise SilenceError(f"{silence_id!r} is not a silence id (a UUID)") from None
+
+
+def check_matchers(matchers: tuple[Matcher, ...]) -> None:
+    if not matchers:
+        raise SilenceError("at least one matcher is required")
+    if len(matchers) > MAX_MATCHERS:
+        raise SilenceError(f"too many matchers (at most {MAX_MATCHERS})")
+    if all(matcher.matches_empty() for matcher in matchers):
+        raise SilenceError("at least one matcher must not match the empty string")
+    if all(matcher.matches_any_value() for matcher in matchers):
+        raise SilenceError("these matchers would silence every alert; match something specific")
+
+
+def check_times(starts_at: datetime, ends_at: datetime, now: datetime) -> None:
+    if starts_at >= ends_at:
+        raise SilenceError("startsAt must be before endsAt")
+    if ends_at <= now:
+        raise SilenceError("endsAt is in the past")
+    if ends_at - now > MAX_DURATION:
+        raise SilenceError(f"endsAt is more than {MAX_DURATION.days} days away")
+
+
+@dataclass(frozen=True)
+class Silence:
+    id: str
+    matchers: tuple[Matcher, ...]
+    starts_at: datetime
+    ends_at: datetime
+    created_by: str
+    comment: str
+    updated_at: datetime
+
+    def status(self, now: datetime) -> Status:
+        if now < self.starts_at:
+            return PENDING
+        # Expiring sets endsAt to now, so a silence is over from its endsAt on.
+        if now >= self.ends_at:
+            return EXPIRED
+        return ACTIVE
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return all(matcher.matches(labels) for matcher in self.matchers)
+
+    def same_matchers(self, other: Silence) -> bool:
+        """Order does not change what a silence matches."""
+        return sorted(m.to_api().items() for m in self.matchers) == sorted(
+            m.to_api().items() for m in other.matchers
+        )
+
+    def to_api(self, now: datetime | None = None) -> dict[str, Any]:
+        """Alertmanager's gettableSilence."""
+        return {
+            "id": self.id,
+            "status": {"state": self.status(now or clock.now())},
+            "updatedAt": clock.format_time(self.updated_at),
+            "matchers": [matcher.to_api() for matcher in self.matchers],
+            "startsAt": clock.format_time(self.starts_at),
+            "endsAt": clock.format_time(self.ends_at),
+            "createdBy": self.created_by,
+            "comment": self.comment,
+        }
+
+    @classmethod
+    def from_postable(cls, body: PostableSilence, silence_id: str, created_by: str, now: datetime) -> Silence:
+        """Validated silence from a postable body; `startsAt` defaults to now."""
+        matchers = tuple(
+            Matcher(name=m.name, value=m.value, is_regex=m.is_regex, is_equal=m.is_equal) for m in body.matchers
+        )
+        check_matchers(matchers)
+        starts_at = body.starts_at or now
+        check_times(starts_at, body.ends_at, now)
+        return cls(
+            id=silence_id,
+            matchers=matchers,
+            starts_at=starts_at,
+            ends_at=body.ends_at,
+            created_by=created_by,
+            comment=body.comment,
+            updated_at=now,
+        )
+
+
+def sort_for_listing(silences: list[Silence], now: datetime) -> list[Silence]:
+    """Alertmanager's order: active by soonest end, pending by soonest start, expired newest first."""
+    rank = {ACTIVE: 0, PENDING: 1, EXPIRED: 2}
+
+    def key(silence: Silence) -> tuple[int, float]:
+        status = silence.status(now)
+        if status == ACTIVE:
+            return rank[status], silence.ends_at.timestamp()
+        if status == PENDING:
+            return rank[status], silence.starts_at.timestamp()
+        return rank[status], -silence.ends_at.timestamp()
+
+    return sorted(silences, key=key)

@@ -1,0 +1,109 @@
+"""What every source returns, the error it raises, and the HTTP client they share."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from trunkwatch.cells import Commit, JobRun
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+class SourceError(Exception):
+    """A poll that could not complete; nothing of it is written, the next poll catches up.
+
+    `kind` names the cause for the metric dimension: timeout, http_5xx, rate_limited,
+    http_4xx, malformed, network.
+    """
+
+    def __init__(self, kind: str, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """One trunk commit and the job runs the source reported for it.
+
+    `complete` means `runs` is every job of the commit (a job key missing from it has no
+    cell there); otherwise only the job keys present are updated (the GitHub source
+    re-fetches only the runs that changed).
+    """
+
+    commit: Commit
+    runs: tuple[JobRun, ...]
+    complete: bool = True
+
+
+@dataclass
+class Snapshot:
+    """A source's view of the trunk, newest commit first, plus the source state to keep."""
+
+    commits: list[CommitResult]
+    # Opaque, JSON-serialisable state the source wants back next poll (ETags, run versions).
+    state: dict[str, Any] = field(default_factory=dict)
+    http_requests: int = 0
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise SourceError("malformed", f"response is not valid JSON: {err}") from None
+
+
+class HttpClient:
+    """urllib with gzip, a timeout and errors mapped to SourceError kinds.
+
+    Returns non-2xx responses (304, 403, 429, ...) to the caller, which knows what they mean
+    for its API; only transport failures raise here.
+    """
+
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.timeout_s = timeout_s
+        self.requests = 0
+
+    def get(self, url: str, headers: dict[str, str] | None = None) -> Response:
+        request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip", **(headers or {})})
+        self.requests += 1
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as raw:  # noqa: S310
+                return _response(raw.status, dict(raw.headers.items()), raw.read())
+        except urllib.error.HTTPError as err:
+            return _response(err.code, dict(err.headers.items()), err.read())
+        except (TimeoutError, socket.timeout):
+            raise SourceError("timeout", f"GET {_path(url)} timed out after {self.timeout_s:g}s") from None
+        except urllib.error.URLError as err:
+            if isinstance(err.reason, TimeoutError | socket.timeout):
+                raise SourceError("timeout", f"GET {_path(url)} timed out after {self.timeout_s:g}s") from None
+            raise SourceError("network", f"GET {_path(url)} failed: {err.reason}") from None
+        except (ConnectionError, OSError) as err:
+            raise SourceError("network", f"GET {_path(url)} failed: {err}") from None
+
+
+def _path(url: str) -> str:
+    """The URL without its query string (which may carry a token in some setups)."""
+    return url.split("?", 1)[0]
+
+
+def _response(status: int, headers: dict[str, str], body: bytes) -> Response:
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if lowered.get("content-encoding") == "gzip" and body:
+        try:
+            body = gzip.decompress(body)
+        except (OSError, EOFError) as err:
+            raise SourceError("malformed", f"truncated or corrupt gzip body: {err}") from None
+    return Response(status, lowered, body)

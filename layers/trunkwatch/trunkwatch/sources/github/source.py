@@ -1,0 +1,299 @@
+"""The `github` source (SPEC 2): trunk commits, push workflow runs and their jobs.
+
+Commits come from `GET /repos/{owner}/{repo}/commits?sha={branch}`. That list is in
+`git log` order (newest first, every reachable commit), which is the trunk's first-parent
+history when the trunk only takes squash or rebase merges. With merge commits it also
+interleaves the commits of the merged branches; those never ran the trunk's push workflows,
+so the source walks `parents[0]` from the head and keeps only the first-parent chain. The
+window then holds fewer than `window` trunk commits (one page is read, never more).
+
+Runs come from `GET .../actions/runs?branch={branch}&event=push`, newest first, following
+`Link: rel="next"` until a page reaches runs created before the oldest commit of the window.
+Jobs are read only for runs that are new or changed since the last poll (run attempt,
+status, conclusion or updated_at differ), with `filter=latest`. For a job that passed on a
+re-run, earlier attempts are read (newest first, only until that job is found) to know
+whether it failed before, which makes it flaky; for any other job that history changes
+nothing, so it is not read.
+
+State (JSON, returned in `Snapshot.state` and given back to the next poll) holds the ETag and
+a digest of every listing page, so an unchanged trunk costs only conditional requests that
+answer 304 (free of rate limit) and no job request, and returns an identical state:
+
+    {"version": 1,
+     "commits": {"url", "etag", "list": [[sha, time, title, author, pr, url], ...]},
+     "runs": [{"url", "etag", "next", "oldest", "runs": [[id, sha, workflow, attempt,
+               version, delivered], ...]}, ...],
+     "not_before": "<RFC 3339>"}          # only while GitHub's rate limit holds
+
+`delivered` says the jobs of that `version` of the run were returned in some snapshot.
+
+Rate limits: a 403/429 rate-limit answer, or a response saying no request is left
+(`X-RateLimit-Remaining: 0`), stops the poll at once. The poll does not raise: it returns a
+consistent snapshot whose state records `not_before` (from Retry-After, else
+X-RateLimit-Reset, else one minute), so that every poll before then makes no request and
+returns an empty snapshot with the state unchanged. What the snapshot carries depends on
+when the limit hit: during the listings, nothing (no commits, the previous state plus
+`not_before`); while reading jobs, the job runs of the runs read so far, with only those
+runs marked delivered (the rest are read after `not_before`). `GitHubSource.rate_limited`
+is then the RateLimited error, for the caller's log line and metric. Any other failure
+(5xx, timeout, malformed or truncated body, a missing field) raises SourceError and the
+caller keeps the previous state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from pydantic import TypeAdapter
+
+from trunkwatch.cells import Commit, JobRun
+from trunkwatch.clock import format_time, parse_time
+from trunkwatch.config import TrunkConfig
+from trunkwatch.sources.base import CommitResult, HttpClient, Snapshot
+from trunkwatch.sources.github.api import GitHubApi, RateLimited
+from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, WorkflowRun
+
+STATE_VERSION = 1
+RUNS_PER_PAGE = 100
+# The runs listing returns at most 1,000 runs when filtered by branch or event.
+MAX_RUN_PAGES = 10
+MAX_TITLE_CHARS = 300
+_FAILED = frozenset({"failure", "timed_out", "startup_failure"})
+_PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
+
+_COMMITS: TypeAdapter[list[CommitItem]] = TypeAdapter(list[CommitItem])
+_RUNS: TypeAdapter[RunList] = TypeAdapter(RunList)
+_JOBS: TypeAdapter[JobList] = TypeAdapter(JobList)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A workflow run as the state keeps it (a compact list in JSON)."""
+
+    id: int
+    sha: str
+    workflow: str
+    attempt: int
+    version: str
+    delivered: bool = False
+
+    @classmethod
+    def from_api(cls, run: WorkflowRun) -> _Run:
+        changes = f"{run.run_attempt}|{run.status}|{run.conclusion}|{format_time(run.updated_at)}"
+        version = hashlib.blake2b(changes.encode(), digest_size=6).hexdigest()
+        return cls(run.id, run.head_sha, run.name or run.path, run.run_attempt, version)
+
+    @classmethod
+    def from_record(cls, record: list[Any]) -> _Run:
+        return cls(*record)
+
+    def record(self, delivered: bool) -> list[Any]:
+        return [self.id, self.sha, self.workflow, self.attempt, self.version, delivered]
+
+
+class GitHubSource:
+    def __init__(
+        self, trunk: TrunkConfig, token: str | None, http: HttpClient | None = None, window: int = 50
+    ) -> None:
+        if not 1 <= window <= 100:
+            raise ValueError(f"window must be 1..100 commits (one page of the commits list), got {window}")
+        self.trunk = trunk
+        self.window = window
+        self._token = token
+        self._http = http or HttpClient()
+        # Set by poll() when a rate limit cut it short or held it back; the snapshot is still
+        # consistent and its state must be saved.
+        self.rate_limited: RateLimited | None = None
+
+    def __repr__(self) -> str:  # never show the token
+        return f"GitHubSource({self.trunk.trunk_id!r})"
+
+    def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
+        self.rate_limited = None
+        if "not_before" in state and now < (held := parse_time(state["not_before"])):
+            self.rate_limited = RateLimited(
+                held, f"GitHub rate limit: no request for {self.trunk.repo} before {format_time(held)}", now
+            )
+            return Snapshot(commits=[], state=state, http_requests=0)
+        previous = state if state.get("version") == STATE_VERSION else {}
+        api = GitHubApi(self.trunk.base_url, self._token, self._http, now)
+        try:
+            commits = self._list_commits(api, previous.get("commits"))
+            pages = self._list_runs(api, previous.get("runs", []), commits["list"])
+        except RateLimited as err:
+            self.rate_limited = err
+            return Snapshot(
+                commits=[], state={**state, "not_before": format_time(err.until)}, http_requests=api.requests
+            )
+
+        window = [_commit(record) for record in commits["list"]]
+        delivered_before = {
+            run.id: run.version
+            for page in previous.get("runs", [])
+            for run in map(_Run.from_record, page["runs"])
+            if run.delivered
+        }
+        job_runs: dict[str, list[JobRun]] = defaultdict(list)
+        delivered_now: set[int] = set()
+        changed = _changed_runs(pages, {c.sha for c in window}, delivered_before)
+        try:
+            for run in changed:
+                job_runs[run.sha].extend(self._job_runs(api, run))
+                delivered_now.add(run.id)
+        except RateLimited as err:
+            self.rate_limited = err
+
+        def delivered(run: _Run) -> bool:
+            return run.id in delivered_now or delivered_before.get(run.id) == run.version
+
+        new_state: dict[str, Any] = {
+            "version": STATE_VERSION,
+            "commits": commits,
+            "runs": [
+                {**page, "runs": [run.record(delivered(run)) for run in map(_Run.from_record, page["runs"])]}
+                for page in pages
+            ],
+        }
+        if self.rate_limited is not None:
+            new_state["not_before"] = format_time(self.rate_limited.until)
+        return Snapshot(
+            commits=[CommitResult(c, tuple(job_runs[c.sha]), complete=False) for c in window],
+            state=new_state,
+            http_requests=api.requests,
+        )
+
+    def _path(self, tail: str, **query: Any) -> str:
+        return f"/repos/{self.trunk.repo}{tail}?{urlencode(query)}"
+
+    def _list_commits(self, api: GitHubApi, stored: dict[str, Any] | None) -> dict[str, Any]:
+        url = api.url(self._path("/commits", sha=self.trunk.branch, per_page=self.window))
+        reusable = stored if stored and stored["url"] == url else None
+        page = api.get(url, _COMMITS, etag=reusable["etag"] if reusable else None)
+        if page.data is None:
+            assert reusable is not None  # 304 only answers a conditional request
+            return reusable
+        return {"url": url, "etag": page.etag, "list": [_commit_record(c) for c in _first_parent(page.data)]}
+
+    def _list_runs(
+        self, api: GitHubApi, stored_pages: list[dict[str, Any]], commits: list[list[Any]]
+    ) -> list[dict[str, Any]]:
+        if not commits:
+            return []
+        oldest = min(parse_time(record[1]) for record in commits)
+        stored = {page["url"]: page for page in stored_pages}
+        pages: list[dict[str, Any]] = []
+        url: str | None = api.url(
+            self._path("/actions/runs", branch=self.trunk.branch, event="push", per_page=RUNS_PER_PAGE)
+        )
+        while url and len(pages) < MAX_RUN_PAGES:
+            old = stored.get(url)
+            page = api.get(url, _RUNS, etag=old["etag"] if old else None)
+            if page.data is None:
+                assert old is not None
+                record = old
+            else:
+                runs = page.data.workflow_runs
+                record = {
+                    "url": url,
+                    "etag": page.etag,
+                    "next": page.next_url,
+                    "oldest": format_time(min(r.created_at for r in runs)) if runs else None,
+                    "runs": [_Run.from_api(r).record(delivered=False) for r in runs],
+                }
+            pages.append(record)
+            if record["oldest"] is None or parse_time(record["oldest"]) < oldest:
+                break
+            url = record["next"]
+        return pages
+
+    def _job_runs(self, api: GitHubApi, run: _Run) -> list[JobRun]:
+        url = api.url(self._path(f"/actions/runs/{run.id}/jobs", filter="latest", per_page=100))
+        jobs = list(api.get_all(url, _JOBS, _jobs_of))
+        flaky = self._failed_before_retry(api, run, jobs)
+        return [
+            JobRun(
+                name=f"{run.workflow} / {job.name}",
+                conclusion=job.conclusion if job.status == "completed" else job.status,
+                url=job.html_url or "",
+                attempt=job.run_attempt,
+                failed_before=job.name in flaky,
+            )
+            for job in jobs
+        ]
+
+    def _failed_before_retry(self, api: GitHubApi, run: _Run, jobs: list[Job]) -> set[str]:
+        """Names of the jobs that passed on a re-run after failing on the attempt before."""
+        # A retried job that passed: the latest earlier attempt that ran it decides.
+        undecided = {
+            job.name: job.run_attempt for job in jobs if job.run_attempt > 1 and job.conclusion == "success"
+        }
+        failed: set[str] = set()
+        attempt = max(undecided.values(), default=1) - 1
+        while undecided and attempt >= 1:
+            url = api.url(self._path(f"/actions/runs/{run.id}/attempts/{attempt}/jobs", per_page=100))
+            earlier = {job.name: job for job in api.get_all(url, _JOBS, _jobs_of)}
+            for name, retried_on in list(undecided.items()):
+                if retried_on > attempt and name in earlier:
+                    if earlier[name].conclusion in _FAILED:
+                        failed.add(name)
+                    del undecided[name]
+            attempt -= 1
+        return failed
+
+
+def _jobs_of(page: JobList) -> list[Job]:
+    return page.jobs
+
+
+def _changed_runs(
+    pages: list[dict[str, Any]], shas: set[str], delivered_before: dict[int, str]
+) -> Iterator[_Run]:
+    """Runs of window commits whose current version was never delivered, newest first."""
+    seen: set[int] = set()
+    for page in pages:
+        for run in map(_Run.from_record, page["runs"]):
+            # A run can show up on two pages when a new run shifts them between requests.
+            if run.id in seen or run.sha not in shas:
+                continue
+            seen.add(run.id)
+            if delivered_before.get(run.id) != run.version:
+                yield run
+
+
+def _first_parent(items: list[CommitItem]) -> list[CommitItem]:
+    by_sha = {item.sha: item for item in items}
+    chain: list[CommitItem] = []
+    item = items[0] if items else None
+    while item is not None and len(chain) < len(items):
+        chain.append(item)
+        item = by_sha.get(item.parents[0].sha) if item.parents else None
+    return chain
+
+
+def _commit_record(item: CommitItem) -> list[Any]:
+    title = item.commit.message.split("\n", 1)[0].strip()
+    pr = _PR_SUFFIX.search(title)
+    if item.author is not None:
+        author = item.author.login
+    else:
+        author = (item.commit.author.name if item.commit.author else None) or ""
+    return [
+        item.sha,
+        format_time(item.commit.committer.date),
+        title[:MAX_TITLE_CHARS],
+        author,
+        int(pr.group(1)) if pr else None,
+        item.html_url,
+    ]
+
+
+def _commit(record: list[Any]) -> Commit:
+    sha, time, title, author, pr, url = record
+    return Commit(sha=sha, time=parse_time(time), title=title, author=author, pr=pr, url=url)

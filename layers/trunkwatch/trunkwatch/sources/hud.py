@@ -1,0 +1,102 @@
+"""The PyTorch HUD source: `/api/hud/{owner}/{repo}/{branch}/{page}?per_page=N`.
+
+The HUD already merges workflow runs into a grid: `jobNames[i]` names column i and
+`shaGrid[k].jobs[i]` is that job's cell on commit k (newest commit first); `{}` means the
+job did not run there. A retried-to-green cell carries `failedPreviousRun`.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from datetime import datetime
+from typing import Any
+
+from trunkwatch.cells import Commit, JobRun
+from trunkwatch.clock import parse_time
+from trunkwatch.config import TrunkConfig
+from trunkwatch.sources.base import CommitResult, HttpClient, Snapshot, SourceError
+
+TOKEN_HEADER = "x-hud-internal-bot"
+
+
+class HudSource:
+    def __init__(self, trunk: TrunkConfig, token: str | None, http: HttpClient | None = None) -> None:
+        self.trunk = trunk
+        self.token = token
+        self.http = http or HttpClient()
+
+    @property
+    def url(self) -> str:
+        path = "/".join(urllib.parse.quote(part, safe="") for part in (*self.trunk.repo.split("/"), self.trunk.branch))
+        return f"{self.trunk.base_url}/api/hud/{path}/1?per_page={self.trunk.per_page}"
+
+    def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
+        headers = {"Accept": "application/json"}
+        if self.token:
+            headers[TOKEN_HEADER] = self.token
+        before = self.http.requests
+        response = self.http.get(self.url, headers)
+        if response.status >= 500:
+            raise SourceError("http_5xx", f"HUD answered {response.status} for {self.trunk.trunk_id}")
+        if response.status in (403, 429):
+            retry = response.headers.get("retry-after")
+            raise SourceError(
+                "rate_limited",
+                f"HUD answered {response.status} for {self.trunk.trunk_id}" + (f" (retry after {retry}s)" if retry else ""),
+                retry_after_s=float(retry) if retry and retry.isdigit() else None,
+            )
+        if response.status != 200:
+            raise SourceError("http_4xx", f"HUD answered {response.status} for {self.trunk.trunk_id}")
+        commits = parse_grid(response.json())
+        return Snapshot(commits=commits, state=state, http_requests=self.http.requests - before)
+
+
+def parse_grid(body: Any) -> list[CommitResult]:
+    """Validate a HUD response and turn it into commit results, newest first."""
+    if not isinstance(body, dict):
+        raise SourceError("malformed", "HUD response is not a JSON object")
+    names, grid = body.get("jobNames"), body.get("shaGrid")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise SourceError("malformed", "HUD response has no list of strings 'jobNames'")
+    if not isinstance(grid, list):
+        raise SourceError("malformed", "HUD response has no list 'shaGrid'")
+    results = []
+    for index, row in enumerate(grid):
+        where = f"shaGrid[{index}]"
+        if not isinstance(row, dict) or not isinstance(row.get("sha"), str) or not row["sha"]:
+            raise SourceError("malformed", f"HUD {where} has no 'sha'")
+        jobs = row.get("jobs")
+        if not isinstance(jobs, list) or len(jobs) != len(names):
+            count = len(jobs) if isinstance(jobs, list) else "no"
+            raise SourceError("malformed", f"HUD {where} has {count} jobs for {len(names)} jobNames")
+        try:
+            time = parse_time(str(row.get("time")))
+        except ValueError:
+            raise SourceError("malformed", f"HUD {where} has an invalid time {row.get('time')!r}") from None
+        commit = Commit(
+            sha=row["sha"],
+            time=time,
+            title=str(row.get("commitTitle") or ""),
+            author=str(row.get("author") or ""),
+            pr=row["prNum"] if isinstance(row.get("prNum"), int) else None,
+            url=str(row.get("commitUrl") or ""),
+        )
+        runs = tuple(_job_run(name, cell, f"{where}.jobs") for name, cell in zip(names, jobs, strict=True) if cell)
+        results.append(CommitResult(commit=commit, runs=runs, complete=True))
+    return results
+
+
+def _job_run(name: str, cell: Any, where: str) -> JobRun:
+    if not isinstance(cell, dict):
+        raise SourceError("malformed", f"HUD {where} has a cell that is not an object for {name!r}")
+    conclusion = cell.get("conclusion")
+    if cell.get("status") not in (None, "completed") and conclusion in (None, "", "pending"):
+        conclusion = str(cell["status"])
+    lines = cell.get("failureLines") or ()
+    return JobRun(
+        name=name,
+        conclusion=conclusion if isinstance(conclusion, str) else None,
+        url=str(cell.get("htmlUrl") or ""),
+        failed_before=bool(cell.get("failedPreviousRun")),
+        failure_lines=tuple(str(line) for line in lines if line) if isinstance(lines, list) else (),
+    )

@@ -1,0 +1,125 @@
+"""PynamoDB models of the trunk-side items (cells, commits, alerts, ticks, notification log)."""
+
+from __future__ import annotations
+
+from pynamodb.attributes import (
+    BooleanAttribute,
+    JSONAttribute,
+    ListAttribute,
+    MapAttribute,
+    NumberAttribute,
+    TTLAttribute,
+    UnicodeAttribute,
+    UnicodeSetAttribute,
+    UTCDateTimeAttribute,
+    VersionAttribute,
+)
+
+from trunkwatch.storage.table import BaseItem
+
+
+class TrunkState(BaseItem, discriminator="trunk"):
+    """Per-trunk counters the evaluator and notifier share (sk `STATE`)."""
+
+    # Jobs with a firing TrunkJobFailing: K of SPEC 3.3, kept with atomic ADD/DELETE.
+    failing = UnicodeSetAttribute(null=True)
+    # Seqs of the newest commits that ran any job (for staleness), newest first.
+    recent_seqs = ListAttribute(of=NumberAttribute, null=True)
+    # The poll whose cells are still being evaluated; notifying waits for it (tick barrier).
+    open_poll = UnicodeAttribute(null=True)
+    open_poll_at = UTCDateTimeAttribute(null=True)
+
+
+class JobIndex(BaseItem, discriminator="jobs"):
+    """Stable column numbers for job keys, so commits store states as one short string."""
+
+    names = ListAttribute(of=UnicodeAttribute, null=True)
+
+
+class SourceState(BaseItem, discriminator="source"):
+    """What a source wants back next poll (ETags, run versions); rewritten only on change."""
+
+    state = JSONAttribute(null=True)
+
+
+class CommitItem(BaseItem, discriminator="commit"):
+    seq = NumberAttribute()
+    sha = UnicodeAttribute()
+    time = UTCDateTimeAttribute()
+    title = UnicodeAttribute(default="")
+    author = UnicodeAttribute(default="")
+    pr = NumberAttribute(null=True)
+    url = UnicodeAttribute(default="")
+    # One CellState code per JobIndex column ('-' = no cell): what ingest compares against.
+    states = UnicodeAttribute(default="")
+
+
+class CellItem(BaseItem, discriminator="cell"):
+    """One job cell; written only when its merged state changes (SPEC 2)."""
+
+    job = UnicodeAttribute()
+    seq = NumberAttribute()
+    sha = UnicodeAttribute()
+    state = UnicodeAttribute()
+    poll = UnicodeAttribute()  # the poll that wrote it: the evaluator reports to its tick
+    url = UnicodeAttribute(default="")
+    attempt = NumberAttribute(default=1)
+    failure_lines = ListAttribute(of=UnicodeAttribute, null=True)
+    commit_time = UTCDateTimeAttribute()
+    title = UnicodeAttribute(default="")
+    author = UnicodeAttribute(default="")
+    pr = NumberAttribute(null=True)
+    commit_url = UnicodeAttribute(default="")
+
+
+class CommitRef(MapAttribute[str, object]):
+    seq = NumberAttribute()
+    sha = UnicodeAttribute()
+    time = UTCDateTimeAttribute()
+    title = UnicodeAttribute(default="")
+    author = UnicodeAttribute(default="")
+    pr = NumberAttribute(null=True)
+    url = UnicodeAttribute(default="")
+    job_url = UnicodeAttribute(default="")
+
+
+class AlertItem(BaseItem, discriminator="alert"):
+    """A TrunkJobFailing alert's current state, as the evaluator last derived it."""
+
+    job = UnicodeAttribute()
+    status = UnicodeAttribute()  # firing | resolved
+    starts_at = UTCDateTimeAttribute()
+    ends_at = UTCDateTimeAttribute(null=True)
+    streak = NumberAttribute()
+    first_fail = CommitRef()
+    last_pass = CommitRef(null=True)
+    newest_fail = CommitRef()
+    failure_lines = ListAttribute(of=UnicodeAttribute, null=True)
+    failing_urls = ListAttribute(of=UnicodeAttribute, null=True)
+    version = VersionAttribute()
+
+
+class TickItem(BaseItem, discriminator="tick"):
+    """Per-poll barrier: settled once every cell the poll wrote has been evaluated."""
+
+    poll = UnicodeAttribute()
+    expected = NumberAttribute()
+    evaluated = UnicodeSetAttribute(null=True)
+    settled = BooleanAttribute(null=True)
+    at = UTCDateTimeAttribute()
+    expires_at = TTLAttribute()
+
+
+class NotificationLog(BaseItem, discriminator="notification"):
+    """What was last sent for one alert fingerprint (Alertmanager's notification log)."""
+
+    alertname = UnicodeAttribute()
+    job = UnicodeAttribute(null=True)
+    seq = NumberAttribute(default=0)  # transitions sent so far; the idempotency key's part
+    last_status = UnicodeAttribute(null=True)  # firing | resolved | None (never sent)
+    last_sent_at = UTCDateTimeAttribute(null=True)
+    starts_at = UTCDateTimeAttribute(null=True)
+    jobs = ListAttribute(of=UnicodeAttribute, null=True)  # trunk-level: jobs in the last message
+    held_by = ListAttribute(of=UnicodeAttribute, null=True)  # silences/inhibitions holding it now
+    labels = JSONAttribute(null=True)  # as last sent: a trunk-level alert resolves from these
+    annotations = JSONAttribute(null=True)

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the real Alertmanager and amtool (Debian's prometheus-alertmanager) that the
+# compatibility tests run against. Idempotent: does nothing when both are already present.
+set -euo pipefail
+
+if command -v amtool >/dev/null 2>&1 && command -v prometheus-alertmanager >/dev/null 2>&1; then
+    echo "amtool and prometheus-alertmanager already installed"
+    exit 0
+fi
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO=sudo
+fi
+
+# The tests run their own Alertmanager on a free port; keep the package's postinst from
+# starting the system service (invoke-rc.d and deb-systemd-invoke honour policy-rc.d).
+POLICY=/usr/sbin/policy-rc.d
+if [ ! -e "$POLICY" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$POLICY" >/dev/null
+    $SUDO chmod +x "$POLICY"
+    trap '$SUDO rm -f "$POLICY"' EXIT
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update
+$SUDO apt-get install -y --no-install-recommends prometheus-alertmanager
+
+command -v amtool >/dev/null
+command -v prometheus-alertmanager >/dev/null
+echo "installed: $(amtool --version 2>&1 | head -n 1)"

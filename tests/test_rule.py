@@ -1,0 +1,123 @@
+"""The consecutive-failure rule (SPEC 3.2), table-driven over cell histories.
+
+A history string lists a job's cells from the newest commit to the oldest:
+F fail, P pass, f flaky, . pending, n nodata (cancelled/skipped), - no cell.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from trunkwatch.cells import CellState, Commit
+from trunkwatch.config import rule_config
+from trunkwatch.rule import StoredCell, judge_job, trunk_alertname
+
+NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
+STATES = {"F": CellState.FAIL, "P": CellState.PASS, "f": CellState.FLAKY, ".": CellState.PENDING, "n": CellState.NODATA}
+
+
+def cells(history: str, newest_age: timedelta = timedelta(hours=1), spacing: timedelta = timedelta(minutes=30)) -> list[StoredCell]:
+    out = []
+    top = 100 + len(history)
+    for offset, code in enumerate(history):
+        if code == "-":
+            continue
+        seq = top - offset
+        commit = Commit(sha=f"sha{seq}", time=NOW - newest_age - offset * spacing, title=f"change {seq}", pr=seq)
+        out.append(StoredCell(seq=seq, state=STATES[code], commit=commit, url=f"https://ci/{seq}"))
+    return out
+
+
+def recent(history: str) -> list[int]:
+    top = 100 + len(history)
+    return [top - i for i in range(len(history))]
+
+
+@pytest.mark.parametrize(
+    ("history", "firing", "streak"),
+    [
+        ("FFF", True, 3),
+        ("FF", False, 2),
+        ("FFFP", True, 3),
+        ("PFFF", False, 0),  # a pass at the head closes it
+        ("fFFF", False, 0),  # a retried-to-green flaky cell breaks the streak
+        (".FFF", True, 3),  # a pending tip does not hide the streak
+        ("...FF", False, 2),  # nor fake one
+        ("F.FF", True, 3),  # F, pending, F, F is a streak of 3
+        ("FnFF", True, 3),  # cancelled in the middle is skipped
+        ("FFPFF", False, 2),
+        ("FFFFFP", True, 5),
+    ],
+)
+def test_streaks(history: str, firing: bool, streak: int) -> None:
+    verdict = judge_job("job", cells(history), recent(history), rule_config({}), NOW)
+    assert (verdict.firing, verdict.streak) == (firing, streak)
+
+
+def test_passes_to_close_gives_hysteresis() -> None:
+    rule = rule_config({"passes_to_close": 2})
+    assert judge_job("job", cells("FPFFF"), recent("FPFFF"), rule, NOW).firing
+    assert not judge_job("job", cells("PPFFF"), recent("PPFFF"), rule, NOW).firing
+    assert not judge_job("job", cells("FPFFF"), recent("FPFFF"), rule_config({}), NOW).firing
+
+
+def test_failures_to_open_is_configurable() -> None:
+    assert judge_job("job", cells("FFP"), recent("FFP"), rule_config({"failures_to_open": 2}), NOW).firing
+    assert not judge_job("job", cells("FFFP"), recent("FFFP"), rule_config({"failures_to_open": 4}), NOW).firing
+
+
+def test_culprit_is_first_failure_after_last_pass() -> None:
+    verdict = judge_job("job", cells("FFFPP"), recent("FFFPP"), rule_config({}), NOW)
+    assert verdict.culprit is not None
+    assert verdict.culprit.first_fail.commit.sha == "sha103"
+    assert verdict.culprit.last_pass is not None and verdict.culprit.last_pass.commit.sha == "sha102"
+    assert not verdict.culprit.clipped
+
+
+def test_culprit_skips_nodata_between_run_and_pass() -> None:
+    verdict = judge_job("job", cells("FFFnP"), recent("FFFnP"), rule_config({}), NOW)
+    assert verdict.culprit is not None and verdict.culprit.last_pass is not None
+    assert verdict.culprit.last_pass.commit.sha == "sha101"
+
+
+def test_culprit_clipped_when_window_has_no_pass() -> None:
+    verdict = judge_job("job", cells("FFFF"), recent("FFFF"), rule_config({}), NOW)
+    assert verdict.firing and verdict.culprit is not None
+    assert verdict.culprit.clipped
+    assert verdict.culprit.first_fail.commit.sha == "sha101"
+
+
+def test_streak_older_than_max_failure_age_does_not_open() -> None:
+    old = cells("FFF", newest_age=timedelta(hours=25))
+    assert not judge_job("job", old, recent("FFF"), rule_config({}), NOW).firing
+    assert judge_job("job", old, recent("FFF"), rule_config({"max_failure_age": "26h"}), NOW).firing
+
+
+def test_removed_job_resolves_as_stale() -> None:
+    history = "FFF"
+    # The trunk moved on five commits that ran other jobs; this job has no cell on them.
+    newer = [200, 199, 198, 197, 196]
+    verdict = judge_job("job", cells(history), newer + recent(history), rule_config({}), NOW)
+    assert verdict.stale and not verdict.firing
+
+
+def test_pending_cell_keeps_job_fresh() -> None:
+    history = "....FFF"
+    verdict = judge_job("job", cells(history), recent(history), rule_config({"stale_after_commits": 3}), NOW)
+    assert not verdict.stale and verdict.firing
+
+
+def test_order_of_cells_does_not_matter() -> None:
+    forward = cells("F.FnFP")
+    assert judge_job("job", list(reversed(forward)), recent("F.FnFP"), rule_config({}), NOW) == judge_job(
+        "job", forward, recent("F.FnFP"), rule_config({}), NOW
+    )
+
+
+@pytest.mark.parametrize(("count", "name"), [(0, None), (1, "TrunkBroken"), (5, "TrunkBroken"), (6, "TrunkBadlyBroken")])
+def test_trunk_band(count: int, name: str | None) -> None:
+    assert trunk_alertname(count, rule_config({})) == name
+
+
+def test_trunk_band_follows_configuration() -> None:
+    assert trunk_alertname(6, rule_config({"trunk_band_max_jobs": 8})) == "TrunkBroken"
