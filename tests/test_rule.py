@@ -7,23 +7,32 @@ F fail, P pass, f flaky, . pending, n nodata (cancelled/skipped), - no cell.
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from trunkwatch.cells import CellState, Commit
 from trunkwatch.config import rule_config
 from trunkwatch.rule import StoredCell, judge_job, trunk_alertname
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
-STATES = {"F": CellState.FAIL, "P": CellState.PASS, "f": CellState.FLAKY, ".": CellState.PENDING, "n": CellState.NODATA}
+STATES = {
+    "F": CellState.FAIL,
+    "P": CellState.PASS,
+    "f": CellState.FLAKY,
+    ".": CellState.PENDING,
+    "n": CellState.NODATA,
+}
 
 
-def cells(history: str, newest_age: timedelta = timedelta(hours=1), spacing: timedelta = timedelta(minutes=30)) -> list[StoredCell]:
+def cells(
+    history: str, newest_age: timedelta = timedelta(hours=1), spacing: timedelta = timedelta(minutes=30)
+) -> list[StoredCell]:
     out = []
     top = 100 + len(history)
     for offset, code in enumerate(history):
         if code == "-":
             continue
         seq = top - offset
-        commit = Commit(sha=f"sha{seq}", time=NOW - newest_age - offset * spacing, title=f"change {seq}", pr=seq)
+        commit = Commit(
+            sha=f"sha{seq}", time=NOW - newest_age - offset * spacing, title=f"change {seq}", pr=seq
+        )
         out.append(StoredCell(seq=seq, state=STATES[code], commit=commit, url=f"https://ci/{seq}"))
     return out
 
@@ -63,7 +72,9 @@ def test_passes_to_close_gives_hysteresis() -> None:
 
 def test_failures_to_open_is_configurable() -> None:
     assert judge_job("job", cells("FFP"), recent("FFP"), rule_config({"failures_to_open": 2}), NOW).firing
-    assert not judge_job("job", cells("FFFP"), recent("FFFP"), rule_config({"failures_to_open": 4}), NOW).firing
+    assert not judge_job(
+        "job", cells("FFFP"), recent("FFFP"), rule_config({"failures_to_open": 4}), NOW
+    ).firing
 
 
 def test_culprit_is_first_failure_after_last_pass() -> None:
@@ -114,7 +125,9 @@ def test_order_of_cells_does_not_matter() -> None:
     )
 
 
-@pytest.mark.parametrize(("count", "name"), [(0, None), (1, "TrunkBroken"), (5, "TrunkBroken"), (6, "TrunkBadlyBroken")])
+@pytest.mark.parametrize(
+    ("count", "name"), [(0, None), (1, "TrunkBroken"), (5, "TrunkBroken"), (6, "TrunkBadlyBroken")]
+)
 def test_trunk_band(count: int, name: str | None) -> None:
     assert trunk_alertname(count, rule_config({})) == name
 

@@ -10,9 +10,8 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from trunkwatch import clock
-from trunkwatch.notifier import on_settled_tick, sweep_all
+from trunkwatch.notifier import idempotency_config, on_settled_tick, sweep_all
 
 logger = Logger()
 tracer = Tracer()
@@ -31,7 +30,13 @@ def record_handler(record: DynamoDBRecord) -> None:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    idempotency_config.register_lambda_context(context)
     if "Records" in event:
-        return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+        return process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
     results = sweep_all(clock.now())
-    return {"sent": sum(len(r.sent) for r in results), "waiting": [r.trunk for r in results if r.waiting_for_poll]}
+    return {
+        "sent": sum(len(r.sent) for r in results),
+        "waiting": [r.trunk for r in results if r.waiting_for_poll],
+    }

@@ -7,10 +7,12 @@ in one transaction with the trunk's set of failing jobs (K of SPEC 3.3).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
+from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.cells import CellState, Commit
@@ -62,22 +64,34 @@ def report_to_tick(change: CellChange) -> bool:
         tick.update(actions=[TickItem.settled.set(True)], condition=TickItem.settled.does_not_exist())
     except UpdateError:
         return False  # a concurrent evaluation settled it
-    try:
-        TrunkState.upsert(change.pk, "STATE", [TrunkState.open_poll.remove(), TrunkState.open_poll_at.remove()], condition=TrunkState.open_poll == change.poll)
-    except UpdateError:
-        pass  # a newer poll is open; its own tick will close it
+    with contextlib.suppress(UpdateError):  # a newer poll is open; its own tick closes it
+        TrunkState.upsert(
+            change.pk,
+            "STATE",
+            [TrunkState.open_poll.remove(), TrunkState.open_poll_at.remove()],
+            condition=TrunkState.open_poll == change.poll,
+        )
     return True
 
 
 def _read_cells(pk: str, job: str) -> list[StoredCell]:
-    query = CellItem.query(pk, CellItem.sk.startswith(f"CELL#{job}#"), scan_index_forward=False, limit=JOB_WINDOW)
+    query = CellItem.query(
+        pk, CellItem.sk.startswith(f"CELL#{job}#"), scan_index_forward=False, limit=JOB_WINDOW
+    )
     return [
         StoredCell(
             seq=int(item.seq),
             state=CellState(item.state),
-            commit=Commit(sha=item.sha, time=item.commit_time, title=item.title, author=item.author, pr=item.pr, url=item.commit_url),
+            commit=Commit(
+                sha=item.sha,
+                time=item.commit_time,
+                title=item.title,
+                author=item.author,
+                pr=int(item.pr) if item.pr is not None else None,
+                url=item.commit_url,
+            ),
             url=item.url,
-            failure_lines=tuple(item.failure_lines or ()),
+            failure_lines=tuple(str(line) for line in item.failure_lines or ()),
         )
         for item in query
     ]
@@ -92,7 +106,16 @@ def _recent_seqs(pk: str) -> list[int]:
 
 def _ref(cell: StoredCell) -> CommitRef:
     c = cell.commit
-    return CommitRef(seq=cell.seq, sha=c.sha, time=c.time, title=c.title, author=c.author, pr=c.pr, url=c.url, job_url=cell.url)
+    return CommitRef(
+        seq=cell.seq,
+        sha=c.sha,
+        time=c.time,
+        title=c.title,
+        author=c.author,
+        pr=c.pr,
+        url=c.url,
+        job_url=cell.url,
+    )
 
 
 def _store_verdict(pk: str, verdict: JobVerdict, now: datetime) -> None:
@@ -139,18 +162,21 @@ def _same(item: AlertItem, fields: dict[str, object]) -> bool:
     return current == fields
 
 
-def _commit(item: AlertItem, failing_change: object | None) -> None:
+def _commit(item: AlertItem, failing_change: Action | None) -> None:
     with TransactWrite(connection=connection()) as transaction:
         transaction.save(item)
         if failing_change is not None:
-            transaction.update(TrunkState(item.pk, "STATE"), actions=[failing_change, TrunkState.kind.set(TrunkState)])  # type: ignore[list-item]
+            actions = [failing_change, TrunkState.kind.set(TrunkState)]
+            transaction.update(TrunkState(item.pk, "STATE"), actions=actions)
 
 
 def on_cell_record(image: dict[str, object], now: datetime) -> JobVerdict | None:
     """Evaluate the job of one stream record's new image, then report to its poll's tick."""
     from trunkwatch import settings
 
-    change = CellChange(pk=str(image["pk"]), sk=str(image["sk"]), job=str(image["job"]), poll=str(image.get("poll") or ""))
+    change = CellChange(
+        pk=str(image["pk"]), sk=str(image["sk"]), job=str(image["job"]), poll=str(image.get("poll") or "")
+    )
     deployment = settings.deployment()
     trunk_id = change.pk.removeprefix("TRUNK#")
     verdict = None

@@ -52,12 +52,21 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
     source_item = _get(SourceState, pk, "SOURCE")
     old_source_state = (source_item.state if source_item else None) or {}
     snapshot = source.poll(dict(old_source_state), now)
-    result = PollResult(trunk=trunk.trunk_id, http_requests=snapshot.http_requests, commits=len(snapshot.commits))
+    result = PollResult(
+        trunk=trunk.trunk_id, http_requests=snapshot.http_requests, commits=len(snapshot.commits)
+    )
 
     index_item = _get(JobIndex, pk, "JOBS") or JobIndex(pk, "JOBS")
     names = list(index_item.names or [])
-    known = {c.sha: c for c in CommitItem.query(pk, CommitItem.sk.startswith("COMMIT#"), scan_index_forward=False, limit=COMMITS_KEPT)}
-    seqs = _assign_seqs([r.commit.sha for r in snapshot.commits], {sha: int(c.seq) for sha, c in known.items()})
+    known = {
+        c.sha: c
+        for c in CommitItem.query(
+            pk, CommitItem.sk.startswith("COMMIT#"), scan_index_forward=False, limit=COMMITS_KEPT
+        )
+    }
+    seqs = _assign_seqs(
+        [r.commit.sha for r in snapshot.commits], {sha: int(c.seq) for sha, c in known.items()}
+    )
 
     columns = {name: i for i, name in enumerate(names)}
     commit_writes: list[CommitItem] = []
@@ -74,9 +83,15 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
         new_states = _new_states(old_states, cells, columns, commit_result.complete)
         for column, (old, new) in enumerate(zip(old_states, new_states, strict=True)):
             if old != new and rule.in_scope(names[column]):
-                cell = cells.get(names[column]) or Cell(job=names[column], sha=commit_result.commit.sha, state=CellState.NODATA)
+                cell = cells.get(names[column]) or Cell(
+                    job=names[column], sha=commit_result.commit.sha, state=CellState.NODATA
+                )
                 cell_writes.append((cell, commit_result, seq))
-        if existing is None or existing.states != new_states.rstrip(ABSENT_CODE) or _metadata_changed(existing, commit_result):
+        if (
+            existing is None
+            or existing.states != new_states.rstrip(ABSENT_CODE)
+            or _metadata_changed(existing, commit_result)
+        ):
             commit_writes.append(_commit_item(pk, seq, commit_result, new_states.rstrip(ABSENT_CODE)))
 
     if cell_writes:
@@ -148,7 +163,12 @@ def _new_states(old: str, cells: dict[str, Cell], columns: dict[str, int], compl
 
 def _metadata_changed(item: CommitItem, result: CommitResult) -> bool:
     commit = result.commit
-    return (item.title, item.author, item.pr, item.url) != (commit.title, commit.author, commit.pr, commit.url)
+    return (item.title, item.author, item.pr, item.url) != (
+        commit.title,
+        commit.author,
+        commit.pr,
+        commit.url,
+    )
 
 
 def _commit_item(pk: str, seq: int, result: CommitResult, states: str) -> CommitItem:
@@ -197,7 +217,9 @@ def _save_recent_seqs(pk: str, known: dict[str, CommitItem], written: Iterable[C
     """Keep the seqs of the newest commits that ran any job (staleness window). Items written."""
     commits = {int(c.seq): c.states for c in known.values()}
     commits.update({int(c.seq): c.states for c in written})
-    recent = sorted((seq for seq, states in commits.items() if states.strip(ABSENT_CODE)), reverse=True)[:RECENT_SEQS_KEPT]
+    recent = sorted((seq for seq, states in commits.items() if states.strip(ABSENT_CODE)), reverse=True)[
+        :RECENT_SEQS_KEPT
+    ]
     state = _get(TrunkState, pk, "STATE")
     if state is not None and list(state.recent_seqs or []) == recent:
         return 0

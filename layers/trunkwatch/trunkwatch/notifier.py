@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,7 +30,8 @@ from trunkwatch.alerts import Alert
 from trunkwatch.config import RuleConfig, TrunkConfig
 from trunkwatch.evaluate import evaluate_job
 from trunkwatch.notify import Decision, LogState, decide, holders, message
-from trunkwatch.overview import AlertView, SilenceLike, trunk_views
+from trunkwatch.overview import AlertView, trunk_views
+from trunkwatch.silences import Silence
 from trunkwatch.storage.items import AlertItem, NotificationLog, TrunkState
 from trunkwatch.storage.table import trunk_pk
 
@@ -40,6 +41,10 @@ metrics = Metrics()
 # A sweep waits this long for an open poll to settle before notifying anyway.
 BARRIER_TIMEOUT = timedelta(minutes=5)
 IDEMPOTENCY_TTL_S = 7 * 24 * 3600
+# One transition = one fingerprint at one log sequence number; the message text may differ.
+idempotency_config = IdempotencyConfig(
+    event_key_jmespath="[fingerprint, seq]", expires_after_seconds=IDEMPOTENCY_TTL_S
+)
 
 
 @dataclass
@@ -50,7 +55,9 @@ class TickResult:
     waiting_for_poll: bool = False
 
 
-def sweep_trunk(trunk: TrunkConfig, rule: RuleConfig, silences: list[SilenceLike], now: datetime) -> TickResult:
+def sweep_trunk(
+    trunk: TrunkConfig, rule: RuleConfig, silences: Sequence[Silence], now: datetime
+) -> TickResult:
     """Scheduled tick: re-judge firing jobs (age, staleness) then notify, unless a poll is
     still being evaluated (its settled tick will notify)."""
     pk = trunk_pk(trunk.trunk_id)
@@ -60,32 +67,60 @@ def sweep_trunk(trunk: TrunkConfig, rule: RuleConfig, silences: list[SilenceLike
             return TickResult(trunk.trunk_id, waiting_for_poll=True)
     except DoesNotExist:
         pass
-    for item in AlertItem.query(pk, AlertItem.sk.startswith("ALERT#"), filter_condition=AlertItem.status == alerts.FIRING):
+    for item in AlertItem.query(
+        pk, AlertItem.sk.startswith("ALERT#"), filter_condition=AlertItem.status == alerts.FIRING
+    ):
         evaluate_job(pk, item.job, rule, now)
     return notify_trunk(trunk, rule, silences, now)
 
 
-def notify_trunk(trunk: TrunkConfig, rule: RuleConfig, silences: list[SilenceLike], now: datetime) -> TickResult:
+def notify_trunk(
+    trunk: TrunkConfig, rule: RuleConfig, silences: Sequence[Silence], now: datetime
+) -> TickResult:
     pk = trunk_pk(trunk.trunk_id)
     result = TickResult(trunk.trunk_id)
     views = trunk_views(trunk, rule, silences, include_resolved=True)
-    logs = {log.sk.removeprefix("NOTIFY#"): log for log in NotificationLog.query(pk, NotificationLog.sk.startswith("NOTIFY#"))}
+    logs = {
+        log.sk.removeprefix("NOTIFY#"): log
+        for log in NotificationLog.query(pk, NotificationLog.sk.startswith("NOTIFY#"))
+    }
     current = {view.alert.fingerprint for view in views}
     # A trunk-level alert that stopped firing exists only in the log: resolve it from there.
-    views += [_resolved_from_log(log, trunk, now) for fp, log in logs.items() if fp not in current and log.last_status == alerts.FIRING and log.job is None]
+    views += [
+        _resolved_from_log(log, trunk, now)
+        for fp, log in logs.items()
+        if fp not in current and log.last_status == alerts.FIRING and log.job is None
+    ]
     firing = 0
     for view in views:
         alert = view.alert
         firing += alert.status == alerts.FIRING
-        log = logs.get(alert.fingerprint) or NotificationLog(pk, f"NOTIFY#{alert.fingerprint}", alertname=alert.name, job=alert.labels.get("job"))
+        log = logs.get(alert.fingerprint) or NotificationLog(
+            pk, f"NOTIFY#{alert.fingerprint}", alertname=alert.name, job=alert.labels.get("job")
+        )
         decision = decide(view, _log_state(log), now, rule.repeat_interval)
         if decision is None:
             result.held += _record_hold(log, view)
             continue
-        publish = _publisher()
-        sent = publish(transition={"fingerprint": alert.fingerprint, "seq": int(log.seq) + 1, **message(view, decision, os.environ.get("API_URL", ""))})
+        publish = _publisher(
+            os.environ["TABLE_NAME"], os.environ["TOPIC_ARN"], os.environ.get("AWS_ENDPOINT_URL")
+        )
+        sent = publish(
+            transition={
+                "fingerprint": alert.fingerprint,
+                "seq": int(log.seq) + 1,
+                **message(view, decision, os.environ.get("API_URL", "")),
+            }
+        )
         _advance(log, alert, decision, now)
-        result.sent.append({"subject": sent["Subject"], "status": decision.status, "alertname": alert.name, "reason": decision.reason})
+        result.sent.append(
+            {
+                "subject": sent["Subject"],
+                "status": decision.status,
+                "alertname": alert.name,
+                "reason": decision.reason,
+            }
+        )
         metrics.add_metric(name="NotificationsSent", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="AlertsFiring", unit=MetricUnit.Count, value=firing)
     return result
@@ -95,8 +130,8 @@ def _log_state(log: NotificationLog) -> LogState:
     return LogState(
         last_status=log.last_status,
         last_sent_at=log.last_sent_at,
-        jobs=tuple(log.jobs or ()),
-        held_by=tuple(log.held_by or ()),
+        jobs=tuple(str(job) for job in log.jobs or ()),
+        held_by=tuple(str(hold) for hold in log.held_by or ()),
     )
 
 
@@ -132,24 +167,28 @@ def _save_log(log: NotificationLog) -> None:
 
 def _resolved_from_log(log: NotificationLog, trunk: TrunkConfig, now: datetime) -> AlertView:
     """The alert as last sent, now resolved."""
-    alert = Alert(dict(log.labels or {}), dict(log.annotations or {}), starts_at=log.starts_at or now, ends_at=now)
+    alert = Alert(
+        dict(log.labels or {}), dict(log.annotations or {}), starts_at=log.starts_at or now, ends_at=now
+    )
     return AlertView(alert, trunk.trunk_id)
 
 
 @functools.cache
-def _publisher() -> Callable[..., dict[str, Any]]:
+def _publisher(table: str, topic: str, endpoint: str | None) -> Callable[..., dict[str, Any]]:
+    """The idempotent publish for one table/topic (cached per warm container; the endpoint
+    is part of the key because boto3 reads it from the environment when the client is made)."""
     persistence = DynamoDBPersistenceLayer(
-        table_name=os.environ["TABLE_NAME"],
+        table_name=table,
         key_attr="pk",
         sort_key_attr="sk",
         static_pk_value="IDEMPOTENCY",
         expiry_attr="expires_at",
     )
-    config = IdempotencyConfig(event_key_jmespath="[fingerprint, seq]", expires_after_seconds=IDEMPOTENCY_TTL_S)
-    topic = os.environ["TOPIC_ARN"]
     sns = boto3.client("sns")
 
-    @idempotent_function(data_keyword_argument="transition", persistence_store=persistence, config=config)
+    @idempotent_function(
+        data_keyword_argument="transition", persistence_store=persistence, config=idempotency_config
+    )
     def publish(transition: dict[str, Any]) -> dict[str, Any]:
         sns.publish(
             TopicArn=topic,

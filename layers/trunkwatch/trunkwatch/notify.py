@@ -54,7 +54,9 @@ def decide(view: AlertView, log: LogState, now: datetime, repeat_interval: timed
 
 
 def holders(view: AlertView) -> tuple[str, ...]:
-    return tuple([f"silence {s}" for s in view.silenced_by] + [f"inhibited by {i}" for i in view.inhibited_by])
+    return tuple(
+        [f"silence {s}" for s in view.silenced_by] + [f"inhibited by {i}" for i in view.inhibited_by]
+    )
 
 
 def _released(held_by: tuple[str, ...]) -> str:

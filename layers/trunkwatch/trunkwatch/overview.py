@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import shlex
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
 
 from trunkwatch import alerts
 from trunkwatch.alerts import Alert
@@ -16,18 +16,11 @@ from trunkwatch.cells import workflow_of
 from trunkwatch.clock import format_time
 from trunkwatch.config import RuleConfig, TrunkConfig
 from trunkwatch.rule import trunk_alertname
+from trunkwatch.silences import Silence
 from trunkwatch.storage.items import AlertItem, CommitRef
 from trunkwatch.storage.table import trunk_pk
 
 MAX_FAILURE_LINES_CHARS = 1500
-
-
-class SilenceLike(Protocol):
-    """The part of a silence this module uses."""
-
-    id: str
-
-    def matches(self, labels: dict[str, str]) -> bool: ...
 
 
 @dataclass
@@ -43,7 +36,7 @@ class AlertView:
 
 
 def trunk_views(
-    trunk: TrunkConfig, rule: RuleConfig, silences: list[SilenceLike], include_resolved: bool = False
+    trunk: TrunkConfig, rule: RuleConfig, silences: Sequence[Silence], include_resolved: bool = False
 ) -> list[AlertView]:
     """Every job alert of the trunk (firing; resolved too if asked) and its trunk-level alert."""
     items = list(AlertItem.query(trunk_pk(trunk.trunk_id), AlertItem.sk.startswith("ALERT#")))
@@ -71,12 +64,16 @@ def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig) -> Alert:
         "workflow": workflow_of(item.job),
     }
     first, last_pass, newest = item.first_fail, item.last_pass, item.newest_fail
-    lines = "\n".join(item.failure_lines or [])[:MAX_FAILURE_LINES_CHARS]
-    runs = "\n".join(item.failing_urls or [])
+    lines = "\n".join(str(line) for line in item.failure_lines or [])[:MAX_FAILURE_LINES_CHARS]
+    runs = "\n".join(str(url) for url in item.failing_urls or [])
     description = (
         f"{item.job} failed on {int(item.streak)} commits in a row on {trunk.repo}@{trunk.branch}.\n"
         f"Culprit: {_describe(first)}\n"
-        + (f"Last pass: {_describe(last_pass)}\n" if last_pass else "Last pass: not in the window (range clipped)\n")
+        + (
+            f"Last pass: {_describe(last_pass)}\n"
+            if last_pass
+            else "Last pass: not in the window (range clipped)\n"
+        )
         + (f"Failure lines:\n{lines}\n" if lines else "")
         + (f"Failing runs:\n{runs}\n" if runs else "")
     )
@@ -113,10 +110,19 @@ def trunk_level_alert(firing: list[AlertItem], trunk: TrunkConfig, rule: RuleCon
         return None
     band = rule.trunk_band_max_jobs
     if name == alerts.TRUNK_BROKEN:
-        priority, summary = "P2", f"HUD is broken - {rule.failures_to_open} commits in a row (<={band} jobs failing)"
+        priority, summary = (
+            "P2",
+            f"HUD is broken - {rule.failures_to_open} commits in a row (<={band} jobs failing)",
+        )
     else:
         priority, summary = "P1", f"HUD is badly broken - likely infra related (>{band} jobs failing)"
-    labels = {"alertname": name, "repo": trunk.repo, "branch": trunk.branch, "priority": priority, "team": rule.team}
+    labels = {
+        "alertname": name,
+        "repo": trunk.repo,
+        "branch": trunk.branch,
+        "priority": priority,
+        "team": rule.team,
+    }
     ordered = sorted(firing, key=lambda i: i.job)
     jobs = {i.job: f"{int(i.streak)} commits, culprit {_describe(i.first_fail)}" for i in ordered}
     description = f"{len(firing)} jobs failing on {trunk.repo}@{trunk.branch}:\n" + "\n".join(
@@ -128,7 +134,11 @@ def trunk_level_alert(firing: list[AlertItem], trunk: TrunkConfig, rule: RuleCon
         "failing_jobs": "\n".join(jobs),
         **_common_annotations(labels, rule),
     }
-    generator = f"{trunk.base_url}/hud/{trunk.repo}/{trunk.branch}/1" if trunk.source == "hud" else f"https://github.com/{trunk.repo}/actions"
+    generator = (
+        f"{trunk.base_url}/hud/{trunk.repo}/{trunk.branch}/1"
+        if trunk.source == "hud"
+        else f"https://github.com/{trunk.repo}/actions"
+    )
     starts = min(i.starts_at for i in firing)
     return Alert(labels, annotations, starts_at=starts, generator_url=generator, jobs=jobs)
 
@@ -140,7 +150,9 @@ def _describe(ref: CommitRef) -> str:
 
 def _common_annotations(labels: dict[str, str], rule: RuleConfig) -> dict[str, str]:
     api = os.environ.get("API_URL", "http://127.0.0.1:9093")
-    matchers = " ".join(shlex.quote(f'{k}="{v}"') for k, v in labels.items() if k in ("alertname", "repo", "branch", "job"))
+    matchers = " ".join(
+        shlex.quote(f'{k}="{v}"') for k, v in labels.items() if k in ("alertname", "repo", "branch", "job")
+    )
     return {
         "runbook_url": rule.runbook_url or "",
         "dashboard_url": rule.dashboard_url or os.environ.get("DASHBOARD_URL", ""),
@@ -155,4 +167,8 @@ def current_alerts(now: datetime) -> list[AlertView]:
 
     deployment = settings.deployment()
     silences = store.active(now)
-    return [view for trunk in deployment.trunks for view in trunk_views(trunk, deployment.rule_for(trunk), silences)]
+    return [
+        view
+        for trunk in deployment.trunks
+        for view in trunk_views(trunk, deployment.rule_for(trunk), silences)
+    ]

@@ -28,7 +28,10 @@ def poll_all(now: datetime) -> dict[str, Any]:
             result = poll_trunk(trunk, deployment.rule_for(trunk), make_source(trunk), now)
         except (SourceError, ConfigError) as err:
             kind = err.kind if isinstance(err, SourceError) else "config"
-            logger.error("poll failed; nothing written, the next poll catches up", extra={"trunk": trunk.trunk_id, "cause": kind, "error": str(err)})
+            logger.error(
+                "poll failed; nothing written, the next poll catches up",
+                extra={"trunk": trunk.trunk_id, "cause": kind, "error": str(err)},
+            )
             metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
             errors.append({"trunk": trunk.trunk_id, "cause": kind, "error": str(err)})
             continue

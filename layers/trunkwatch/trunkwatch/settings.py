@@ -20,7 +20,9 @@ CACHE_SECONDS = 60
 def deployment() -> Deployment:
     name = os.environ.get("CONFIG_PARAMETER")
     if not name:
-        raise ConfigError("environment variable CONFIG_PARAMETER (the configuration's SSM parameter) is not set")
+        raise ConfigError(
+            "environment variable CONFIG_PARAMETER (the configuration's SSM parameter) is not set"
+        )
     try:
         text = parameters.get_parameter(name, max_age=CACHE_SECONDS)
     except parameters.exceptions.GetParameterError as err:

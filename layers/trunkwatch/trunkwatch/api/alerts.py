@@ -49,7 +49,9 @@ def get_alerts(
     active: Annotated[bool, Query(description="Show alerts that are neither silenced nor inhibited")] = True,
     silenced: Annotated[bool, Query(description="Show silenced alerts")] = True,
     inhibited: Annotated[bool, Query(description="Show inhibited alerts")] = True,
-    unprocessed: Annotated[bool, Query(description="Show unprocessed alerts (every alert is processed)")] = True,
+    unprocessed: Annotated[
+        bool, Query(description="Show unprocessed alerts (every alert is processed)")
+    ] = True,
     filters: Annotated[list[str] | None, Query(alias="filter", description="Label matchers")] = None,
     receiver: Annotated[str | None, Query(description="Regex the receiver name must match")] = None,
 ) -> list[GettableAlert]:

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 
 READ = "read"
 WRITE = "write"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def principal(event: APIGatewayProxyEvent) -> str | None:
-    return event.request_context.authorizer.principal_id or None
+def _authorizer(event: BaseProxyEvent) -> dict:
+    return APIGatewayProxyEvent(event.raw_event).request_context.authorizer.get_context()
 
 
-def scope(event: APIGatewayProxyEvent) -> str | None:
-    value = event.request_context.authorizer.get_context().get("scope")
+def principal(event: BaseProxyEvent) -> str | None:
+    value = _authorizer(event).get("principalId")
+    return value if isinstance(value, str) and value else None
+
+
+def scope(event: BaseProxyEvent) -> str | None:
+    value = _authorizer(event).get("scope")
     return value if isinstance(value, str) else None
 
 
-def may_write(event: APIGatewayProxyEvent) -> bool:
+def may_write(event: BaseProxyEvent) -> bool:
     return scope(event) == WRITE

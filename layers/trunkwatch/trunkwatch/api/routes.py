@@ -43,7 +43,9 @@ def _error(status_code: int, message: str) -> Response:
         extra={"status": status_code, "error": message, "method": event.http_method, "path": event.path},
     )
     metrics.add_metric(name="ApiErrors", unit=MetricUnit.Count, value=1)
-    return Response(status_code=status_code, content_type=content_types.APPLICATION_JSON, body={"error": message})
+    return Response(
+        status_code=int(status_code), content_type=content_types.APPLICATION_JSON, body={"error": message}
+    )
 
 
 def _refusal(event: APIGatewayProxyEvent) -> ServiceError | None:
@@ -79,13 +81,13 @@ def _invalid_request(err: RequestValidationError | RequestUnsupportedContentType
     # Validation runs before any middleware; a refusal from the gate still takes precedence.
     refusal = _refusal(resolver.current_event)
     if refusal is not None:
-        return _error(refusal.status_code, refusal.msg)
+        return _error(refusal.status_code, str(refusal.msg))
     return _error(400, describe_errors(err.errors()))
 
 
 @resolver.exception_handler(ServiceError)
 def _service_error(err: ServiceError) -> Response:
-    return _error(err.status_code, err.msg)
+    return _error(err.status_code, str(err.msg))
 
 
 @resolver.exception_handler(SilenceError)
@@ -114,7 +116,9 @@ def _internal(err: Exception) -> Response:
     logger.exception("API request failed")
     metrics.add_metric(name="ApiErrors", unit=MetricUnit.Count, value=1)
     return Response(
-        status_code=500, content_type=content_types.APPLICATION_JSON, body={"error": "internal error; see the logs"}
+        status_code=500,
+        content_type=content_types.APPLICATION_JSON,
+        body={"error": "internal error; see the logs"},
     )
 
 

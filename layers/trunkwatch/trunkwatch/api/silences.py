@@ -7,6 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from trunkwatch import clock
 from trunkwatch.api import caller
@@ -17,14 +18,19 @@ from trunkwatch.silences.model import PostableSilence, sort_for_listing
 
 router = Router()
 
-_FORBIDDEN = {403: {"description": "The token may only read", "content": {"application/json": {"model": ApiError}}}}
-_NOT_FOUND = {404: {"description": "No such silence", "content": {"application/json": {"model": ApiError}}}}
+_FORBIDDEN: dict[int, OpenAPIResponse] = {
+    403: {"description": "The token may only read", "content": {"application/json": {"model": ApiError}}}
+}
+_NOT_FOUND: dict[int, OpenAPIResponse] = {
+    404: {"description": "No such silence", "content": {"application/json": {"model": ApiError}}}
+}
 
 
 def _has_matcher(silence: Silence, wanted: Matcher) -> bool:
     """Alertmanager's silence filter: the silence has a matcher of that name, type and value."""
     return any(
-        (m.name, m.value, m.is_regex, m.is_equal) == (wanted.name, wanted.value, wanted.is_regex, wanted.is_equal)
+        (m.name, m.value, m.is_regex, m.is_equal)
+        == (wanted.name, wanted.value, wanted.is_regex, wanted.is_equal)
         for m in silence.matchers
     )
 
@@ -67,7 +73,7 @@ def get_silence(silence_id: str) -> GettableSilence:
     summary="Expire a silence (endsAt = now)",
     responses={200: {"description": "Expired", "content": {}}, **_FORBIDDEN, **_NOT_FOUND},
 )
-def delete_silence(silence_id: str) -> Response[None]:
+def delete_silence(silence_id: str) -> Response[str]:
     store.expire(silence_id, caller.principal(router.current_event), clock.now())
     # Alertmanager answers an empty 200.
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body="")

@@ -21,7 +21,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="trunkwatch", description="Trunk-health alerting for CI, run locally on an AWS emulation.")
+    parser = _Parser(
+        prog="trunkwatch", description="Trunk-health alerting for CI, run locally on an AWS emulation."
+    )
     parser.add_argument("--template", type=Path, help="template.yaml to wire from (default: the project's)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo = sub.add_parser("demo", help="run the pipeline on a bundled PyTorch-style scenario")
@@ -30,10 +32,14 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("file", type=Path)
     replay.add_argument("--json", action="store_true", help="print SNS messages as JSON lines")
     serve = sub.add_parser("serve", help="local pipeline plus the Alertmanager-compatible API")
-    serve.add_argument("--config", type=Path, help="configuration file (YAML/JSON); polls its sources on its schedule")
+    serve.add_argument(
+        "--config", type=Path, help="configuration file (YAML/JSON); polls its sources on its schedule"
+    )
     serve.add_argument("--port", type=int, default=9093, help="API port on 127.0.0.1 (default 9093)")
     serve.add_argument("--scenario", type=Path, help="replay this file first, then keep serving")
-    serve.add_argument("--tokens", type=Path, help="API tokens document; without it the local API needs no token")
+    serve.add_argument(
+        "--tokens", type=Path, help="API tokens document; without it the local API needs no token"
+    )
     poll = sub.add_parser("poll", help="one tick against the configured sources")
     poll.add_argument("--config", type=Path, required=True)
     poll.add_argument("--json", action="store_true")
@@ -45,9 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             from trunkwatch.local.scenario import demo_replay
+
             return _print(_replayed(demo_replay(), args.template), args.json)
         if args.command == "replay":
             from trunkwatch.local.replay import read_replay
+
             return _print(_replayed(read_replay(args.file), args.template), args.json)
         if args.command == "poll":
             return _poll(args)
@@ -61,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _replayed(replay: Any, template: Path | None) -> Iterable[Any]:
     from trunkwatch.local.session import run_replay
+
     return run_replay(replay, template)
 
 
@@ -83,12 +92,16 @@ def timeline_line(published: Any) -> str:
     alert = message["alerts"][0]
     labels, annotations = alert["labels"], alert["annotations"]
     when = published.at.strftime("%Y-%m-%d %H:%M")
-    line = f"{when}  {message['status'].upper():8} {labels['priority']} {labels['alertname']:16} {annotations.get('summary', '')}"
+    status, name, summary = message["status"].upper(), labels["alertname"], annotations.get("summary", "")
+    line = f"{when}  {status:8} {labels['priority']} {name:16} {summary}"
     details = []
     if message.get("notification_reason") not in (None, "firing", "resolved"):
         details.append(f"reason: {message['notification_reason']}")
     if message["status"] == "firing" and annotations.get("culprit_sha"):
-        details.append(f"culprit: {annotations['culprit_range']} {annotations.get('culprit_title', '')!r} (#{annotations.get('culprit_pr', '?')}) by {annotations.get('culprit_author', '?')}")
+        title, pr = annotations.get("culprit_title", ""), annotations.get("culprit_pr") or "?"
+        details.append(
+            f"culprit: {annotations['culprit_range']} {title!r} (#{pr}) by {annotations.get('culprit_author')}"
+        )
     if message["status"] == "firing" and annotations.get("failing_jobs"):
         details.extend(f"failing: {job}" for job in annotations["failing_jobs"].splitlines())
     return "\n".join([line, *(f"{'':18}{d}" for d in details)])
@@ -104,7 +117,10 @@ def _poll(args: argparse.Namespace) -> int:
         now = clock.now()
         result = runtime.tick(now)
         for error in result.get("errors", []):
-            print(f"trunkwatch: poll of {error['trunk']} failed ({error['cause']}): {error['error']}", file=sys.stderr)
+            print(
+                f"trunkwatch: poll of {error['trunk']} failed ({error['cause']}): {error['error']}",
+                file=sys.stderr,
+            )
         _print(runtime.published(now), args.json)
         return 1 if result.get("errors") else 0
 
@@ -113,8 +129,8 @@ def _serve(args: argparse.Namespace) -> int:
     from trunkwatch import clock
     from trunkwatch.config import load_deployment, load_file
     from trunkwatch.local.replay import read_replay
-    from trunkwatch.local.session import Session
     from trunkwatch.local.schedule import period_seconds
+    from trunkwatch.local.session import Session
 
     tokens = _tokens(args.tokens) if args.tokens else None
     session = Session(args.template, port=args.port, tokens=tokens)
@@ -124,19 +140,30 @@ def _serve(args: argparse.Namespace) -> int:
     elif replay is not None:
         deployment = replay.deployment(session.hud.url)
     else:
-        deployment = load_deployment({"trunks": [{"repo": "pytorch/pytorch", "branch": "main", "url": session.hud.url}]})
+        deployment = load_deployment(
+            {"trunks": [{"repo": "pytorch/pytorch", "branch": "main", "url": session.hud.url}]}
+        )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         session.start(deployment)
-        print(f"trunkwatch: API on {session.api_url} (amtool --alertmanager.url={session.api_url})", file=sys.stderr, flush=True)
+        print(
+            f"trunkwatch: API on {session.api_url} (amtool --alertmanager.url={session.api_url})",
+            file=sys.stderr,
+            flush=True,
+        )
         if replay is not None:
             from trunkwatch.local.session import replay_into
+
             for published in replay_into(session, replay):
                 print(timeline_line(published), flush=True)
         if args.config:
             period = period_seconds(deployment.schedule)
-            print(f"trunkwatch: polling {len(deployment.trunks)} trunk(s) every {period:g}s; Ctrl-C stops", file=sys.stderr, flush=True)
+            print(
+                f"trunkwatch: polling {len(deployment.trunks)} trunk(s) every {period:g}s; Ctrl-C stops",
+                file=sys.stderr,
+                flush=True,
+            )
             while not stop.is_set():
                 now = clock.now()
                 session.runtime.tick(now)

@@ -15,7 +15,7 @@ class HudServer:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:
                 owner.requests += 1
                 ok = self.path.startswith("/api/hud/")
                 body = owner.body if ok else b'{"error": "not found"}'
@@ -25,7 +25,7 @@ class HudServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

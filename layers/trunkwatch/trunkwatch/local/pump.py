@@ -24,7 +24,7 @@ class Mapping:
     iterators: dict[str, str] = field(default_factory=dict)  # shard id -> next iterator
 
     def wants(self, record: dict[str, Any]) -> bool:
-        return not self.patterns or any(p.matches_event(record) for p in self.patterns)
+        return not self.patterns or any(p.matches_event(record) for p in self.patterns)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -36,8 +36,16 @@ class PumpStats:
 
 
 class StreamPump:
-    def __init__(self, streams_client: Any, sqs_client: Any, stream_arn: str, dlq_url: str, region: str,
-                 sources: list[StreamSource], invoke: Invoke) -> None:
+    def __init__(
+        self,
+        streams_client: Any,
+        sqs_client: Any,
+        stream_arn: str,
+        dlq_url: str,
+        region: str,
+        sources: list[StreamSource],
+        invoke: Invoke,
+    ) -> None:
         self.client = streams_client
         self.sqs = sqs_client
         self.stream_arn = stream_arn
@@ -54,7 +62,9 @@ class StreamPump:
         for shard in shards:
             if shard["ShardId"] not in mapping.iterators:
                 mapping.iterators[shard["ShardId"]] = self.client.get_shard_iterator(
-                    StreamArn=self.stream_arn, ShardId=shard["ShardId"], ShardIteratorType=mapping.source.starting_position
+                    StreamArn=self.stream_arn,
+                    ShardId=shard["ShardId"],
+                    ShardIteratorType=mapping.source.starting_position,
                 )["ShardIterator"]
 
     def drain(self, max_rounds: int = 1000) -> int:
@@ -72,7 +82,9 @@ class StreamPump:
             seen += moved
             if not moved:
                 return seen
-        raise RuntimeError(f"stream did not go quiet after {max_rounds} rounds (a handler writing in a loop?)")
+        raise RuntimeError(
+            f"stream did not go quiet after {max_rounds} rounds (a handler writing in a loop?)"
+        )
 
     def _read(self, mapping: Mapping) -> list[dict[str, Any]]:
         records: list[dict[str, Any]] = []
@@ -104,7 +116,7 @@ class StreamPump:
             self.stats.records += len(records)
             try:
                 response = self.invoke(source.function, {"Records": records})
-            except Exception:  # noqa: BLE001 - any handler error is a failed invocation, as in Lambda
+            except Exception:
                 if source.max_retries >= 0 and attempt >= source.max_retries:
                     self._dead_letter(source, records)
                 elif source.bisect and len(records) > 1:
@@ -115,7 +127,11 @@ class StreamPump:
                     pending.insert(0, (records, attempt + 1))
                     self.stats.retries += 1
                 continue
-            failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])} if source.report_item_failures else set()
+            failed = (
+                {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+                if source.report_item_failures
+                else set()
+            )
             if not failed:
                 continue
             # Lambda checkpoints before the first failed record and retries from there.
@@ -132,7 +148,11 @@ class StreamPump:
         self.stats.dead_lettered += len(records)
         sequence = [r["dynamodb"]["SequenceNumber"] for r in records]
         body = {
-            "requestContext": {"functionArn": source.function, "condition": "RetryAttemptsExhausted", "approximateInvokeCount": source.max_retries + 1},
+            "requestContext": {
+                "functionArn": source.function,
+                "condition": "RetryAttemptsExhausted",
+                "approximateInvokeCount": source.max_retries + 1,
+            },
             "responseContext": {"statusCode": 200},
             "version": "1.0",
             "DDBStreamBatchInfo": {

@@ -36,7 +36,13 @@ class Replay:
     events: list[ReplayEvent] = field(default_factory=list)
 
     def deployment(self, hud_url: str) -> Deployment:
-        trunk = {"repo": self.repo, "branch": self.branch, "source": "hud", "url": hud_url, "config": self.config}
+        trunk = {
+            "repo": self.repo,
+            "branch": self.branch,
+            "source": "hud",
+            "url": hud_url,
+            "config": self.config,
+        }
         return load_deployment({"trunks": [trunk]})
 
 
@@ -88,13 +94,20 @@ def _events(numbered: list[tuple[int, str]], name: str) -> Iterator[ReplayEvent]
         kinds = [k for k in EVENT_KINDS if k in event]
         extra = set(event) - {"at", "ref", *EVENT_KINDS}
         if len(kinds) != 1 or extra:
-            raise ReplayError(f"{name}:{number}: an event needs 'at' and exactly one of {', '.join(EVENT_KINDS)}" + (f" (unknown keys {sorted(extra)})" if extra else ""))
+            raise ReplayError(
+                f"{name}:{number}: an event needs 'at' and exactly one of {', '.join(EVENT_KINDS)}"
+                + (f" (unknown keys {sorted(extra)})" if extra else "")
+            )
         try:
             at = parse_time(str(event.get("at")))
         except ValueError:
-            raise ReplayError(f"{name}:{number}: 'at' must be an RFC 3339 time, got {event.get('at')!r}") from None
+            raise ReplayError(
+                f"{name}:{number}: 'at' must be an RFC 3339 time, got {event.get('at')!r}"
+            ) from None
         if previous and at < previous:
-            raise ReplayError(f"{name}:{number}: events must be in time order ({event['at']} is before the previous event)")
+            raise ReplayError(
+                f"{name}:{number}: events must be in time order ({event['at']} is before the previous event)"
+            )
         previous = at
         kind = kinds[0]
         payload = event[kind]

@@ -54,7 +54,12 @@ class Published:
     message: dict[str, Any]
 
     def as_json(self) -> dict[str, Any]:
-        return {"at": format_time(self.at).replace(".000Z", "Z"), "subject": self.subject, "attributes": self.attributes, "message": self.message}
+        return {
+            "at": format_time(self.at).replace(".000Z", "Z"),
+            "subject": self.subject,
+            "attributes": self.attributes,
+            "message": self.message,
+        }
 
 
 class LocalRuntime:
@@ -74,12 +79,10 @@ class LocalRuntime:
         self.endpoint = f"http://{host}:{port}"
         os.environ.update(
             AWS_ACCESS_KEY_ID="local",
-            AWS_SECRET_ACCESS_KEY="local",  # noqa: S105 - moto accepts any credentials
+            AWS_SECRET_ACCESS_KEY="local",  # noqa: S106 - moto accepts any credentials
             AWS_DEFAULT_REGION=REGION,
             AWS_REGION=REGION,
             AWS_ENDPOINT_URL=self.endpoint,
-            POWERTOOLS_TRACE_DISABLED="true",
-            POWERTOOLS_LOG_LEVEL=os.environ.get("TRUNKWATCH_LOG_LEVEL", "WARNING"),
         )
         parameters.clear_caches()
         self.dynamodb = boto3.client("dynamodb")
@@ -90,11 +93,25 @@ class LocalRuntime:
             resolved = self.wiring.resolve(value, refs)
             if resolved is not None:
                 os.environ[name] = str(resolved)
-        os.environ["TABLE_NAME"] = refs["Table"]
+        # Locally stdout carries results: logs (and EMF metrics) only when asked for.
+        level = os.environ.get("TRUNKWATCH_LOG_LEVEL", "WARNING").upper()
+        os.environ.update(
+            POWERTOOLS_TRACE_DISABLED="true",
+            POWERTOOLS_LOG_LEVEL=level,
+            POWERTOOLS_METRICS_DISABLED="false" if level in ("DEBUG", "INFO") else "true",
+        )
         storage.bind(refs["Table"], REGION, self.endpoint)
         self._load_handlers()
         stream_arn = self.dynamodb.describe_table(TableName=refs["Table"])["Table"]["LatestStreamArn"]
-        self.pump = StreamPump(boto3.client("dynamodbstreams"), self.sqs, stream_arn, self.dlq_url, REGION, self.wiring.streams, self.invoke)
+        self.pump = StreamPump(
+            boto3.client("dynamodbstreams"),
+            self.sqs,
+            stream_arn,
+            self.dlq_url,
+            REGION,
+            self.wiring.streams,
+            self.invoke,
+        )
         return self
 
     def stop(self) -> None:
@@ -111,7 +128,7 @@ class LocalRuntime:
     def _create_resources(self, deployment: Deployment) -> dict[str, str]:
         table = self.wiring.table
         self.dynamodb.create_table(
-            TableName=NAME,
+            TableName=NAME,  # the template leaves the name to CloudFormation
             KeySchema=table["KeySchema"],
             AttributeDefinitions=table["AttributeDefinitions"],
             BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
@@ -124,7 +141,9 @@ class LocalRuntime:
         self.dlq_url = self.sqs.create_queue(QueueName=f"{NAME}-dlq")["QueueUrl"]
         # SNS is captured through an SQS subscription, like any subscriber would see it.
         self.capture_url = self.sqs.create_queue(QueueName=f"{NAME}-capture")["QueueUrl"]
-        capture_arn = self.sqs.get_queue_attributes(QueueUrl=self.capture_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        capture_arn = self.sqs.get_queue_attributes(QueueUrl=self.capture_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
         self.sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=capture_arn)
         self.topic_arn = topic_arn
         config_name = f"/{NAME}/config"
@@ -146,7 +165,9 @@ class LocalRuntime:
 
     def configure(self, deployment: Deployment) -> None:
         """Store the configuration where the deployed functions read it (SSM)."""
-        boto3.client("ssm").put_parameter(Name=self.config_parameter, Type="String", Value=to_json(deployment), Overwrite=True)
+        boto3.client("ssm").put_parameter(
+            Name=self.config_parameter, Type="String", Value=to_json(deployment), Overwrite=True
+        )
         parameters.clear_caches()
 
     def _load_handlers(self) -> None:
@@ -168,8 +189,11 @@ class LocalRuntime:
     # --- invoking ------------------------------------------------------------------------
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         logical_id = self.names.get(function, function)
-        context = LambdaContext(function_name=logical_id, aws_request_id=str(uuid.uuid4()),
-                                invoked_function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}")
+        context = LambdaContext(
+            function_name=logical_id,
+            aws_request_id=str(uuid.uuid4()),
+            invoked_function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}",
+        )
         with contextlib.redirect_stdout(sys.stderr):
             return self.modules[logical_id].lambda_handler(event, context)
 
@@ -200,14 +224,18 @@ class LocalRuntime:
         """Messages the topic delivered since the last call, oldest first."""
         out: list[Published] = []
         while True:
-            batch = self.sqs.receive_message(QueueUrl=self.capture_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"])
+            batch = self.sqs.receive_message(
+                QueueUrl=self.capture_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+            )
             messages = batch.get("Messages", [])
             if not messages:
                 return out
             for raw in messages:
                 envelope = json.loads(raw["Body"])
                 attributes = {k: v["Value"] for k, v in (envelope.get("MessageAttributes") or {}).items()}
-                out.append(Published(at, envelope.get("Subject", ""), attributes, json.loads(envelope["Message"])))
+                out.append(
+                    Published(at, envelope.get("Subject", ""), attributes, json.loads(envelope["Message"]))
+                )
                 self.sqs.delete_message(QueueUrl=self.capture_url, ReceiptHandle=raw["ReceiptHandle"])
 
     def dead_letters(self) -> list[dict[str, Any]]:

@@ -67,7 +67,12 @@ class Trunk:
     def _cell(self, job: str, column: int, index: int, done: bool) -> dict[str, Any]:
         url = f"https://github.com/pytorch/pytorch/actions/runs/{index + 1}/job/{column + 1}"
         if not done:
-            return {"id": index * 10_000 + column, "htmlUrl": url, "conclusion": "pending", "status": "in_progress"}
+            return {
+                "id": index * 10_000 + column,
+                "htmlUrl": url,
+                "conclusion": "pending",
+                "status": "in_progress",
+            }
         outcome = self.outcome(job, index)
         cell: dict[str, Any] = {"id": index * 10_000 + column, "htmlUrl": url, "status": "completed"}
         if outcome == "flaky":
@@ -100,6 +105,8 @@ def demo_replay() -> Replay:
     trunk = Trunk(jobs=DEMO_JOBS, outcome=_demo_outcome)
     events = [
         ReplayEvent(line=n, at=at, kind="hud", payload=snapshot)
-        for n, (at, snapshot) in enumerate(trunk.polls(timedelta(minutes=10), trunk.start + timedelta(hours=7)), start=2)
+        for n, (at, snapshot) in enumerate(
+            trunk.polls(timedelta(minutes=10), trunk.start + timedelta(hours=7)), start=2
+        )
     ]
     return Replay(repo="pytorch/pytorch", branch="main", config={}, events=events)

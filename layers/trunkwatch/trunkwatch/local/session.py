@@ -22,7 +22,9 @@ from trunkwatch.local.runtime import LocalRuntime, Published
 class Session:
     """A local runtime plus the HUD stand-in and the API server, started together."""
 
-    def __init__(self, template: Path | None = None, port: int = 0, tokens: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, template: Path | None = None, port: int = 0, tokens: dict[str, Any] | None = None
+    ) -> None:
         self.runtime = LocalRuntime(template)
         self.hud = HudServer()
         self.port = port
@@ -31,7 +33,9 @@ class Session:
 
     def start(self, deployment: Deployment) -> Session:
         self.runtime.start(deployment)
-        self.api = serve_api(lambda event, context: self.runtime.invoke("api", event), port=self.port, tokens=self.tokens)
+        self.api = serve_api(
+            lambda event, context: self.runtime.invoke("api", event), port=self.port, tokens=self.tokens
+        )
         os.environ["API_URL"] = self.api_url
         return self
 
@@ -55,9 +59,11 @@ class Session:
 
     def call_api(self, method: str, path: str, body: Any = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"{self.api_url}{path}", data=data, method=method, headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(  # noqa: S310 - the local API on 127.0.0.1
+            f"{self.api_url}{path}", data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - 127.0.0.1 only
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
                 raw = response.read()
         except urllib.error.HTTPError as err:
             detail = err.read().decode(errors="replace")
@@ -87,7 +93,9 @@ def replay_into(session: Session, replay: Replay) -> Iterator[Published]:
         yield from session.runtime.published(event.at)
 
 
-def _apply(session: Session, kind: str, payload: Any, ref: str | None, refs: dict[str, str], at: datetime) -> None:
+def _apply(
+    session: Session, kind: str, payload: Any, ref: str | None, refs: dict[str, str], at: datetime
+) -> None:
     if kind == "hud":
         session.hud.serve(payload)
         session.runtime.tick(at)
@@ -99,7 +107,9 @@ def _apply(session: Session, kind: str, payload: Any, ref: str | None, refs: dic
             refs[ref] = created["silenceID"]
     elif kind == "expire":
         if payload not in refs:
-            raise ReplayError(f"'expire' names silence ref {payload!r}, which no earlier silence event defined")
+            raise ReplayError(
+                f"'expire' names silence ref {payload!r}, which no earlier silence event defined"
+            )
         session.call_api("DELETE", f"/api/v2/silence/{refs[payload]}")
     else:
         raise ConfigError(f"unknown event kind {kind!r}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -51,7 +51,7 @@ def _node_value(loader: _Loader, node: yaml.Node) -> Any:
         return loader.construct_mapping(node, deep=True)
     if isinstance(node, yaml.SequenceNode):
         return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)  # type: ignore[arg-type]
+    return loader.construct_scalar(cast(yaml.ScalarNode, node))
 
 
 def _intrinsic(loader: _Loader, suffix: str, node: yaml.Node) -> dict[str, Any]:

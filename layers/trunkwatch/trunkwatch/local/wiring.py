@@ -43,7 +43,7 @@ class Wiring:
             return value
         if not isinstance(value, dict) or len(value) != 1:
             return None
-        (fn, arg), = value.items()
+        ((fn, arg),) = value.items()
         if fn == "Ref":
             return refs.get(arg, self.parameters.get(arg))
         if fn == "Fn::GetAtt":
@@ -79,11 +79,22 @@ def read_wiring(path: Path) -> Wiring:
     tables = [r for r in resources.values() if r.get("Type") == "AWS::DynamoDB::Table"]
     if len(tables) != 1:
         raise ConfigError(f"{path}: expected exactly one AWS::DynamoDB::Table, found {len(tables)}")
-    parameters = {name: str(spec.get("Default", "")) for name, spec in (template.get("Parameters") or {}).items()}
+    parameters = {
+        name: str(spec.get("Default", "")) for name, spec in (template.get("Parameters") or {}).items()
+    }
     functions: dict[str, Path] = {}
     streams: list[StreamSource] = []
     schedules: dict[str, str] = {}
-    wiring = Wiring(path.parent, tables[0].get("Properties") or {}, parameters, functions, streams, schedules, {}, resources)
+    wiring = Wiring(
+        path.parent,
+        tables[0].get("Properties") or {},
+        parameters,
+        functions,
+        streams,
+        schedules,
+        {},
+        resources,
+    )
     for logical_id, resource in resources.items():
         if resource.get("Type") != "AWS::Serverless::Function":
             continue
@@ -101,11 +112,16 @@ def read_wiring(path: Path) -> Wiring:
                         batch_size=int(spec.get("BatchSize", 100)),
                         max_retries=int(spec.get("MaximumRetryAttempts", -1)),
                         bisect=bool(spec.get("BisectBatchOnFunctionError", False)),
-                        report_item_failures="ReportBatchItemFailures" in (spec.get("FunctionResponseTypes") or []),
+                        report_item_failures="ReportBatchItemFailures"
+                        in (spec.get("FunctionResponseTypes") or []),
                         starting_position=str(spec.get("StartingPosition", "TRIM_HORIZON")),
                     )
                 )
             elif event.get("Type") in ("Schedule", "ScheduleV2"):
-                schedules[logical_id] = str(wiring.resolve(spec.get("Schedule") or spec.get("ScheduleExpression"), {}))
-    wiring.environment = ((template.get("Globals") or {}).get("Function") or {}).get("Environment", {}).get("Variables", {})
+                schedules[logical_id] = str(
+                    wiring.resolve(spec.get("Schedule") or spec.get("ScheduleExpression"), {})
+                )
+    wiring.environment = (
+        ((template.get("Globals") or {}).get("Function") or {}).get("Environment", {}).get("Variables", {})
+    )
     return wiring

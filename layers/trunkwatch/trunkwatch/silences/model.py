@@ -8,9 +8,10 @@ Mirrors Alertmanager: status comes from the clock (pending before `startsAt`, ex
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
@@ -23,9 +24,9 @@ MAX_CREATED_BY_LENGTH = 256
 # Longer than any maintenance window; also keeps `endsAt + retention` a valid datetime.
 MAX_DURATION = timedelta(days=3650)
 
-PENDING = "pending"
-ACTIVE = "active"
-EXPIRED = "expired"
+PENDING: Final = "pending"
+ACTIVE: Final = "active"
+EXPIRED: Final = "expired"
 Status = Literal["pending", "active", "expired"]
 
 
@@ -75,7 +76,7 @@ class PostableSilence(BaseModel):
     comment: Text = Field(min_length=1, max_length=MAX_COMMENT_LENGTH)
 
 
-def describe_errors(errors: list[Any]) -> str:
+def describe_errors(errors: Sequence[Any]) -> str:
     """Pydantic errors as one sentence naming each field that is wrong."""
     problems = []
     for error in errors:
@@ -158,10 +159,8 @@ class Silence:
         return all(matcher.matches(labels) for matcher in self.matchers)
 
     def same_matchers(self, other: Silence) -> bool:
-        """Order does not change what a silence matches."""
-        return sorted(m.to_api().items() for m in self.matchers) == sorted(
-            m.to_api().items() for m in other.matchers
-        )
+        """Order (and repetition) does not change what a silence matches."""
+        return set(self.matchers) == set(other.matchers)
 
     def to_api(self, now: datetime | None = None) -> dict[str, Any]:
         """Alertmanager's gettableSilence."""
@@ -180,7 +179,8 @@ class Silence:
     def from_postable(cls, body: PostableSilence, silence_id: str, created_by: str, now: datetime) -> Silence:
         """Validated silence from a postable body; `startsAt` defaults to now."""
         matchers = tuple(
-            Matcher(name=m.name, value=m.value, is_regex=m.is_regex, is_equal=m.is_equal) for m in body.matchers
+            Matcher(name=m.name, value=m.value, is_regex=m.is_regex, is_equal=m.is_equal)
+            for m in body.matchers
         )
         check_matchers(matchers)
         starts_at = body.starts_at or now

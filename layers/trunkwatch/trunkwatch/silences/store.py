@@ -17,7 +17,15 @@ from pynamodb.exceptions import TransactWriteError
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.silences.matchers import SilenceError
-from trunkwatch.silences.model import ACTIVE, EXPIRED, PENDING, Silence, check_id, parse_postable
+from trunkwatch.silences.model import (
+    ACTIVE,
+    EXPIRED,
+    PENDING,
+    PostableSilence,
+    Silence,
+    check_id,
+    parse_postable,
+)
 from trunkwatch.storage.silences import AUDIT_PK, SILENCE_PK, SilenceAuditItem, SilenceItem
 
 RETENTION = timedelta(hours=120)
@@ -97,10 +105,12 @@ def _commit(items: list[SilenceItem], audits: list[SilenceAuditItem]) -> None:
 
 def _create(wanted: Silence, who: str, now: datetime) -> tuple[SilenceItem, SilenceAuditItem]:
     created = dataclasses.replace(wanted, id=str(uuid.uuid4()), starts_at=max(wanted.starts_at, now))
-    return SilenceItem.of(created, RETENTION), SilenceAuditItem.of("create", who, now, None, created, RETENTION)
+    return SilenceItem.of(created, RETENTION), SilenceAuditItem.of(
+        "create", who, now, None, created, RETENTION
+    )
 
 
-def upsert(postable: dict[str, Any], principal: str | None, now: datetime) -> str:
+def upsert(postable: dict[str, Any] | PostableSilence, principal: str | None, now: datetime) -> str:
     """Create a silence, or update the one named by `id`; returns the id now in effect.
 
     An update keeps its id only when Alertmanager would allow it in place (same matchers;

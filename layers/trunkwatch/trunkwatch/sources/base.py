@@ -77,18 +77,21 @@ class HttpClient:
         self.requests = 0
 
     def get(self, url: str, headers: dict[str, str] | None = None) -> Response:
-        request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip", **(headers or {})})
+        # The URL comes from the validated configuration (http/https base URLs).
+        request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip", **(headers or {})})  # noqa: S310
         self.requests += 1
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as raw:  # noqa: S310
                 return _response(raw.status, dict(raw.headers.items()), raw.read())
         except urllib.error.HTTPError as err:
             return _response(err.code, dict(err.headers.items()), err.read())
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise SourceError("timeout", f"GET {_path(url)} timed out after {self.timeout_s:g}s") from None
         except urllib.error.URLError as err:
             if isinstance(err.reason, TimeoutError | socket.timeout):
-                raise SourceError("timeout", f"GET {_path(url)} timed out after {self.timeout_s:g}s") from None
+                raise SourceError(
+                    "timeout", f"GET {_path(url)} timed out after {self.timeout_s:g}s"
+                ) from None
             raise SourceError("network", f"GET {_path(url)} failed: {err.reason}") from None
         except (ConnectionError, OSError) as err:
             raise SourceError("network", f"GET {_path(url)} failed: {err}") from None

@@ -16,7 +16,7 @@ from trunkwatch.clock import parse_time
 from trunkwatch.config import TrunkConfig
 from trunkwatch.sources.base import CommitResult, HttpClient, Snapshot, SourceError
 
-TOKEN_HEADER = "x-hud-internal-bot"
+TOKEN_HEADER = "x-hud-internal-bot"  # noqa: S105 - a header name
 
 
 class HudSource:
@@ -27,7 +27,9 @@ class HudSource:
 
     @property
     def url(self) -> str:
-        path = "/".join(urllib.parse.quote(part, safe="") for part in (*self.trunk.repo.split("/"), self.trunk.branch))
+        path = "/".join(
+            urllib.parse.quote(part, safe="") for part in (*self.trunk.repo.split("/"), self.trunk.branch)
+        )
         return f"{self.trunk.base_url}/api/hud/{path}/1?per_page={self.trunk.per_page}"
 
     def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
@@ -42,7 +44,8 @@ class HudSource:
             retry = response.headers.get("retry-after")
             raise SourceError(
                 "rate_limited",
-                f"HUD answered {response.status} for {self.trunk.trunk_id}" + (f" (retry after {retry}s)" if retry else ""),
+                f"HUD answered {response.status} for {self.trunk.trunk_id}"
+                + (f" (retry after {retry}s)" if retry else ""),
                 retry_after_s=float(retry) if retry and retry.isdigit() else None,
             )
         if response.status != 200:
@@ -81,7 +84,9 @@ def parse_grid(body: Any) -> list[CommitResult]:
             pr=row["prNum"] if isinstance(row.get("prNum"), int) else None,
             url=str(row.get("commitUrl") or ""),
         )
-        runs = tuple(_job_run(name, cell, f"{where}.jobs") for name, cell in zip(names, jobs, strict=True) if cell)
+        runs = tuple(
+            _job_run(name, cell, f"{where}.jobs") for name, cell in zip(names, jobs, strict=True) if cell
+        )
         results.append(CommitResult(commit=commit, runs=runs, complete=True))
     return results
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pynamodb.attributes import (
     BooleanAttribute,
     JSONAttribute,
-    ListAttribute,
     MapAttribute,
     NumberAttribute,
     TTLAttribute,
@@ -24,7 +23,7 @@ class TrunkState(BaseItem, discriminator="trunk"):
     # Jobs with a firing TrunkJobFailing: K of SPEC 3.3, kept with atomic ADD/DELETE.
     failing = UnicodeSetAttribute(null=True)
     # Seqs of the newest commits that ran any job (for staleness), newest first.
-    recent_seqs = ListAttribute(of=NumberAttribute, null=True)
+    recent_seqs = JSONAttribute(null=True)
     # The poll whose cells are still being evaluated; notifying waits for it (tick barrier).
     open_poll = UnicodeAttribute(null=True)
     open_poll_at = UTCDateTimeAttribute(null=True)
@@ -33,7 +32,7 @@ class TrunkState(BaseItem, discriminator="trunk"):
 class JobIndex(BaseItem, discriminator="jobs"):
     """Stable column numbers for job keys, so commits store states as one short string."""
 
-    names = ListAttribute(of=UnicodeAttribute, null=True)
+    names = JSONAttribute(null=True)
 
 
 class SourceState(BaseItem, discriminator="source"):
@@ -64,7 +63,7 @@ class CellItem(BaseItem, discriminator="cell"):
     poll = UnicodeAttribute()  # the poll that wrote it: the evaluator reports to its tick
     url = UnicodeAttribute(default="")
     attempt = NumberAttribute(default=1)
-    failure_lines = ListAttribute(of=UnicodeAttribute, null=True)
+    failure_lines = JSONAttribute(null=True)
     commit_time = UTCDateTimeAttribute()
     title = UnicodeAttribute(default="")
     author = UnicodeAttribute(default="")
@@ -94,8 +93,8 @@ class AlertItem(BaseItem, discriminator="alert"):
     first_fail = CommitRef()
     last_pass = CommitRef(null=True)
     newest_fail = CommitRef()
-    failure_lines = ListAttribute(of=UnicodeAttribute, null=True)
-    failing_urls = ListAttribute(of=UnicodeAttribute, null=True)
+    failure_lines = JSONAttribute(null=True)
+    failing_urls = JSONAttribute(null=True)
     version = VersionAttribute()
 
 
@@ -119,7 +118,7 @@ class NotificationLog(BaseItem, discriminator="notification"):
     last_status = UnicodeAttribute(null=True)  # firing | resolved | None (never sent)
     last_sent_at = UTCDateTimeAttribute(null=True)
     starts_at = UTCDateTimeAttribute(null=True)
-    jobs = ListAttribute(of=UnicodeAttribute, null=True)  # trunk-level: jobs in the last message
-    held_by = ListAttribute(of=UnicodeAttribute, null=True)  # silences/inhibitions holding it now
+    jobs = JSONAttribute(null=True)  # trunk-level: jobs in the last message
+    held_by = JSONAttribute(null=True)  # silences/inhibitions holding it now
     labels = JSONAttribute(null=True)  # as last sent: a trunk-level alert resolves from these
     annotations = JSONAttribute(null=True)

@@ -62,4 +62,4 @@ def seq_key(seq: int) -> str:
     return f"{seq:08d}"
 
 
-__all__ = ["BaseItem", "TTL_ATTRIBUTE", "bind", "connection", "seq_key", "trunk_pk"]
+__all__ = ["TTL_ATTRIBUTE", "BaseItem", "bind", "connection", "seq_key", "trunk_pk"]

@@ -1,0 +1,89 @@
+"""Bearer-token authentication of the API (SPEC 5).
+
+Tokens are never stored: the tokens document holds their SHA-256 hex digests, each with the
+principal it stands for and a scope (`read` or `write`). In AWS the document is the SSM
+SecureString named by `API_TOKENS_PARAMETER`; locally it is the file given to `--tokens`:
+
+    {"tokens": [{"sha256": "<hex digest of the token>", "principal": "alice", "scope": "write"}]}
+
+A digest for a new token: `printf %s "$TOKEN" | sha256sum`. Nothing here logs a token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from aws_lambda_powertools.utilities import parameters
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+# A revoked token stops working at most this long after the parameter changes.
+TOKENS_CACHE_SECONDS = 60
+
+
+class Unauthorized(Exception):
+    """No token, or one that is not in the tokens document (API Gateway answers 401)."""
+
+
+class TokensError(ValueError):
+    """The tokens document itself is malformed."""
+
+
+class TokenEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="Lowercase hex SHA-256 of the token")
+    principal: str = Field(min_length=1, max_length=256)
+    scope: Literal["read", "write"]
+
+
+class TokensDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokens: tuple[TokenEntry, ...]
+
+
+@dataclass(frozen=True)
+class Caller:
+    principal: str
+    scope: str
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def parse_tokens(document: Any) -> TokensDocument:
+    try:
+        return TokensDocument.model_validate(document)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(document)'}: {e['msg']}" for e in err.errors()
+        )
+        raise TokensError(f"invalid API tokens document: {problems}") from None
+
+
+def tokens_from_parameter(name: str) -> TokensDocument:
+    """The tokens document from SSM (decrypted, cached for TOKENS_CACHE_SECONDS)."""
+    return parse_tokens(
+        parameters.get_parameter(name, decrypt=True, transform="json", max_age=TOKENS_CACHE_SECONDS)
+    )
+
+
+def bearer_token(authorization: str | None) -> str:
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("missing bearer token")
+    return token.strip()
+
+
+def authenticate(authorization: str | None, tokens: TokensDocument) -> Caller:
+    """The caller named by an `Authorization: Bearer <token>` header value."""
+    digest = token_hash(bearer_token(authorization))
+    # Every entry is compared in constant time, so timing does not reveal near misses.
+    found = [entry for entry in tokens.tokens if hmac.compare_digest(entry.sha256, digest)]
+    if not found:
+        raise Unauthorized("unknown token")
+    return Caller(principal=found[0].principal, scope=found[0].scope)

@@ -1,0 +1,151 @@
+"""A local stand-in for API Gateway: HTTP on 127.0.0.1 -> REST API proxy events -> a handler.
+
+Requests under `/api/v2/` become the events API Gateway sends for the template's
+`/api/v2/{proxy+}` resource (stage `v1`). With a tokens document the same bearer-token check
+as the Lambda authorizer runs first and a failure is answered 401 like API Gateway does;
+without one every request passes as principal `local` with write scope.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from trunkwatch import auth
+from trunkwatch.local.runtime import LambdaContext
+
+RESOURCE = "/api/v2/{proxy+}"
+PREFIX = "/api/v2/"
+STAGE = "v1"
+# API Gateway's own payload limit.
+MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
+LOCAL_CALLER = auth.Caller(principal="local", scope="write")
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def proxy_event(
+    method: str,
+    path: str,
+    *,
+    query: str = "",
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
+    caller: auth.Caller | None = None,
+) -> dict[str, Any]:
+    """The event API Gateway's Lambda proxy integration sends for one request."""
+    headers = dict(headers or {})
+    pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+    multi: dict[str, list[str]] = {}
+    for name, value in pairs:
+        multi.setdefault(name, []).append(value)
+    text, is_base64 = None, False
+    if body:
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            text, is_base64 = base64.b64encode(body).decode(), True
+    authorizer = (
+        {"principalId": caller.principal, "scope": caller.scope, "integrationLatency": 0} if caller else {}
+    )
+    return {
+        "resource": RESOURCE,
+        "path": path,
+        "httpMethod": method,
+        "headers": headers or None,
+        "multiValueHeaders": {name: [value] for name, value in headers.items()} or None,
+        "queryStringParameters": {name: values[-1] for name, values in multi.items()} or None,
+        "multiValueQueryStringParameters": multi or None,
+        "pathParameters": {"proxy": path.removeprefix(PREFIX)},
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": RESOURCE,
+            "httpMethod": method,
+            "path": f"/{STAGE}{path}",
+            "stage": STAGE,
+            "requestId": str(uuid.uuid4()),
+            "requestTimeEpoch": int(time.time() * 1000),
+            "protocol": "HTTP/1.1",
+            "identity": {"sourceIp": "127.0.0.1"},
+            "authorizer": authorizer,
+        },
+        "body": text,
+        "isBase64Encoded": is_base64,
+    }
+
+
+def _gateway_error(status: int, message: str) -> dict[str, Any]:
+    """An error API Gateway answers itself, in the template's GatewayResponses shape."""
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps({"error": message}),
+    }
+
+
+def serve_api(
+    handler: Handler,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 9093,
+    tokens: dict[str, Any] | None = None,
+) -> ThreadingHTTPServer:
+    """Serve `handler` on host:port from a daemon thread; the caller calls `.shutdown()`."""
+    document = auth.parse_tokens(tokens) if tokens is not None else None
+    # One event at a time, as one Lambda execution environment handles them.
+    invoke_lock = threading.Lock()
+
+    def respond(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+        parsed = urllib.parse.urlsplit(target)
+        path = urllib.parse.unquote(parsed.path)
+        if not path.startswith(PREFIX):
+            return _gateway_error(403, "Missing Authentication Token")
+        if len(body) > MAX_PAYLOAD_BYTES:
+            return _gateway_error(413, "Request Too Long")
+        caller = LOCAL_CALLER
+        if document is not None:
+            authorization = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+            try:
+                caller = auth.authenticate(authorization, document)
+            except auth.Unauthorized:
+                return _gateway_error(401, "Unauthorized")
+        event = proxy_event(method, path, query=parsed.query, headers=headers, body=body, caller=caller)
+        context = LambdaContext(function_name="api", aws_request_id=event["requestContext"]["requestId"])
+        with invoke_lock:
+            return handler(event, context)
+
+    class RequestHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            result = respond(self.command, self.path, dict(self.headers.items()), body)
+            payload = result.get("body") or ""
+            data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
+            self.send_response(int(result["statusCode"]))
+            for name, value in (result.get("headers") or {}).items():
+                self.send_header(name, value)
+            for name, values in (result.get("multiValueHeaders") or {}).items():
+                for value in values:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: request lines would repeat what the API's own logs say."""
+
+    server = ThreadingHTTPServer((host, port), RequestHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="trunkwatch-api", daemon=True).start()
+    return server

@@ -1,0 +1,156 @@
+"""The HUD source against a local HTTP server serving HUD-shaped responses."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pytest_httpserver import HTTPServer
+from trunkwatch.config import load_deployment
+from trunkwatch.sources.base import HttpClient, SourceError
+from trunkwatch.sources.hud import HudSource
+from werkzeug import Request, Response
+
+NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
+PATH = "/api/hud/pytorch/pytorch/main/1"
+
+
+def grid() -> dict[str, Any]:
+    return {
+        "jobNames": ["pull / b / test (default, 1, 2, r)", "pull / b / test (default, 2, 2, r)", "lint / l"],
+        "shaGrid": [
+            {
+                "sha": "bbb",
+                "time": "2026-11-18T19:30:00Z",
+                "prNum": 2,
+                "commitTitle": "second",
+                "author": "dev2",
+                "jobs": [
+                    {
+                        "conclusion": "failure",
+                        "status": "completed",
+                        "htmlUrl": "u1",
+                        "failureLines": ["FAILED t"],
+                    },
+                    {
+                        "conclusion": "success",
+                        "status": "completed",
+                        "htmlUrl": "u2",
+                        "failedPreviousRun": True,
+                    },
+                    {},
+                ],
+            },
+            {
+                "sha": "aaa",
+                "time": "2026-11-18T19:00:00Z",
+                "prNum": None,
+                "commitTitle": "first",
+                "author": "dev1",
+                "jobs": [
+                    {"conclusion": "pending", "status": "in_progress"},
+                    {"conclusion": "success"},
+                    {"conclusion": "success"},
+                ],
+            },
+        ],
+    }
+
+
+def source(server: HTTPServer, token: str | None = "bot-token", timeout: float = 5.0) -> HudSource:
+    trunk = load_deployment(
+        {"trunks": [{"repo": "pytorch/pytorch", "url": server.url_for("/").rstrip("/")}]}
+    ).trunks[0]
+    return HudSource(trunk, token, HttpClient(timeout_s=timeout))
+
+
+def test_parses_grid_and_sends_bot_token(httpserver: HTTPServer) -> None:
+    httpserver.expect_request(
+        PATH, query_string="per_page=50", headers={"x-hud-internal-bot": "bot-token"}
+    ).respond_with_json(grid())
+    snapshot = source(httpserver).poll({}, NOW)
+    assert [c.commit.sha for c in snapshot.commits] == ["bbb", "aaa"]
+    newest = snapshot.commits[0]
+    assert newest.commit.pr == 2 and newest.commit.title == "second" and newest.complete
+    assert [r.name for r in newest.runs] == [
+        "pull / b / test (default, 1, 2, r)",
+        "pull / b / test (default, 2, 2, r)",
+    ]
+    assert newest.runs[0].failure_lines == ("FAILED t",)
+    assert newest.runs[1].failed_before
+    assert snapshot.commits[1].runs[0].conclusion in ("pending", "in_progress")
+    assert snapshot.http_requests == 1
+
+
+def test_gzip_body(httpserver: HTTPServer) -> None:
+    body = gzip.compress(json.dumps(grid()).encode())
+    httpserver.expect_request(PATH).respond_with_response(
+        Response(body, headers={"Content-Encoding": "gzip", "Content-Type": "application/json"})
+    )
+    assert len(source(httpserver).poll({}, NOW).commits) == 2
+
+
+@pytest.mark.parametrize(
+    ("response", "kind", "words"),
+    [
+        (Response("oops", status=502), "http_5xx", "502"),
+        (Response("slow down", status=429, headers={"Retry-After": "30"}), "rate_limited", "retry after 30"),
+        (Response("no", status=403), "rate_limited", "403"),
+        (Response("gone", status=404), "http_4xx", "404"),
+        (Response('{"jobNames": [', status=200), "malformed", "not valid JSON"),
+        (Response("[]", status=200), "malformed", "not a JSON object"),
+        (
+            Response(gzip.compress(b'{"jobNames": []}')[:-6], headers={"Content-Encoding": "gzip"}),
+            "malformed",
+            "gzip",
+        ),
+    ],
+)
+def test_source_errors(httpserver: HTTPServer, response: Response, kind: str, words: str) -> None:
+    httpserver.expect_request(PATH).respond_with_response(response)
+    with pytest.raises(SourceError) as caught:
+        source(httpserver).poll({}, NOW)
+    assert caught.value.kind == kind
+    assert words in str(caught.value)
+    assert "bot-token" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "words"),
+    [
+        (lambda g: g["shaGrid"][0]["jobs"].pop(), "has 2 jobs for 3 jobNames"),
+        (lambda g: g["shaGrid"][1].pop("sha"), "shaGrid[1] has no 'sha'"),
+        (lambda g: g["shaGrid"][0].update(time="yesterday"), "invalid time"),
+        (lambda g: g.pop("jobNames"), "jobNames"),
+        (lambda g: g["shaGrid"][0]["jobs"].__setitem__(0, "failure"), "not an object"),
+    ],
+)
+def test_malformed_grid(httpserver: HTTPServer, mutate: Any, words: str) -> None:
+    body = grid()
+    mutate(body)
+    httpserver.expect_request(PATH).respond_with_json(body)
+    with pytest.raises(SourceError) as caught:
+        source(httpserver).poll({}, NOW)
+    assert caught.value.kind == "malformed" and words in str(caught.value)
+
+
+def test_timeout(httpserver: HTTPServer) -> None:
+    def slow(request: Request) -> Response:
+        time.sleep(1.0)
+        return Response(json.dumps(grid()))
+
+    httpserver.expect_request(PATH).respond_with_handler(slow)
+    with pytest.raises(SourceError) as caught:
+        source(httpserver, timeout=0.2).poll({}, NOW)
+    assert caught.value.kind == "timeout"
+
+
+def test_connection_refused() -> None:
+    trunk = load_deployment({"trunks": [{"repo": "pytorch/pytorch", "url": "http://127.0.0.1:9"}]}).trunks[0]
+    with pytest.raises(SourceError) as caught:
+        HudSource(trunk, None).poll({}, NOW)
+    assert caught.value.kind == "network"

@@ -1,0 +1,105 @@
+"""Ingest through the HUD source into the table: only changed cells are written."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pytest_httpserver import HTTPServer
+from trunkwatch.config import load_deployment
+from trunkwatch.ingest import poll_trunk
+from trunkwatch.sources.base import SourceError
+from trunkwatch.sources.hud import HudSource
+
+from tests.conftest import table_items
+from tests.test_hud_source import PATH, grid
+
+NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
+
+
+def poll(server: HTTPServer, body: dict[str, Any], config: dict[str, Any] | None = None) -> Any:
+    server.clear()
+    server.expect_request(PATH).respond_with_json(body)
+    deployment = load_deployment(
+        {
+            "trunks": [
+                {"repo": "pytorch/pytorch", "url": server.url_for("/").rstrip("/"), "config": config or {}}
+            ]
+        }
+    )
+    trunk = deployment.trunks[0]
+    return poll_trunk(trunk, deployment.rule_for(trunk), HudSource(trunk, None), NOW)
+
+
+def cells() -> dict[tuple[str, str], str]:
+    return {(i["job"]["S"], i["sha"]["S"]): i["state"]["S"] for i in table_items("cell")}
+
+
+def test_first_poll_writes_merged_cells(aws: Any, httpserver: HTTPServer) -> None:
+    result = poll(httpserver, grid())
+    assert cells() == {
+        ("pull / b / test (default, r)", "bbb"): "fail",
+        ("pull / b / test (default, r)", "aaa"): "pending",
+        ("lint / l", "aaa"): "pass",
+    }
+    assert result.cells_written == 3 and result.poll is not None
+    seqs = {i["sha"]["S"]: int(i["seq"]["N"]) for i in table_items("commit")}
+    assert seqs["bbb"] == seqs["aaa"] + 1
+    assert len(table_items("tick")) == 1
+
+
+def test_unchanged_poll_writes_nothing(aws: Any, httpserver: HTTPServer) -> None:
+    poll(httpserver, grid())
+    before = table_items()
+    result = poll(httpserver, grid())
+    assert (result.items_written, result.cells_written, result.poll) == (0, 0, None)
+    assert table_items() == before
+
+
+def test_only_changed_cells_are_written(aws: Any, httpserver: HTTPServer) -> None:
+    poll(httpserver, grid())
+    body = grid()
+    body["shaGrid"][1]["jobs"][0] = {"conclusion": "failure", "status": "completed"}
+    # Details that do not change a merged state are not a change.
+    body["shaGrid"][0]["jobs"][0]["failureLines"] = ["FAILED other"]
+    result = poll(httpserver, body)
+    assert result.cells_written == 1 and result.changed_jobs == ["pull / b / test (default, r)"]
+    assert cells()[("pull / b / test (default, r)", "aaa")] == "fail"
+
+
+def test_new_commit_gets_next_seq_and_old_seqs_stay(aws: Any, httpserver: HTTPServer) -> None:
+    poll(httpserver, grid())
+    first = {i["sha"]["S"]: int(i["seq"]["N"]) for i in table_items("commit")}
+    body = grid()
+    newer = copy.deepcopy(body["shaGrid"][0])
+    newer.update(sha="ccc", time="2026-11-18T19:45:00Z")
+    body["shaGrid"].insert(0, newer)
+    poll(httpserver, body)
+    seqs = {i["sha"]["S"]: int(i["seq"]["N"]) for i in table_items("commit")}
+    assert {sha: seqs[sha] for sha in first} == first
+    assert seqs["ccc"] == seqs["bbb"] + 1
+
+
+def test_cell_that_disappears_becomes_nodata(aws: Any, httpserver: HTTPServer) -> None:
+    poll(httpserver, grid())
+    body = grid()
+    body["shaGrid"][0]["jobs"][0] = {}
+    body["shaGrid"][0]["jobs"][1] = {}
+    poll(httpserver, body)
+    assert cells()[("pull / b / test (default, r)", "bbb")] == "nodata"
+
+
+def test_out_of_scope_jobs_get_no_cell_items(aws: Any, httpserver: HTTPServer) -> None:
+    poll(httpserver, grid(), config={"exclude": "^lint"})
+    assert ("lint / l", "aaa") not in cells()
+
+
+def test_source_error_writes_nothing_and_next_poll_catches_up(aws: Any, httpserver: HTTPServer) -> None:
+    broken = grid()
+    broken["shaGrid"][0]["jobs"].pop()
+    with pytest.raises(SourceError):
+        poll(httpserver, broken)
+    assert table_items() == []
+    assert poll(httpserver, grid()).cells_written == 3
