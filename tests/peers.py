@@ -97,7 +97,8 @@ def peer_binary(name: str) -> str:
             pytest.fail(
                 f"{name} is missing and {INSTALL_PEERS.name} could not install it "
                 f"(exit {result.returncode}): {result.stderr.strip()[-500:]}\n"
-                "Install Debian's prometheus-alertmanager, or set TRUNKWATCH_SKIP_PEERS=1 to skip these tests."
+                "Install Debian's prometheus-alertmanager, "
+                "or set TRUNKWATCH_SKIP_PEERS=1 to skip these tests."
             )
     return found
 

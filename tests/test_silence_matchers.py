@@ -6,7 +6,10 @@ import pytest
 from trunkwatch.silences import Matcher, SilenceError, parse_matcher
 from trunkwatch.silences.matchers import MAX_VALUE_LENGTH
 
-JOB = {"alertname": "TrunkJobFailing", "job": "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"}
+JOB = {
+    "alertname": "TrunkJobFailing",
+    "job": "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)",
+}
 
 
 @pytest.mark.parametrize(

@@ -134,13 +134,28 @@ def test_postable_must_be_an_object() -> None:
         ([{"name": "alertname", "value": ".+", "isRegex": True}], "would silence every alert"),
         ([{"name": "team", "value": "", "isEqual": False}], "would silence every alert"),
         (
-            [{"name": "repo", "value": ".+", "isRegex": True}, {"name": "job", "value": ".*", "isRegex": True}],
+            [
+                {"name": "repo", "value": ".+", "isRegex": True},
+                {"name": "job", "value": ".*", "isRegex": True},
+            ],
             "would silence every alert",
         ),
-        ([{"name": "repo", "value": ".+", "isRegex": True}, {"name": "job", "value": ".+", "isRegex": True}], None),
-        ([{"name": "alertname", "value": "TrunkBroken", "isEqual": False}], "must not match the empty string"),
         (
-            [{"name": "alertname", "value": "TrunkBroken", "isEqual": False}, {"name": "repo", "value": "a/b"}],
+            [
+                {"name": "repo", "value": ".+", "isRegex": True},
+                {"name": "job", "value": ".+", "isRegex": True},
+            ],
+            None,
+        ),
+        (
+            [{"name": "alertname", "value": "TrunkBroken", "isEqual": False}],
+            "must not match the empty string",
+        ),
+        (
+            [
+                {"name": "alertname", "value": "TrunkBroken", "isEqual": False},
+                {"name": "repo", "value": "a/b"},
+            ],
             None,
         ),
     ],

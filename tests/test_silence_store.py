@@ -118,7 +118,9 @@ def test_matcher_order_is_not_a_change() -> None:
 def test_changed_matchers_expire_the_old_silence_and_create_a_new_id() -> None:
     sid = store.upsert(postable(), "alice", NOW)
     later = NOW + 10 * MINUTE
-    new = store.upsert(postable(id=sid, matchers=[{"name": "job", "value": "trunk / .*", "isRegex": True}]), "bob", later)
+    new = store.upsert(
+        postable(id=sid, matchers=[{"name": "job", "value": "trunk / .*", "isRegex": True}]), "bob", later
+    )
     assert new != sid
     old = store.get(sid, later)
     assert (old.ends_at, old.status(later)) == (later, "expired")

@@ -24,7 +24,7 @@ tracer = Tracer()
 def _authorization(event: dict[str, Any]) -> str | None:
     """The Authorization header value of a TOKEN or a REQUEST authorizer event."""
     if event.get("type") == "TOKEN":
-        return APIGatewayAuthorizerTokenEvent(event).authorization_token
+        return APIGatewayAuthorizerTokenEvent(event).get("authorizationToken")
     return APIGatewayAuthorizerRequestEvent(event).headers.get("authorization")
 
 

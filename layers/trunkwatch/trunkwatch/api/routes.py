@@ -10,7 +10,6 @@ import json
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import (
-    BadRequestError,
     ForbiddenError,
     RequestEntityTooLargeError,
     ServiceError,
@@ -55,11 +54,6 @@ def _refusal(event: APIGatewayProxyEvent) -> ServiceError | None:
     body = event.body or ""
     if len(body.encode("utf-8", "replace")) > MAX_BODY_BYTES:
         return RequestEntityTooLargeError(f"request body is larger than {MAX_BODY_BYTES} bytes")
-    if event.is_base64_encoded:
-        try:
-            event.decoded_body  # noqa: B018 - decoding is the check
-        except ValueError:
-            return BadRequestError("request body is not UTF-8 text")
     content_type = (event.headers.get("content-type") or "application/json").split(";")[0].strip().lower()
     if body and content_type != content_types.APPLICATION_JSON:
         return ServiceError(415, f"Content-Type must be application/json, not {content_type!r}")
@@ -76,13 +70,23 @@ def _gate(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Respo
 resolver.use(middlewares=[_gate])
 
 
-@resolver.exception_handler([RequestValidationError, RequestUnsupportedContentType])
-def _invalid_request(err: RequestValidationError | RequestUnsupportedContentType) -> Response:
-    # Validation runs before any middleware; a refusal from the gate still takes precedence.
+def _request_error(message: str) -> Response:
+    """A request that could not be read; validation runs before any middleware, so a refusal
+    from the gate is looked for first and takes precedence."""
     refusal = _refusal(resolver.current_event)
     if refusal is not None:
         return _error(refusal.status_code, str(refusal.msg))
-    return _error(400, describe_errors(err.errors()))
+    return _error(400, message)
+
+
+@resolver.exception_handler([RequestValidationError, RequestUnsupportedContentType])
+def _invalid_request(err: RequestValidationError | RequestUnsupportedContentType) -> Response:
+    return _request_error(describe_errors(err.errors()))
+
+
+@resolver.exception_handler(UnicodeDecodeError)
+def _not_text(_: UnicodeDecodeError) -> Response:
+    return _request_error("request body is not UTF-8 text")
 
 
 @resolver.exception_handler(ServiceError)

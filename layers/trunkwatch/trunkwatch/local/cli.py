@@ -98,10 +98,10 @@ def timeline_line(published: Any) -> str:
     if message.get("notification_reason") not in (None, "firing", "resolved"):
         details.append(f"reason: {message['notification_reason']}")
     if message["status"] == "firing" and annotations.get("culprit_sha"):
-        title, pr = annotations.get("culprit_title", ""), annotations.get("culprit_pr") or "?"
-        details.append(
-            f"culprit: {annotations['culprit_range']} {title!r} (#{pr}) by {annotations.get('culprit_author')}"
+        title, pr, author = (
+            annotations.get(k) or "?" for k in ("culprit_title", "culprit_pr", "culprit_author")
         )
+        details.append(f"culprit: {annotations['culprit_range']} {title!r} (#{pr}) by {author}")
     if message["status"] == "firing" and annotations.get("failing_jobs"):
         details.extend(f"failing: {job}" for job in annotations["failing_jobs"].splitlines())
     return "\n".join([line, *(f"{'':18}{d}" for d in details)])

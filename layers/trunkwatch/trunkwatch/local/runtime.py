@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ class LocalRuntime:
         self.server.start()
         host, port = self.server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
+        self._reset_emulator()
         os.environ.update(
             AWS_ACCESS_KEY_ID="local",
             AWS_SECRET_ACCESS_KEY="local",  # noqa: S106 - moto accepts any credentials
@@ -116,8 +118,15 @@ class LocalRuntime:
 
     def stop(self) -> None:
         if self.server is not None:
+            self._reset_emulator()
             self.server.stop()
             self.server = None
+
+    def _reset_emulator(self) -> None:
+        """moto keeps its state per process: start and leave with an empty account."""
+        request = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")  # noqa: S310 - 127.0.0.1
+        with urllib.request.urlopen(request, timeout=10):  # noqa: S310
+            pass
 
     def __enter__(self) -> LocalRuntime:
         return self

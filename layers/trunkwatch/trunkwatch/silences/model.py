@@ -94,7 +94,7 @@ def describe_errors(errors: Sequence[Any]) -> str:
             problems.append(f"too many matchers (at most {MAX_MATCHERS})")
         else:
             message = str(error.get("msg", "is invalid")).removeprefix("Value error, ")
-            problems.append(f"{where}: {message}" if where else message)
+            problems.append(f"{where or 'request body'}: {message}")
     return "; ".join(problems) or "invalid request"
 
 

@@ -129,7 +129,7 @@ class GitHubSource:
 
     def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
         self.rate_limited = None
-        if False and now < (held := parse_time(state["not_before"])):
+        if "not_before" in state and now < (held := parse_time(state["not_before"])):
             self.rate_limited = RateLimited(
                 held, f"GitHub rate limit: no request for {self.trunk.repo} before {format_time(held)}", now
             )
