@@ -1,9 +1,46 @@
 PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
 # aws-sam-cli's pins conflict with moto's, so SAM and cfn-lint have their own virtualenv.
 SAM_VENV ?= .venv-sam
 SAM_REQUIREMENTS := requirements-sam.txt
 
-.PHONY: check-template
+.PHONY: demo test lint typecheck unit check-template peers bench clean
+
+# The project's virtualenv: runtime + test dependencies and trunkwatch itself (editable).
+$(VENV)/.installed: requirements-dev.txt layers/trunkwatch/requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $@
+
+# Set up and run the pipeline on the bundled scenario.
+demo: $(VENV)/.installed
+	$(BIN)/trunkwatch demo
+
+# Everything CI runs: lint, types, template checks, then the tests (real peers included).
+test: lint typecheck check-template peers unit
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy
+
+# pytest exits non-zero (5) when it collects no test, so an empty run fails here too.
+unit: $(VENV)/.installed
+	$(BIN)/python -m pytest
+
+# amtool and Alertmanager (Debian's prometheus-alertmanager) for the peer tests.
+peers:
+	scripts/install_peers.sh
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam benchmarks/out
 
 $(SAM_VENV): $(SAM_REQUIREMENTS)
 	$(PYTHON) -m venv $(SAM_VENV)

@@ -127,9 +127,9 @@ def test_status_and_receivers_have_alertmanagers_shape() -> None:
         "buildDate",
         "goVersion",
     }
-    assert "receiver: sns" in body["config"]["original"]
+    assert "receiver: trunkwatch-sns" in body["config"]["original"]
     assert clock.parse_time(body["uptime"])
-    assert call_api("GET", "/api/v2/receivers") == (200, [{"name": "sns"}])
+    assert call_api("GET", "/api/v2/receivers") == (200, [{"name": "trunkwatch-sns"}])
 
 
 def test_openapi_document_describes_the_routes() -> None:
@@ -307,7 +307,7 @@ def _jobs(query: str) -> list[str]:
         ("active=false&silenced=false&inhibited=true", ["pull / docs"]),
         ("filter=alertname%3DTrunkJobFailing&filter=job%3D~%22pull.%2A%22", [JOB, "pull / docs"]),
         ("filter=job%21~%22.%2B%22", ["TrunkBadlyBroken"]),
-        ("receiver=sn.", ["TrunkBadlyBroken", JOB, "pull / docs", "trunk / build"]),
+        ("receiver=trunkwatch-sn.", ["TrunkBadlyBroken", JOB, "pull / docs", "trunk / build"]),
         ("receiver=email", []),
     ],
 )
@@ -323,7 +323,7 @@ def test_alerts_have_the_gettable_alert_shape(overview: list[FakeView]) -> None:
     assert silenced == {
         "labels": overview[1].alert.labels,
         "annotations": {"summary": "TrunkJobFailing trunk / build"},
-        "receivers": [{"name": "sns"}],
+        "receivers": [{"name": "trunkwatch-sns"}],
         "fingerprint": overview[1].alert.fingerprint,
         "startsAt": "2026-11-18T14:00:00.000Z",
         "updatedAt": "2026-11-18T14:00:00.000Z",

@@ -154,3 +154,18 @@ def test_connection_refused() -> None:
     with pytest.raises(SourceError) as caught:
         HudSource(trunk, None).poll({}, NOW)
     assert caught.value.kind == "network"
+
+
+def test_token_is_not_sent_to_another_host_on_redirect(httpserver: HTTPServer) -> None:
+    other = HTTPServer(host="localhost")  # same machine, different host name
+    other.start()
+    try:
+        other.expect_request(PATH).respond_with_json(grid())
+        httpserver.expect_request(PATH).respond_with_response(
+            Response(status=302, headers={"Location": other.url_for(PATH) + "?per_page=50"})
+        )
+        assert len(source(httpserver).poll({}, NOW).commits) == 2
+        ((forwarded, _),) = other.log
+        assert "x-hud-internal-bot" not in {k.lower() for k in forwarded.headers}
+    finally:
+        other.stop()

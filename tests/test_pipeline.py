@@ -8,12 +8,12 @@ from typing import Any
 
 import boto3
 import pytest
-
-from tests.conftest import table_items
 from trunkwatch import clock, evaluate
 from trunkwatch.local.hud_server import HudServer
 from trunkwatch.local.runtime import LocalRuntime
 from trunkwatch.local.scenario import DEMO_JOBS, Trunk, _demo_outcome
+
+from tests.conftest import table_items
 
 BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 
@@ -90,7 +90,9 @@ def test_redelivered_stream_batch_changes_nothing(pipeline: Any) -> None:
     assert runtime.published(trunk.start) == []
 
 
-def test_record_failing_mid_batch_is_retried_without_duplicates(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_record_failing_mid_batch_is_retried_without_duplicates(
+    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     runtime, hud, trunk = pipeline
     real = evaluate.evaluate_job
     failures = {"left": 3}
@@ -140,7 +142,9 @@ def test_publish_failure_then_retry_sends_each_transition_once(pipeline: Any) ->
     assert min(m.at for m in sent) > failed_at  # held while SNS failed, sent at the next tick
 
 
-def test_exhausted_retries_go_to_the_dead_letter_queue(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exhausted_retries_go_to_the_dead_letter_queue(
+    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     runtime, hud, trunk = pipeline
 
     def broken(*args: Any) -> Any:
@@ -150,5 +154,7 @@ def test_exhausted_retries_go_to_the_dead_letter_queue(pipeline: Any, monkeypatc
     hud.serve(trunk.snapshot(trunk.start + timedelta(hours=2)))
     runtime.tick(trunk.start + timedelta(hours=2))
     letters = runtime.dead_letters()
-    assert letters and all(letter["requestContext"]["condition"] == "RetryAttemptsExhausted" for letter in letters)
+    assert letters and all(
+        letter["requestContext"]["condition"] == "RetryAttemptsExhausted" for letter in letters
+    )
     assert sum(letter["DDBStreamBatchInfo"]["batchSize"] for letter in letters) > 0

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -110,13 +110,11 @@ class TokenRef(BaseModel):
     ssm: str | None = None
     secret: str | None = None
 
-    @field_validator("secret")
-    @classmethod
-    def _one_of(cls, value: str | None, info: Any) -> str | None:
-        given = [k for k in ("env", "ssm") if info.data.get(k)] + (["secret"] if value else [])
-        if len(given) != 1:
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TokenRef:
+        if sum(bool(v) for v in (self.env, self.ssm, self.secret)) != 1:
             raise ValueError("give exactly one of env, ssm, secret")
-        return value
+        return self
 
 
 class TrunkConfig(BaseModel):

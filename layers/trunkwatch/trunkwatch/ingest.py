@@ -44,6 +44,7 @@ class PollResult:
     http_requests: int = 0
     commits: int = 0
     changed_jobs: list[str] = field(default_factory=list)
+    rate_limited: str | None = None  # the source stopped early; the rest follows next poll
 
 
 def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: datetime) -> PollResult:
@@ -53,7 +54,10 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
     old_source_state = (source_item.state if source_item else None) or {}
     snapshot = source.poll(dict(old_source_state), now)
     result = PollResult(
-        trunk=trunk.trunk_id, http_requests=snapshot.http_requests, commits=len(snapshot.commits)
+        trunk=trunk.trunk_id,
+        http_requests=snapshot.http_requests,
+        commits=len(snapshot.commits),
+        rate_limited=str(snapshot.rate_limited) if snapshot.rate_limited else None,
     )
 
     index_item = _get(JobIndex, pk, "JOBS") or JobIndex(pk, "JOBS")
@@ -234,5 +238,5 @@ def make_source(trunk: TrunkConfig) -> Source:
 
     token = resolve_token(trunk.token)
     if trunk.source == "github":
-        return GitHubSource(trunk, token)
+        return GitHubSource(trunk, token, window=trunk.per_page)
     return HudSource(trunk, token)

@@ -35,6 +35,10 @@ def poll_all(now: datetime) -> dict[str, Any]:
             metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
             errors.append({"trunk": trunk.trunk_id, "cause": kind, "error": str(err)})
             continue
+        if result.rate_limited:
+            cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
+            logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)
+            metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
         logger.info("polled", extra=asdict(result))
         metrics.add_metric(name="CellsIngested", unit=MetricUnit.Count, value=result.cells_written)
         results.append(asdict(result))

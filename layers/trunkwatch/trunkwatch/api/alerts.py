@@ -14,8 +14,9 @@ from trunkwatch.silences.matchers import compile_regex, parse_matchers
 
 router = Router()
 
-# Notifications go to one SNS topic; Alertmanager clients see it as the only receiver.
-RECEIVER = "sns"
+# Notifications go to one SNS topic; Alertmanager clients see it as the only receiver
+# (the name the webhook messages carry in `receiver`).
+RECEIVER = "trunkwatch-sns"
 
 
 class AlertView(Protocol):

@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from trunkwatch import clock
 from trunkwatch.api import caller
 from trunkwatch.api.models import ApiError, GettableSilence, SilenceCreated
-from trunkwatch.silences import Matcher, Silence, store
+from trunkwatch.silences import store
 from trunkwatch.silences.matchers import parse_matchers
 from trunkwatch.silences.model import PostableSilence, sort_for_listing
 
@@ -24,15 +24,6 @@ _FORBIDDEN: dict[int, OpenAPIResponse] = {
 _NOT_FOUND: dict[int, OpenAPIResponse] = {
     404: {"description": "No such silence", "content": {"application/json": {"model": ApiError}}}
 }
-
-
-def _has_matcher(silence: Silence, wanted: Matcher) -> bool:
-    """Alertmanager's silence filter: the silence has a matcher of that name, type and value."""
-    return any(
-        (m.name, m.value, m.is_regex, m.is_equal)
-        == (wanted.name, wanted.value, wanted.is_regex, wanted.is_equal)
-        for m in silence.matchers
-    )
 
 
 @router.post(
@@ -54,7 +45,9 @@ def get_silences(
 ) -> list[GettableSilence]:
     wanted = parse_matchers(filters or [])
     now = clock.now()
-    found = [s for s in store.list_silences(now) if all(_has_matcher(s, m) for m in wanted)]
+    # Alertmanager's silence filter: each filter is one of the silence's own matchers
+    # (same name, operator and value), not a label set the silence would match.
+    found = [s for s in store.list_silences(now) if all(m in s.matchers for m in wanted)]
     return [GettableSilence.model_validate(s.to_api(now)) for s in sort_for_listing(found, now)]
 
 

@@ -6,6 +6,7 @@ import gzip
 import json
 import socket
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,9 @@ class Snapshot:
     # Opaque, JSON-serialisable state the source wants back next poll (ETags, run versions).
     state: dict[str, Any] = field(default_factory=dict)
     http_requests: int = 0
+    # Set when a rate limit cut the poll short: what it returns is consistent and is stored,
+    # the rest follows once the limit allows.
+    rate_limited: SourceError | None = None
 
 
 @dataclass
@@ -63,6 +67,26 @@ class Response:
             return json.loads(self.body)
         except (ValueError, UnicodeDecodeError) as err:
             raise SourceError("malformed", f"response is not valid JSON: {err}") from None
+
+
+_CREDENTIAL_HEADERS = {"authorization", "x-hud-internal-bot"}
+
+
+class _KeepCredentialsOnHost(urllib.request.HTTPRedirectHandler):
+    """Follow redirects, but never carry a token to another host."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if (
+            new is not None
+            and urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc
+        ):
+            for name in [n for n in new.headers if n.lower() in _CREDENTIAL_HEADERS]:
+                del new.headers[name]
+        return new
+
+
+_opener = urllib.request.build_opener(_KeepCredentialsOnHost)
 
 
 class HttpClient:
@@ -81,7 +105,7 @@ class HttpClient:
         request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip", **(headers or {})})  # noqa: S310
         self.requests += 1
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as raw:  # noqa: S310
+            with _opener.open(request, timeout=self.timeout_s) as raw:
                 return _response(raw.status, dict(raw.headers.items()), raw.read())
         except urllib.error.HTTPError as err:
             return _response(err.code, dict(err.headers.items()), err.read())

@@ -133,7 +133,7 @@ class GitHubSource:
             self.rate_limited = RateLimited(
                 held, f"GitHub rate limit: no request for {self.trunk.repo} before {format_time(held)}", now
             )
-            return Snapshot(commits=[], state=state, http_requests=0)
+            return Snapshot(commits=[], state=state, http_requests=0, rate_limited=self.rate_limited)
         previous = state if state.get("version") == STATE_VERSION else {}
         api = GitHubApi(self.trunk.base_url, self._token, self._http, now)
         try:
@@ -142,7 +142,10 @@ class GitHubSource:
         except RateLimited as err:
             self.rate_limited = err
             return Snapshot(
-                commits=[], state={**state, "not_before": format_time(err.until)}, http_requests=api.requests
+                commits=[],
+                state={**state, "not_before": format_time(err.until)},
+                http_requests=api.requests,
+                rate_limited=err,
             )
 
         window = [_commit(record) for record in commits["list"]]
@@ -179,6 +182,7 @@ class GitHubSource:
             commits=[CommitResult(c, tuple(job_runs[c.sha]), complete=False) for c in window],
             state=new_state,
             http_requests=api.requests,
+            rate_limited=self.rate_limited,
         )
 
     def _path(self, tail: str, **query: Any) -> str:

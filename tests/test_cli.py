@@ -1,0 +1,108 @@
+"""The `trunkwatch` command: demo output, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def trunkwatch(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trunkwatch.local.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_demo_timeline_shows_trunk_broken_firing_and_resolving() -> None:
+    run = trunkwatch("demo")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    firing = [line for line in lines if "FIRING" in line and "TrunkBroken" in line]
+    resolved = [line for line in lines if "RESOLVED" in line and "TrunkBroken" in line]
+    assert len(firing) == 1 and len(resolved) == 1
+    assert lines.index(firing[0]) < lines.index(resolved[0])
+    assert any(line.strip().startswith("culprit:") and "#160004" in line for line in lines)
+    assert lines[-1] == "-- 4 notifications sent"
+
+
+def one_line_error(run: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    for word in words:
+        assert word in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("", ["empty file"]),
+        ("not json\n", [":1:", "not valid JSON"]),
+        ('{"branch": "main"}\n', [":1:", "repo"]),
+        ('{"repo": "a/b", "config": {"failures_to_open": "many"}}\n', ["failures_to_open"]),
+        ('{"repo": "a/b", "config": {"no_such_key": 1}}\n', ["no_such_key", "unknown key"]),
+        ('{"repo": "a/b", "config": {"include": "("}}\n', ["include", "invalid regex"]),
+        ('{"repo": "a/b", "config": {"max_failure_age": "1 day"}}\n', ["max_failure_age", "duration"]),
+        ('{"repo": "a/b"}\n{"at": "2026-11-18T15:00:00Z"}\n', [":2:", "exactly one of"]),
+        ('{"repo": "a/b"}\n{"at": "yesterday", "tick": true}\n', [":2:", "RFC 3339"]),
+        ('{"repo": "a/b"}\n{"at": "2026-11-18T15:00:00Z", "hud": []}\n', [":2:", "HUD"]),
+        ('{"repo": "a/b"}\n{"at": "2026-11-18T15:00:00Z", "expire": "nope"}\n', ["nope"]),
+        (
+            '{"repo": "a/b"}\n'
+            '{"at": "2026-11-18T15:00:00Z", "tick": true}\n'
+            '{"at": "2026-11-18T14:00:00Z", "tick": true}\n',
+            [":3:", "time order"],
+        ),
+    ],
+)
+def test_malformed_replay_file(tmp_path: Path, content: str, words: list[str]) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    one_line_error(trunkwatch("replay", str(path)), *words)
+
+
+def test_missing_replay_file(tmp_path: Path) -> None:
+    one_line_error(trunkwatch("replay", str(tmp_path / "absent.jsonl")), "cannot read", "absent.jsonl")
+
+
+def test_unknown_option() -> None:
+    one_line_error(trunkwatch("demo", "--colour"), "--colour")
+
+
+def test_missing_required_option() -> None:
+    one_line_error(trunkwatch("poll"), "--config")
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        ({"trunks": []}, ["trunks"]),
+        ({"trunks": [{"branch": "main"}]}, ["trunks.0.repo"]),
+        ({"trunks": [{"repo": "a/b", "source": "jenkins"}]}, ["trunks.0.source"]),
+        ({"trunks": [{"repo": "a/b"}], "defaults": {"repeat_interval": "often"}}, ["repeat_interval"]),
+        (
+            {"trunks": [{"repo": "a/b", "token": {"env": "A", "ssm": "/b"}}]},
+            ["exactly one of env, ssm, secret"],
+        ),
+        ({"trunks": [{"repo": "a/b"}], "colour": "blue"}, ["colour", "unknown key"]),
+    ],
+)
+def test_broken_config(tmp_path: Path, config: dict[str, object], words: list[str]) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    one_line_error(trunkwatch("poll", "--config", str(path)), *words)
+
+
+def test_config_that_is_not_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("trunks: [unclosed\n")
+    run = trunkwatch("poll", "--config", str(path))
+    assert run.returncode == 2 and "not valid YAML" in run.stderr and "Traceback" not in run.stderr

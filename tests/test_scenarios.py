@@ -1,0 +1,49 @@
+"""`trunkwatch replay` on every shared scenario publishes exactly the expected messages."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
+FILES = sorted(p for p in SCENARIOS.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
+
+
+def test_scenarios_are_present() -> None:
+    assert FILES, f"no replay scenarios found in {SCENARIOS}"
+
+
+def summary(line: dict[str, object]) -> tuple[object, ...]:
+    return tuple(line[k] for k in ("at", "status", "alertname", "job", "priority", "team"))
+
+
+@pytest.mark.parametrize("scenario", FILES, ids=[p.stem for p in FILES])
+def test_replay_matches_expected(scenario: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "trunkwatch.local.cli", "replay", str(scenario), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    published = []
+    for line in run.stdout.splitlines():
+        message = json.loads(line)
+        assert set(message) == {"at", "subject", "attributes", "message"}
+        labels = message["message"]["alerts"][0]["labels"]
+        assert message["attributes"]["fingerprint"] == message["message"]["alerts"][0]["fingerprint"]
+        assert len(message["subject"]) <= 100 and "\n" not in message["subject"]
+        published.append(
+            {"at": message["at"], "status": message["message"]["status"], "job": labels.get("job"), **labels}
+        )
+    expected_path = scenario.with_name(scenario.stem + ".expected.jsonl")
+    expected = [json.loads(line) for line in expected_path.read_text().splitlines() if line.strip()]
+    # Messages of the same `at` may come in any order; nothing missing, nothing extra.
+    assert Counter(map(summary, published)) == Counter(map(summary, expected))
+    assert [p["at"] for p in published] == sorted(p["at"] for p in published)
