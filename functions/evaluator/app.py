@@ -6,8 +6,8 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from trunkwatch import clock
-from trunkwatch.evaluate import on_cell_record
+from trunkwatch import clock, settings
+from trunkwatch.evaluate import BatchEvaluation, failed_ids
 
 logger = Logger()
 tracer = Tracer()
@@ -15,18 +15,18 @@ metrics = Metrics()
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 
-@tracer.capture_method
-def record_handler(record: DynamoDBRecord) -> None:
-    image = record.dynamodb.new_image if record.dynamodb else None
-    if not image:
-        return
-    on_cell_record(image, clock.now())
-
-
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_partial_response(
+    evaluation = BatchEvaluation(settings.deployment(), clock.now())
+
+    def record_handler(record: DynamoDBRecord) -> None:
+        if record.dynamodb and record.dynamodb.new_image:
+            evaluation.cell(record.dynamodb.new_image)
+
+    response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
+    evaluation.settle(event["Records"], failed_ids(response))
+    return response

@@ -1,64 +1,137 @@
 """Evaluator: re-derive a job's alert from its stored cells whenever one of them changes.
 
-One Query reads the job's window (newest first) and one GetItem the trunk's recent
-commits; the alert item is written only when its content changes, with a version check,
-in one transaction with the trunk's set of failing jobs (K of SPEC 3.3).
+Per changed cell: one Query reads the job's window (newest first). Per trunk and invocation:
+one GetItem of the trunk's recent commits and one Query of its alert items. The alert item
+is written only when its content changes, with a version check, in one transaction with the
+trunk's set of failing jobs (K of SPEC 3.3). Each invocation then counts its records towards
+their poll's tick with one idempotent update per poll, and settles the tick at the last one.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from collections import defaultdict
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.cells import CellState, Commit
-from trunkwatch.config import RuleConfig
+from trunkwatch.config import Deployment, RuleConfig
 from trunkwatch.rule import JobVerdict, StoredCell, judge_job
 from trunkwatch.storage.items import AlertItem, CellItem, CommitRef, TickItem, TrunkState
 from trunkwatch.storage.table import connection
 
 JOB_WINDOW = 100  # cells of one job read per evaluation
 VERSION_RETRIES = 3
+ALERT_PREFIX = "ALERT#TrunkJobFailing#"
 
 
-@dataclass(frozen=True)
-class CellChange:
-    """What a stream record says changed: enough to find the job and the poll's tick."""
+@dataclass
+class TrunkReads:
+    """What one invocation reads once per trunk instead of once per cell."""
 
     pk: str
-    sk: str
-    job: str
-    poll: str
+    _recent: list[int] | None = None
+    _alerts: dict[str, AlertItem] | None = None
+
+    @property
+    def recent_seqs(self) -> list[int]:
+        if self._recent is None:
+            try:
+                self._recent = [int(s) for s in TrunkState.get(self.pk, "STATE").recent_seqs or []]
+            except DoesNotExist:
+                self._recent = []
+        return self._recent
+
+    def alert(self, job: str) -> AlertItem | None:
+        if self._alerts is None:
+            query = AlertItem.query(self.pk, AlertItem.sk.startswith(ALERT_PREFIX), consistent_read=True)
+            self._alerts = {item.job: item for item in query}
+        return self._alerts.get(job)
+
+    def remember(self, item: AlertItem) -> None:
+        if self._alerts is not None:
+            self._alerts[item.job] = item
+
+    def forget(self) -> None:
+        """After a lost race: read the alerts again."""
+        self._alerts = None
 
 
-def evaluate_job(pk: str, job: str, rule: RuleConfig, now: datetime) -> JobVerdict:
+def evaluate_job(
+    pk: str, job: str, rule: RuleConfig, now: datetime, reads: TrunkReads | None = None
+) -> JobVerdict:
     """Judge `job` from its stored cells and store the resulting alert state."""
+    reads = reads or TrunkReads(pk)
     for attempt in range(VERSION_RETRIES):
-        verdict = judge_job(job, _read_cells(pk, job), _recent_seqs(pk), rule, now)
+        verdict = judge_job(job, _read_cells(pk, job), reads.recent_seqs, rule, now)
         try:
-            _store_verdict(pk, verdict, now)
+            _store_verdict(pk, verdict, now, reads)
             return verdict
         except TransactWriteError:
             # Another evaluation of the same job won the race: re-read and re-judge.
+            reads.forget()
             if attempt == VERSION_RETRIES - 1:
                 raise
     raise AssertionError("unreachable")
 
 
-def report_to_tick(change: CellChange) -> bool:
-    """Count the cell as evaluated for its poll; settle the tick when it was the last."""
-    if not change.poll:
-        return False
+@dataclass
+class BatchEvaluation:
+    """One evaluator invocation over a batch of cell stream records."""
+
+    deployment: Deployment
+    now: datetime
+    reads: dict[str, TrunkReads] = field(default_factory=dict)
+    judged: set[tuple[str, str]] = field(default_factory=set)
+
+    def cell(self, image: dict[str, Any]) -> None:
+        """Evaluate the job of one record's new image (once per job per batch: the
+        evaluation reads every stored cell, so a second record of the job adds nothing)."""
+        pk, job = str(image["pk"]), str(image["job"])
+        if (pk, job) in self.judged:
+            return
+        trunk_id = pk.removeprefix("TRUNK#")
+        trunk = next((t for t in self.deployment.trunks if t.trunk_id == trunk_id), None)
+        if trunk is not None:
+            rule = self.deployment.rule_for(trunk)
+            if rule.in_scope(job):
+                evaluate_job(pk, job, rule, self.now, self.reads.setdefault(pk, TrunkReads(pk)))
+        self.judged.add((pk, job))
+
+    def settle(self, records: list[dict[str, Any]], failed: set[str]) -> list[str]:
+        """Count the records Lambda will not redeliver (those before the first failure)
+        towards their polls' ticks; returns the polls this settled."""
+        done: list[dict[str, Any]] = []
+        for record in records:
+            if record["dynamodb"]["SequenceNumber"] in failed:
+                break
+            done.append(record)
+        groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for record in done:
+            image = record["dynamodb"].get("NewImage") or {}
+            poll = (image.get("poll") or {}).get("S")
+            if poll:
+                groups[(image["pk"]["S"], poll)].append(record["dynamodb"]["SequenceNumber"])
+        return [poll for (pk, poll), sequence in groups.items() if _count_towards_tick(pk, poll, sequence)]
+
+
+def _count_towards_tick(pk: str, poll: str, sequence: list[str]) -> bool:
+    """Add this batch's records to the tick once (a redelivered batch has the same key)."""
+    key = f"{sequence[0]}-{sequence[-1]}-{len(sequence)}"
+    tick = TickItem(pk, f"TICK#{poll}")
     try:
-        tick = TickItem(change.pk, f"TICK#{change.poll}")
-        tick.update(actions=[TickItem.evaluated.add({change.sk})], condition=TickItem.poll.exists())
+        tick.update(
+            actions=[TickItem.evaluated.add(len(sequence)), TickItem.batches.add({key})],
+            condition=TickItem.poll.exists() & ~TickItem.batches.contains(key),
+        )
     except UpdateError:
-        return False  # the tick expired or never existed: nothing waits on it
-    if tick.settled or len(tick.evaluated or ()) < int(tick.expected):
+        return False  # counted before, or the tick expired: nothing more to do
+    if tick.settled or int(tick.evaluated or 0) < int(tick.expected):
         return False
     try:
         tick.update(actions=[TickItem.settled.set(True)], condition=TickItem.settled.does_not_exist())
@@ -66,12 +139,16 @@ def report_to_tick(change: CellChange) -> bool:
         return False  # a concurrent evaluation settled it
     with contextlib.suppress(UpdateError):  # a newer poll is open; its own tick closes it
         TrunkState.upsert(
-            change.pk,
+            pk,
             "STATE",
             [TrunkState.open_poll.remove(), TrunkState.open_poll_at.remove()],
-            condition=TrunkState.open_poll == change.poll,
+            condition=TrunkState.open_poll == poll,
         )
     return True
+
+
+def failed_ids(response: dict[str, Any]) -> set[str]:
+    return {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
 
 
 def _read_cells(pk: str, job: str) -> list[StoredCell]:
@@ -97,13 +174,6 @@ def _read_cells(pk: str, job: str) -> list[StoredCell]:
     ]
 
 
-def _recent_seqs(pk: str) -> list[int]:
-    try:
-        return [int(s) for s in TrunkState.get(pk, "STATE").recent_seqs or []]
-    except DoesNotExist:
-        return []
-
-
 def _ref(cell: StoredCell) -> CommitRef:
     c = cell.commit
     return CommitRef(
@@ -118,21 +188,18 @@ def _ref(cell: StoredCell) -> CommitRef:
     )
 
 
-def _store_verdict(pk: str, verdict: JobVerdict, now: datetime) -> None:
-    sk = f"ALERT#TrunkJobFailing#{verdict.job}"
-    try:
-        item: AlertItem | None = AlertItem.get(pk, sk, consistent_read=True)
-    except DoesNotExist:
-        item = None
+def _store_verdict(pk: str, verdict: JobVerdict, now: datetime, reads: TrunkReads) -> None:
+    item = reads.alert(verdict.job)
     was_firing = item is not None and item.status == "firing"
     if not verdict.firing:
         if item is None or not was_firing:
             return
         item.status, item.ends_at = "resolved", now
         _commit(item, TrunkState.failing.delete({verdict.job}))
+        reads.remember(item)
         return
     assert verdict.culprit is not None
-    fields = {
+    fields: dict[str, Any] = {
         "job": verdict.job,
         "status": "firing",
         "starts_at": verdict.culprit.first_fail.commit.time,
@@ -148,18 +215,19 @@ def _store_verdict(pk: str, verdict: JobVerdict, now: datetime) -> None:
         fields["starts_at"] = item.starts_at  # the same episode keeps its start
         if _same(item, fields):
             return
-    item = item or AlertItem(pk, sk)
+    item = item or AlertItem(pk, f"{ALERT_PREFIX}{verdict.job}")
     for name, value in fields.items():
         setattr(item, name, value)
     _commit(item, None if was_firing else TrunkState.failing.add({verdict.job}))
+    reads.remember(item)
 
 
-def _same(item: AlertItem, fields: dict[str, object]) -> bool:
-    current = {name: getattr(item, name) for name in fields}
-    for name in ("first_fail", "last_pass", "newest_fail"):
-        current[name] = current[name].as_dict() if current[name] is not None else None
-        fields = {**fields, name: fields[name].as_dict() if fields[name] is not None else None}  # type: ignore[attr-defined]
-    return current == fields
+def _plain(value: Any) -> Any:
+    return value.as_dict() if isinstance(value, CommitRef) else value
+
+
+def _same(item: AlertItem, fields: dict[str, Any]) -> bool:
+    return all(_plain(getattr(item, name)) == _plain(value) for name, value in fields.items())
 
 
 def _commit(item: AlertItem, failing_change: Action | None) -> None:
@@ -168,21 +236,3 @@ def _commit(item: AlertItem, failing_change: Action | None) -> None:
         if failing_change is not None:
             actions = [failing_change, TrunkState.kind.set(TrunkState)]
             transaction.update(TrunkState(item.pk, "STATE"), actions=actions)
-
-
-def on_cell_record(image: dict[str, object], now: datetime) -> JobVerdict | None:
-    """Evaluate the job of one stream record's new image, then report to its poll's tick."""
-    from trunkwatch import settings
-
-    change = CellChange(
-        pk=str(image["pk"]), sk=str(image["sk"]), job=str(image["job"]), poll=str(image.get("poll") or "")
-    )
-    deployment = settings.deployment()
-    trunk_id = change.pk.removeprefix("TRUNK#")
-    verdict = None
-    if any(t.trunk_id == trunk_id for t in deployment.trunks):
-        rule = deployment.rule_for(deployment.trunk(trunk_id))
-        if rule.in_scope(change.job):
-            verdict = evaluate_job(change.pk, change.job, rule, now)
-    report_to_tick(change)
-    return verdict

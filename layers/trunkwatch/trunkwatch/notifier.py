@@ -28,7 +28,7 @@ from pynamodb.exceptions import DoesNotExist, PutError
 from trunkwatch import alerts
 from trunkwatch.alerts import Alert
 from trunkwatch.config import RuleConfig, TrunkConfig
-from trunkwatch.evaluate import evaluate_job
+from trunkwatch.evaluate import TrunkReads, evaluate_job
 from trunkwatch.notify import Decision, LogState, decide, holders, message
 from trunkwatch.overview import AlertView, trunk_views
 from trunkwatch.silences import Silence
@@ -67,10 +67,11 @@ def sweep_trunk(
             return TickResult(trunk.trunk_id, waiting_for_poll=True)
     except DoesNotExist:
         pass
+    reads = TrunkReads(pk)
     for item in AlertItem.query(
         pk, AlertItem.sk.startswith("ALERT#"), filter_condition=AlertItem.status == alerts.FIRING
     ):
-        evaluate_job(pk, item.job, rule, now)
+        evaluate_job(pk, item.job, rule, now, reads)
     return notify_trunk(trunk, rule, silences, now)
 
 

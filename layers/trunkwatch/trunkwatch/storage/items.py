@@ -102,8 +102,9 @@ class TickItem(BaseItem, discriminator="tick"):
     """Per-poll barrier: settled once every cell the poll wrote has been evaluated."""
 
     poll = UnicodeAttribute()
-    expected = NumberAttribute()
-    evaluated = UnicodeSetAttribute(null=True)
+    expected = NumberAttribute()  # cells the poll wrote
+    evaluated = NumberAttribute(null=True)  # cells evaluated so far
+    batches = UnicodeSetAttribute(null=True)  # stream batches counted (redeliveries count once)
     settled = BooleanAttribute(null=True)
     at = UTCDateTimeAttribute()
     expires_at = TTLAttribute()
