@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from aws_lambda_powertools import Metrics
+from aws_lambda_powertools.metrics import MetricUnit
 from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
@@ -28,6 +30,8 @@ from trunkwatch.storage.table import connection
 JOB_WINDOW = 100  # cells of one job read per evaluation
 VERSION_RETRIES = 3
 ALERT_PREFIX = "ALERT#TrunkJobFailing#"
+
+metrics = Metrics()
 
 
 @dataclass
@@ -111,6 +115,7 @@ class BatchEvaluation:
             if record["dynamodb"]["SequenceNumber"] in failed:
                 break
             done.append(record)
+        metrics.add_metric(name="CellsEvaluated", unit=MetricUnit.Count, value=len(done))
         groups: dict[tuple[str, str], list[str]] = defaultdict(list)
         for record in done:
             image = record["dynamodb"].get("NewImage") or {}

@@ -1,0 +1,183 @@
+"""A synthetic PyTorch-scale trunk, composed on `trunkwatch.local.scenario.Trunk`.
+
+Job columns follow PyTorch's HUD names: `<workflow> / <build environment> / test (<config>,
+<shard>, <shards>, <runner>)` plus one unsharded `build` per environment. Every environment
+has one build and 14 test configurations of 1 to 6 shards (49 test columns), so 40
+environments give 600 job keys and exactly 2,000 columns (4 environments give 200).
+
+Outcomes are a deterministic function of (column, commit index):
+- background noise per job key: flaky cells (failed, retried green), single failures that
+  never repeat on the next commit, cancelled and skipped shards;
+- a broken-trunk episode: shard 2 of 5 of one `pull` test fails on `BROKEN_COMMITS` commits;
+- an infra outage: every shard of every test of one `trunk` environment (14 job keys)
+  fails on `OUTAGE_COMMITS` commits at once.
+Commits land every 14.4 minutes (100 a day); jobs finish `JOB_DURATION` after their commit
+and are pending before that.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from trunkwatch.cells import job_key
+from trunkwatch.local.scenario import Trunk
+
+COMMITS_PER_DAY = 100
+COMMIT_EVERY = timedelta(days=1) / COMMITS_PER_DAY
+JOB_DURATION = timedelta(minutes=60)
+WINDOW = 50  # HUD per_page: commits in every snapshot
+DAY_START = datetime(2026, 11, 18, 0, 0, tzinfo=UTC)
+# The day's commits follow a full window of history, so the first poll sees 50 commits.
+HISTORY = WINDOW
+# Commit indexes (0 = the oldest commit of the history) of the two episodes.
+BROKEN_COMMITS = range(HISTORY + 20, HISTORY + 25)
+OUTAGE_COMMITS = range(HISTORY + 60, HISTORY + 63)
+
+# Per-million rates of the background noise, per job key and commit.
+FLAKY_PPM = 15_000
+FAIL_ONCE_PPM = 2_000
+CANCELLED_PPM = 3_000
+SKIPPED_PPM = 5_000
+
+# The workflow of environment i is WORKFLOWS[i % 20]; pull, trunk, docs-build and
+# linux-binary-* are in scope of the PyTorch preset, the others are not.
+WORKFLOWS = (
+    "pull", "trunk", "inductor", "pull", "linux-binary-manywheel", "trunk", "periodic", "pull",
+    "slow", "trunk", "rocm", "docs-build", "pull", "trunk", "linux-binary-libtorch", "inductor",
+    "pull", "trunk", "xpu", "pull",
+)  # fmt: skip
+PLATFORMS = (
+    ("linux-jammy-py3.10-gcc11", "linux.2xlarge"),
+    ("linux-jammy-cuda12.8-py3.10-gcc11", "linux.g5.4xlarge.nvidia.gpu"),
+    ("linux-jammy-py3.10-clang15-asan", "linux.4xlarge"),
+    ("linux-focal-rocm6.3-py3.10", "linux.rocm.gpu.2"),
+    ("macos-py3-arm64", "macos-m1-stable"),
+    ("win-vs2022-cpu-py3", "windows.4xlarge.nonephemeral"),
+    ("linux-jammy-xpu-2025.1-py3.9", "linux.idc.xpu"),
+    ("linux-jammy-aarch64-py3.10", "linux.arm64.2xlarge"),
+    ("linux-jammy-cuda12.6-py3.10-gcc9-sm86", "linux.g5.4xlarge.nvidia.gpu"),
+    ("linux-jammy-py3.12-gcc11", "linux.2xlarge"),
+)
+VARIANTS = ("", "-debug", "-mem-eff", "-no-ops")
+TEST_CONFIGS = (
+    "default", "distributed", "dynamo_wrapped", "inductor", "crossref", "slow", "jit_legacy",
+    "backwards_compat", "nogpu_AVX512", "nogpu_NO_AVX2", "docs_test", "numpy_2_x", "multigpu",
+    "inductor_distributed",
+)  # fmt: skip
+# Shards of each of TEST_CONFIGS: 49 test columns, 50 with the build.
+SHARDS = (5, 2, 3, 4, 1, 6, 1, 2, 3, 4, 5, 6, 1, 6)
+COLUMNS_PER_ENVIRONMENT = 1 + sum(SHARDS)
+# Environments 0 and 1 (pull and trunk) carry the episodes, so every scale has them.
+BROKEN_ENVIRONMENT, OUTAGE_ENVIRONMENT = 0, 1
+
+
+def environment(index: int) -> tuple[str, str, str]:
+    """(workflow, build environment, runner) of environment `index`."""
+    platform, runner = PLATFORMS[index % len(PLATFORMS)]
+    return WORKFLOWS[index % len(WORKFLOWS)], platform + VARIANTS[index // len(PLATFORMS)], runner
+
+
+@functools.cache
+def job_columns(environments: int) -> tuple[str, ...]:
+    """HUD column names of `environments` environments (COLUMNS_PER_ENVIRONMENT each)."""
+    if not 2 <= environments <= len(PLATFORMS) * len(VARIANTS):
+        raise ValueError(f"environments must be 2..{len(PLATFORMS) * len(VARIANTS)}, got {environments}")
+    names: list[str] = []
+    for index in range(environments):
+        workflow, env, runner = environment(index)
+        names.append(f"{workflow} / {env} / build")
+        for config, shards in zip(TEST_CONFIGS, SHARDS, strict=True):
+            names += [
+                f"{workflow} / {env} / test ({config}, {n}, {shards}, {runner})" for n in range(1, shards + 1)
+            ]
+    return tuple(names)
+
+
+def _ppm(*parts: object) -> int:
+    """A stable pseudo-random number in [0, 1e6) for `parts`."""
+    digest = hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % 1_000_000
+
+
+def _shard(column: str) -> tuple[int, int]:
+    """(shard, shards) of a column name; (1, 1) when it names none."""
+    inner = column.rsplit("(", 1)[-1].rstrip(")").split(", ")
+    if len(inner) >= 3 and inner[1].isdigit() and inner[2].isdigit():
+        return int(inner[1]), int(inner[2])
+    return 1, 1
+
+
+def _fails_once(key: str, index: int) -> bool:
+    # Never on two commits in a row, so noise alone never makes a streak.
+    return _ppm("fail", key, index) < FAIL_ONCE_PPM and not _ppm("fail", key, index - 1) < FAIL_ONCE_PPM
+
+
+@functools.cache
+def broken_job() -> str:
+    """The job key of the broken-trunk episode."""
+    workflow, env, runner = environment(BROKEN_ENVIRONMENT)
+    return f"{workflow} / {env} / test (default, {runner})"
+
+
+@functools.cache
+def outage_jobs() -> tuple[str, ...]:
+    """The job keys that fail together in the infra outage."""
+    workflow, env, runner = environment(OUTAGE_ENVIRONMENT)
+    return tuple(f"{workflow} / {env} / test ({config}, {runner})" for config in TEST_CONFIGS)
+
+
+@functools.cache  # snapshots ask again for every commit still in the window
+def outcome(column: str, index: int) -> str:
+    """What job column `column` did on commit `index` (a `scenario.Outcome`)."""
+    key = job_key(column)
+    shard, shards = _shard(column)
+    if key == broken_job() and shard == 2 and index in BROKEN_COMMITS:
+        return "failure"
+    if key in outage_jobs() and index in OUTAGE_COMMITS:
+        return "failure"
+    if _fails_once(key, index) and shard == 1 + _ppm("shard", key, index) % shards:
+        return "failure"
+    roll = _ppm("roll", column, index)
+    for name, ppm in (("flaky", FLAKY_PPM), ("cancelled", CANCELLED_PPM), ("skipped", SKIPPED_PPM)):
+        if roll < ppm:
+            return name
+        roll -= ppm
+    return "success"
+
+
+@dataclass(frozen=True)
+class Day:
+    """One simulated day of a trunk of `environments` build environments."""
+
+    environments: int
+
+    @property
+    def trunk(self) -> Trunk:
+        return Trunk(
+            jobs=job_columns(self.environments),
+            outcome=outcome,
+            start=DAY_START - HISTORY * COMMIT_EVERY,
+            commit_every=COMMIT_EVERY,
+            job_duration=JOB_DURATION,
+            window=WINDOW,
+        )
+
+    @property
+    def columns(self) -> int:
+        return len(job_columns(self.environments))
+
+    def landed(self, index: int) -> datetime:
+        return self.trunk.start + index * COMMIT_EVERY
+
+    def finished(self, index: int) -> datetime:
+        """When every job of commit `index` has completed."""
+        return self.landed(index) + JOB_DURATION
+
+    def commits_landed(self, at: datetime) -> int:
+        return int((at - self.trunk.start) / COMMIT_EVERY) + 1 if at >= self.trunk.start else 0
+
+
+PYTORCH_SCALE = Day(environments=40)

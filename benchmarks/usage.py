@@ -1,0 +1,257 @@
+"""Counting what the code asks of AWS: every botocore API call, and DynamoDB's request units.
+
+PynamoDB and boto3 both send every request through `botocore.client.BaseClient._make_api_call`;
+`Meter` wraps it, so each call is counted under the label current at the time (`Meter.as_`
+labels calls by the function that makes them). Calls made under no label (the benchmark's
+own set-up and the local stream pump) are not counted.
+
+DynamoDB request units follow the on-demand billing rules, from item sizes as moto (which
+runs in this process, behind both `mock_aws` and the local moto server) computes them:
+- a write costs one unit per started KB of the larger of the item before and after it
+  (minimum one, also for a failed conditional write); a transactional write costs double;
+- GetItem costs one unit per started 4 KB of the item (0.5 unit per 4 KB eventually
+  consistent, minimum 0.5 unit also when the item does not exist); a Query or Scan costs the
+  same for the summed size of every item it evaluated, before any filter or projection.
+Numbers are one byte per digit in moto's sizes (DynamoDB's own encoding is about half),
+which slightly overstates items with many numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.client import BaseClient
+from botocore.exceptions import ClientError
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
+
+WRITE_UNIT_BYTES = 1024
+READ_UNIT_BYTES = 4096
+READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
+WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
+
+_label: contextvars.ContextVar[str | None] = contextvars.ContextVar("usage_label", default=None)
+
+
+@dataclass
+class Usage:
+    """What one labelled part of the code asked of AWS."""
+
+    calls: Counter[str] = field(default_factory=Counter)  # "dynamodb.Query" -> requests
+    items_written: int = 0
+    items_read: int = 0
+    read_units: float = 0.0
+    write_units: float = 0.0
+    invocations: int = 0  # Lambda invocations (for handler labels)
+    seconds: float = 0.0  # wall time of those invocations
+
+    def ddb(self, *operations: str) -> int:
+        return sum(self.calls[f"dynamodb.{op}"] for op in operations)
+
+    @property
+    def ddb_requests(self) -> int:
+        return sum(n for name, n in self.calls.items() if name.startswith("dynamodb."))
+
+    @property
+    def ddb_write_requests(self) -> int:
+        return self.ddb(*WRITES)
+
+    @property
+    def ddb_read_requests(self) -> int:
+        return self.ddb(*READS)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.calls + other.calls,
+            self.items_written + other.items_written,
+            self.items_read + other.items_read,
+            self.read_units + other.read_units,
+            self.write_units + other.write_units,
+            self.invocations + other.invocations,
+            self.seconds + other.seconds,
+        )
+
+
+class Meter:
+    """While entered, counts AWS calls per label. Use one at a time."""
+
+    def __init__(self) -> None:
+        self.usage: dict[str, Usage] = {}
+        self._original: Callable[..., Any] | None = None
+
+    def __enter__(self) -> Meter:
+        original = BaseClient._make_api_call
+        self._original = original
+        meter = self
+
+        def counted(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+            label = _label.get()
+            if label is None:
+                return original(client, operation, params)
+            return meter._call(label, client, operation, params)
+
+        BaseClient._make_api_call = counted  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._original is not None
+        BaseClient._make_api_call = self._original  # type: ignore[method-assign]
+        self._original = None
+
+    def get(self, label: str) -> Usage:
+        return self.usage.setdefault(label, Usage())
+
+    def total(self, *labels: str) -> Usage:
+        return sum((self.get(label) for label in labels), Usage())
+
+    @contextlib.contextmanager
+    def as_(self, label: str) -> Iterator[Usage]:
+        """Count the calls made inside under `label`."""
+        token = _label.set(label)
+        try:
+            yield self.get(label)
+        finally:
+            _label.reset(token)
+
+    def invoke(self, label: str, handler: Callable[[], Any]) -> Any:
+        """Run one handler invocation under `label`, counting it and its wall time."""
+        usage = self.get(label)
+        started = time.perf_counter()
+        try:
+            with self.as_(label):
+                return handler()
+        finally:
+            usage.invocations += 1
+            usage.seconds += time.perf_counter() - started
+
+    def _call(self, label: str, client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+        assert self._original is not None
+        usage = self.get(label)
+        service = client.meta.service_model.service_name
+        usage.calls[f"{service}.{operation}"] += 1
+        if service != "dynamodb" or operation not in READS | WRITES:
+            return self._original(client, operation, params)
+        region = client.meta.region_name
+        if operation in WRITES:
+            before = _write_sizes(region, operation, params)
+            try:
+                response = self._original(client, operation, params)
+            except ClientError:
+                # A failed (conditional) write still costs its units; nothing was written.
+                usage.write_units += _write_units(operation, before, before)
+                raise
+            usage.write_units += _write_units(operation, before, _write_sizes(region, operation, params))
+            usage.items_written += len(before) - (operation == "TransactWriteItems") * _checks(params)
+            return response
+        response = self._original(client, operation, params)
+        items, units = self._read_cost(client, region, operation, params, response)
+        usage.items_read += items
+        usage.read_units += units
+        return response
+
+    def _read_cost(
+        self, client: BaseClient, region: str, operation: str, params: dict[str, Any], response: Any
+    ) -> tuple[int, float]:
+        """(items read, read units) of one read request."""
+        assert self._original is not None
+        if operation == "GetItem":
+            size = _size(region, params["TableName"], params["Key"])
+            return int(size is not None), _read_units([size or 0], params.get("ConsistentRead", False))
+        if operation in ("Query", "Scan"):
+            evaluated = response.get("Items", [])
+            if any(k in params for k in _NOT_EVALUATED):
+                evaluated = self._original(client, operation, _evaluation(params)).get("Items", [])
+            table = params["TableName"]
+            sizes = [_size(region, table, _key_of(region, table, item)) or 0 for item in evaluated]
+            return len(sizes), _read_units([sum(sizes)], params.get("ConsistentRead", False))
+        if operation == "BatchGetItem":
+            count, units = 0, 0.0
+            for table, spec in params["RequestItems"].items():
+                sizes = [_size(region, table, key) for key in spec["Keys"]]
+                count += sum(size is not None for size in sizes)
+                units += sum(_read_units([size or 0], spec.get("ConsistentRead", False)) for size in sizes)
+            return count, units
+        # TransactGetItems: strongly consistent, twice the units.
+        sizes = [_size(region, g["Get"]["TableName"], g["Get"]["Key"]) for g in params["TransactItems"]]
+        return sum(s is not None for s in sizes), 2 * sum(_read_units([s or 0], True) for s in sizes)
+
+
+_NOT_EVALUATED = ("FilterExpression", "ProjectionExpression", "Select")
+
+
+def _evaluation(params: dict[str, Any]) -> dict[str, Any]:
+    """The same Query or Scan without filter and projection: the items it evaluated."""
+    bare = {k: v for k, v in params.items() if k not in _NOT_EVALUATED}
+    used = set(re.findall(r"[#:]\w+", bare.get("KeyConditionExpression", "")))
+    for placeholders in ("ExpressionAttributeNames", "ExpressionAttributeValues"):
+        kept = {k: v for k, v in (bare.pop(placeholders, None) or {}).items() if k in used}
+        if kept:
+            bare[placeholders] = kept
+    return bare
+
+
+def _table(region: str, name: str) -> Any:
+    return dynamodb_backends[DEFAULT_ACCOUNT_ID][region].get_table(name)
+
+
+def _key_of(region: str, table_name: str, item: dict[str, Any]) -> dict[str, Any]:
+    table = _table(region, table_name)
+    names = [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
+    return {name: item[name] for name in names}
+
+
+def _size(region: str, table_name: str, key: dict[str, Any]) -> int | None:
+    """Bytes of the stored item with `key`, None when there is none."""
+    item = dynamodb_backends[DEFAULT_ACCOUNT_ID][region].get_item(table_name, key)
+    return item.size() if item is not None else None
+
+
+def _written_keys(region: str, operation: str, params: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(table, key) of every item a write request touches, in request order."""
+    if operation == "PutItem":
+        return [(params["TableName"], _key_of(region, params["TableName"], params["Item"]))]
+    if operation in ("UpdateItem", "DeleteItem"):
+        return [(params["TableName"], params["Key"])]
+    if operation == "BatchWriteItem":
+        keys = []
+        for table, requests in params["RequestItems"].items():
+            for request in requests:
+                if "PutRequest" in request:
+                    keys.append((table, _key_of(region, table, request["PutRequest"]["Item"])))
+                else:
+                    keys.append((table, request["DeleteRequest"]["Key"]))
+        return keys
+    keys = []
+    for entry in params["TransactItems"]:
+        ((kind, spec),) = entry.items()
+        key = _key_of(region, spec["TableName"], spec["Item"]) if kind == "Put" else spec["Key"]
+        keys.append((spec["TableName"], key))
+    return keys
+
+
+def _write_sizes(region: str, operation: str, params: dict[str, Any]) -> list[int]:
+    return [_size(region, table, key) or 0 for table, key in _written_keys(region, operation, params)]
+
+
+def _write_units(operation: str, before: list[int], after: list[int]) -> float:
+    factor = 2 if operation == "TransactWriteItems" else 1
+    return factor * sum(
+        max(1, math.ceil(max(old, new) / WRITE_UNIT_BYTES)) for old, new in zip(before, after, strict=True)
+    )
+
+
+def _checks(params: dict[str, Any]) -> int:
+    return sum("ConditionCheck" in entry for entry in params["TransactItems"])
+
+
+def _read_units(sizes: list[int], consistent: bool) -> float:
+    units = sum(max(1, math.ceil(size / READ_UNIT_BYTES)) for size in sizes)
+    return units if consistent else units / 2

@@ -1,0 +1,97 @@
+"""Each handler on its sample event from events/ (the shapes Lambda delivers)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+from pytest_httpserver import HTTPServer
+from trunkwatch.local.runtime import LambdaContext
+from trunkwatch.local.template import find_template
+from trunkwatch.local.wiring import read_wiring
+
+from tests.conftest import table_items
+from tests.test_hud_source import grid
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def handler(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"handler_{name}", ROOT / "functions" / name / "app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sample(name: str) -> dict[str, Any]:
+    return json.loads((ROOT / "events" / f"{name}.json").read_text())
+
+
+def context(name: str) -> LambdaContext:
+    return LambdaContext(function_name=name, aws_request_id="req-1")
+
+
+@pytest.fixture
+def configured(aws: dict[str, Any], httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> HTTPServer:
+    from aws_lambda_powertools.utilities import parameters
+
+    config = {"trunks": [{"repo": "pytorch/pytorch", "url": httpserver.url_for("/").rstrip("/")}]}
+    boto3.client("ssm").put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(config))
+    for name, value in read_wiring(find_template()).environment.items():
+        if isinstance(value, str):  # the template's literal settings (POWERTOOLS_*)
+            monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CONFIG_PARAMETER", "/trunkwatch/config")
+    monkeypatch.setenv("RULE_DEFAULTS", '{"failures_to_open": 3}')
+    parameters.clear_caches()
+    return httpserver
+
+
+def test_every_function_has_a_sample_event() -> None:
+    names = {p.parent.name for p in (ROOT / "functions").glob("*/app.py")}
+    samples = {p.stem.split("_", 1)[0] for p in (ROOT / "events").glob("*.json")}
+    assert names <= samples
+
+
+def test_ingest_on_schedule_event(configured: HTTPServer) -> None:
+    configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_json(grid())
+    result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
+    assert result["errors"] == [] and result["polled"][0]["cells_written"] == 3
+    assert len(table_items("cell")) == 3
+
+
+def test_ingest_reports_a_failing_source_without_raising(configured: HTTPServer) -> None:
+    configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_data("oops", status=503)
+    result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
+    assert result["polled"] == [] and result["errors"][0]["cause"] == "http_5xx"
+    assert table_items() == []
+
+
+def test_evaluator_on_stream_batch(configured: HTTPServer) -> None:
+    response = handler("evaluator").lambda_handler(sample("evaluator_stream"), context("evaluator"))
+    assert response == {"batchItemFailures": []}
+
+
+def test_evaluator_reports_bad_record_as_item_failure(configured: HTTPServer) -> None:
+    event = sample("evaluator_stream")
+    del event["Records"][1]["dynamodb"]["NewImage"]["job"]  # a cell item without its job
+    response = handler("evaluator").lambda_handler(event, context("evaluator"))
+    assert response == {
+        "batchItemFailures": [{"itemIdentifier": event["Records"][1]["dynamodb"]["SequenceNumber"]}]
+    }
+
+
+def test_notifier_on_tick_and_on_schedule(configured: HTTPServer) -> None:
+    notifier = handler("notifier")
+    assert notifier.lambda_handler(sample("notifier_stream"), context("notifier")) == {
+        "batchItemFailures": []
+    }
+    assert notifier.lambda_handler(sample("notifier_sweep"), context("notifier")) == {
+        "sent": 0,
+        "waiting": [],
+    }
