@@ -9,6 +9,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+
 from trunkwatch import storage
 from trunkwatch.local.template import find_template
 from trunkwatch.local.wiring import read_wiring

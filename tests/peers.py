@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from trunkwatch import auth
 from trunkwatch.local import apigw
 from trunkwatch.local.runtime import LambdaContext

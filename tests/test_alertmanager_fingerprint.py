@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trunkwatch.alerts import fingerprint
-from trunkwatch.clock import format_time
 
 from tests.peers import alertmanager
+from trunkwatch.alerts import fingerprint
+from trunkwatch.clock import format_time
 
 pytestmark = pytest.mark.slow
 

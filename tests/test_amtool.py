@@ -17,14 +17,14 @@ from typing import Any
 import boto3
 import pytest
 from moto.server import ThreadedMotoServer
+
+from tests.peers import load_function, peer_binary
 from trunkwatch import auth, storage
 from trunkwatch.alerts import Alert
 from trunkwatch.local.apigw import serve_api
 from trunkwatch.local.template import find_template
 from trunkwatch.local.wiring import read_wiring
 from trunkwatch.silences import store
-
-from tests.peers import load_function, peer_binary
 
 pytestmark = pytest.mark.slow
 

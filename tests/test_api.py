@@ -14,14 +14,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+
+from tests.conftest import table_items
+from tests.peers import READER, call_api
 from trunkwatch import clock
 from trunkwatch.alerts import Alert
 from trunkwatch.api import routes
 from trunkwatch.api.routes import MAX_BODY_BYTES
 from trunkwatch.silences.model import MAX_MATCHERS
-
-from tests.conftest import table_items
-from tests.peers import READER, call_api
 
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

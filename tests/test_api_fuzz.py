@@ -13,10 +13,10 @@ import pytest
 import re2
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from trunkwatch import clock
 
 from tests.conftest import table_items
 from tests.peers import call_api
+from trunkwatch import clock
 
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")

@@ -1,6 +1,7 @@
 """Cells (SPEC 3.1): job keys, conclusions, attempts and shard merging."""
 
 import pytest
+
 from trunkwatch.cells import CellState, JobRun, build_cells, job_key, merge_shards, shard_state
 
 

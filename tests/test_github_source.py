@@ -21,12 +21,13 @@ from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
 from trunkwatch.cells import CellState, build_cells
 from trunkwatch.clock import format_time, parse_time
 from trunkwatch.config import TrunkConfig
 from trunkwatch.sources.base import HttpClient, Snapshot, SourceError
 from trunkwatch.sources.github import GitHubSource
-from werkzeug import Request, Response
 
 FIXTURES = Path(__file__).parent / "fixtures" / "github"
 REPO = "octo-org/widgets"

@@ -11,12 +11,12 @@ from typing import Any
 import boto3
 import pytest
 from pytest_httpserver import HTTPServer
-from trunkwatch.local.runtime import LambdaContext
-from trunkwatch.local.template import find_template
-from trunkwatch.local.wiring import read_wiring
 
 from tests.conftest import table_items
 from tests.test_hud_source import grid
+from trunkwatch.local.runtime import LambdaContext
+from trunkwatch.local.template import find_template
+from trunkwatch.local.wiring import read_wiring
 
 ROOT = Path(__file__).resolve().parents[1]
 

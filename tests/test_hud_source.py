@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
 from trunkwatch.config import load_deployment
 from trunkwatch.sources.base import HttpClient, SourceError
 from trunkwatch.sources.hud import HudSource
-from werkzeug import Request, Response
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 PATH = "/api/hud/pytorch/pytorch/main/1"

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
+
+from tests.conftest import table_items
+from tests.test_hud_source import PATH, grid
 from trunkwatch.config import load_deployment
 from trunkwatch.ingest import poll_trunk
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.hud import HudSource
-
-from tests.conftest import table_items
-from tests.test_hud_source import PATH, grid
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import boto3
 import pytest
+
+from tests.conftest import table_items
 from trunkwatch import clock, evaluate
 from trunkwatch.local.hud_server import HudServer
 from trunkwatch.local.runtime import LocalRuntime
 from trunkwatch.local.scenario import DEMO_JOBS, Trunk, _demo_outcome
-
-from tests.conftest import table_items
 
 BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 

@@ -7,6 +7,7 @@ F fail, P pass, f flaky, . pending, n nodata (cancelled/skipped), - no cell.
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from trunkwatch.cells import CellState, Commit
 from trunkwatch.config import rule_config
 from trunkwatch.rule import StoredCell, judge_job, trunk_alertname

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from trunkwatch.silences import Matcher, SilenceError, parse_matcher
 from trunkwatch.silences.matchers import MAX_VALUE_LENGTH
 

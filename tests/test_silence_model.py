@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+
 from trunkwatch.silences import Matcher, Silence, SilenceError
 from trunkwatch.silences.model import MAX_MATCHERS, parse_postable, sort_for_listing
 

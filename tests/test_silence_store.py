@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+
+from tests.conftest import table_items
 from trunkwatch.silences import SilenceError, store
 from trunkwatch.silences.store import SilenceConflict, SilenceNotFound
 from trunkwatch.storage.silences import SilenceItem
-
-from tests.conftest import table_items
 
 pytestmark = pytest.mark.usefixtures("aws")
 

@@ -22,6 +22,7 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event i
 )
 from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
+
 from trunkwatch.config import load_deployment, parse_duration
 from trunkwatch.local import template as template_module
 from trunkwatch.local.template import TEMPLATE_ENV, TemplateError, find_template, load_template

@@ -9,6 +9,7 @@ import boto3
 import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
+
 from trunkwatch.config import ConfigError, TokenRef
 from trunkwatch.sources.tokens import resolve_token
 

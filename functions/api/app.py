@@ -3,6 +3,7 @@
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from trunkwatch.api import resolver
 
 logger = Logger()

@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event i
     APIGatewayAuthorizerTokenEvent,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from trunkwatch import auth
 
 logger = Logger()

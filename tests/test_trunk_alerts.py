@@ -1,0 +1,89 @@
+"""Trunk-level alerts through the local pipeline: the 5/6 band, inhibition, reminders."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from trunkwatch.local.hud_server import HudServer
+from trunkwatch.local.replay import Replay
+from trunkwatch.local.runtime import LocalRuntime
+from trunkwatch.local.scenario import Trunk
+
+JOBS = tuple(f"pull / job{i}" for i in range(8))
+# job -> commits it fails on
+FAILS = {
+    "pull / job0": range(4, 8),  # fixed by commit 8
+    "pull / job1": range(4, 99),
+    "pull / job2": range(4, 99),
+    "pull / job3": range(4, 99),
+    "pull / job4": range(4, 99),
+    "pull / job5": range(5, 8),
+    "pull / job6": range(5, 99),
+}
+
+
+def outcome(job: str, index: int) -> str:
+    return "failure" if index in FAILS.get(job, ()) else "success"
+
+
+@pytest.fixture
+def runtime_and_hud(request: pytest.FixtureRequest) -> Iterator[tuple[LocalRuntime, HudServer]]:
+    hud = HudServer()
+    config = getattr(request, "param", {})
+    runtime = LocalRuntime().start(Replay("pytorch/pytorch", "main", config).deployment(hud.url))
+    try:
+        yield runtime, hud
+    finally:
+        runtime.stop()
+        hud.stop()
+
+
+def run(
+    runtime: LocalRuntime, hud: HudServer, trunk: Trunk, hours: float
+) -> dict[int, list[tuple[str, str, str]]]:
+    """Messages per commit whose completion triggered them: (status, alertname, job or '')."""
+    by_commit: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
+    for at, snapshot in trunk.polls(timedelta(minutes=10), trunk.start + timedelta(hours=hours)):
+        hud.serve(snapshot)
+        runtime.tick(at)
+        done = int((at - trunk.start - trunk.job_duration) / trunk.commit_every)
+        for published in runtime.published(at):
+            labels = published.message["commonLabels"]
+            by_commit[done].append((published.message["status"], labels["alertname"], labels.get("job", "")))
+    return {commit: sorted(messages) for commit, messages in by_commit.items()}
+
+
+def test_band_moves_in_one_evaluation_and_inhibited_alerts_are_held(runtime_and_hud: Any) -> None:
+    runtime, hud = runtime_and_hud
+    messages = run(runtime, hud, Trunk(jobs=JOBS, outcome=outcome), hours=5)
+    first_five = [("firing", "TrunkJobFailing", f"pull / job{i}") for i in range(5)]
+    assert messages[6] == sorted([("firing", "TrunkBroken", ""), *first_five])
+    # 5 -> 7 failing jobs: TrunkBroken resolves and TrunkBadlyBroken fires in the same tick;
+    # job5 and job6 start firing but are inhibited.
+    assert messages[7] == [("firing", "TrunkBadlyBroken", ""), ("resolved", "TrunkBroken", "")]
+    # 7 -> 5: back to TrunkBroken; job6, held while inhibited, is sent now; job5 recovered
+    # while held, so nothing is said about it.
+    assert messages[8] == sorted(
+        [
+            ("firing", "TrunkBroken", ""),
+            ("resolved", "TrunkBadlyBroken", ""),
+            ("resolved", "TrunkJobFailing", "pull / job0"),
+            ("firing", "TrunkJobFailing", "pull / job6"),
+        ]
+    )
+    assert set(messages) == {6, 7, 8}
+
+
+@pytest.mark.parametrize("runtime_and_hud", [{"repeat_interval": "1h"}], indirect=True)
+def test_reminders_every_repeat_interval(runtime_and_hud: Any) -> None:
+    runtime, hud = runtime_and_hud
+    trunk = Trunk(jobs=("pull / job1",), outcome=outcome)
+    messages = run(runtime, hud, trunk, hours=6.5)
+    firing = [commit for commit, sent in messages.items() for m in sent if m[:2] == ("firing", "TrunkBroken")]
+    # First at commit 6's completion, then once an hour (every second commit) while it fails.
+    assert firing == [6, 8, 10]
