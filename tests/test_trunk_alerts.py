@@ -87,3 +87,43 @@ def test_reminders_every_repeat_interval(runtime_and_hud: Any) -> None:
     firing = [commit for commit, sent in messages.items() for m in sent if m[:2] == ("firing", "TrunkBroken")]
     # First at commit 6's completion, then once an hour (every second commit) while it fails.
     assert firing == [6, 8, 10]
+
+
+@pytest.mark.parametrize("runtime_and_hud", [{"repeat_interval": "0"}], indirect=True)
+def test_sweep_resolves_by_age_without_new_cells(runtime_and_hud: Any) -> None:
+    runtime, hud = runtime_and_hud
+    trunk = Trunk(jobs=("pull / job1", "pull / job7"), outcome=outcome)
+    firing_at = trunk.start + timedelta(hours=4)
+    hud.serve(trunk.snapshot(firing_at))
+    runtime.tick(firing_at)
+    assert {p.message["status"] for p in runtime.published(firing_at)} == {"firing"}
+    # Trunk goes quiet: the same snapshot, ticks only. The newest failure ages past 24h.
+    runtime.tick(firing_at + timedelta(hours=12))
+    assert runtime.published(firing_at) == []
+    late = firing_at + timedelta(hours=24)
+    runtime.tick(late)
+    resolved = runtime.published(late)
+    assert sorted(p.message["commonLabels"]["alertname"] for p in resolved) == [
+        "TrunkBroken",
+        "TrunkJobFailing",
+    ]
+    assert {p.message["status"] for p in resolved} == {"resolved"}
+
+
+def test_removed_job_resolves_as_stale(runtime_and_hud: Any) -> None:
+    runtime, hud = runtime_and_hud
+    trunk = Trunk(jobs=("pull / job1", "pull / job7"), outcome=outcome)
+    removed = {trunk.sha(i) for i in range(8, 99)}  # job1 was deleted from the workflows at commit 8
+    sent = []
+    for at, snapshot in trunk.polls(timedelta(minutes=30), trunk.start + timedelta(hours=8)):
+        for row in snapshot["shaGrid"]:
+            if row["sha"] in removed:
+                row["jobs"][0] = {}
+        hud.serve(snapshot)
+        runtime.tick(at)
+        sent += [(p.message["status"], p.message["commonLabels"]["alertname"]) for p in runtime.published(at)]
+    assert sent[:2] in (
+        [("firing", "TrunkBroken"), ("firing", "TrunkJobFailing")],
+        [("firing", "TrunkJobFailing"), ("firing", "TrunkBroken")],
+    )
+    assert sorted(sent[2:]) == [("resolved", "TrunkBroken"), ("resolved", "TrunkJobFailing")]
