@@ -31,6 +31,7 @@ from typing import Any
 from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.botocore_stubber import BotocoreStubber
 from moto.dynamodb.models import dynamodb_backends
 
 WRITE_UNIT_BYTES = 1024
@@ -39,6 +40,7 @@ READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 
 _label: contextvars.ContextVar[str | None] = contextvars.ContextVar("usage_label", default=None)
+_sizing: contextvars.ContextVar[bool] = contextvars.ContextVar("usage_sizing", default=False)
 
 
 @dataclass
@@ -52,6 +54,13 @@ class Usage:
     write_units: float = 0.0
     invocations: int = 0  # Lambda invocations (for handler labels)
     seconds: float = 0.0  # wall time of those invocations
+    emulator_seconds: float = 0.0  # of which moto (in-process) answering requests
+    meter_seconds: float = 0.0  # of which this module sizing items
+
+    @property
+    def code_seconds(self) -> float:
+        """Wall time less the emulator's and the meter's: what the code itself spent."""
+        return max(0.0, self.seconds - self.emulator_seconds - self.meter_seconds)
 
     def ddb(self, *operations: str) -> int:
         return sum(self.calls[f"dynamodb.{op}"] for op in operations)
@@ -77,6 +86,8 @@ class Usage:
             self.write_units + other.write_units,
             self.invocations + other.invocations,
             self.seconds + other.seconds,
+            self.emulator_seconds + other.emulator_seconds,
+            self.meter_seconds + other.meter_seconds,
         )
 
 
@@ -86,10 +97,12 @@ class Meter:
     def __init__(self) -> None:
         self.usage: dict[str, Usage] = {}
         self._original: Callable[..., Any] | None = None
+        self._emulate: Callable[..., Any] | None = None
 
     def __enter__(self) -> Meter:
         original = BaseClient._make_api_call
-        self._original = original
+        emulate = BotocoreStubber.process_request
+        self._original, self._emulate = original, emulate
         meter = self
 
         def counted(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
@@ -98,13 +111,25 @@ class Meter:
                 return original(client, operation, params)
             return meter._call(label, client, operation, params)
 
+        def emulated(stubber: BotocoreStubber, request: Any) -> Any:
+            label = _label.get()
+            if label is None or _sizing.get():
+                return emulate(stubber, request)
+            started = time.perf_counter()
+            try:
+                return emulate(stubber, request)
+            finally:
+                meter.get(label).emulator_seconds += time.perf_counter() - started
+
         BaseClient._make_api_call = counted  # type: ignore[method-assign]
+        BotocoreStubber.process_request = emulated  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._original is not None
+        assert self._original is not None and self._emulate is not None
         BaseClient._make_api_call = self._original  # type: ignore[method-assign]
-        self._original = None
+        BotocoreStubber.process_request = self._emulate  # type: ignore[method-assign]
+        self._original = self._emulate = None
 
     def get(self, label: str) -> Usage:
         return self.usage.setdefault(label, Usage())
@@ -140,22 +165,36 @@ class Meter:
         if service != "dynamodb" or operation not in READS | WRITES:
             return self._original(client, operation, params)
         region = client.meta.region_name
-        if operation in WRITES:
-            before = _write_sizes(region, operation, params)
-            try:
-                response = self._original(client, operation, params)
-            except ClientError:
+        with self._sizing(usage):
+            before = _write_sizes(region, operation, params) if operation in WRITES else []
+        try:
+            response = self._original(client, operation, params)
+        except ClientError:
+            if operation in WRITES:
                 # A failed (conditional) write still costs its units; nothing was written.
                 usage.write_units += _write_units(operation, before, before)
-                raise
-            usage.write_units += _write_units(operation, before, _write_sizes(region, operation, params))
-            usage.items_written += len(before) - (operation == "TransactWriteItems") * _checks(params)
-            return response
-        response = self._original(client, operation, params)
-        items, units = self._read_cost(client, region, operation, params, response)
-        usage.items_read += items
-        usage.read_units += units
+            raise
+        with self._sizing(usage):
+            if operation in WRITES:
+                after = _write_sizes(region, operation, params)
+                usage.write_units += _write_units(operation, before, after)
+                usage.items_written += len(before) - (operation == "TransactWriteItems") * _checks(params)
+            else:
+                items, units = self._read_cost(client, region, operation, params, response)
+                usage.items_read += items
+                usage.read_units += units
         return response
+
+    @contextlib.contextmanager
+    def _sizing(self, usage: Usage) -> Iterator[None]:
+        """Bookkeeping of the meter itself, kept out of the code's and the emulator's time."""
+        token = _sizing.set(True)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            usage.meter_seconds += time.perf_counter() - started
+            _sizing.reset(token)
 
     def _read_cost(
         self, client: BaseClient, region: str, operation: str, params: dict[str, Any], response: Any

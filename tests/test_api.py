@@ -7,6 +7,8 @@ import logging
 import logging.handlers
 import sys
 import types
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from trunkwatch import clock
 from trunkwatch.alerts import Alert
 from trunkwatch.api import routes
 from trunkwatch.api.routes import MAX_BODY_BYTES
+from trunkwatch.local.apigw import serve_api
 from trunkwatch.silences.model import MAX_MATCHERS
 
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)
@@ -333,3 +336,58 @@ def test_alerts_have_the_gettable_alert_shape(overview: list[FakeView]) -> None:
     }
     active = next(a for a in alerts if a["labels"]["alertname"] == "TrunkBadlyBroken")
     assert active["status"] == {"state": "active", "silencedBy": [], "inhibitedBy": []}
+
+
+# --- the local stand-in for API Gateway ---------------------------------------------------
+
+
+def _fetch(url: str, data: bytes | None = None) -> tuple[int, Any]:
+    request = urllib.request.Request(url, data=data, method="POST" if data else "GET")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - 127.0.0.1
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_local_gateway_sends_api_gateway_proxy_events() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        seen.append(event)
+        return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}"}
+
+    server = serve_api(handler, port=0)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/api/v2/silences"
+        _fetch(f"{url}?filter=job%3D~%22pull+%2F+.%2A%22&filter=team%3Dx")
+        _fetch(url, data=b"\xff")
+    finally:
+        server.shutdown()
+        server.server_close()
+    get, post = seen
+    assert (get["resource"], get["path"], get["httpMethod"]) == (
+        "/api/v2/{proxy+}",
+        "/api/v2/silences",
+        "GET",
+    )
+    assert get["pathParameters"] == {"proxy": "silences"}
+    assert get["multiValueQueryStringParameters"] == {"filter": ['job=~"pull / .*"', "team=x"]}
+    assert get["queryStringParameters"] == {"filter": "team=x"}
+    assert get["requestContext"]["stage"] == "v1" and get["requestContext"]["path"] == "/v1/api/v2/silences"
+    assert get["requestContext"]["authorizer"]["principalId"] == "local"
+    assert (get["body"], get["isBase64Encoded"]) == (None, False)
+    assert (post["body"], post["isBase64Encoded"]) == ("/w==", True)
+
+
+def test_local_gateway_answers_502_when_the_handler_fails() -> None:
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        raise RuntimeError("boom")
+
+    server = serve_api(handler, port=0)
+    try:
+        status, body = _fetch(f"http://127.0.0.1:{server.server_port}/api/v2/status")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (status, body) == (502, {"error": "Internal server error"})

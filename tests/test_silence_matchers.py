@@ -141,8 +141,3 @@ def test_parse_matcher(text: str, expected: Matcher) -> None:
 def test_parse_matcher_errors(text: str, message: str) -> None:
     with pytest.raises(SilenceError, match=message):
         parse_matcher(text)
-
-
-def test_str_round_trips_through_the_parser() -> None:
-    matcher = Matcher("job", 'pull / "quoted" (default)', is_regex=True, is_equal=False)
-    assert parse_matcher(str(matcher)) == matcher

@@ -12,7 +12,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -184,11 +183,19 @@ def load_deployment(data: Any) -> Deployment:
 
 
 def parse_document(text: str, name: str = "configuration") -> Any:
-    """YAML or JSON (JSON is YAML) to data, with the parser's complaint on failure."""
+    """JSON, or YAML where PyYAML is installed (locally; the deployed document is JSON, so
+    the Lambda layer does without it)."""
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{name} is not valid YAML/JSON: {err}") from None
+        return json.loads(text)
+    except ValueError as json_error:
+        try:
+            import yaml
+        except ImportError:
+            raise ConfigError(f"{name} is not valid JSON: {json_error}") from None
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{name} is not valid YAML/JSON: {err}") from None
 
 
 def load_file(path: str | Path) -> Deployment:

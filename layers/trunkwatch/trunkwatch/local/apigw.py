@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import threading
 import time
 import urllib.parse
@@ -20,6 +21,8 @@ from typing import Any
 
 from trunkwatch import auth
 from trunkwatch.local.runtime import LambdaContext
+
+logger = logging.getLogger(__name__)
 
 RESOURCE = "/api/v2/{proxy+}"
 PREFIX = "/api/v2/"
@@ -119,7 +122,12 @@ def serve_api(
         event = proxy_event(method, path, query=parsed.query, headers=headers, body=body, caller=caller)
         context = LambdaContext(function_name="api", aws_request_id=event["requestContext"]["requestId"])
         with invoke_lock:
-            return handler(event, context)
+            try:
+                return handler(event, context)
+            except Exception:
+                # A failed invocation is API Gateway's 502, not a dropped connection.
+                logger.exception("API handler failed")
+                return _gateway_error(502, "Internal server error")
 
     class RequestHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"

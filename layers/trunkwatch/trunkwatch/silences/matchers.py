@@ -8,7 +8,6 @@ runs a user-supplied pattern.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,14 +15,15 @@ import re2
 
 MAX_NAME_LENGTH = 128
 MAX_VALUE_LENGTH = 1024
-# Label names as Alertmanager's classic parser (and amtool 0.25) accepts them.
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-# `name op value` as amtool and Alertmanager's `filter` parameter write it; the value is
-# either a double-quoted string with escapes or the bare rest of the text.
-_MATCHER_TEXT = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*(".*"|[^"]*?)\s*', re.DOTALL)
-
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
+# Label names as Alertmanager's classic parser (and amtool 0.25) accepts them.
+_LABEL_NAME = re2.compile(r"[a-zA-Z_][a-zA-Z0-9_]*", options=_RE2_OPTIONS)
+# `name op value` as amtool and Alertmanager's `filter` parameter write it; the value is
+# either a double-quoted string with escapes or the bare rest of the text.
+_MATCHER_TEXT = re2.compile(
+    r'(?s)\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*(".*"|[^"]*?)\s*', options=_RE2_OPTIONS
+)
 
 # Labels every alert carries with a non-empty value (SPEC 3.4); other labels may be absent,
 # which a matcher sees as the empty value.
@@ -92,12 +92,6 @@ class Matcher:
         if self.is_regex:
             object.__setattr__(self, "_regex", compile_regex(self.value, f"regex of matcher {self.name!r}"))
 
-    @property
-    def operator(self) -> str:
-        return {(False, True): "=", (False, False): "!=", (True, True): "=~", (True, False): "!~"}[
-            (self.is_regex, self.is_equal)
-        ]
-
     def matches_value(self, value: str) -> bool:
         hit = self._regex.search(value) is not None if self.is_regex else value == self.value
         return hit == self.is_equal
@@ -126,9 +120,6 @@ class Matcher:
 
     def to_api(self) -> dict[str, Any]:
         return {"name": self.name, "value": self.value, "isRegex": self.is_regex, "isEqual": self.is_equal}
-
-    def __str__(self) -> str:
-        return f"{self.name}{self.operator}{json.dumps(self.value, ensure_ascii=False)}"
 
 
 def parse_matcher(text: str) -> Matcher:
