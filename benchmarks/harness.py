@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import logging
 import os
 import uuid
@@ -41,6 +42,14 @@ from benchmarks.usage import Meter
 REGION = "us-east-1"
 
 
+class _Discard(io.TextIOBase):
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+DISCARD = _Discard()  # where the handlers' logs and metrics go
+
+
 class InProcessAws:
     """Use as a context manager; `invoke`, `tick` and `drain` run the handlers."""
 
@@ -53,7 +62,6 @@ class InProcessAws:
         self.modules: dict[str, ModuleType] = {}
         self.logical_ids: dict[str, str] = {}  # functions/<folder> -> logical id
         self._stack = contextlib.ExitStack()
-        self._sink = open(os.devnull, "w")  # noqa: SIM115 - closed in __exit__
 
     def __enter__(self) -> InProcessAws:
         self._stack.enter_context(
@@ -93,7 +101,6 @@ class InProcessAws:
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
         parameters.clear_caches()
-        self._sink.close()
 
     def _create_resources(self) -> dict[str, str]:
         table = self.wiring.table
@@ -132,7 +139,7 @@ class InProcessAws:
         # Powertools logs to stdout; the benchmark's stdout is its report.
         for handler in logging.getLogger(os.environ.get("POWERTOOLS_SERVICE_NAME", "trunkwatch")).handlers:
             if isinstance(handler, logging.StreamHandler):
-                handler.setStream(self._sink)
+                handler.setStream(DISCARD)
 
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         """Invoke the handler of functions/<function> (or of a logical id) under its label."""
@@ -143,7 +150,7 @@ class InProcessAws:
             invoked_function_arn=f"arn:aws:lambda:{REGION}:{DEFAULT_ACCOUNT_ID}:function:{folder}",
         )
         handler = self.modules[folder].lambda_handler
-        with contextlib.redirect_stdout(self._sink):
+        with contextlib.redirect_stdout(DISCARD):
             return self.meter.invoke(folder, lambda: handler(event, context))
 
     def scheduled_event(self) -> dict[str, Any]:

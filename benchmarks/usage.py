@@ -178,7 +178,8 @@ class Meter:
             if operation in WRITES:
                 after = _write_sizes(region, operation, params)
                 usage.write_units += _write_units(operation, before, after)
-                usage.items_written += len(before) - (operation == "TransactWriteItems") * _checks(params)
+                checks = _checks(params) if operation == "TransactWriteItems" else 0
+                usage.items_written += len(before) - checks
             else:
                 items, units = self._read_cost(client, region, operation, params, response)
                 usage.items_read += items

@@ -13,6 +13,8 @@ TRUNK_BROKEN = "TrunkBroken"
 TRUNK_BADLY_BROKEN = "TrunkBadlyBroken"
 TRUNK_LEVEL = (TRUNK_BROKEN, TRUNK_BADLY_BROKEN)
 
+RECEIVER = "trunkwatch-sns"  # the one receiver, in messages and in the API
+
 FIRING = "firing"
 RESOLVED = "resolved"
 
@@ -23,9 +25,12 @@ _SEPARATOR = 0xFF
 
 
 def fingerprint(labels: dict[str, str]) -> str:
-    """Prometheus' LabelSet fingerprint: FNV-1a 64 over sorted `name 0xFF value 0xFF`."""
+    """Prometheus' LabelSet fingerprint: FNV-1a 64 over sorted `name 0xFF value 0xFF`.
+
+    Alertmanager drops empty-valued labels before fingerprinting, and so does this.
+    """
     value = _FNV_OFFSET
-    for name in sorted(labels):
+    for name in sorted(n for n in labels if labels[n] != ""):
         for part in (name, labels[name]):
             for byte in part.encode():
                 value = ((value ^ byte) * _FNV_PRIME) & _MASK

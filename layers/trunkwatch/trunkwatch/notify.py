@@ -13,7 +13,6 @@ from trunkwatch.overview import AlertView
 
 SUBJECT_MAX = 99  # SNS wants subjects under 100 characters
 SNS_MAX_BYTES = 256 * 1024
-RECEIVER = "trunkwatch-sns"
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ def message(view: AlertView, decision: Decision, external_url: str) -> dict[str,
         "groupKey": "{}:{" + ", ".join(f'{k}="{v}"' for k, v in group.items()) + "}",
         "truncatedAlerts": 0,
         "status": decision.status,
-        "receiver": RECEIVER,
+        "receiver": alerts.RECEIVER,
         "groupLabels": group,
         "commonLabels": dict(alert.labels),
         "commonAnnotations": dict(alert.annotations),

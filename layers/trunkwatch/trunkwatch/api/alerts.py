@@ -8,15 +8,11 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from trunkwatch import clock
-from trunkwatch.alerts import RESOLVED, Alert
+from trunkwatch.alerts import RECEIVER, RESOLVED, Alert
 from trunkwatch.api.models import GettableAlert
 from trunkwatch.silences.matchers import compile_regex, parse_matchers
 
 router = Router()
-
-# Notifications go to one SNS topic; Alertmanager clients see it as the only receiver
-# (the name the webhook messages carry in `receiver`).
-RECEIVER = "trunkwatch-sns"
 
 
 class AlertView(Protocol):

@@ -86,7 +86,7 @@ class LocalRuntime:
             AWS_REGION=REGION,
             AWS_ENDPOINT_URL=self.endpoint,
         )
-        parameters.clear_caches()
+        _forget_aws_clients()
         self.dynamodb = boto3.client("dynamodb")
         self.sqs = boto3.client("sqs")
         self.sns = boto3.client("sns")
@@ -121,6 +121,8 @@ class LocalRuntime:
             self._reset_emulator()
             self.server.stop()
             self.server = None
+            os.environ.pop("AWS_ENDPOINT_URL", None)
+            _forget_aws_clients()
 
     def _reset_emulator(self) -> None:
         """moto keeps its state per process: start and leave with an empty account."""
@@ -250,6 +252,12 @@ class LocalRuntime:
     def dead_letters(self) -> list[dict[str, Any]]:
         batch = self.sqs.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10)
         return [json.loads(m["Body"]) for m in batch.get("Messages", [])]
+
+
+def _forget_aws_clients() -> None:
+    """Powertools keeps its parameter providers (values and clients) per process; clients
+    made for one runtime's emulator endpoint must not outlive it."""
+    parameters.clear_caches()
 
 
 @contextlib.contextmanager
