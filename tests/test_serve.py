@@ -1,24 +1,58 @@
-"""`trunkwatch serve`: replay, then the API answers on 127.0.0.1 until Ctrl-C."""
+"""`trunkwatch serve`: replay a scenario, then serve the API on 127.0.0.1 (for the real
+amtool too) until Ctrl-C."""
 
 from __future__ import annotations
 
 import json
+import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
+from tests.peers import free_port, peer_binary
 from tests.test_scenarios import SCENARIOS
 
+BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    # basic-break up to 19:19: the broken job and TrunkBroken are firing.
+    lines = (SCENARIOS / "basic-break.jsonl").read_text().splitlines()
+    scenario = tmp_path_factory.mktemp("serve") / "firing.jsonl"
+    scenario.write_text("\n".join(lines[:27]) + "\n")
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "trunkwatch.local.cli",
+        "serve",
+        "--scenario",
+        str(scenario),
+        "--port",
+        f"{port}",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        deadline, seen = time.monotonic() + 240, []
+        while time.monotonic() < deadline:
+            line = process.stderr.readline()
+            seen.append(line)
+            if "serving; Ctrl-C stops" in line or not line:
+                break
+        assert any("serving" in line for line in seen), "".join(seen)
+        yield process, f"http://127.0.0.1:{port}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 def get(url: str) -> Any:
@@ -26,47 +60,53 @@ def get(url: str) -> Any:
         return json.loads(response.read())
 
 
-def test_serve_replays_then_serves_alerts_until_interrupted(tmp_path: Path) -> None:
-    # basic-break up to 19:29: the broken job and TrunkBroken are firing.
-    lines = (SCENARIOS / "basic-break.jsonl").read_text().splitlines()
-    scenario = tmp_path / "firing.jsonl"
-    scenario.write_text("\n".join(lines[:27]) + "\n")
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "trunkwatch.local.cli",
-            "serve",
-            "--scenario",
-            str(scenario),
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        deadline = time.monotonic() + 240
-        seen = []
-        while time.monotonic() < deadline:
-            line = process.stderr.readline()
-            seen.append(line)
-            if "serving; Ctrl-C stops" in line or not line:
-                break
-        assert any("serving" in line for line in seen), "".join(seen)
-        base = f"http://127.0.0.1:{port}/api/v2"
-        names = sorted(alert["labels"]["alertname"] for alert in get(f"{base}/alerts"))
-        assert names == ["TrunkBroken", "TrunkJobFailing"]
-        assert all(alert["status"]["state"] == "active" for alert in get(f"{base}/alerts"))
-        assert "versionInfo" in get(f"{base}/status")
-        process.send_signal(signal.SIGINT)
-        stdout, _ = process.communicate(timeout=60)
-        assert process.returncode == 0
-        assert "FIRING" in stdout and "TrunkBroken" in stdout
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+def test_api_serves_the_replayed_alerts(served: Any) -> None:
+    _, url = served
+    alerts = get(f"{url}/api/v2/alerts")
+    assert sorted(a["labels"]["alertname"] for a in alerts) == ["TrunkBroken", "TrunkJobFailing"]
+    assert all(a["status"]["state"] == "active" for a in alerts)
+    assert "versionInfo" in get(f"{url}/api/v2/status")
+
+
+def test_amtool_silence_lifecycle(served: Any) -> None:
+    _, url = served
+    amtool = peer_binary("amtool")
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [amtool, f"--alertmanager.url={url}", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    silence_id = run(
+        "silence",
+        "add",
+        'job=~"pull / linux-jammy.*"',
+        "--comment=fix in flight",
+        "--author=oncall",
+        "--duration=2h",
+    ).strip()
+    assert re.fullmatch(r"[0-9a-f-]{36}", silence_id)
+    assert silence_id in run("silence", "query", "-q")
+    # amtool's `alert query` shows active alerts only: the silenced job alert is gone from it.
+    shown = run("alert", "query", "-o", "json")
+    assert sorted(a["labels"]["alertname"] for a in json.loads(shown)) == ["TrunkBroken"]
+    silenced = [a for a in get(f"{url}/api/v2/alerts") if a["status"]["state"] == "suppressed"]
+    assert [a["labels"]["job"] for a in silenced] == [BROKEN]
+    assert silenced[0]["status"]["silencedBy"] == [silence_id]
+    run("silence", "expire", silence_id)
+    assert silence_id not in run("silence", "query", "-q")
+    assert silence_id in run("silence", "query", "--expired", "-q")
+
+
+def test_ctrl_c_stops_cleanly(served: Any) -> None:
+    process, _ = served
+    process.send_signal(signal.SIGINT)
+    stdout, _ = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert "FIRING" in stdout and "TrunkBroken" in stdout
