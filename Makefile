@@ -29,8 +29,9 @@ typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
 # pytest exits non-zero (5) when it collects no test, so an empty run fails here too.
+# Two workers: the machine has two cores and the slow tests wait on the local emulator.
 unit: $(VENV)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 # amtool and Alertmanager (Debian's prometheus-alertmanager) for the peer tests.
 peers:

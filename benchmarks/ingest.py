@@ -1,18 +1,16 @@
 """Workload 1: one trunk's first poll and a steady-state poll (the same data again).
 
 `trunkwatch.ingest.poll_trunk` runs with the real sources against stand-ins on 127.0.0.1
-(`HudServer`, `GitHubServer`) and the template's table on moto's in-process mock. Wall time
-is measured without tracemalloc; peak memory (tracemalloc, Python allocations including the
-emulator's copy of the items written) in a second, identical run on a fresh table.
+(`HudServer`, `GitHubServer`) and the template's table on moto's in-process mock. The
+steady poll is the same data again. Peak memory: see `benchmarks.memory`.
 """
 
 from __future__ import annotations
 
-import tracemalloc
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from trunkwatch.config import PYTORCH_INCLUDE, Deployment, load_deployment
 from trunkwatch.ingest import PollResult, poll_trunk
@@ -23,11 +21,9 @@ from trunkwatch.sources.hud import HudSource
 
 from benchmarks.github_server import GitHubServer
 from benchmarks.harness import InProcessAws
-from benchmarks.trunk import WINDOW, Day
+from benchmarks.memory import peak_growth
+from benchmarks.trunk import Day
 from benchmarks.usage import Meter, Usage
-
-MB = 1024 * 1024
-
 
 class ConditionalCountingClient(HttpClient):
     """The sources' HTTP client, counting the requests sent without If-None-Match."""
@@ -62,14 +58,14 @@ class PollFigures:
         return asdict(self)
 
 
-def deployment(source: str, url: str) -> Deployment:
+def deployment(source: str, url: str, per_page: int) -> Deployment:
     """One PyTorch trunk with the PyTorch preset's job scope."""
     trunk = {
         "repo": "pytorch/pytorch",
         "branch": "main",
         "source": source,
         "url": url,
-        "per_page": WINDOW,
+        "per_page": per_page,
         "config": {"include": PYTORCH_INCLUDE},
     }
     return load_deployment({"trunks": [trunk]})
@@ -78,7 +74,7 @@ def deployment(source: str, url: str) -> Deployment:
 Poll = Callable[[], tuple[PollResult, int, int]]  # -> result, http requests, unconditional
 
 
-def _figures(usage: Usage, result: PollResult, http: int, unconditional: int, peak: float) -> PollFigures:
+def _figures(usage: Usage, result: PollResult, http: int, unconditional: int, peak_mb: float) -> PollFigures:
     return PollFigures(
         http_requests=http,
         http_unconditional_requests=unconditional,
@@ -86,7 +82,7 @@ def _figures(usage: Usage, result: PollResult, http: int, unconditional: int, pe
         items_written=usage.items_written,
         items_read=usage.items_read,
         wall_s=round(usage.seconds, 4),
-        peak_mb=round(peak / MB, 2),
+        peak_mb=peak_mb,
         cells_written=result.cells_written,
         ddb_requests={k.removeprefix("dynamodb."): v for k, v in sorted(usage.calls.items()) if k.startswith("dynamodb.")},
         read_units=usage.read_units,
@@ -96,57 +92,41 @@ def _figures(usage: Usage, result: PollResult, http: int, unconditional: int, pe
     )
 
 
-def _peak(poll: Poll) -> float:
-    tracemalloc.start()
-    try:
-        poll()
-        return float(tracemalloc.get_traced_memory()[1])
-    finally:
-        tracemalloc.stop()
+T = TypeVar("T")
+# What else to measure on the seeded table: (harness, meter, HUD stand-in, poll time) -> T
+Then = Callable[[InProcessAws, Meter, HudServer, datetime], T]
 
 
-def _measure(meter: Meter, label: str, poll: Poll) -> tuple[Usage, PollResult, int, int]:
-    results: list[tuple[PollResult, int, int]] = []
-    usage = meter.get(label)
-    meter.invoke(label, lambda: results.append(poll()))
-    return usage, *results[0]
-
-
-def _two_polls(dep: Deployment, make_poll: Callable[[Any], Poll]) -> dict[str, PollFigures]:
-    """First and steady poll, timed on one table and traced for memory on another."""
+def _two_polls(dep: Deployment, poll: Poll, then: Callable[[InProcessAws, Meter], T]) -> tuple[dict[str, PollFigures], T]:
+    """The first poll into an empty table, then the same data again; then `then`."""
     meter = Meter()
     figures: dict[str, PollFigures] = {}
-    with meter, InProcessAws(dep, meter):
-        poll = make_poll(dep)
+    with meter, InProcessAws(dep, meter) as aws:
         for phase in ("first_poll", "steady_poll"):
-            usage, result, http, unconditional = _measure(meter, phase, poll)
-            figures[phase] = _figures(usage, result, http, unconditional, 0.0)
-    with InProcessAws(dep, Meter()):
-        poll = make_poll(dep)
-        for phase in ("first_poll", "steady_poll"):
-            figures[phase].peak_mb = round(_peak(poll) / MB, 2)
-    return figures
+            outcome: list[tuple[PollResult, int, int]] = []
+            with peak_growth() as peak:
+                meter.invoke(phase, lambda: outcome.append(poll()))  # noqa: B023 - called at once
+            result, http, unconditional = outcome[0]
+            figures[phase] = _figures(meter.get(phase), result, http, unconditional, peak.mb)
+        return figures, then(aws, meter)
 
 
-def ingest_hud(day: Day, at: datetime) -> dict[str, PollFigures]:
+def ingest_hud(day: Day, at: datetime, then: Then[T]) -> tuple[dict[str, PollFigures], T]:
+    """HUD polls at `at`, then `then` on the same table."""
     hud = HudServer()
     try:
         hud.serve(day.trunk.snapshot(at))
-        dep = deployment("hud", hud.url)
+        dep = deployment("hud", hud.url, day.window)
+        trunk = dep.trunks[0]
+        rule = dep.rule_for(trunk)
 
-        def make_poll(dep: Deployment) -> Poll:
-            trunk = dep.trunks[0]
-            rule = dep.rule_for(trunk)
+        def poll() -> tuple[PollResult, int, int]:
+            http = ConditionalCountingClient()
+            before = hud.requests
+            result = poll_trunk(trunk, rule, HudSource(trunk, None, http), at)
+            return result, hud.requests - before, http.unconditional
 
-            def poll() -> tuple[PollResult, int, int]:
-                http = ConditionalCountingClient()
-                before = hud.requests
-                result = poll_trunk(trunk, rule, HudSource(trunk, None, http), at)
-                return result, hud.requests - before, http.unconditional
-
-            return poll
-
-        return _two_polls(dep, make_poll)
+        return _two_polls(dep, poll, lambda aws, meter: then(aws, meter, hud, at))
     finally:
         hud.stop()
 
@@ -155,21 +135,17 @@ def ingest_github(day: Day, at: datetime) -> dict[str, PollFigures]:
     github = GitHubServer(day.trunk)
     try:
         github.serve_at(at)
-        dep = deployment("github", github.url)
+        dep = deployment("github", github.url, day.window)
+        trunk = dep.trunks[0]
+        rule = dep.rule_for(trunk)
 
-        def make_poll(dep: Deployment) -> Poll:
-            trunk = dep.trunks[0]
-            rule = dep.rule_for(trunk)
+        def poll() -> tuple[PollResult, int, int]:
+            github.reset_counts()
+            source = GitHubSource(trunk, "bench-token", HttpClient(), window=trunk.per_page)
+            result = poll_trunk(trunk, rule, source, at)
+            return result, github.requests, github.unconditional
 
-            def poll() -> tuple[PollResult, int, int]:
-                github.reset_counts()
-                source = GitHubSource(trunk, "bench-token", HttpClient(), window=trunk.per_page)
-                result = poll_trunk(trunk, rule, source, at)
-                return result, github.requests, github.unconditional
-
-            return poll
-
-        return _two_polls(dep, make_poll)
+        figures, _ = _two_polls(dep, poll, lambda aws, meter: None)
+        return figures
     finally:
         github.stop()
-

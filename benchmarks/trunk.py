@@ -115,18 +115,38 @@ def _fails_once(key: str, index: int) -> bool:
     return _ppm("fail", key, index) < FAIL_ONCE_PPM and not _ppm("fail", key, index - 1) < FAIL_ONCE_PPM
 
 
-@functools.cache
-def broken_job() -> str:
-    """The job key of the broken-trunk episode."""
+@dataclass(frozen=True)
+class Episode:
+    """Job keys that fail together on a run of commits."""
+
+    name: str
+    jobs: frozenset[str]
+    commits: range
+    shard: int | None  # only this shard of each job fails; None: every shard
+
+    def deciding_commit(self, failures_to_open: int) -> int:
+        """The commit whose failure makes the streak long enough to open an alert."""
+        return self.commits[failures_to_open - 1]
+
+
+def _episodes() -> tuple[Episode, Episode]:
     workflow, env, runner = environment(BROKEN_ENVIRONMENT)
-    return f"{workflow} / {env} / test (default, {runner})"
-
-
-@functools.cache
-def outage_jobs() -> tuple[str, ...]:
-    """The job keys that fail together in the infra outage."""
+    broken = Episode("broken trunk", frozenset({f"{workflow} / {env} / test (default, {runner})"}), BROKEN_COMMITS, 2)
     workflow, env, runner = environment(OUTAGE_ENVIRONMENT)
-    return tuple(f"{workflow} / {env} / test ({config}, {runner})" for config in TEST_CONFIGS)
+    outage = Episode(
+        "infra outage",
+        frozenset(f"{workflow} / {env} / test ({config}, {runner})" for config in TEST_CONFIGS),
+        OUTAGE_COMMITS,
+        None,
+    )
+    return broken, outage
+
+
+EPISODES = _episodes()
+
+
+def episode_of(job: str) -> Episode | None:
+    return next((e for e in EPISODES if job in e.jobs), None)
 
 
 @functools.cache  # snapshots ask again for every commit still in the window
@@ -134,9 +154,8 @@ def outcome(column: str, index: int) -> str:
     """What job column `column` did on commit `index` (a `scenario.Outcome`)."""
     key = job_key(column)
     shard, shards = _shard(column)
-    if key == broken_job() and shard == 2 and index in BROKEN_COMMITS:
-        return "failure"
-    if key in outage_jobs() and index in OUTAGE_COMMITS:
+    episode = episode_of(key)
+    if episode and index in episode.commits and episode.shard in (None, shard):
         return "failure"
     if _fails_once(key, index) and shard == 1 + _ppm("shard", key, index) % shards:
         return "failure"
@@ -150,9 +169,11 @@ def outcome(column: str, index: int) -> str:
 
 @dataclass(frozen=True)
 class Day:
-    """One simulated day of a trunk of `environments` build environments."""
+    """One simulated day of a trunk of `environments` build environments, whose HUD
+    snapshots hold the newest `window` commits."""
 
     environments: int
+    window: int = WINDOW
 
     @property
     def trunk(self) -> Trunk:
@@ -162,7 +183,7 @@ class Day:
             start=DAY_START - HISTORY * COMMIT_EVERY,
             commit_every=COMMIT_EVERY,
             job_duration=JOB_DURATION,
-            window=WINDOW,
+            window=self.window,
         )
 
     @property

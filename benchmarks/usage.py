@@ -35,6 +35,7 @@ from moto.core.botocore_stubber import BotocoreStubber
 from moto.dynamodb.models import dynamodb_backends
 
 WRITE_UNIT_BYTES = 1024
+STORAGE_OVERHEAD_BYTES = 100
 READ_UNIT_BYTES = 4096
 READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
@@ -133,6 +134,11 @@ class Meter:
 
     def get(self, label: str) -> Usage:
         return self.usage.setdefault(label, Usage())
+
+    def take(self) -> dict[str, Usage]:
+        """The usage counted so far, per label; counting starts again from zero."""
+        taken, self.usage = self.usage, {}
+        return taken
 
     def total(self, *labels: str) -> Usage:
         return sum((self.get(label) for label in labels), Usage())
@@ -295,3 +301,12 @@ def _checks(params: dict[str, Any]) -> int:
 def _read_units(sizes: list[int], consistent: bool) -> float:
     units = sum(max(1, math.ceil(size / READ_UNIT_BYTES)) for size in sizes)
     return units if consistent else units / 2
+
+
+def stored(region: str, table_name: str, ttl_attribute: str) -> tuple[int, int]:
+    """(items, bytes) of the table's items that never expire (no TTL attribute), with
+    DynamoDB's 100 bytes of overhead per item that storage is billed for."""
+    table = _table(region, table_name)
+    items = [item for partition in table.items.values() for item in partition.values()]
+    kept = [item for item in items if ttl_attribute not in item.attrs]
+    return len(kept), sum(item.size() + STORAGE_OVERHEAD_BYTES for item in kept)

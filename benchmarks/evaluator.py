@@ -1,0 +1,125 @@
+"""Workload 2: the evaluator on one commit's worth of changed cells, at PyTorch scale.
+
+On a table that already holds the trunk's HUD window (the ingest workload's first poll,
+whose stream records are skipped), one commit's jobs finish: the ingest handler polls,
+and the stream pump delivers the changed cells to the evaluator handler in the template's
+batches (and the settled tick to the notifier). The same is then measured for the next
+commit landing (its cells appear as pending) and for a schedule tick with nothing new
+(ingest plus the notifier's sweep): together, what a commit and a quiet minute cost, which
+the cost projection multiplies out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from trunkwatch import clock
+from trunkwatch.local.hud_server import HudServer
+
+from benchmarks.harness import InProcessAws
+from benchmarks.trunk import Day
+from benchmarks.usage import Meter, Usage
+
+FUNCTIONS = ("ingest", "evaluator", "notifier")
+
+
+@dataclass
+class Phase:
+    """One schedule tick: what each function did, and the cells the poll wrote."""
+
+    at: datetime
+    cells_written: int
+    usage: dict[str, Usage]
+
+    def of(self, function: str) -> Usage:
+        return self.usage.get(function, Usage())
+
+    @property
+    def total(self) -> Usage:
+        return sum(self.usage.values(), Usage())
+
+
+@dataclass
+class EvaluatorFigures:
+    queries_per_changed_cell: float
+    scans: int
+    writes_per_changed_cell: float
+    cells_per_s: float
+    # beyond SPEC 8
+    changed_cells: int = 0
+    invocations: int = 0
+    get_items_per_changed_cell: float = 0.0
+    items_read_per_changed_cell: float = 0.0
+    read_units_per_changed_cell: float = 0.0
+    write_units_per_changed_cell: float = 0.0
+    cells_per_s_code: float = 0.0  # without the emulator's time
+    requests: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Cycle:
+    """A commit finishing, the next landing, and a quiet tick, on the full-scale table."""
+
+    finish: Phase
+    land: Phase
+    quiet: Phase
+    evaluator: EvaluatorFigures
+    stored_items_per_commit: float
+    stored_bytes_per_commit: float
+
+
+def evaluator_figures(phase: Phase) -> EvaluatorFigures:
+    usage, cells = phase.of("evaluator"), max(phase.cells_written, 1)
+    return EvaluatorFigures(
+        queries_per_changed_cell=round(usage.ddb("Query") / cells, 3),
+        scans=usage.ddb("Scan"),
+        writes_per_changed_cell=round(usage.ddb_write_requests / cells, 3),
+        cells_per_s=round(phase.cells_written / usage.seconds, 1) if usage.seconds else 0.0,
+        changed_cells=phase.cells_written,
+        invocations=usage.invocations,
+        get_items_per_changed_cell=round(usage.ddb("GetItem", "BatchGetItem") / cells, 3),
+        items_read_per_changed_cell=round(usage.items_read / cells, 2),
+        read_units_per_changed_cell=round(usage.read_units / cells, 3),
+        write_units_per_changed_cell=round(usage.write_units / cells, 3),
+        cells_per_s_code=round(phase.cells_written / usage.code_seconds, 1) if usage.code_seconds else 0.0,
+        requests={k: v for k, v in sorted(usage.calls.items())},
+    )
+
+
+def _tick(aws: InProcessAws, meter: Meter, at: datetime, sweep: bool) -> Phase:
+    """One schedule tick at `at`: poll, let the stream settle, and (if asked) sweep."""
+    meter.take()
+    with clock.frozen(at):
+        result = aws.invoke("ingest", aws.scheduled_event())
+        aws.drain()
+        if sweep:
+            aws.invoke("notifier", aws.scheduled_event())
+            aws.drain()
+    cells = sum(p["cells_written"] for p in result.get("polled", []))
+    return Phase(at, cells, meter.take())
+
+
+def commit_cycle(day: Day, aws: InProcessAws, meter: Meter, hud: HudServer, seeded_at: datetime) -> Cycle:
+    """The cycle on a harness whose table a poll at `seeded_at` filled (its stream unread)."""
+    aws.skip_stream()
+    trunk = day.trunk
+    stored_before = aws.stored()
+    # The first commit to finish after the seed, then the next one to land.
+    finishing = next(i for i in range(day.commits_landed(seeded_at)) if day.finished(i) > seeded_at)
+    finished_at = day.finished(finishing)
+    hud.serve(trunk.snapshot(finished_at))
+    finish = _tick(aws, meter, finished_at, sweep=False)
+    landed_at = day.landed(day.commits_landed(finished_at))
+    hud.serve(trunk.snapshot(landed_at))
+    land = _tick(aws, meter, landed_at, sweep=False)
+    stored_after = aws.stored()
+    quiet = _tick(aws, meter, landed_at + timedelta(minutes=1), sweep=True)
+    return Cycle(
+        finish=finish,
+        land=land,
+        quiet=quiet,
+        evaluator=evaluator_figures(finish),
+        stored_items_per_commit=stored_after[0] - stored_before[0],
+        stored_bytes_per_commit=stored_after[1] - stored_before[1],
+    )
