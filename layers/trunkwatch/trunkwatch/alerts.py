@@ -11,7 +11,6 @@ from trunkwatch.clock import format_time
 JOB_FAILING = "TrunkJobFailing"
 TRUNK_BROKEN = "TrunkBroken"
 TRUNK_BADLY_BROKEN = "TrunkBadlyBroken"
-TRUNK_LEVEL = (TRUNK_BROKEN, TRUNK_BADLY_BROKEN)
 
 RECEIVER = "trunkwatch-sns"  # the one receiver, in messages and in the API
 

@@ -37,18 +37,6 @@ def parse_duration(value: Any) -> timedelta:
     return timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
 
 
-def format_duration(value: timedelta) -> str:
-    seconds = int(value.total_seconds())
-    if seconds == 0:
-        return "0"
-    out = ""
-    for unit, size in (("h", 3600), ("m", 60), ("s", 1)):
-        if seconds >= size:
-            out += f"{seconds // size}{unit}"
-            seconds %= size
-    return out
-
-
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
