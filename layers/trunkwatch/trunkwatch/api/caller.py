@@ -5,7 +5,6 @@ from __future__ import annotations
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 
-READ = "read"
 WRITE = "write"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
