@@ -106,3 +106,14 @@ def test_config_that_is_not_yaml(tmp_path: Path) -> None:
     path.write_text("trunks: [unclosed\n")
     run = trunkwatch("poll", "--config", str(path))
     assert run.returncode == 2 and "not valid YAML" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_example_configuration_is_valid() -> None:
+    from trunkwatch.config import load_file
+
+    deployment = load_file(Path(__file__).resolve().parents[1] / "examples" / "config.yaml")
+    pytorch, vision = deployment.trunks
+    rule = deployment.rule_for(pytorch)
+    assert rule.in_scope("pull / linux-jammy / build") and not rule.in_scope("periodic / x")
+    assert rule.team_for("trunk / linux-jammy-cuda12.8 / test") == "pytorch-gpu"
+    assert vision.source == "github" and deployment.rule_for(vision).team == "ci-oncall"
