@@ -4,6 +4,7 @@ A history string lists a job's cells from the newest commit to the oldest:
 F fail, P pass, f flaky, . pending, n nodata (cancelled/skipped), - no cell.
 """
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -119,11 +120,17 @@ def test_pending_cell_keeps_job_fresh() -> None:
     assert not verdict.stale and verdict.firing
 
 
-def test_order_of_cells_does_not_matter() -> None:
-    forward = cells("F.FnFP")
-    assert judge_job("job", list(reversed(forward)), recent("F.FnFP"), rule_config({}), NOW) == judge_job(
-        "job", forward, recent("F.FnFP"), rule_config({}), NOW
-    )
+@pytest.mark.parametrize(("history", "needed"), [("PFFFFFFFF", 1), ("FFFPFFFFF", 4), (".nFFFFPFF", 7)])
+def test_walk_reads_only_the_cells_it_needs(history: str, needed: int) -> None:
+    taken = []
+
+    def lazily() -> Iterator[StoredCell]:
+        for cell in cells(history):
+            taken.append(cell)
+            yield cell
+
+    judge_job("job", lazily(), recent(history), rule_config({}), NOW)
+    assert len(taken) == needed
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,10 @@
 """Evaluator: re-derive a job's alert from its stored cells whenever one of them changes.
 
-Per changed cell: one Query reads the job's window (newest first). Per trunk and invocation:
-one GetItem of the trunk's recent commits and one Query of its alert items. The alert item
-is written only when its content changes, with a version check, in one transaction with the
-trunk's set of failing jobs (K of SPEC 3.3). Each invocation then counts its records towards
+Per changed cell: one Query, paged lazily, reads the job's cells newest first only as far as
+the rule walks. Per trunk and invocation: one GetItem of the trunk's state (recent commits,
+failing jobs); an alert item is read only for a job that fires or was firing. It is written
+only when its content changes, with a version check, in one transaction with the trunk's
+set of failing jobs (K of SPEC 3.3). Each invocation then counts its records towards
 their poll's tick with one idempotent update per poll, and settles the tick at the last one.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,7 +29,8 @@ from trunkwatch.rule import JobVerdict, StoredCell, judge_job
 from trunkwatch.storage.items import AlertItem, CellItem, CommitRef, TickItem, TrunkState
 from trunkwatch.storage.table import connection
 
-JOB_WINDOW = 100  # cells of one job read per evaluation
+JOB_WINDOW = 100  # cells of one job the rule may walk back through
+PAGE_SIZE = 8  # cells per Query page: a passing job's verdict needs the first few
 VERSION_RETRIES = 3
 ALERT_PREFIX = "ALERT#TrunkJobFailing#"
 
@@ -36,34 +39,47 @@ metrics = Metrics()
 
 @dataclass
 class TrunkReads:
-    """What one invocation reads once per trunk instead of once per cell."""
+    """What one invocation reads once per trunk instead of once per cell: the trunk's state
+    (recent commits, failing jobs) and the alert items it needed."""
 
     pk: str
-    _recent: list[int] | None = None
-    _alerts: dict[str, AlertItem] | None = None
+    _state: TrunkState | None = None
+    _alerts: dict[str, AlertItem | None] = field(default_factory=dict)
+
+    @property
+    def state(self) -> TrunkState:
+        if self._state is None:
+            try:
+                self._state = TrunkState.get(self.pk, "STATE", consistent_read=True)
+            except DoesNotExist:
+                self._state = TrunkState(self.pk, "STATE")
+        return self._state
 
     @property
     def recent_seqs(self) -> list[int]:
-        if self._recent is None:
-            try:
-                self._recent = [int(s) for s in TrunkState.get(self.pk, "STATE").recent_seqs or []]
-            except DoesNotExist:
-                self._recent = []
-        return self._recent
+        return [int(s) for s in self.state.recent_seqs or []]
+
+    def failing(self, job: str) -> bool:
+        return job in (self.state.failing or set())
 
     def alert(self, job: str) -> AlertItem | None:
-        if self._alerts is None:
-            query = AlertItem.query(self.pk, AlertItem.sk.startswith(ALERT_PREFIX), consistent_read=True)
-            self._alerts = {item.job: item for item in query}
-        return self._alerts.get(job)
+        if job not in self._alerts:
+            try:
+                self._alerts[job] = AlertItem.get(self.pk, f"{ALERT_PREFIX}{job}", consistent_read=True)
+            except DoesNotExist:
+                self._alerts[job] = None
+        return self._alerts[job]
 
     def remember(self, item: AlertItem) -> None:
-        if self._alerts is not None:
-            self._alerts[item.job] = item
+        self._alerts[item.job] = item
+        failing = set(self.state.failing or set())
+        (failing.add if item.status == "firing" else failing.discard)(item.job)
+        self.state.failing = failing or None
 
     def forget(self) -> None:
-        """After a lost race: read the alerts again."""
-        self._alerts = None
+        """After a lost race: read again."""
+        self._state = None
+        self._alerts.clear()
 
 
 def evaluate_job(
@@ -156,11 +172,16 @@ def failed_ids(response: dict[str, Any]) -> set[str]:
     return {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
 
 
-def _read_cells(pk: str, job: str) -> list[StoredCell]:
+def _read_cells(pk: str, job: str) -> Iterator[StoredCell]:
+    """The job's cells newest first, fetched a page at a time as the rule walks them."""
     query = CellItem.query(
-        pk, CellItem.sk.startswith(f"CELL#{job}#"), scan_index_forward=False, limit=JOB_WINDOW
+        pk,
+        CellItem.sk.startswith(f"CELL#{job}#"),
+        scan_index_forward=False,
+        limit=JOB_WINDOW,
+        page_size=PAGE_SIZE,
     )
-    return [
+    return (
         StoredCell(
             seq=int(item.seq),
             state=CellState(item.state),
@@ -176,7 +197,7 @@ def _read_cells(pk: str, job: str) -> list[StoredCell]:
             failure_lines=tuple(str(line) for line in item.failure_lines or ()),
         )
         for item in query
-    ]
+    )
 
 
 def _ref(cell: StoredCell) -> CommitRef:
@@ -194,6 +215,8 @@ def _ref(cell: StoredCell) -> CommitRef:
 
 
 def _store_verdict(pk: str, verdict: JobVerdict, now: datetime, reads: TrunkReads) -> None:
+    if not verdict.firing and not reads.failing(verdict.job):
+        return  # nothing fires and nothing is open to resolve: no alert read at all
     item = reads.alert(verdict.job)
     was_firing = item is not None and item.status == "firing"
     if not verdict.firing:

@@ -6,8 +6,9 @@ cells arrived, so re-delivered or reordered stream records cannot change it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from trunkwatch.cells import CellState, Commit
@@ -53,32 +54,35 @@ class JobVerdict:
 
 def judge_job(
     job: str,
-    cells: Sequence[StoredCell],
+    cells: Iterable[StoredCell],
     recent_seqs: Sequence[int],
     rule: RuleConfig,
     now: datetime,
 ) -> JobVerdict:
     """Decide whether `job` is failing on trunk.
 
-    `cells` are the job's stored cells (any order); `recent_seqs` the seqs of the trunk's
-    newest commits that ran any job (for staleness).
+    `cells` are the job's stored cells, newest commit first; the walk takes only as many as
+    the decision needs, so a lazily paged Query reads little for a passing job.
+    `recent_seqs` are the seqs of the trunk's newest commits that ran any job (staleness).
     """
-    ordered = sorted(cells, key=lambda c: c.seq, reverse=True)
-    verdict = [c for c in ordered if c.state in _VERDICT_STATES]
-    run, qualifying = _qualifying_run(verdict, rule)
-    failures = qualifying if qualifying is not None else run
+    cells = iter(cells)
+    newest = next(cells, None)
+    window = sorted(recent_seqs, reverse=True)[: rule.stale_after_commits]
+    # Cells come newest first, so the job has a cell in the window iff its newest one is.
+    stale = bool(window) and (newest is None or newest.seq < window[-1])
+    walked = _walk(
+        (c for c in itertools.chain([newest] if newest else [], cells) if c.state in _VERDICT_STATES), rule
+    )
+    failures = walked.qualifying if walked.qualifying is not None else walked.ongoing
     culprit = None
     if failures:
-        older = [c for c in verdict if c.seq < failures[-1].seq]
-        last_pass = older[0] if older and older[0].state != CellState.FAIL else None
+        last_pass = walked.after if walked.qualifying is not None else walked.after_ongoing
         culprit = Culprit(first_fail=failures[-1], last_pass=last_pass)
-    newest_fail = next((c for c in verdict if c.state == CellState.FAIL), None)
+    newest_fail = walked.newest_fail
     too_old = newest_fail is not None and now - newest_fail.commit.time >= rule.max_failure_age
-    window = set(sorted(recent_seqs, reverse=True)[: rule.stale_after_commits])
-    stale = bool(window) and not any(c.seq in window for c in ordered)
     return JobVerdict(
         job=job,
-        firing=qualifying is not None and not too_old and not stale,
+        firing=walked.qualifying is not None and not too_old and not stale,
         streak=len(failures),
         failures=tuple(failures),
         culprit=culprit,
@@ -87,32 +91,45 @@ def judge_job(
     )
 
 
-def _qualifying_run(
-    verdict: Sequence[StoredCell], rule: RuleConfig
-) -> tuple[list[StoredCell], list[StoredCell] | None]:
+@dataclass
+class _Walk:
+    ongoing: list[StoredCell] = field(default_factory=list)  # the fails at the head
+    after_ongoing: StoredCell | None = None  # the pass that ends them
+    qualifying: list[StoredCell] | None = None
+    after: StoredCell | None = None  # the pass that ends the qualifying run (None: clipped)
+    newest_fail: StoredCell | None = None
+
+
+def _walk(verdict: Iterator[StoredCell], rule: RuleConfig) -> _Walk:
     """Walk newest to oldest: the first run of `failures_to_open` fails that comes before
-    any run of `passes_to_close` passes (TestGrid-style hysteresis), and the ongoing run."""
-    ongoing: list[StoredCell] = []
+    any run of `passes_to_close` passes (TestGrid-style hysteresis), and the ongoing run.
+    Stops at the first cell that settles both."""
+    walked = _Walk()
     run: list[StoredCell] = []
     passes = 0
-    for index, cell in enumerate(verdict):
+    at_head = True
+    for cell in verdict:
         if cell.state == CellState.FAIL:
+            walked.newest_fail = walked.newest_fail or cell
             if passes:
                 run = []
             passes = 0
             run.append(cell)
-            if index == len(ongoing):
-                ongoing.append(cell)
+            if at_head:
+                walked.ongoing.append(cell)
             continue
+        if at_head:
+            walked.after_ongoing, at_head = cell, False
         if len(run) >= rule.failures_to_open:
-            return ongoing, run
+            walked.qualifying, walked.after = run, cell
+            return walked
         run = []
         passes += 1
         if passes >= rule.passes_to_close:
-            return ongoing, None
+            return walked
     if len(run) >= rule.failures_to_open:
-        return ongoing, run
-    return ongoing, None
+        walked.qualifying = run
+    return walked
 
 
 def trunk_alertname(failing_jobs: int, rule: RuleConfig) -> str | None:
