@@ -52,11 +52,13 @@ def fast_reads() -> Iterator[None]:
 
         return wrapped
 
-    def query(self: Table, hash_key: Any, range_comparison: Any, range_objs: Any, *args: Any, **kwargs: Any) -> Any:
+    def query(
+        self: Table, hash_key: Any, range_comparison: Any, range_objs: Any, *args: Any, **kwargs: Any
+    ) -> Any:
         index_name = args[4] if len(args) > 4 else kwargs.get("index_name")
         if index_name or hash_key is None or not self.range_key_attr:
             return original(self, hash_key, range_comparison, range_objs, *args, **kwargs)
-        partition = self.items[hash_key] if hash_key in self.items else {}
+        partition = self.items.get(hash_key, {})  # .get: no new partition in the defaultdict
         if range_comparison == "BEGINS_WITH" and range_objs and range_objs[0].type == "S":
             prefix = range_objs[0].value
             names, keys = key_index(self, hash_key, partition)
@@ -85,7 +87,7 @@ def fast_reads() -> Iterator[None]:
     Table.query = query  # type: ignore[method-assign]
     Table.put_item = forgetting(put)  # type: ignore[method-assign]
     Table.delete_item = forgetting(delete)  # type: ignore[method-assign]
-    DynamoResult.execute_result = execute_result  # type: ignore[method-assign]
+    DynamoResult.execute_result = execute_result  # type: ignore[assignment]
     try:
         yield
     finally:

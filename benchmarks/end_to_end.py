@@ -15,21 +15,27 @@ every episode counts as a false alarm.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import statistics
+import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from unittest import mock
 
-from trunkwatch import alerts
-from trunkwatch.local.hud_server import HudServer
-from trunkwatch.local.runtime import LocalRuntime, Published
-
 from benchmarks.emulator import fast_reads
 from benchmarks.ingest import deployment
 from benchmarks.trunk import DAY_START, Day, episode_of
+from trunkwatch import alerts, settings
+from trunkwatch.config import RuleConfig
+from trunkwatch.local.hud_server import HudServer
+from trunkwatch.local.runtime import LocalRuntime, Published
+from trunkwatch.local.template import find_template
+from trunkwatch.local.wiring import read_wiring
 
 FIRST_FIRING = "firing"  # notification_reason of an alert's first firing message
 
@@ -58,18 +64,42 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0) -> DayFigures:
     """Tick every `period` for `hours` from DAY_START on a fresh local runtime."""
     started = datetime.now()
     hud = HudServer()
-    # The runtime points the process's AWS settings at its server: put them back after.
-    with mock.patch.dict(os.environ), fast_reads():
+    # The runtime points the process's AWS settings at its server and its handlers' logs at
+    # the current stderr: put both back after. stdout carries the benchmark's report.
+    with (
+        mock.patch.dict(os.environ),
+        fast_reads(),
+        contextlib.redirect_stdout(sys.stderr),
+        _log_streams_kept(),
+    ):
         runtime = LocalRuntime().start(deployment("hud", hud.url, day.window))
         try:
+            # The rule as the deployed functions read it (configuration and template defaults).
+            deployed = settings.deployment()
+            rule = deployed.rule_for(deployed.trunks[0])
             sent, ticks, changed = _replay(runtime, hud, day, period, hours)
         finally:
             runtime.stop()
             hud.stop()
-    figures = _figures(day, sent, period)
+    figures = _figures(day, sent, period, hours, rule)
     figures.ticks, figures.polls_with_changes = ticks, changed
     figures.wall_s = round((datetime.now() - started).total_seconds(), 2)
     return figures
+
+
+@contextlib.contextmanager
+def _log_streams_kept() -> Iterator[None]:
+    """The Powertools logger's handlers write where they did before (sys.__stderr__ for
+    handlers created meanwhile), so no handler is left on a stream that may be closed."""
+    service = read_wiring(find_template()).environment.get("POWERTOOLS_SERVICE_NAME", "trunkwatch")
+    logger = logging.getLogger(str(service))
+    before = {h: h.stream for h in logger.handlers if isinstance(h, logging.StreamHandler)}
+    try:
+        yield
+    finally:
+        for handler in logger.handlers:
+            if isinstance(handler, logging.StreamHandler):
+                handler.setStream(before.get(handler, sys.__stderr__))
 
 
 def _replay(
@@ -94,13 +124,13 @@ def _replay(
     return sent, ticks, changed
 
 
-def _figures(day: Day, sent: list[Published], period: timedelta) -> DayFigures:
+def _figures(
+    day: Day, sent: list[Published], period: timedelta, hours: float, rule: RuleConfig
+) -> DayFigures:
     delays_s: list[float] = []
     delays_commits: list[int] = []
     detections = []
     false_alarms = 0
-    failures_to_open = 3  # the rule's default, which the benchmark deployment keeps
-    band = 5  # trunk_band_max_jobs default
     for message in sent:
         body = message.message
         if body["status"] != alerts.FIRING or body.get("notification_reason") != FIRST_FIRING:
@@ -112,22 +142,24 @@ def _figures(day: Day, sent: list[Published], period: timedelta) -> DayFigures:
         else:
             jobs = body["commonAnnotations"]["failing_jobs"].split("\n")
         deciding = sorted(
-            e.deciding_commit(failures_to_open) for job in jobs if (e := episode_of(job)) is not None
+            e.deciding_commit(rule.failures_to_open) for job in jobs if (e := episode_of(job)) is not None
         )
         if len(deciding) < len(jobs):
             false_alarms += 1
             continue
         # A trunk-level alert is decided by the job alert that moved K into its band.
-        decided = deciding[band] if name == alerts.TRUNK_BADLY_BROKEN else deciding[0]
+        decided = deciding[rule.trunk_band_max_jobs] if name == alerts.TRUNK_BADLY_BROKEN else deciding[0]
         finished = day.finished(decided)
         delay = (message.at - finished).total_seconds()
         commits = day.commits_landed(message.at) - day.commits_landed(finished)
         delays_s.append(delay)
         delays_commits.append(commits)
-        detections.append({"alertname": name, "deciding_commit": decided, "delay_s": delay, "delay_commits": commits})
+        detections.append(
+            {"alertname": name, "deciding_commit": decided, "delay_s": delay, "delay_commits": commits}
+        )
     messages = Counter(f"{m.message['status']} {m.attributes.get('alertname', '')}" for m in sent)
     return DayFigures(
-        commits=day.commits_landed(DAY_START + timedelta(days=1)) - day.commits_landed(DAY_START),
+        commits=day.commits_landed(DAY_START + timedelta(hours=hours)) - day.commits_landed(DAY_START),
         job_columns=day.columns,
         notifications=len(sent),
         detection_delay_s_p50=statistics.median(delays_s) if delays_s else 0.0,

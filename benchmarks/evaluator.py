@@ -1,12 +1,13 @@
 """Workload 2: the evaluator on one commit's worth of changed cells, at PyTorch scale.
 
-On a table that already holds the trunk's HUD window (the ingest workload's first poll,
-whose stream records are skipped), one commit's jobs finish: the ingest handler polls,
-and the stream pump delivers the changed cells to the evaluator handler in the template's
-batches (and the settled tick to the notifier). The same is then measured for the next
-commit landing (its cells appear as pending) and for a schedule tick with nothing new
-(ingest plus the notifier's sweep): together, what a commit and a quiet minute cost, which
-the cost projection multiplies out.
+On a table that already holds the trunk's history (the ingest workload's first poll, then
+later HUD pages until each job has as many cells as the evaluator reads; their stream
+records skipped), one commit's jobs finish: the ingest handler polls, and the stream pump
+delivers the changed cells to the evaluator handler in the template's batches (and the
+settled tick to the notifier). The same is then measured for the next commit landing (its
+cells appear as pending) and for a schedule tick with nothing new (ingest plus the
+notifier's sweep): together, what a commit and a quiet minute cost, which the cost
+projection multiplies out.
 """
 
 from __future__ import annotations
@@ -14,14 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from trunkwatch import clock
-from trunkwatch.local.hud_server import HudServer
-
 from benchmarks.harness import InProcessAws
 from benchmarks.trunk import Day
 from benchmarks.usage import Meter, Usage
-
-FUNCTIONS = ("ingest", "evaluator", "notifier")
+from trunkwatch import clock
+from trunkwatch.local.hud_server import HudServer
 
 
 @dataclass
@@ -34,10 +32,6 @@ class Phase:
 
     def of(self, function: str) -> Usage:
         return self.usage.get(function, Usage())
-
-    @property
-    def total(self) -> Usage:
-        return sum(self.usage.values(), Usage())
 
 
 @dataclass
@@ -75,7 +69,7 @@ def evaluator_figures(phase: Phase) -> EvaluatorFigures:
         queries_per_changed_cell=round(usage.ddb("Query") / cells, 3),
         scans=usage.ddb("Scan"),
         writes_per_changed_cell=round(usage.ddb_write_requests / cells, 3),
-        cells_per_s=round(phase.cells_written / usage.seconds, 1) if usage.seconds else 0.0,
+        cells_per_s=round(phase.cells_written / usage.wall_seconds, 1) if usage.wall_seconds else 0.0,
         changed_cells=phase.cells_written,
         invocations=usage.invocations,
         get_items_per_changed_cell=round(usage.ddb("GetItem", "BatchGetItem") / cells, 3),
@@ -83,7 +77,7 @@ def evaluator_figures(phase: Phase) -> EvaluatorFigures:
         read_units_per_changed_cell=round(usage.read_units / cells, 3),
         write_units_per_changed_cell=round(usage.write_units / cells, 3),
         cells_per_s_code=round(phase.cells_written / usage.code_seconds, 1) if usage.code_seconds else 0.0,
-        requests={k: v for k, v in sorted(usage.calls.items())},
+        requests=dict(sorted(usage.calls.items())),
     )
 
 
@@ -100,18 +94,32 @@ def _tick(aws: InProcessAws, meter: Meter, at: datetime, sweep: bool) -> Phase:
     return Phase(at, cells, meter.take())
 
 
-def commit_cycle(day: Day, aws: InProcessAws, meter: Meter, hud: HudServer, seeded_at: datetime) -> Cycle:
-    """The cycle on a harness whose table a poll at `seeded_at` filled (its stream unread)."""
+def commit_cycle(
+    day: Day, depth: int, aws: InProcessAws, meter: Meter, hud: HudServer, seeded_at: datetime
+) -> Cycle:
+    """The cycle on a harness whose table a poll at `seeded_at` filled (its stream unread).
+
+    First more HUD pages are polled, unmeasured, until every job has `depth` commits of
+    cells (the evaluator reads up to JOB_WINDOW of them, as it does once a trunk has run a
+    day), so that reads cost what they cost in steady state.
+    """
+    at, stored_commits = seeded_at, day.window
+    while stored_commits < depth:
+        at = day.landed(day.commits_landed(at) + day.window - 1)  # the next page, complete
+        hud.serve(day.trunk.snapshot(at))
+        with clock.frozen(at):
+            aws.invoke("ingest", aws.scheduled_event())
+        stored_commits += day.window
     aws.skip_stream()
-    trunk = day.trunk
+    meter.take()
     stored_before = aws.stored()
-    # The first commit to finish after the seed, then the next one to land.
-    finishing = next(i for i in range(day.commits_landed(seeded_at)) if day.finished(i) > seeded_at)
+    # The first commit to finish after that, then the next one to land.
+    finishing = next(i for i in range(day.commits_landed(at)) if day.finished(i) > at)
     finished_at = day.finished(finishing)
-    hud.serve(trunk.snapshot(finished_at))
+    hud.serve(day.trunk.snapshot(finished_at))
     finish = _tick(aws, meter, finished_at, sweep=False)
     landed_at = day.landed(day.commits_landed(finished_at))
-    hud.serve(trunk.snapshot(landed_at))
+    hud.serve(day.trunk.snapshot(landed_at))
     land = _tick(aws, meter, landed_at, sweep=False)
     stored_after = aws.stored()
     quiet = _tick(aws, meter, landed_at + timedelta(minutes=1), sweep=True)

@@ -111,7 +111,11 @@ class GitHubServer:
     def _commit(self, index: int, at: datetime) -> dict[str, Any]:
         sha = self.trunk.sha(index)
         parent = self.trunk.sha(index - 1)
-        author = {"name": f"Developer {index % 4}", "email": f"dev{index % 4}@example.com", "date": format_time(at)}
+        author = {
+            "name": f"Developer {index % 4}",
+            "email": f"dev{index % 4}@example.com",
+            "date": format_time(at),
+        }
         return {
             "sha": sha,
             "node_id": f"C_{sha[:20]}",
@@ -269,4 +273,3 @@ class GitHubServer:
         if page > 1:
             links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
         return items[(page - 1) * per_page : page * per_page], ", ".join(links)
-

@@ -28,21 +28,21 @@ import boto3
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
+
+from benchmarks.emulator import fast_reads
+from benchmarks.usage import Meter, stored
 from trunkwatch import clock, storage
-from trunkwatch.storage.table import TTL_ATTRIBUTE
 from trunkwatch.config import Deployment, to_json
 from trunkwatch.local.pump import StreamPump
 from trunkwatch.local.runtime import LambdaContext
 from trunkwatch.local.template import find_template
 from trunkwatch.local.wiring import read_wiring
-
-from benchmarks.emulator import fast_reads
-from benchmarks.usage import Meter, stored
+from trunkwatch.storage.table import TTL_ATTRIBUTE
 
 REGION = "us-east-1"
 
 
-class _Discard(io.TextIOBase):
+class _Discard(io.StringIO):
     def write(self, text: str) -> int:
         return len(text)
 
@@ -51,7 +51,7 @@ DISCARD = _Discard()  # where the handlers' logs and metrics go
 
 
 class InProcessAws:
-    """Use as a context manager; `invoke`, `tick` and `drain` run the handlers."""
+    """Use as a context manager; `invoke` runs a handler, `drain` the stream's functions."""
 
     def __init__(self, deployment: Deployment, meter: Meter) -> None:
         self.deployment = deployment
@@ -64,6 +64,14 @@ class InProcessAws:
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> InProcessAws:
+        try:
+            self._start()
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def _start(self) -> None:
         self._stack.enter_context(
             mock.patch.dict(
                 os.environ,
@@ -96,7 +104,6 @@ class InProcessAws:
             self.wiring.streams,
             self.invoke,
         )
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
@@ -139,7 +146,9 @@ class InProcessAws:
         # Powertools logs to stdout; the benchmark's stdout is its report.
         for handler in logging.getLogger(os.environ.get("POWERTOOLS_SERVICE_NAME", "trunkwatch")).handlers:
             if isinstance(handler, logging.StreamHandler):
-                handler.setStream(DISCARD)
+                previous = handler.setStream(DISCARD)
+                if previous is not None:  # None: it wrote to DISCARD already
+                    self._stack.callback(handler.setStream, previous)
 
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         """Invoke the handler of functions/<function> (or of a logical id) under its label."""
@@ -171,13 +180,14 @@ class InProcessAws:
         self.pump.drain()
 
     def skip_stream(self) -> None:
-        """Consume the stream's records without delivering them (a table seeded before the
-        measured part)."""
-        invoke, self.pump.invoke = self.pump.invoke, lambda function, event: None
-        try:
-            self.pump.drain()
-        finally:
-            self.pump.invoke = invoke
+        """Move every stream mapping past the records written so far, unread (a table
+        seeded before the measured part)."""
+        streams = boto3.client("dynamodbstreams")
+        for mapping in self.pump.mappings:
+            for shard in mapping.iterators:
+                mapping.iterators[shard] = streams.get_shard_iterator(
+                    StreamArn=self.stream_arn, ShardId=shard, ShardIteratorType="LATEST"
+                )["ShardIterator"]
 
     def stored(self) -> tuple[int, int]:
         """(items, bytes) the table keeps for good (see `usage.stored`)."""

@@ -5,7 +5,9 @@ malloc_trim) and the high-water mark is reset (`/proc/self/clear_refs`); the fig
 far the mark rose above the resident set at the start. It costs nothing while the work
 runs (tracemalloc would slow it several times), so it is taken in the same run as the wall
 time. It counts everything in the process: in the benchmarks that includes moto's copy of
-the items written and the stand-in servers' threads.
+the items written (most of what is still resident afterwards, `retained_mb`) and the
+stand-in servers' threads. Memory freed by earlier work in the same process may be reused
+without raising the mark, so each workload that reports it runs in a fresh process.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ _RESET_PEAK = "5"  # clear_refs: reset the peak resident set size
 
 @dataclass
 class Peak:
-    mb: float = 0.0
+    mb: float = 0.0  # how far the resident set's high-water mark rose
+    retained_mb: float = 0.0  # how much of that was still resident at the end
 
 
 def _kb(field: str) -> int:
@@ -47,7 +50,7 @@ def _release_freed_memory() -> None:
 
 @contextlib.contextmanager
 def peak_growth() -> Iterator[Peak]:
-    """Yields a Peak whose `mb` is set when the block ends."""
+    """Yields a Peak whose figures are set when the block ends."""
     _release_freed_memory()
     _CLEAR_REFS.write_text(_RESET_PEAK)
     start = _kb("VmRSS")
@@ -56,3 +59,5 @@ def peak_growth() -> Iterator[Peak]:
         yield peak
     finally:
         peak.mb = round(max(0, _kb("VmHWM") - start) / 1024, 2)
+        _release_freed_memory()
+        peak.retained_mb = round(max(0, _kb("VmRSS") - start) / 1024, 2)

@@ -3,14 +3,15 @@
 Job columns follow PyTorch's HUD names: `<workflow> / <build environment> / test (<config>,
 <shard>, <shards>, <runner>)` plus one unsharded `build` per environment. Every environment
 has one build and 14 test configurations of 1 to 6 shards (49 test columns), so 40
-environments give 600 job keys and exactly 2,000 columns (4 environments give 200).
+environments give 600 job keys and exactly 2,000 columns; smaller trunks take fewer
+environments and may take only the first test configurations of each.
 
 Outcomes are a deterministic function of (column, commit index):
 - background noise per job key: flaky cells (failed, retried green), single failures that
   never repeat on the next commit, cancelled and skipped shards;
 - a broken-trunk episode: shard 2 of 5 of one `pull` test fails on `BROKEN_COMMITS` commits;
-- an infra outage: every shard of every test of one `trunk` environment (14 job keys)
-  fails on `OUTAGE_COMMITS` commits at once.
+- an infra outage: every shard of every test of one `trunk` environment (6 to 14 job
+  keys, more than the 5 of TrunkBroken's band) fails on `OUTAGE_COMMITS` commits at once.
 Commits land every 14.4 minutes (100 a day); jobs finish `JOB_DURATION` after their commit
 and are pending before that.
 """
@@ -69,7 +70,6 @@ TEST_CONFIGS = (
 )  # fmt: skip
 # Shards of each of TEST_CONFIGS: 49 test columns, 50 with the build.
 SHARDS = (5, 2, 3, 4, 1, 6, 1, 2, 3, 4, 5, 6, 1, 6)
-COLUMNS_PER_ENVIRONMENT = 1 + sum(SHARDS)
 # Environments 0 and 1 (pull and trunk) carry the episodes, so every scale has them.
 BROKEN_ENVIRONMENT, OUTAGE_ENVIRONMENT = 0, 1
 
@@ -81,15 +81,18 @@ def environment(index: int) -> tuple[str, str, str]:
 
 
 @functools.cache
-def job_columns(environments: int) -> tuple[str, ...]:
-    """HUD column names of `environments` environments (COLUMNS_PER_ENVIRONMENT each)."""
+def job_columns(environments: int, tests: int = len(TEST_CONFIGS)) -> tuple[str, ...]:
+    """HUD column names of `environments` environments with the first `tests` test
+    configurations each (all of them: 50 columns an environment)."""
     if not 2 <= environments <= len(PLATFORMS) * len(VARIANTS):
         raise ValueError(f"environments must be 2..{len(PLATFORMS) * len(VARIANTS)}, got {environments}")
+    if not 6 <= tests <= len(TEST_CONFIGS):  # the outage must fail more than 5 jobs
+        raise ValueError(f"tests must be 6..{len(TEST_CONFIGS)}, got {tests}")
     names: list[str] = []
     for index in range(environments):
         workflow, env, runner = environment(index)
         names.append(f"{workflow} / {env} / build")
-        for config, shards in zip(TEST_CONFIGS, SHARDS, strict=True):
+        for config, shards in zip(TEST_CONFIGS[:tests], SHARDS[:tests], strict=True):
             names += [
                 f"{workflow} / {env} / test ({config}, {n}, {shards}, {runner})" for n in range(1, shards + 1)
             ]
@@ -131,7 +134,9 @@ class Episode:
 
 def _episodes() -> tuple[Episode, Episode]:
     workflow, env, runner = environment(BROKEN_ENVIRONMENT)
-    broken = Episode("broken trunk", frozenset({f"{workflow} / {env} / test (default, {runner})"}), BROKEN_COMMITS, 2)
+    broken = Episode(
+        "broken trunk", frozenset({f"{workflow} / {env} / test (default, {runner})"}), BROKEN_COMMITS, 2
+    )
     workflow, env, runner = environment(OUTAGE_ENVIRONMENT)
     outage = Episode(
         "infra outage",
@@ -174,11 +179,12 @@ class Day:
 
     environments: int
     window: int = WINDOW
+    tests: int = len(TEST_CONFIGS)  # test configurations per environment
 
     @property
     def trunk(self) -> Trunk:
         return Trunk(
-            jobs=job_columns(self.environments),
+            jobs=job_columns(self.environments, self.tests),
             outcome=outcome,
             start=DAY_START - HISTORY * COMMIT_EVERY,
             commit_every=COMMIT_EVERY,
@@ -188,7 +194,7 @@ class Day:
 
     @property
     def columns(self) -> int:
-        return len(job_columns(self.environments))
+        return len(job_columns(self.environments, self.tests))
 
     def landed(self, index: int) -> datetime:
         return self.trunk.start + index * COMMIT_EVERY

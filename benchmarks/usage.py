@@ -14,6 +14,10 @@ runs in this process, behind both `mock_aws` and the local moto server) computes
   same for the summed size of every item it evaluated, before any filter or projection.
 Numbers are one byte per digit in moto's sizes (DynamoDB's own encoding is about half),
 which slightly overstates items with many numbers.
+
+Time: an invocation's wall time (`seconds`) includes the meter's own item sizing
+(`meter_seconds`, left out of every reported time) and, with moto's in-process mock, the
+emulator answering requests (`emulator_seconds`); what remains is the code's own time.
 """
 
 from __future__ import annotations
@@ -59,9 +63,14 @@ class Usage:
     meter_seconds: float = 0.0  # of which this module sizing items
 
     @property
+    def wall_seconds(self) -> float:
+        """Wall time less the meter's own bookkeeping: the time as if unmetered."""
+        return max(0.0, self.seconds - self.meter_seconds)
+
+    @property
     def code_seconds(self) -> float:
         """Wall time less the emulator's and the meter's: what the code itself spent."""
-        return max(0.0, self.seconds - self.emulator_seconds - self.meter_seconds)
+        return max(0.0, self.wall_seconds - self.emulator_seconds)
 
     def ddb(self, *operations: str) -> int:
         return sum(self.calls[f"dynamodb.{op}"] for op in operations)
@@ -73,10 +82,6 @@ class Usage:
     @property
     def ddb_write_requests(self) -> int:
         return self.ddb(*WRITES)
-
-    @property
-    def ddb_read_requests(self) -> int:
-        return self.ddb(*READS)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -122,13 +127,13 @@ class Meter:
             finally:
                 meter.get(label).emulator_seconds += time.perf_counter() - started
 
-        BaseClient._make_api_call = counted  # type: ignore[method-assign]
-        BotocoreStubber.process_request = emulated  # type: ignore[method-assign]
+        BaseClient._make_api_call = counted
+        BotocoreStubber.process_request = emulated  # type: ignore[assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:
         assert self._original is not None and self._emulate is not None
-        BaseClient._make_api_call = self._original  # type: ignore[method-assign]
+        BaseClient._make_api_call = self._original
         BotocoreStubber.process_request = self._emulate  # type: ignore[method-assign]
         self._original = self._emulate = None
 
@@ -139,9 +144,6 @@ class Meter:
         """The usage counted so far, per label; counting starts again from zero."""
         taken, self.usage = self.usage, {}
         return taken
-
-    def total(self, *labels: str) -> Usage:
-        return sum((self.get(label) for label in labels), Usage())
 
     @contextlib.contextmanager
     def as_(self, label: str) -> Iterator[Usage]:
@@ -210,24 +212,24 @@ class Meter:
         assert self._original is not None
         if operation == "GetItem":
             size = _size(region, params["TableName"], params["Key"])
-            return int(size is not None), _read_units([size or 0], params.get("ConsistentRead", False))
+            return int(size is not None), _read_units(size or 0, params.get("ConsistentRead", False))
         if operation in ("Query", "Scan"):
             evaluated = response.get("Items", [])
             if any(k in params for k in _NOT_EVALUATED):
                 evaluated = self._original(client, operation, _evaluation(params)).get("Items", [])
             table = params["TableName"]
             sizes = [_size(region, table, _key_of(region, table, item)) or 0 for item in evaluated]
-            return len(sizes), _read_units([sum(sizes)], params.get("ConsistentRead", False))
+            return len(sizes), _read_units(sum(sizes), params.get("ConsistentRead", False))
         if operation == "BatchGetItem":
             count, units = 0, 0.0
             for table, spec in params["RequestItems"].items():
-                sizes = [_size(region, table, key) for key in spec["Keys"]]
-                count += sum(size is not None for size in sizes)
-                units += sum(_read_units([size or 0], spec.get("ConsistentRead", False)) for size in sizes)
+                found = [_size(region, table, key) for key in spec["Keys"]]
+                count += sum(size is not None for size in found)
+                units += sum(_read_units(size or 0, spec.get("ConsistentRead", False)) for size in found)
             return count, units
         # TransactGetItems: strongly consistent, twice the units.
-        sizes = [_size(region, g["Get"]["TableName"], g["Get"]["Key"]) for g in params["TransactItems"]]
-        return sum(s is not None for s in sizes), 2 * sum(_read_units([s or 0], True) for s in sizes)
+        got = [_size(region, g["Get"]["TableName"], g["Get"]["Key"]) for g in params["TransactItems"]]
+        return sum(s is not None for s in got), 2 * sum(_read_units(s or 0, True) for s in got)
 
 
 _NOT_EVALUATED = ("FilterExpression", "ProjectionExpression", "Select")
@@ -298,8 +300,8 @@ def _checks(params: dict[str, Any]) -> int:
     return sum("ConditionCheck" in entry for entry in params["TransactItems"])
 
 
-def _read_units(sizes: list[int], consistent: bool) -> float:
-    units = sum(max(1, math.ceil(size / READ_UNIT_BYTES)) for size in sizes)
+def _read_units(size: int, consistent: bool) -> float:
+    units = max(1, math.ceil(size / READ_UNIT_BYTES))
     return units if consistent else units / 2
 
 

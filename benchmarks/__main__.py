@@ -1,0 +1,152 @@
+"""`python -m benchmarks [--quick] [--out DIR]`: run every workload, write DIR/summary.json
+(default benchmarks/out) and print the table. No network but 127.0.0.1, except PyPI for
+building the layer (which falls back to an estimate without it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import multiprocessing
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from benchmarks import budgets, report
+from benchmarks.cold_start import cold_start
+from benchmarks.cost import project, ticks_per_day
+from benchmarks.end_to_end import run_day
+from benchmarks.evaluator import commit_cycle
+from benchmarks.ingest import ingest_github, ingest_hud
+from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, PYTORCH_SCALE, Day
+from trunkwatch.evaluate import JOB_WINDOW
+
+T = TypeVar("T")
+OUT = Path(__file__).parent / "out"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big each workload runs."""
+
+    pytorch: Day  # ingest, evaluator and the cost projection
+    day: Day  # the simulated day through the local runtime
+    period: timedelta  # its schedule period
+    hours: float  # its length
+    depth: int  # commits of history per job before the evaluator is measured
+    import_runs: int
+    build_layer: bool
+
+    def notes(self) -> list[str]:
+        return [
+            f"ingest, evaluator and cost run at {self.pytorch.columns:,} job columns with "
+            f"{self.pytorch.window}-commit HUD windows; job windows hold {self.depth} commits",
+            f"the simulated day runs at reduced scale through the local runtime: {self.day.columns} job "
+            f"columns, {self.day.window}-commit HUD windows, a tick every "
+            f"{self.period.total_seconds() / 60:g} minutes for {self.hours:g} hours "
+            "(production: rate(1 minute)); the delay budget is one of these periods",
+            "cost: per-commit and per-tick counts measured at full scale, multiplied out to "
+            f"{COMMITS_PER_DAY} commits/day and {ticks_per_day():,.0f} ticks/day for 30 days "
+            "(see cost.basis)",
+            "wall times are in-process against moto (code_s excludes the emulator's share)",
+        ]
+
+
+FULL = Scale(
+    pytorch=PYTORCH_SCALE,
+    day=Day(environments=2, window=10, tests=6),
+    period=timedelta(minutes=5),
+    hours=24,
+    depth=JOB_WINDOW,
+    import_runs=5,
+    build_layer=True,
+)
+QUICK = Scale(
+    pytorch=Day(environments=2, window=5, tests=6),
+    day=Day(environments=2, window=5, tests=6),
+    period=timedelta(minutes=30),
+    hours=3,
+    depth=5,
+    import_runs=1,
+    build_layer=False,
+)
+
+
+def _fresh(function: Callable[..., T], *args: Any) -> T:
+    """`function(*args)` in a new interpreter, so its memory figures start from a clean heap."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(function, args)
+
+
+def _step(name: str, run: Callable[[], T]) -> T:
+    started = time.perf_counter()
+    print(f"[bench] {name} ...", file=sys.stderr, flush=True)
+    result = run()
+    print(f"[bench] {name}: {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+    return result
+
+
+def run(scale: Scale) -> dict[str, Any]:
+    cycle_after = functools.partial(commit_cycle, scale.pytorch, scale.depth)
+    hud, cycle = _step(
+        "ingest (HUD) and evaluator", lambda: _fresh(ingest_hud, scale.pytorch, DAY_START, cycle_after)
+    )
+    github = _step("ingest (GitHub)", lambda: _fresh(ingest_github, scale.pytorch, DAY_START))
+    day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours))
+    cold = _step("cold start", lambda: cold_start(scale.import_runs, scale.build_layer))
+    notifications_per_day = day.notifications * 24 / scale.hours
+    cost = project(cycle, notifications_per_day, scale.pytorch.columns)
+    summary: dict[str, Any] = {
+        "ingest_hud": {phase: figures.as_dict() for phase, figures in hud.items()},
+        "ingest_github": {phase: figures.as_dict() for phase, figures in github.items()},
+        "evaluator": dataclasses.asdict(cycle.evaluator),
+        "end_to_end": dataclasses.asdict(day),
+        "cold_start": dataclasses.asdict(cold),
+        "cost": dataclasses.asdict(cost),
+        "scale": {
+            "description": "quick" if scale is QUICK else "full",
+            "notes": scale.notes(),
+            "cycle_per_commit": {
+                name: {
+                    "at": phase.at.isoformat(),
+                    "cells_written": phase.cells_written,
+                    **{
+                        f: {
+                            "invocations": u.invocations,
+                            "wall_s": round(u.seconds, 3),
+                            "write_units": u.write_units,
+                            "read_units": u.read_units,
+                            "requests": dict(sorted(u.calls.items())),
+                        }
+                        for f, u in phase.usage.items()
+                    },
+                }
+                for name, phase in (("finish", cycle.finish), ("land", cycle.land), ("quiet", cycle.quiet))
+            },
+            "stored_bytes_per_commit": cycle.stored_bytes_per_commit,
+        },
+    }
+    summary["budgets"] = budgets.check(summary)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny workloads (a smoke test), in seconds")
+    parser.add_argument("--out", type=Path, default=OUT, help="directory for summary.json")
+    args = parser.parse_args(argv)
+    summary = run(QUICK if args.quick else FULL)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(report.render(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

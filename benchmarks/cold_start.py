@@ -1,0 +1,301 @@
+"""Workload 4: what a cold start imports, and how big the layer is.
+
+Layer size: `.aws-sam/build/DomainLayer` when `sam build` made one; otherwise the layer is
+built into a temporary directory by `layers/trunkwatch/Makefile` itself (arm64 wheels, pip
+needs PyPI). If that fails, it is estimated from the installed distributions of the layer's
+requirements (minus what the Lambda runtime provides) plus the trunkwatch package.
+
+Import time: in fresh interpreters, the median over `runs` rounds of timing `import boto3`
+alone and of loading each handler module from its file (as Lambda does), with the
+environment a deployed function has (template.yaml's Globals, the variables Powertools
+reads to know it runs in Lambda, X-Ray tracing on as `Tracing: Active` sets it). One
+untimed round first writes bytecode caches, as the layer ships compiled. The interpreter
+is set up like Lambda's when it can be: python3.12 without site-packages, the layer built
+by the same Makefile for this machine's architecture, and boto3 with its dependencies
+where the Lambda runtime keeps them. Otherwise it is this virtualenv's interpreter, which
+has more packages installed (X-Ray then patches some of them), and the summary says so.
+`-X importtime` gives the import time of each handler per top-level package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from trunkwatch.local.template import find_template
+from trunkwatch.local.wiring import read_wiring
+
+HANDLERS = ("ingest", "evaluator", "notifier", "api")
+MIB = 1024 * 1024
+RUNTIME_PROVIDED = {"boto3", "botocore", "s3transfer"}  # as layers/trunkwatch/Makefile says
+LAMBDA_PYTHON = "python3.12"
+PYENV_VERSION = "3.12"  # pyenv picks the newest installed 3.12
+LAMBDA_ENVIRONMENT = {
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+    "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
+    "LAMBDA_TASK_ROOT": "/var/task",
+    "_X_AMZN_TRACE_ID": "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=1",
+}
+_TIMED = """
+import time
+started = time.perf_counter()
+{body}
+print(time.perf_counter() - started)
+"""
+_LOAD_HANDLER = """
+import importlib.util
+spec = importlib.util.spec_from_file_location("app", {path!r})
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+"""
+
+
+@dataclass
+class ColdStartFigures:
+    boto3_import_s: float
+    handler_import_ratio: dict[str, float]
+    layer_mb: float
+    # beyond SPEC 8
+    handler_import_s: dict[str, float] = field(default_factory=dict)
+    import_s_by_package: dict[str, list[list[object]]] = field(default_factory=dict)
+    interpreter: str = ""
+    layer_source: str = ""
+    layer_largest: list[list[object]] = field(default_factory=list)
+    runs: int = 0
+
+
+@dataclass
+class Interpreter:
+    command: list[str]
+    path: str  # PYTHONPATH
+    description: str
+
+
+def _make_layer(project: Path, target: Path, arch: str) -> None:
+    """layers/trunkwatch/Makefile's build into `target` for `arch` (aarch64, x86_64)."""
+    subprocess.run(
+        [
+            "make",
+            "-s",
+            "-C",
+            str(project / "layers" / "trunkwatch"),
+            "build-DomainLayer",
+            f"ARTIFACTS_DIR={target}",
+            f"ARCH={arch}",
+            f"PYTHON={sys.executable}",
+            f"RUNTIME_PYTHON={LAMBDA_PYTHON}"
+            if shutil.which(LAMBDA_PYTHON)
+            else f"RUNTIME_PYTHON={sys.executable}",
+        ],
+        env={**os.environ, "PYENV_VERSION": os.environ.get("PYENV_VERSION", PYENV_VERSION)},
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+
+
+def _venv_interpreter() -> Interpreter:
+    return Interpreter([sys.executable], "", f"this virtualenv's python {platform.python_version()}")
+
+
+@contextlib.contextmanager
+def lambda_like_interpreter(project: Path) -> Iterator[Interpreter]:
+    """python3.12 with the layer (this machine's architecture) and the runtime's boto3."""
+    venv = _venv_interpreter()
+    if not shutil.which(LAMBDA_PYTHON):
+        yield venv
+        return
+    with tempfile.TemporaryDirectory(prefix="trunkwatch-lambda-") as scratch:
+        layer, runtime = Path(scratch) / "layer", Path(scratch) / "runtime"
+        try:
+            _make_layer(project, layer, platform.machine())
+            boto3 = f"boto3=={metadata.version('boto3')}"
+            subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 "--no-compile", "--python-version", "3.12", "--only-binary=:all:",
+                 "--target", str(runtime), boto3],
+                capture_output=True,
+                check=True,
+                timeout=600,
+            )  # fmt: skip
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+            yield venv
+            return
+        # The interpreter itself, not a version manager's shim in front of it.
+        executable = subprocess.run(
+            [LAMBDA_PYTHON, "-c", "import sys; print(sys.executable)"],
+            env={**os.environ, "PYENV_VERSION": os.environ.get("PYENV_VERSION", PYENV_VERSION)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        yield Interpreter(
+            [executable, "-S"],
+            f"{layer / 'python'}{os.pathsep}{runtime}",
+            f"{LAMBDA_PYTHON} -S, the layer built for {platform.machine()}, runtime {boto3}",
+        )
+
+
+def _environment(function: str, interpreter: Interpreter) -> dict[str, str]:
+    """What Lambda sets for the function: template Globals, resolved with stand-in names."""
+    wiring = read_wiring(find_template())
+    refs = {
+        "Table": "trunkwatch-table",
+        "AlertTopic": "arn:aws:sns:us-east-1:123456789012:trunkwatch-alerts",
+        "ConfigParameter": "/trunkwatch/config",
+        "AWS::Region": "us-east-1",
+        "AWS::StackName": "trunkwatch",
+    }
+    resolved = {name: wiring.resolve(value, refs) for name, value in wiring.environment.items()}
+    return {
+        **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYENV_ROOT")},
+        "PYENV_VERSION": os.environ.get("PYENV_VERSION", PYENV_VERSION),
+        **({"PYTHONPATH": interpreter.path} if interpreter.path else {}),
+        **LAMBDA_ENVIRONMENT,
+        **{name: str(value) for name, value in resolved.items() if value is not None},
+        "AWS_LAMBDA_FUNCTION_NAME": f"trunkwatch-{function}",
+    }
+
+
+def _body(what: str) -> str:
+    if what == "boto3":
+        return "import boto3"
+    return _LOAD_HANDLER.format(path=str(find_template().parent / "functions" / what / "app.py"))
+
+
+def _run(interpreter: Interpreter, what: str, *options: str, code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*interpreter.command, *options, "-c", code],
+        env=_environment(what, interpreter),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+
+
+def _import_seconds(interpreter: Interpreter, what: str) -> float:
+    out = _run(interpreter, what, code=_TIMED.format(body=_body(what)))
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _by_package(interpreter: Interpreter, function: str, top: int = 6) -> list[list[object]]:
+    """[top-level package, seconds] of a handler's imports (self times summed), slowest first."""
+    out = _run(interpreter, function, "-X", "importtime", code=_body(function))
+    totals: dict[str, int] = {}
+    for line in out.stderr.splitlines():
+        match = re.match(r"import time:\s+(\d+) \|\s+\d+ \|\s+(\S+)", line)
+        if match:
+            package = match[2].split(".")[0]
+            totals[package] = totals.get(package, 0) + int(match[1])
+    ranked = sorted(totals.items(), key=lambda item: -item[1])[:top]
+    return [[package, round(us / 1e6, 4)] for package, us in ranked]
+
+
+def import_times(interpreter: Interpreter, runs: int) -> tuple[float, dict[str, float]]:
+    """(boto3 seconds, handler seconds): medians of `runs` interleaved rounds."""
+    subjects = ("boto3", *HANDLERS)
+    for what in subjects:  # bytecode caches, as in the layer
+        _import_seconds(interpreter, what)
+    samples: dict[str, list[float]] = {what: [] for what in subjects}
+    for _ in range(runs):
+        for what in subjects:  # interleaved, so drift hits all alike
+            samples[what].append(_import_seconds(interpreter, what))
+    medians = {what: statistics.median(values) for what, values in samples.items()}
+    return medians.pop("boto3"), medians
+
+
+def _directory_sizes(root: Path) -> tuple[int, list[list[object]]]:
+    sizes: dict[str, int] = {}
+    for path in root.rglob("*"):
+        if path.is_file():
+            top = path.relative_to(root).parts[0]
+            sizes[top] = sizes.get(top, 0) + path.stat().st_size
+    largest = sorted(sizes.items(), key=lambda item: -item[1])[:8]
+    return sum(sizes.values()), [[name, round(size / MIB, 2)] for name, size in largest]
+
+
+def _installed_estimate(project: Path) -> tuple[int, list[list[object]]]:
+    """Installed files of the layer's requirements and their dependencies, plus trunkwatch."""
+    wanted = [
+        re.split(r"[\[=<>~! ;]", line.strip(), maxsplit=1)[0]
+        for line in (project / "layers" / "trunkwatch" / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    seen: set[str] = set()
+    sizes: dict[str, int] = {}
+    while wanted:
+        name = wanted.pop().lower().replace("_", "-")
+        if name in seen or name in RUNTIME_PROVIDED:
+            continue
+        seen.add(name)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        sizes[name] = sum(f.size or 0 for f in dist.files or [])
+        wanted += [
+            re.split(r"[\[=<>~! ;(]", r, maxsplit=1)[0] for r in dist.requires or [] if "extra ==" not in r
+        ]
+    package = project / "layers" / "trunkwatch" / "trunkwatch"
+    sizes["trunkwatch"] = sum(
+        p.stat().st_size for p in package.rglob("*.py") if "local" not in p.relative_to(package).parts
+    )
+    largest = sorted(sizes.items(), key=lambda item: -item[1])[:8]
+    return sum(sizes.values()), [[name, round(size / MIB, 2)] for name, size in largest]
+
+
+def layer_size(project: Path) -> tuple[float, str, list[list[object]]]:
+    """(MiB unzipped, where the figure comes from, largest top-level entries)."""
+    built = project / ".aws-sam" / "build" / "DomainLayer"
+    if built.is_dir():
+        total, largest = _directory_sizes(built / "python")
+        return round(total / MIB, 2), "sam build output (.aws-sam/build/DomainLayer)", largest
+    with tempfile.TemporaryDirectory(prefix="trunkwatch-layer-") as scratch:
+        try:
+            _make_layer(project, Path(scratch), "aarch64")
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as err:
+            total, largest = _installed_estimate(project)
+            source = f"estimate from installed packages (layer build failed: {type(err).__name__})"
+            return round(total / MIB, 2), source, largest
+        total, largest = _directory_sizes(Path(scratch) / "python")
+        return round(total / MIB, 2), "built by layers/trunkwatch/Makefile (arm64 wheels)", largest
+
+
+def cold_start(runs: int, build: bool = True) -> ColdStartFigures:
+    """With `build` False nothing is built or downloaded: this virtualenv's interpreter, and
+    the layer size estimated from the installed packages."""
+    project = find_template().parent
+    if build:
+        layer_mb, source, largest = layer_size(project)
+    else:
+        total, largest = _installed_estimate(project)
+        layer_mb, source = round(total / MIB, 2), "estimate from installed packages (no build asked)"
+    interpreters = lambda_like_interpreter(project) if build else contextlib.nullcontext(_venv_interpreter())
+    with interpreters as interpreter:
+        boto3_s, seconds = import_times(interpreter, runs)
+        by_package = {h: _by_package(interpreter, h) for h in HANDLERS}
+    return ColdStartFigures(
+        boto3_import_s=round(boto3_s, 4),
+        handler_import_ratio={h: round(s / boto3_s, 3) for h, s in seconds.items()},
+        layer_mb=layer_mb,
+        handler_import_s={h: round(s, 4) for h, s in seconds.items()},
+        import_s_by_package=by_package,
+        interpreter=interpreter.description,
+        layer_source=source,
+        layer_largest=largest,
+        runs=runs,
+    )

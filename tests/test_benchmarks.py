@@ -1,0 +1,248 @@
+"""The benchmarks: a tiny run writes every summary figure, and their instruments are right."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from benchmarks.__main__ import main
+from benchmarks.budgets import BUDGETS
+from benchmarks.emulator import fast_reads
+from benchmarks.github_server import GitHubServer
+from benchmarks.report import render
+from benchmarks.trunk import DAY_START, Day
+from benchmarks.usage import Meter
+from trunkwatch.cells import build_cells
+from trunkwatch.config import TrunkConfig
+from trunkwatch.sources.base import HttpClient
+from trunkwatch.sources.github import GitHubSource
+from trunkwatch.sources.hud import parse_grid
+
+# SPEC 8: the summary's figures, all numbers.
+POLL_KEYS = [
+    "http_requests",
+    "http_unconditional_requests",
+    "ddb_write_requests",
+    "items_written",
+    "items_read",
+    "wall_s",
+    "peak_mb",
+]
+SPEC_KEYS = {
+    "ingest_hud.first_poll": POLL_KEYS,
+    "ingest_hud.steady_poll": POLL_KEYS,
+    "ingest_github.first_poll": POLL_KEYS,
+    "ingest_github.steady_poll": POLL_KEYS,
+    "evaluator": ["queries_per_changed_cell", "scans", "writes_per_changed_cell", "cells_per_s"],
+    "end_to_end": [
+        "commits",
+        "job_columns",
+        "notifications",
+        "detection_delay_s_p50",
+        "detection_delay_s_max",
+        "schedule_period_s",
+    ],
+    "cold_start": ["boto3_import_s", "layer_mb"],
+    "cold_start.handler_import_ratio": ["ingest", "evaluator", "notifier", "api"],
+    "cost": ["usd_per_month", "commits_per_day", "job_columns"],
+}
+TABLE = "bench-test"
+
+
+def _at(summary: dict[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        summary = summary[part]
+    return summary
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    missing = [
+        f"{section}.{key}"
+        for section, keys in SPEC_KEYS.items()
+        for key in keys
+        if not _is_number(_at(summary, section).get(key))
+    ]
+    assert missing == []
+    prices = summary["cost"]["prices"]
+    assert prices and all(_is_number(v) for v in prices.values())
+    assert set(summary["budgets"]) == {budget.name for budget in BUDGETS}
+    for budget in summary["budgets"].values():
+        assert isinstance(budget["pass"], bool) and _is_number(budget["limit"])
+        assert budget["pass"] == (budget["measured"] <= budget["limit"])
+    # What the figures say about the code, independent of speed.
+    assert summary["ingest_hud"]["first_poll"]["items_written"] > 0
+    assert summary["ingest_github"]["steady_poll"]["http_unconditional_requests"] == 0
+    assert summary["evaluator"]["changed_cells"] > 0
+    assert summary["cost"]["usd_per_month"] > 0
+    table = render(summary)
+    assert "budgets" in table and "projected cost at PyTorch scale" in table
+
+
+@pytest.fixture
+def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        client.create_table(
+            TableName=TABLE,
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield client
+
+
+def _item(pk: str, sk: str, padding: int, **extra: Any) -> dict[str, Any]:
+    return {"pk": {"S": pk}, "sk": {"S": sk}, "pad": {"S": "x" * padding}, **extra}
+
+
+def test_fast_reads_answers_every_query_as_moto_does(table: Any) -> None:
+    for pk in ("A", "B"):
+        for job in ("a", "ab", "b"):
+            for seq in range(12):
+                table.put_item(
+                    TableName=TABLE, Item=_item(pk, f"CELL#{job}#{seq:08d}", 10, n={"N": str(seq % 3)})
+                )
+    queries: list[dict[str, Any]] = [
+        {"KeyConditionExpression": "pk = :p AND begins_with(sk, :s)", "Values": {":s": {"S": "CELL#a#"}}},
+        {"KeyConditionExpression": "pk = :p AND begins_with(sk, :s)", "Values": {":s": {"S": "CELL#a"}}},
+        {"KeyConditionExpression": "pk = :p AND sk BETWEEN :s AND :t",
+         "Values": {":s": {"S": "CELL#a#00000003"}, ":t": {"S": "CELL#b#00000002"}}},
+        {"KeyConditionExpression": "pk = :p", "Values": {}},
+        {"KeyConditionExpression": "pk = :p AND begins_with(sk, :s)", "Values": {":s": {"S": "CELL#b#"}},
+         "FilterExpression": "n = :n", "Extra": {":n": {"N": "1"}}},
+    ]  # fmt: skip
+
+    def run_all() -> list[Any]:
+        answers = []
+        for query in queries:
+            for forward in (True, False):
+                request = {
+                    "TableName": TABLE,
+                    "KeyConditionExpression": query["KeyConditionExpression"],
+                    "ExpressionAttributeValues": {
+                        ":p": {"S": "A"},
+                        **query["Values"],
+                        **query.get("Extra", {}),
+                    },
+                    "ScanIndexForward": forward,
+                    "Limit": 5,
+                }
+                if "FilterExpression" in query:
+                    request["FilterExpression"] = query["FilterExpression"]
+                pages = []
+                while True:
+                    page = table.query(**request)
+                    pages.append({k: v for k, v in page.items() if k != "ResponseMetadata"})
+                    if "LastEvaluatedKey" not in page:
+                        break
+                    request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+                answers.append(pages)
+        key = {"pk": {"S": "A"}, "sk": {"S": "CELL#ab#00000004"}}
+        answers.append(table.get_item(TableName=TABLE, Key=key)["Item"])
+        return answers
+
+    plain = run_all()
+    with fast_reads():
+        fast = run_all()
+        # A put between queries is seen (the key index is rebuilt).
+        table.put_item(TableName=TABLE, Item=_item("A", "CELL#a#00000099", 10))
+        later = table.query(
+            TableName=TABLE,
+            KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
+            ExpressionAttributeValues={":p": {"S": "A"}, ":s": {"S": "CELL#a#"}},
+        )
+    assert fast == plain
+    assert later["Count"] == 13
+
+
+def test_meter_counts_requests_items_and_request_units(table: Any) -> None:
+    with Meter() as meter, meter.as_("code") as usage:
+        table.put_item(TableName=TABLE, Item=_item("A", "big", 1500))  # 2 KB started: 2 units
+        table.put_item(TableName=TABLE, Item=_item("A", "small", 10))  # 1 unit
+        # Shrinking an item costs its larger (old) size: 2 units.
+        table.update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": "A"}, "sk": {"S": "big"}},
+            UpdateExpression="SET #pad = :p",
+            ExpressionAttributeNames={"#pad": "pad"},
+            ExpressionAttributeValues={":p": {"S": "y"}},
+        )
+        with pytest.raises(ClientError):  # a failed conditional write: 1 unit, nothing written
+            table.put_item(
+                TableName=TABLE, Item=_item("A", "small", 10), ConditionExpression="attribute_not_exists(pk)"
+            )
+        table.batch_write_item(
+            RequestItems={TABLE: [{"PutRequest": {"Item": _item("B", f"i{n}", 5000)}} for n in range(3)]}
+        )  # 3 items of 5 KB: 15 units
+        table.transact_write_items(
+            TransactItems=[{"Put": {"TableName": TABLE, "Item": _item("C", "t", 10)}}]
+        )  # transactional: 2 units
+        table.get_item(TableName=TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}})  # 5 KB, eventual: 1
+        table.get_item(TableName=TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}}, ConsistentRead=True)  # 2
+        table.get_item(TableName=TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "none"}})  # missing: 0.5
+        table.query(  # 3 x 5 KB read as one 15 KB result, eventually consistent: 2
+            TableName=TABLE,
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": {"S": "B"}},
+        )
+    table.get_item(TableName=TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}})  # after: not counted
+
+    assert usage.calls["dynamodb.PutItem"] == 3
+    assert usage.ddb_write_requests == 6
+    assert (usage.items_written, usage.write_units) == (1 + 1 + 1 + 0 + 3 + 1, 2 + 1 + 2 + 1 + 15 + 2)
+    assert usage.ddb("GetItem", "Query") == 4
+    assert (usage.items_read, usage.read_units) == (1 + 1 + 0 + 3, 1 + 2 + 0.5 + 2)
+
+
+def test_github_stand_in_serves_the_hud_trunk() -> None:
+    """Both sources see the same cells of the same trunk at the same moment."""
+    day = Day(environments=2, window=8, tests=6)
+    at = DAY_START + day.trunk.job_duration / 2  # some commits finished, some still running
+    github = GitHubServer(day.trunk)
+    try:
+        github.serve_at(at)
+        trunk = TrunkConfig.model_validate(
+            {"repo": "pytorch/pytorch", "source": "github", "url": github.url, "per_page": day.window}
+        )
+        snapshot = GitHubSource(trunk, "token", HttpClient(), window=day.window).poll({}, at)
+    finally:
+        github.stop()
+    from_github = {
+        (r.commit.sha, key): cell.state
+        for r in snapshot.commits
+        for key, cell in build_cells(r.commit.sha, r.runs).items()
+    }
+    from_hud = {
+        (r.commit.sha, key): cell.state
+        for r in parse_grid(day.trunk.snapshot(at))
+        for key, cell in build_cells(r.commit.sha, r.runs).items()
+    }
+    assert from_github == from_hud
+    assert {state.value for state in from_hud.values()} >= {"pass", "pending", "flaky"}
