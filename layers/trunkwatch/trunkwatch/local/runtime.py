@@ -195,7 +195,7 @@ class LocalRuntime:
         # Powertools logs to stdout in Lambda; locally stdout carries the results.
         for handler in logging.getLogger(os.environ.get("POWERTOOLS_SERVICE_NAME", "trunkwatch")).handlers:
             if isinstance(handler, logging.StreamHandler):
-                handler.setStream(sys.stderr)
+                handler.setStream(sys.__stderr__ or sys.stderr)  # not a test-captured stream
 
     # --- invoking ------------------------------------------------------------------------
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
