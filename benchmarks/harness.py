@@ -31,10 +31,10 @@ from moto.core import DEFAULT_ACCOUNT_ID
 
 from benchmarks.emulator import fast_reads
 from benchmarks.usage import Meter, stored
-from trunkwatch import clock, storage
+from trunkwatch import storage
 from trunkwatch.config import Deployment, to_json
 from trunkwatch.local.pump import StreamPump
-from trunkwatch.local.runtime import LambdaContext
+from trunkwatch.local.runtime import LambdaContext, scheduled_event
 from trunkwatch.local.template import find_template
 from trunkwatch.local.wiring import read_wiring
 from trunkwatch.storage.table import TTL_ATTRIBUTE
@@ -163,17 +163,7 @@ class InProcessAws:
             return self.meter.invoke(folder, lambda: handler(event, context))
 
     def scheduled_event(self) -> dict[str, Any]:
-        return {
-            "version": "0",
-            "id": str(uuid.uuid4()),
-            "detail-type": "Scheduled Event",
-            "source": "aws.events",
-            "account": DEFAULT_ACCOUNT_ID,
-            "time": clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "region": REGION,
-            "resources": [f"arn:aws:events:{REGION}:{DEFAULT_ACCOUNT_ID}:rule/{self.name}"],
-            "detail": {},
-        }
+        return scheduled_event(self.name)
 
     def drain(self) -> None:
         """Deliver the stream's new records to their functions until it is quiet."""

@@ -209,18 +209,7 @@ class LocalRuntime:
             return self.modules[logical_id].lambda_handler(event, context)
 
     def scheduled_event(self, function: str) -> dict[str, Any]:
-        now = clock.now()
-        return {
-            "version": "0",
-            "id": str(uuid.uuid4()),
-            "detail-type": "Scheduled Event",
-            "source": "aws.events",
-            "account": ACCOUNT,
-            "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "region": REGION,
-            "resources": [f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{NAME}-{function}"],
-            "detail": {},
-        }
+        return scheduled_event(f"{NAME}-{function}")
 
     def tick(self, at: datetime) -> Any:
         """One schedule tick at `at`: poll, evaluate through the stream, sweep, notify."""
@@ -252,6 +241,21 @@ class LocalRuntime:
     def dead_letters(self) -> list[dict[str, Any]]:
         batch = self.sqs.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10)
         return [json.loads(m["Body"]) for m in batch.get("Messages", [])]
+
+
+def scheduled_event(rule: str) -> dict[str, Any]:
+    """The EventBridge Scheduled Event a schedule delivers, at the current clock."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": ACCOUNT,
+        "time": clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": REGION,
+        "resources": [f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"],
+        "detail": {},
+    }
 
 
 def _forget_aws_clients() -> None:
