@@ -23,7 +23,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
     idempotent_function,
 )
-from pynamodb.exceptions import DoesNotExist, PutError
+from pynamodb.exceptions import PutError
 
 from trunkwatch import alerts
 from trunkwatch.alerts import Alert
@@ -32,7 +32,7 @@ from trunkwatch.evaluate import TrunkReads, evaluate_job
 from trunkwatch.notify import Decision, LogState, decide, holders, message
 from trunkwatch.overview import AlertView, trunk_views
 from trunkwatch.silences import Silence
-from trunkwatch.storage.items import AlertItem, NotificationLog, TrunkState
+from trunkwatch.storage.items import AlertItem, NotificationLog
 from trunkwatch.storage.table import trunk_pk
 
 logger = Logger(child=True)
@@ -61,13 +61,10 @@ def sweep_trunk(
     """Scheduled tick: re-judge firing jobs (age, staleness) then notify, unless a poll is
     still being evaluated (its settled tick will notify)."""
     pk = trunk_pk(trunk.trunk_id)
-    try:
-        state = TrunkState.get(pk, "STATE")
-        if state.open_poll and state.open_poll_at and now - state.open_poll_at < BARRIER_TIMEOUT:
-            return TickResult(trunk.trunk_id, waiting_for_poll=True)
-    except DoesNotExist:
-        pass
-    reads = TrunkReads(pk)
+    reads = TrunkReads(pk)  # the barrier check and the re-judging share one state read
+    state = reads.state
+    if state.open_poll and state.open_poll_at and now - state.open_poll_at < BARRIER_TIMEOUT:
+        return TickResult(trunk.trunk_id, waiting_for_poll=True)
     for item in AlertItem.query(
         pk, AlertItem.sk.startswith("ALERT#"), filter_condition=AlertItem.status == alerts.FIRING
     ):
