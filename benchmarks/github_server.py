@@ -21,11 +21,11 @@ import threading
 import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from trunkwatch.clock import format_time
 from trunkwatch.local.scenario import Trunk
+from trunkwatch.local.stand_in import Answer, StandInServer
 
 REPO = "pytorch/pytorch"
 REPO_ID = 65600975
@@ -48,7 +48,7 @@ class _Run:
         return sorted(latest.values(), key=lambda job: job["id"] % 1000)
 
 
-class GitHubServer:
+class GitHubServer(StandInServer):
     def __init__(self, trunk: Trunk, repo: str = REPO) -> None:
         self.trunk = trunk
         self.repo = repo
@@ -60,33 +60,7 @@ class GitHubServer:
         self._runs: list[_Run] = []
         self._by_id: dict[int, _Run] = {}
         self._workflows = sorted({job.split(" / ", 1)[0] for job in trunk.jobs})
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                status, headers, body = owner._answer(self.path, self.headers.get("If-None-Match"))
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__()
 
     def reset_counts(self) -> None:
         with self._lock:
@@ -205,7 +179,7 @@ class GitHubServer:
         }
 
     # --- answering --------------------------------------------------------------------
-    def _answer(self, raw_path: str, if_none_match: str | None) -> tuple[int, dict[str, str], bytes]:
+    def answer(self, raw_path: str, if_none_match: str | None) -> Answer:
         with self._lock:
             self.requests += 1
             self.unconditional += if_none_match is None
