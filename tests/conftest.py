@@ -17,6 +17,12 @@ from trunkwatch.local.wiring import read_wiring
 TABLE = "trunkwatch-test"
 
 
+def template_environment() -> dict[str, str]:
+    """The functions' literal environment from template.yaml (service name, namespace...)."""
+    variables = read_wiring(find_template()).environment
+    return {name: value for name, value in variables.items() if isinstance(value, str)}
+
+
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """moto in-process AWS with the template's table and an SNS topic captured by SQS."""
@@ -28,6 +34,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.setenv("TABLE_NAME", TABLE)
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    for name, value in template_environment().items():
+        monkeypatch.setenv(name, value)
     with mock_aws():
         definition = read_wiring(find_template()).table
         boto3.client("dynamodb").create_table(

@@ -18,6 +18,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
+from tests.conftest import template_environment
 from tests.peers import load_function, peer_binary
 from trunkwatch import auth, storage
 from trunkwatch.alerts import Alert
@@ -70,9 +71,8 @@ def table() -> Iterator[None]:
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_DEFAULT_REGION": REGION,
-            "POWERTOOLS_SERVICE_NAME": "trunkwatch",
-            "POWERTOOLS_METRICS_NAMESPACE": "Trunkwatch",
             "POWERTOOLS_TRACE_DISABLED": "true",
+            **template_environment(),
         }.items():
             patch.setenv(name, value)
         patch.setitem(

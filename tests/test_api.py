@@ -32,9 +32,7 @@ JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 
 
 @pytest.fixture(autouse=True)
-def api(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "trunkwatch")
-    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Trunkwatch")
+def api(aws: dict[str, Any]) -> Iterator[None]:
     with clock.frozen(NOW):
         yield
 

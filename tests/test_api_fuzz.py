@@ -24,9 +24,7 @@ FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCh
 
 
 @pytest.fixture(autouse=True)
-def api(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "trunkwatch")
-    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Trunkwatch")
+def api(aws: dict[str, Any]) -> Iterator[None]:
     with clock.frozen(NOW):
         yield
 

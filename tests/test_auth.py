@@ -54,7 +54,6 @@ def authorizer(
 ) -> Iterator[list[Any]]:
     """The tokens document in SSM as a SecureString; yields the authorizer's log records."""
     monkeypatch.setenv("API_TOKENS_PARAMETER", PARAMETER)
-    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "trunkwatch")
     boto3.client("ssm").put_parameter(Name=PARAMETER, Type="SecureString", Value=json.dumps(document(tokens)))
     parameters.clear_caches()
     records = logging.handlers.BufferingHandler(capacity=1000)
@@ -128,13 +127,7 @@ def test_malformed_tokens_document_is_an_error_naming_the_problem(authorizer: li
 # --- the API's own scope check ------------------------------------------------------------
 
 
-@pytest.fixture
-def api_env(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "trunkwatch")
-    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Trunkwatch")
-
-
-@pytest.mark.usefixtures("api_env")
+@pytest.mark.usefixtures("aws")
 @pytest.mark.parametrize("body", [SILENCE, {"not": "a silence"}])
 def test_read_scope_cannot_create(body: dict[str, Any]) -> None:
     status, answer = call_api("POST", "/api/v2/silences", body, caller=READER)
@@ -142,7 +135,7 @@ def test_read_scope_cannot_create(body: dict[str, Any]) -> None:
     assert table_items() == []
 
 
-@pytest.mark.usefixtures("api_env")
+@pytest.mark.usefixtures("aws")
 def test_read_scope_cannot_expire() -> None:
     sid = call_api("POST", "/api/v2/silences", SILENCE)[1]["silenceID"]
     status, answer = call_api("DELETE", f"/api/v2/silence/{sid}", caller=READER)
@@ -150,7 +143,7 @@ def test_read_scope_cannot_expire() -> None:
     assert call_api("GET", f"/api/v2/silence/{sid}")[1]["status"]["state"] == "active"
 
 
-@pytest.mark.usefixtures("api_env")
+@pytest.mark.usefixtures("aws")
 def test_no_authorizer_context_cannot_write() -> None:
     assert call_api("POST", "/api/v2/silences", SILENCE, caller=None)[0] == 403
 
@@ -173,7 +166,7 @@ def http(url: str, method: str = "GET", body: Any = None, token: str | None = No
 
 
 @pytest.fixture
-def local_api(api_env: None, tokens: dict[str, str]) -> Iterator[str]:
+def local_api(aws: dict[str, Any], tokens: dict[str, str]) -> Iterator[str]:
     server = serve_api(load_function("api").lambda_handler, port=0, tokens=document(tokens))
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
@@ -205,7 +198,7 @@ def test_local_gateway_outside_the_api_is_apigateways_403(local_api: str) -> Non
     assert http(f"{local_api}/other") == (403, {"error": "Missing Authentication Token"})
 
 
-def test_local_gateway_without_tokens_lets_everyone_write_as_local(api_env: None) -> None:
+def test_local_gateway_without_tokens_lets_everyone_write_as_local(aws: dict[str, Any]) -> None:
     server = serve_api(load_function("api").lambda_handler, port=0)
     url = f"http://127.0.0.1:{server.server_port}"
     try:

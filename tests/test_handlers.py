@@ -15,8 +15,6 @@ from pytest_httpserver import HTTPServer
 from tests.conftest import table_items
 from tests.test_hud_source import grid
 from trunkwatch.local.runtime import LambdaContext
-from trunkwatch.local.template import find_template
-from trunkwatch.local.wiring import read_wiring
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,9 +41,6 @@ def configured(aws: dict[str, Any], httpserver: HTTPServer, monkeypatch: pytest.
 
     config = {"trunks": [{"repo": "pytorch/pytorch", "url": httpserver.url_for("/").rstrip("/")}]}
     boto3.client("ssm").put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(config))
-    for name, value in read_wiring(find_template()).environment.items():
-        if isinstance(value, str):  # the template's literal settings (POWERTOOLS_*)
-            monkeypatch.setenv(name, value)
     monkeypatch.setenv("CONFIG_PARAMETER", "/trunkwatch/config")
     monkeypatch.setenv("RULE_DEFAULTS", '{"failures_to_open": 3}')
     parameters.clear_caches()
