@@ -16,12 +16,10 @@ every episode counts as a false alarm.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import statistics
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,8 +32,6 @@ from trunkwatch import alerts, settings
 from trunkwatch.config import RuleConfig
 from trunkwatch.local.hud_server import HudServer
 from trunkwatch.local.runtime import LocalRuntime, Published
-from trunkwatch.local.template import find_template
-from trunkwatch.local.wiring import read_wiring
 
 FIRST_FIRING = "firing"  # notification_reason of an alert's first firing message
 
@@ -64,14 +60,9 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0) -> DayFigures:
     """Tick every `period` for `hours` from DAY_START on a fresh local runtime."""
     started = datetime.now()
     hud = HudServer()
-    # The runtime points the process's AWS settings at its server and its handlers' logs at
-    # the current stderr: put both back after. stdout carries the benchmark's report.
-    with (
-        mock.patch.dict(os.environ),
-        fast_reads(),
-        contextlib.redirect_stdout(sys.stderr),
-        _log_streams_kept(),
-    ):
+    # The runtime points the process's AWS settings at its server: put them back after.
+    # stdout carries the benchmark's report.
+    with mock.patch.dict(os.environ), fast_reads(), contextlib.redirect_stdout(sys.stderr):
         runtime = LocalRuntime().start(deployment("hud", hud.url, day.window))
         try:
             # The rule as the deployed functions read it (configuration and template defaults).
@@ -85,21 +76,6 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0) -> DayFigures:
     figures.ticks, figures.polls_with_changes = ticks, changed
     figures.wall_s = round((datetime.now() - started).total_seconds(), 2)
     return figures
-
-
-@contextlib.contextmanager
-def _log_streams_kept() -> Iterator[None]:
-    """The Powertools logger's handlers write where they did before (sys.__stderr__ for
-    handlers created meanwhile), so no handler is left on a stream that may be closed."""
-    service = read_wiring(find_template()).environment.get("POWERTOOLS_SERVICE_NAME", "trunkwatch")
-    logger = logging.getLogger(str(service))
-    before = {h: h.stream for h in logger.handlers if isinstance(h, logging.StreamHandler)}
-    try:
-        yield
-    finally:
-        for handler in logger.handlers:
-            if isinstance(handler, logging.StreamHandler):
-                handler.setStream(before.get(handler, sys.__stderr__))
 
 
 def _replay(
