@@ -25,7 +25,7 @@ from benchmarks.end_to_end import run_day
 from benchmarks.evaluator import commit_cycle
 from benchmarks.ingest import ingest_github, ingest_hud
 from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, PYTORCH_SCALE, Day
-from trunkwatch.evaluate import JOB_WINDOW
+from trunkwatch.app.evaluate import JOB_WINDOW
 
 T = TypeVar("T")
 OUT = Path(__file__).parent / "out"

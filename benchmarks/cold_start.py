@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from trunkwatch.local.template import find_template
-from trunkwatch.local.wiring import read_wiring
+from trunkwatch_local.template import find_template
+from trunkwatch_local.wiring import read_wiring
 
 HANDLERS = ("ingest", "evaluator", "notifier", "api")
 MIB = 1024 * 1024

@@ -20,9 +20,9 @@ from benchmarks import prices
 from benchmarks.evaluator import Cycle
 from benchmarks.trunk import COMMITS_PER_DAY
 from benchmarks.usage import Usage
-from trunkwatch.local.schedule import period_seconds
-from trunkwatch.local.template import find_template, load_template
-from trunkwatch.local.wiring import read_wiring
+from trunkwatch_local.schedule import period_seconds
+from trunkwatch_local.template import find_template, load_template
+from trunkwatch_local.wiring import read_wiring
 
 DAYS_PER_MONTH = 30
 GB = 1e9

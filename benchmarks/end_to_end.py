@@ -28,10 +28,11 @@ from unittest import mock
 from benchmarks.emulator import fast_reads
 from benchmarks.ingest import deployment
 from benchmarks.trunk import DAY_START, Day, episode_of
-from trunkwatch import alerts, settings
-from trunkwatch.config import RuleConfig
-from trunkwatch.local.hud_server import HudServer
-from trunkwatch.local.runtime import LocalRuntime, Published
+from trunkwatch.app import settings
+from trunkwatch.domain import alerts
+from trunkwatch.domain.config import RuleConfig
+from trunkwatch_local.hud_server import HudServer
+from trunkwatch_local.runtime import LocalRuntime, Published
 
 FIRST_FIRING = "firing"  # notification_reason of an alert's first firing message
 

@@ -18,8 +18,8 @@ from datetime import datetime, timedelta
 from benchmarks.harness import InProcessAws
 from benchmarks.trunk import Day
 from benchmarks.usage import Meter, Usage
-from trunkwatch import clock
-from trunkwatch.local.hud_server import HudServer
+from trunkwatch.domain import clock
+from trunkwatch_local.hud_server import HudServer
 
 
 @dataclass

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from trunkwatch.clock import format_time
-from trunkwatch.local.scenario import Trunk
-from trunkwatch.local.stand_in import Answer, StandInServer
+from trunkwatch.domain.clock import format_time
+from trunkwatch_local.scenario import Trunk
+from trunkwatch_local.stand_in import Answer, StandInServer
 
 REPO = "pytorch/pytorch"
 REPO_ID = 65600975

@@ -32,12 +32,12 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from benchmarks.emulator import fast_reads
 from benchmarks.usage import Meter, stored
 from trunkwatch import storage
-from trunkwatch.config import Deployment, to_json
-from trunkwatch.local.pump import StreamPump
-from trunkwatch.local.runtime import LambdaContext, scheduled_event
-from trunkwatch.local.template import find_template
-from trunkwatch.local.wiring import read_wiring
+from trunkwatch.domain.config import Deployment, to_json
 from trunkwatch.storage.table import TTL_ATTRIBUTE
+from trunkwatch_local.pump import StreamPump
+from trunkwatch_local.runtime import LambdaContext, scheduled_event
+from trunkwatch_local.template import find_template
+from trunkwatch_local.wiring import read_wiring
 
 REGION = "us-east-1"
 

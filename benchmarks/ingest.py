@@ -1,6 +1,6 @@
 """Workload 1: one trunk's first poll and a steady-state poll (the same data again).
 
-`trunkwatch.ingest.poll_trunk` runs with the real sources against stand-ins on 127.0.0.1
+`trunkwatch.app.ingest.poll_trunk` runs with the real sources against stand-ins on 127.0.0.1
 (`HudServer`, `GitHubServer`) and the template's table on moto's in-process mock. HUD
 requests without If-None-Match are counted in the sources' HTTP client (`HudServer` does
 not see headers), GitHub's at the stand-in. Peak memory: see `benchmarks.memory`.
@@ -18,12 +18,12 @@ from benchmarks.harness import InProcessAws
 from benchmarks.memory import Peak, peak_growth
 from benchmarks.trunk import Day
 from benchmarks.usage import Meter, Usage
-from trunkwatch.config import PYTORCH_INCLUDE, Deployment, load_deployment
-from trunkwatch.ingest import PollResult, poll_trunk
-from trunkwatch.local.hud_server import HudServer
+from trunkwatch.app.ingest import PollResult, poll_trunk
+from trunkwatch.domain.config import PYTORCH_INCLUDE, Deployment, load_deployment
 from trunkwatch.sources.base import HttpClient, Response
 from trunkwatch.sources.github import GitHubSource
 from trunkwatch.sources.hud import HudSource
+from trunkwatch_local.hud_server import HudServer
 
 
 class ConditionalCountingClient(HttpClient):

@@ -1,4 +1,4 @@
-"""A synthetic PyTorch-scale trunk, composed on `trunkwatch.local.scenario.Trunk`.
+"""A synthetic PyTorch-scale trunk, composed on `trunkwatch_local.scenario.Trunk`.
 
 Job columns follow PyTorch's HUD names: `<workflow> / <build environment> / test (<config>,
 <shard>, <shards>, <runner>)` plus one unsharded `build` per environment. Every environment
@@ -23,8 +23,8 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from trunkwatch.cells import job_key
-from trunkwatch.local.scenario import Trunk
+from trunkwatch.domain.cells import job_key
+from trunkwatch_local.scenario import Trunk
 
 COMMITS_PER_DAY = 100
 COMMIT_EVERY = timedelta(days=1) / COMMITS_PER_DAY

@@ -107,7 +107,7 @@ for name, resource in template["Resources"].items():
         if not (python / "trunkwatch" / "__init__.py").is_file():
             problems.append(f"{name}: python/trunkwatch is missing")
         problems += [f"{name}: python/{p} should not be in the layer" for p in
-                     ("trunkwatch/local", "boto3", "botocore", "s3transfer") if (python / p).exists()]
+                     ("trunkwatch_local", "boto3", "botocore", "s3transfer") if (python / p).exists()]
 if problems:
     sys.exit("\n".join(problems))
 PY

@@ -11,8 +11,8 @@ import pytest
 from moto import mock_aws
 
 from trunkwatch import storage
-from trunkwatch.local.template import find_template
-from trunkwatch.local.wiring import read_wiring
+from trunkwatch_local.template import find_template
+from trunkwatch_local.wiring import read_wiring
 
 TABLE = "trunkwatch-test"
 

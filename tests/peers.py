@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 
-from trunkwatch import auth
-from trunkwatch.local import apigw
-from trunkwatch.local.runtime import LambdaContext
+from trunkwatch.api import auth
+from trunkwatch_local import apigw
+from trunkwatch_local.runtime import LambdaContext
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL_PEERS = ROOT / "scripts" / "install_peers.sh"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tests.peers import alertmanager
-from trunkwatch.alerts import fingerprint
-from trunkwatch.clock import format_time
+from trunkwatch.domain.alerts import fingerprint
+from trunkwatch.domain.clock import format_time
 
 pytestmark = pytest.mark.slow
 

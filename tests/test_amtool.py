@@ -20,12 +20,13 @@ from moto.server import ThreadedMotoServer
 
 from tests.conftest import template_environment
 from tests.peers import load_function, peer_binary
-from trunkwatch import auth, storage
-from trunkwatch.alerts import Alert
-from trunkwatch.local.apigw import serve_api
-from trunkwatch.local.template import find_template
-from trunkwatch.local.wiring import read_wiring
+from trunkwatch import storage
+from trunkwatch.api import auth
+from trunkwatch.domain.alerts import Alert
 from trunkwatch.silences import store
+from trunkwatch_local.apigw import serve_api
+from trunkwatch_local.template import find_template
+from trunkwatch_local.wiring import read_wiring
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +77,7 @@ def table() -> Iterator[None]:
         }.items():
             patch.setenv(name, value)
         patch.setitem(
-            sys.modules, "trunkwatch.overview", types.SimpleNamespace(current_alerts=_current_alerts)
+            sys.modules, "trunkwatch.app.views", types.SimpleNamespace(current_alerts=_current_alerts)
         )
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()

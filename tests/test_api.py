@@ -19,12 +19,12 @@ import pytest
 
 from tests.conftest import table_items
 from tests.peers import READER, call_api
-from trunkwatch import clock
-from trunkwatch.alerts import Alert
 from trunkwatch.api import routes
 from trunkwatch.api.routes import MAX_BODY_BYTES
-from trunkwatch.local.apigw import serve_api
+from trunkwatch.domain import clock
+from trunkwatch.domain.alerts import Alert
 from trunkwatch.silences.model import MAX_MATCHERS
+from trunkwatch_local.apigw import serve_api
 
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -285,9 +285,9 @@ def overview(monkeypatch: pytest.MonkeyPatch) -> list[FakeView]:
         FakeView(_alert("TrunkBadlyBroken")),
         FakeView(_alert("TrunkJobFailing", "pull / gone", ends_at=NOW - HOUR)),
     ]
-    fake = types.ModuleType("trunkwatch.overview")
+    fake = types.ModuleType("trunkwatch.app.views")
     fake.current_alerts = lambda now: views  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "trunkwatch.overview", fake)
+    monkeypatch.setitem(sys.modules, "trunkwatch.app.views", fake)
     return views
 
 

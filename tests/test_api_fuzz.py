@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import table_items
 from tests.peers import call_api
-from trunkwatch import clock
+from trunkwatch.domain import clock
 
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -140,7 +140,7 @@ def test_any_request_gets_an_answer_not_a_crash(
     method: str, path: str, query: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The alert overview is someone else's concern here: an empty one keeps the alerts route in play.
-    monkeypatch.setattr("trunkwatch.overview.current_alerts", lambda now: [])
+    monkeypatch.setattr("trunkwatch.app.views.current_alerts", lambda now: [])
     status, body = call_api(method, path, query=urllib.parse.urlencode(query))
     event(f"HTTP {status}")
     assert status < 500, body

@@ -18,11 +18,11 @@ from aws_lambda_powertools.utilities import parameters
 
 from tests.conftest import table_items
 from tests.peers import READER, call_api, invoke, load_function
-from trunkwatch import auth
-from trunkwatch.clock import format_time
-from trunkwatch.local.apigw import serve_api
-from trunkwatch.local.runtime import ACCOUNT
+from trunkwatch.api import auth
+from trunkwatch.domain.clock import format_time
 from trunkwatch.silences import store
+from trunkwatch_local.apigw import serve_api
+from trunkwatch_local.runtime import ACCOUNT
 
 PARAMETER = "/trunkwatch/api-tokens"
 METHOD_ARN = f"arn:aws:execute-api:us-east-1:{ACCOUNT}:abcdef1234/v1/POST/api/v2/silences"

@@ -19,8 +19,8 @@ from benchmarks.github_server import GitHubServer
 from benchmarks.report import render
 from benchmarks.trunk import DAY_START, Day
 from benchmarks.usage import Meter
-from trunkwatch.cells import build_cells
-from trunkwatch.config import TrunkConfig
+from trunkwatch.domain.cells import build_cells
+from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.base import HttpClient
 from trunkwatch.sources.github import GitHubSource
 from trunkwatch.sources.hud import parse_grid

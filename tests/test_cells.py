@@ -2,7 +2,7 @@
 
 import pytest
 
-from trunkwatch.cells import CellState, JobRun, build_cells, job_key, merge_shards, shard_state
+from trunkwatch.domain.cells import CellState, JobRun, build_cells, job_key, merge_shards, shard_state
 
 
 @pytest.mark.parametrize(

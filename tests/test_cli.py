@@ -12,7 +12,7 @@ import pytest
 
 def trunkwatch(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "trunkwatch.local.cli", *args],
+        [sys.executable, "-m", "trunkwatch_local.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -109,7 +109,7 @@ def test_config_that_is_not_yaml(tmp_path: Path) -> None:
 
 
 def test_example_configuration_is_valid() -> None:
-    from trunkwatch.config import load_file
+    from trunkwatch.domain.config import load_file
 
     deployment = load_file(Path(__file__).resolve().parents[1] / "examples" / "config.yaml")
     pytorch, vision = deployment.trunks

@@ -23,9 +23,9 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from trunkwatch.cells import CellState, build_cells
-from trunkwatch.clock import format_time, parse_time
-from trunkwatch.config import TrunkConfig
+from trunkwatch.domain.cells import CellState, build_cells
+from trunkwatch.domain.clock import format_time, parse_time
+from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.base import HttpClient, Snapshot, SourceError
 from trunkwatch.sources.github import GitHubSource
 

@@ -14,7 +14,7 @@ from pytest_httpserver import HTTPServer
 
 from tests.conftest import table_items
 from tests.test_hud_source import grid
-from trunkwatch.local.runtime import LambdaContext
+from trunkwatch_local.runtime import LambdaContext
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from trunkwatch.config import load_deployment
+from trunkwatch.domain.config import load_deployment
 from trunkwatch.sources.base import HttpClient, SourceError
 from trunkwatch.sources.hud import HudSource
 

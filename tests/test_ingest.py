@@ -11,8 +11,8 @@ from pytest_httpserver import HTTPServer
 
 from tests.conftest import table_items
 from tests.test_hud_source import PATH, grid
-from trunkwatch.config import load_deployment
-from trunkwatch.ingest import poll_trunk
+from trunkwatch.app.ingest import poll_trunk
+from trunkwatch.domain.config import load_deployment
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.hud import HudSource
 

@@ -9,10 +9,10 @@ from typing import Any
 import boto3
 import pytest
 
-from trunkwatch import alerts
-from trunkwatch.alerts import Alert
-from trunkwatch.notify import SNS_MAX_BYTES, Decision, LogState, decide, message, subject
-from trunkwatch.overview import AlertView
+from trunkwatch.app.views import AlertView
+from trunkwatch.domain import alerts
+from trunkwatch.domain.alerts import Alert
+from trunkwatch.domain.dedup import SNS_MAX_BYTES, Decision, LogState, decide, message, subject
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -10,10 +10,11 @@ import boto3
 import pytest
 
 from tests.conftest import table_items
-from trunkwatch import clock, evaluate
-from trunkwatch.local.hud_server import HudServer
-from trunkwatch.local.runtime import LocalRuntime
-from trunkwatch.local.scenario import DEMO_JOBS, Trunk, _demo_outcome
+from trunkwatch.app import evaluate
+from trunkwatch.domain import clock
+from trunkwatch_local.hud_server import HudServer
+from trunkwatch_local.runtime import LocalRuntime
+from trunkwatch_local.scenario import DEMO_JOBS, Trunk, _demo_outcome
 
 BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 
@@ -22,7 +23,7 @@ BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 def pipeline() -> Iterator[tuple[LocalRuntime, HudServer, Trunk]]:
     hud = HudServer()
     trunk = Trunk(jobs=DEMO_JOBS, outcome=_demo_outcome)
-    from trunkwatch.local.replay import Replay
+    from trunkwatch_local.replay import Replay
 
     runtime = LocalRuntime().start(Replay("pytorch/pytorch", "main", {}).deployment(hud.url))
     try:

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from trunkwatch.cells import CellState, Commit
-from trunkwatch.config import rule_config
-from trunkwatch.rule import StoredCell, judge_job, trunk_alertname
+from trunkwatch.domain.cells import CellState, Commit
+from trunkwatch.domain.config import rule_config
+from trunkwatch.domain.rule import StoredCell, judge_job, trunk_alertname
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 STATES = {

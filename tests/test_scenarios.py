@@ -1,4 +1,7 @@
-"""`trunkwatch replay` on every shared scenario publishes exactly the expected messages."""
+"""`trunkwatch replay` on every scenario publishes exactly the expected messages.
+
+The project's own scenarios live in tests/scenarios; a `shared/scenarios` folder beside the
+checkout, when present, is replayed too (never required)."""
 
 from __future__ import annotations
 
@@ -10,22 +13,31 @@ from pathlib import Path
 
 import pytest
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
-FILES = sorted(p for p in SCENARIOS.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+BESIDE = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
 
 
-def test_scenarios_are_present() -> None:
-    assert FILES, f"no replay scenarios found in {SCENARIOS}"
+def _scenarios(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
+
+
+FILES = _scenarios(SCENARIOS) + [
+    p for p in _scenarios(BESIDE) if p.name not in {f.name for f in _scenarios(SCENARIOS)}
+]
+
+
+def test_the_projects_own_scenarios_are_present() -> None:
+    assert len(_scenarios(SCENARIOS)) >= 4, f"replay scenarios missing from {SCENARIOS}"
 
 
 def summary(line: dict[str, object]) -> tuple[object, ...]:
     return tuple(line[k] for k in ("at", "status", "alertname", "job", "priority", "team"))
 
 
-@pytest.mark.parametrize("scenario", FILES, ids=[p.stem for p in FILES])
+@pytest.mark.parametrize("scenario", FILES, ids=[f"{p.parent.parent.name}/{p.stem}" for p in FILES])
 def test_replay_matches_expected(scenario: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "trunkwatch.local.cli", "replay", str(scenario), "--json"],
+        [sys.executable, "-m", "trunkwatch_local.cli", "replay", str(scenario), "--json"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -31,7 +31,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subproces
     command = [
         sys.executable,
         "-m",
-        "trunkwatch.local.cli",
+        "trunkwatch_local.cli",
         "serve",
         "--scenario",
         str(scenario),

@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import table_items
 from trunkwatch.silences import SilenceError, store
+from trunkwatch.silences.items import SilenceItem
 from trunkwatch.silences.store import SilenceConflict, SilenceNotFound
-from trunkwatch.storage.silences import SilenceItem
 
 pytestmark = pytest.mark.usefixtures("aws")
 

@@ -23,9 +23,9 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event i
 from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
 
-from trunkwatch.config import load_deployment, parse_duration
-from trunkwatch.local import template as template_module
-from trunkwatch.local.template import TEMPLATE_ENV, TemplateError, find_template, load_template
+from trunkwatch.domain.config import load_deployment, parse_duration
+from trunkwatch_local import template as template_module
+from trunkwatch_local.template import TEMPLATE_ENV, TemplateError, find_template, load_template
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"
@@ -195,33 +195,30 @@ def test_find_template_names_a_missing_override(tmp_path: Path, monkeypatch: pyt
         find_template()
 
 
-def test_find_template_walks_up_to_the_project_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_find_template_ignores_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TEMPLATE_ENV, raising=False)
     (tmp_path / "template.yaml").write_text("Resources: {}\n", encoding="utf-8")
-    (tmp_path / "layers" / "trunkwatch").mkdir(parents=True)
-    nested = tmp_path / "events" / "deeper"
-    nested.mkdir(parents=True)
-    monkeypatch.chdir(nested)
-    assert find_template() == tmp_path / "template.yaml"
+    (tmp_path / "functions").mkdir()
+    monkeypatch.chdir(tmp_path)
+    # Another project's template in the working directory is not ours.
+    assert find_template() == TEMPLATE
 
 
-def test_find_template_skips_other_projects_templates(
+def test_find_template_uses_the_bundled_copy_outside_a_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(TEMPLATE_ENV, raising=False)
-    (tmp_path / "template.yaml").write_text("Resources: {}\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    # Not a trunkwatch checkout: the search falls back to the package's own project.
-    assert find_template() == TEMPLATE
+    package = tmp_path / "site-packages" / "trunkwatch_local"
+    (package / "project" / "functions").mkdir(parents=True)
+    (package / "project" / "template.yaml").write_text("Resources: {}\n", encoding="utf-8")
+    monkeypatch.setattr(template_module, "__file__", str(package / "template.py"))
+    assert find_template() == package / "project" / "template.yaml"
 
 
 def test_find_template_explains_when_there_is_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TEMPLATE_ENV, raising=False)
-    monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(template_module, "__file__", str(tmp_path / "site-packages" / "template.py"))
-    with pytest.raises(
-        TemplateError, match=f"no template.yaml next to layers/trunkwatch .*set {TEMPLATE_ENV}"
-    ):
+    with pytest.raises(TemplateError, match=f"no template.yaml in the checkout .*set {TEMPLATE_ENV}"):
         find_template()
 
 

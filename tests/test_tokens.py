@@ -10,8 +10,8 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
-from trunkwatch.config import ConfigError, TokenRef
-from trunkwatch.sources.tokens import resolve_token
+from trunkwatch.domain.config import ConfigError, TokenRef
+from trunkwatch.sources.credentials import resolve_token
 
 VALUE = "test-token-not-a-secret-42"
 

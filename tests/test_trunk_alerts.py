@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from trunkwatch.local.hud_server import HudServer
-from trunkwatch.local.replay import Replay
-from trunkwatch.local.runtime import LocalRuntime
-from trunkwatch.local.scenario import Trunk
+from trunkwatch_local.hud_server import HudServer
+from trunkwatch_local.replay import Replay
+from trunkwatch_local.runtime import LocalRuntime
+from trunkwatch_local.scenario import Trunk
 
 JOBS = tuple(f"pull / job{i}" for i in range(8))
 # job -> commits it fails on

@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event i
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from trunkwatch import auth
+from trunkwatch.api import auth
 
 logger = Logger()
 tracer = Tracer()

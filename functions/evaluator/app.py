@@ -7,8 +7,9 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from trunkwatch import clock, settings
-from trunkwatch.evaluate import BatchEvaluation, failed_ids
+from trunkwatch.app import settings
+from trunkwatch.app.evaluate import BatchEvaluation, failed_ids
+from trunkwatch.domain import clock
 
 logger = Logger()
 tracer = Tracer()

@@ -6,8 +6,8 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from trunkwatch import clock
-from trunkwatch.polling import poll_all
+from trunkwatch.app.poll import poll_all
+from trunkwatch.domain import clock
 
 logger = Logger()
 tracer = Tracer()

@@ -11,8 +11,8 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from trunkwatch import clock
-from trunkwatch.notifier import idempotency_config, on_settled_tick, sweep_all
+from trunkwatch.app.notify import idempotency_config, on_settled_tick, sweep_all
+from trunkwatch.domain import clock
 
 logger = Logger()
 tracer = Tracer()

@@ -7,16 +7,16 @@ from typing import Annotated, Protocol
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from trunkwatch import clock
-from trunkwatch.alerts import RECEIVER, RESOLVED, Alert
 from trunkwatch.api.models import GettableAlert
+from trunkwatch.domain import clock
+from trunkwatch.domain.alerts import RECEIVER, RESOLVED, Alert
 from trunkwatch.silences.matchers import compile_regex, parse_matchers
 
 router = Router()
 
 
 class AlertView(Protocol):
-    """What `trunkwatch.overview.current_alerts` returns for each alert."""
+    """What `trunkwatch.app.views.current_alerts` returns for each alert."""
 
     alert: Alert
     silenced_by: list[str]
@@ -53,7 +53,7 @@ def get_alerts(
     receiver: Annotated[str | None, Query(description="Regex the receiver name must match")] = None,
 ) -> list[GettableAlert]:
     # Imported here: the alert overview pulls in the evaluation code, which only this route needs.
-    from trunkwatch.overview import current_alerts
+    from trunkwatch.app.views import current_alerts
 
     wanted = parse_matchers(filters or [])
     if receiver is not None and not compile_regex(receiver, "receiver").search(RECEIVER):

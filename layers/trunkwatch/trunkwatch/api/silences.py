@@ -9,9 +9,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from trunkwatch import clock
 from trunkwatch.api import caller
 from trunkwatch.api.models import ApiError, GettableSilence, SilenceCreated
+from trunkwatch.domain import clock
 from trunkwatch.silences import store
 from trunkwatch.silences.matchers import parse_matchers
 from trunkwatch.silences.model import PostableSilence, sort_for_listing

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from trunkwatch.api.alerts import RECEIVER
 from trunkwatch.api.models import AlertmanagerStatus, Receiver
-from trunkwatch.clock import format_time
+from trunkwatch.domain.clock import format_time
 
 router = Router()
 

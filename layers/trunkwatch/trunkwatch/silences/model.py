@@ -15,7 +15,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from trunkwatch import clock
+from trunkwatch.domain import clock
 from trunkwatch.silences.matchers import MAX_NAME_LENGTH, MAX_VALUE_LENGTH, Matcher, SilenceError
 
 MAX_MATCHERS = 32

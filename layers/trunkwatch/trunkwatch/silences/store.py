@@ -16,6 +16,7 @@ from pynamodb.connection import Connection
 from pynamodb.exceptions import TransactWriteError
 from pynamodb.transactions import TransactWrite
 
+from trunkwatch.silences.items import AUDIT_PK, SILENCE_PK, SilenceAuditItem, SilenceItem
 from trunkwatch.silences.matchers import SilenceError
 from trunkwatch.silences.model import (
     ACTIVE,
@@ -26,7 +27,6 @@ from trunkwatch.silences.model import (
     check_id,
     parse_postable,
 )
-from trunkwatch.storage.silences import AUDIT_PK, SILENCE_PK, SilenceAuditItem, SilenceItem
 
 RETENTION = timedelta(hours=120)
 

@@ -11,7 +11,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from trunkwatch.cells import Commit, JobRun
+from trunkwatch.domain.cells import Commit, JobRun
 
 DEFAULT_TIMEOUT_S = 10.0
 

@@ -11,9 +11,9 @@ import urllib.parse
 from datetime import datetime
 from typing import Any
 
-from trunkwatch.cells import Commit, JobRun
-from trunkwatch.clock import parse_time
-from trunkwatch.config import TrunkConfig
+from trunkwatch.domain.cells import Commit, JobRun
+from trunkwatch.domain.clock import parse_time
+from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.base import CommitResult, HttpClient, Snapshot, SourceError
 
 TOKEN_HEADER = "x-hud-internal-bot"  # noqa: S105 - a header name

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter, ValidationError
 
-from trunkwatch.clock import format_time
+from trunkwatch.domain.clock import format_time
 from trunkwatch.sources.base import HttpClient, Response, SourceError
 
 API_VERSION = "2022-11-28"

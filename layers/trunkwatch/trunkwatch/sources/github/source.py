@@ -55,9 +55,9 @@ from urllib.parse import urlencode
 
 from pydantic import TypeAdapter
 
-from trunkwatch.cells import Commit, JobRun
-from trunkwatch.clock import format_time, parse_time
-from trunkwatch.config import TrunkConfig
+from trunkwatch.domain.cells import Commit, JobRun
+from trunkwatch.domain.clock import format_time, parse_time
+from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.base import CommitResult, HttpClient, Snapshot
 from trunkwatch.sources.github.api import GitHubApi, RateLimited
 from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, WorkflowRun

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from trunkwatch import auth
-from trunkwatch.local.runtime import LambdaContext
+from trunkwatch.api import auth
+from trunkwatch_local.runtime import LambdaContext
 
 logger = logging.getLogger(__name__)
 

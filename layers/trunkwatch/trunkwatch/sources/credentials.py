@@ -12,7 +12,7 @@ import os
 from aws_lambda_powertools.utilities import parameters
 from botocore.exceptions import BotoCoreError, ClientError
 
-from trunkwatch.config import ConfigError, TokenRef
+from trunkwatch.domain.config import ConfigError, TokenRef
 
 CACHE_SECONDS = 300
 

@@ -11,12 +11,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from trunkwatch import clock
-from trunkwatch.config import ConfigError, Deployment
-from trunkwatch.local.apigw import serve_api
-from trunkwatch.local.hud_server import HudServer
-from trunkwatch.local.replay import Replay, ReplayError
-from trunkwatch.local.runtime import LocalRuntime, Published
+from trunkwatch.domain import clock
+from trunkwatch.domain.config import ConfigError, Deployment
+from trunkwatch_local.apigw import serve_api
+from trunkwatch_local.hud_server import HudServer
+from trunkwatch_local.replay import Replay, ReplayError
+from trunkwatch_local.runtime import LocalRuntime, Published
 
 
 class Session:

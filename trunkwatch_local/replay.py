@@ -9,8 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from trunkwatch.clock import parse_time
-from trunkwatch.config import ConfigError, Deployment, load_deployment
+from trunkwatch.domain.clock import parse_time
+from trunkwatch.domain.config import ConfigError, Deployment, load_deployment
 
 EVENT_KINDS = ("hud", "silence", "expire", "tick")
 

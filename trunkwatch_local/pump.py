@@ -12,7 +12,7 @@ from typing import Any
 
 from moto.events.models import EventPattern
 
-from trunkwatch.local.wiring import StreamSource
+from trunkwatch_local.wiring import StreamSource
 
 Invoke = Callable[[str, dict[str, Any]], Any]
 

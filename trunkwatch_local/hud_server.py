@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trunkwatch.local.stand_in import Answer, StandInServer
+from trunkwatch_local.stand_in import Answer, StandInServer
 
 JSON = {"Content-Type": "application/json"}
 

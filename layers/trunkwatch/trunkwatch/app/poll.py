@@ -9,9 +9,9 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from trunkwatch import settings
-from trunkwatch.config import ConfigError
-from trunkwatch.ingest import make_source, poll_trunk
+from trunkwatch.app import settings
+from trunkwatch.app.ingest import make_source, poll_trunk
+from trunkwatch.domain.config import ConfigError
 from trunkwatch.sources.base import SourceError
 
 logger = Logger(child=True)

@@ -12,7 +12,7 @@ import os
 
 from aws_lambda_powertools.utilities import parameters
 
-from trunkwatch.config import ConfigError, Deployment, load_deployment, parse_document
+from trunkwatch.domain.config import ConfigError, Deployment, load_deployment, parse_document
 
 CACHE_SECONDS = 60
 

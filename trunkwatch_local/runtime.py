@@ -22,12 +22,13 @@ import boto3
 from aws_lambda_powertools.utilities import parameters
 from moto.server import ThreadedMotoServer
 
-from trunkwatch import clock, storage
-from trunkwatch.clock import format_time
-from trunkwatch.config import ConfigError, Deployment, to_json
-from trunkwatch.local.pump import StreamPump
-from trunkwatch.local.template import find_template
-from trunkwatch.local.wiring import Wiring, read_wiring
+from trunkwatch import storage
+from trunkwatch.domain import clock
+from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.config import ConfigError, Deployment, to_json
+from trunkwatch_local.pump import StreamPump
+from trunkwatch_local.template import find_template
+from trunkwatch_local.wiring import Wiring, read_wiring
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's fixed example account

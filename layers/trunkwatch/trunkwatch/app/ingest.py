@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from pynamodb.exceptions import DoesNotExist
 
-from trunkwatch.cells import ABSENT_CODE, Cell, CellState, build_cells
-from trunkwatch.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, build_cells
+from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.sources.base import CommitResult, Snapshot
 from trunkwatch.storage.items import CellItem, CommitItem, JobIndex, SourceState, TickItem, TrunkState
 from trunkwatch.storage.table import seq_key, trunk_pk
@@ -232,9 +232,9 @@ def _save_recent_seqs(pk: str, known: dict[str, CommitItem], written: Iterable[C
 
 
 def make_source(trunk: TrunkConfig) -> Source:
+    from trunkwatch.sources.credentials import resolve_token
     from trunkwatch.sources.github import GitHubSource
     from trunkwatch.sources.hud import HudSource
-    from trunkwatch.sources.tokens import resolve_token
 
     token = resolve_token(trunk.token)
     if trunk.source == "github":

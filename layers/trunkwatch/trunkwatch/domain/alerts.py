@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from trunkwatch.clock import format_time
+from trunkwatch.domain.clock import format_time
 
 JOB_FAILING = "TrunkJobFailing"
 TRUNK_BROKEN = "TrunkBroken"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from trunkwatch.config import ConfigError
+from trunkwatch.domain.config import ConfigError
 
 _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
 _UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}

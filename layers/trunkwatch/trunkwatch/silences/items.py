@@ -21,7 +21,7 @@ from pynamodb.attributes import (
     VersionAttribute,
 )
 
-from trunkwatch.clock import format_time
+from trunkwatch.domain.clock import format_time
 from trunkwatch.silences.matchers import Matcher
 from trunkwatch.silences.model import Silence
 from trunkwatch.storage.table import BaseItem

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trunkwatch.clock import format_time
-from trunkwatch.local.replay import Replay, ReplayEvent
+from trunkwatch.domain.clock import format_time
+from trunkwatch_local.replay import Replay, ReplayEvent
 
 DEMO_JOBS = (
     "docs-build / build-docs-python-false",

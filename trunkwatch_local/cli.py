@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -11,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from trunkwatch.config import ConfigError
+from trunkwatch.domain.config import ConfigError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="trunkwatch", description="Trunk-health alerting for CI, run locally on an AWS emulation."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument("--template", type=Path, help="template.yaml to wire from (default: the project's)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo = sub.add_parser("demo", help="run the pipeline on a bundled PyTorch-style scenario")
@@ -46,15 +48,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trunkwatch")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "demo":
-            from trunkwatch.local.scenario import demo_replay
+            from trunkwatch_local.scenario import demo_replay
 
             return _print(_replayed(demo_replay(), args.template), args.json)
         if args.command == "replay":
-            from trunkwatch.local.replay import read_replay
+            from trunkwatch_local.replay import read_replay
 
             return _print(_replayed(read_replay(args.file), args.template), args.json)
         if args.command == "poll":
@@ -65,22 +76,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly. Point stdout at /dev/null so the
+        # interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _replayed(replay: Any, template: Path | None) -> Iterable[Any]:
-    from trunkwatch.local.session import run_replay
+    from trunkwatch_local.session import run_replay
 
     return run_replay(replay, template)
 
 
 def _print(messages: Iterable[Any], as_json: bool) -> int:
     count = 0
-    for published in messages:
-        count += 1
-        if as_json:
-            print(json.dumps(published.as_json()), flush=True)
-        else:
-            print(timeline_line(published), flush=True)
+    try:
+        for published in messages:
+            count += 1
+            if as_json:
+                print(json.dumps(published.as_json()), flush=True)
+            else:
+                print(timeline_line(published), flush=True)
+    finally:
+        close = getattr(messages, "close", None)
+        if close is not None:
+            close()  # a replay generator stops its local runtime now, not at garbage collection
     if not as_json:
         print(f"-- {count} notification{'s' if count != 1 else ''} sent", flush=True)
     return 0
@@ -108,9 +129,9 @@ def timeline_line(published: Any) -> str:
 
 
 def _poll(args: argparse.Namespace) -> int:
-    from trunkwatch import clock
-    from trunkwatch.config import load_file
-    from trunkwatch.local.runtime import running
+    from trunkwatch.domain import clock
+    from trunkwatch.domain.config import load_file
+    from trunkwatch_local.runtime import running
 
     deployment = load_file(args.config)
     with running(deployment, args.template) as runtime:
@@ -126,11 +147,11 @@ def _poll(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from trunkwatch import clock
-    from trunkwatch.config import load_deployment, load_file
-    from trunkwatch.local.replay import read_replay
-    from trunkwatch.local.schedule import period_seconds
-    from trunkwatch.local.session import Session
+    from trunkwatch.domain import clock
+    from trunkwatch.domain.config import load_deployment, load_file
+    from trunkwatch_local.replay import read_replay
+    from trunkwatch_local.schedule import period_seconds
+    from trunkwatch_local.session import Session
 
     tokens = _tokens(args.tokens) if args.tokens else None
     session = Session(args.template, port=args.port, tokens=tokens)
@@ -153,7 +174,7 @@ def _serve(args: argparse.Namespace) -> int:
             flush=True,
         )
         if replay is not None:
-            from trunkwatch.local.session import replay_into
+            from trunkwatch_local.session import replay_into
 
             for published in replay_into(session, replay):
                 print(timeline_line(published), flush=True)

@@ -23,9 +23,9 @@ from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
-from trunkwatch.cells import CellState, Commit
-from trunkwatch.config import Deployment, RuleConfig
-from trunkwatch.rule import JobVerdict, StoredCell, judge_job
+from trunkwatch.domain.cells import CellState, Commit
+from trunkwatch.domain.config import Deployment, RuleConfig
+from trunkwatch.domain.rule import JobVerdict, StoredCell, judge_job
 from trunkwatch.storage.items import AlertItem, CellItem, CommitRef, TickItem, TrunkState
 from trunkwatch.storage.table import connection
 

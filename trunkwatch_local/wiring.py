@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trunkwatch.config import ConfigError
-from trunkwatch.local.template import load_template
+from trunkwatch.domain.config import ConfigError
+from trunkwatch_local.template import load_template
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from trunkwatch.cells import CellState, Commit
-from trunkwatch.config import RuleConfig
+from trunkwatch.domain.cells import CellState, Commit
+from trunkwatch.domain.config import RuleConfig
 
 _VERDICT_STATES = {CellState.PASS, CellState.FLAKY, CellState.FAIL}
 

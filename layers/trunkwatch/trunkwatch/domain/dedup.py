@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from trunkwatch import alerts
-from trunkwatch.overview import AlertView
+from trunkwatch.app.views import AlertView
+from trunkwatch.domain import alerts
 
 SUBJECT_MAX = 99  # SNS wants subjects under 100 characters
 SNS_MAX_BYTES = 256 * 1024

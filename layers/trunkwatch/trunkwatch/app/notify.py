@@ -25,12 +25,12 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from pynamodb.exceptions import PutError
 
-from trunkwatch import alerts
-from trunkwatch.alerts import Alert
-from trunkwatch.config import RuleConfig, TrunkConfig
-from trunkwatch.evaluate import TrunkReads, evaluate_job
-from trunkwatch.notify import Decision, LogState, decide, holders, message
-from trunkwatch.overview import AlertView, trunk_views
+from trunkwatch.app.evaluate import TrunkReads, evaluate_job
+from trunkwatch.app.views import AlertView, trunk_views
+from trunkwatch.domain import alerts
+from trunkwatch.domain.alerts import Alert
+from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.dedup import Decision, LogState, decide, holders, message
 from trunkwatch.silences import Silence
 from trunkwatch.storage.items import AlertItem, NotificationLog
 from trunkwatch.storage.table import trunk_pk
@@ -201,7 +201,7 @@ def _publisher(table: str, topic: str, endpoint: str | None) -> Callable[..., di
 
 def on_settled_tick(pk: str, now: datetime) -> TickResult | None:
     """A poll's evaluation finished: notify its trunk."""
-    from trunkwatch import settings
+    from trunkwatch.app import settings
     from trunkwatch.silences import store
 
     deployment = settings.deployment()
@@ -214,7 +214,7 @@ def on_settled_tick(pk: str, now: datetime) -> TickResult | None:
 
 
 def sweep_all(now: datetime) -> list[TickResult]:
-    from trunkwatch import settings
+    from trunkwatch.app import settings
     from trunkwatch.silences import store
 
     deployment = settings.deployment()

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from trunkwatch import alerts
-from trunkwatch.alerts import Alert
-from trunkwatch.cells import workflow_of
-from trunkwatch.clock import format_time
-from trunkwatch.config import RuleConfig, TrunkConfig
-from trunkwatch.rule import trunk_alertname
+from trunkwatch.domain import alerts
+from trunkwatch.domain.alerts import Alert
+from trunkwatch.domain.cells import workflow_of
+from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.rule import trunk_alertname
 from trunkwatch.silences import Silence
 from trunkwatch.storage.items import AlertItem, CommitRef
 from trunkwatch.storage.table import trunk_pk
@@ -162,7 +162,7 @@ def _common_annotations(labels: dict[str, str], rule: RuleConfig) -> dict[str, s
 
 def current_alerts(now: datetime) -> list[AlertView]:
     """Firing alerts of every configured trunk, for the API's `GET /api/v2/alerts`."""
-    from trunkwatch import settings
+    from trunkwatch.app import settings
     from trunkwatch.silences import store
 
     deployment = settings.deployment()

@@ -96,25 +96,23 @@ def load_template(path: Path | str) -> dict[str, Any]:
 
 
 def _is_project_root(directory: Path) -> bool:
-    return (directory / TEMPLATE_NAME).is_file() and (directory / "layers" / "trunkwatch").is_dir()
+    return (directory / TEMPLATE_NAME).is_file() and (directory / "functions").is_dir()
 
 
 def find_template() -> Path:
-    """The project's template.yaml: `$TRUNKWATCH_TEMPLATE`, else the nearest directory above
-    the working directory, then above this package, that holds template.yaml and layers/trunkwatch."""
+    """The project's template.yaml: `$TRUNKWATCH_TEMPLATE`, else the checkout this package
+    lives in (an editable install), else the copy bundled into an installed package."""
     override = os.environ.get(TEMPLATE_ENV)
     if override:
         path = Path(override)
         if not path.is_file():
             raise TemplateError(f"{TEMPLATE_ENV}={override}: no such file")
         return path
-    starts = (Path.cwd().resolve(), Path(__file__).resolve().parent)
-    for start in starts:
-        for directory in (start, *start.parents):
-            if _is_project_root(directory):
-                return directory / TEMPLATE_NAME
-    searched = " or ".join(map(str, starts))
-    raise TemplateError(f"no {TEMPLATE_NAME} next to layers/trunkwatch above {searched}; set {TEMPLATE_ENV}")
+    here = Path(__file__).resolve().parent
+    for directory in (here.parent, here / "project"):
+        if _is_project_root(directory):
+            return directory / TEMPLATE_NAME
+    raise TemplateError(f"no {TEMPLATE_NAME} in the checkout or the installed package; set {TEMPLATE_ENV}")
 
 
 __all__ = ["TEMPLATE_ENV", "TemplateError", "find_template", "load_template"]

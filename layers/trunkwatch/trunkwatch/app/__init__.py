@@ -1,0 +1,1 @@
+"""Use cases: what each Lambda does, composed from domain, sources, channels, storage and silences."""

@@ -1,0 +1,1 @@
+"""Notification channels: one module per receiver behind one interface."""

@@ -1,0 +1,1 @@
+"""Domain: pure types and rules (cells, the rule, alerts, dedup, configuration, clock)."""
