@@ -88,7 +88,7 @@ def _tick(aws: InProcessAws, meter: Meter, at: datetime, sweep: bool) -> Phase:
         result = aws.invoke("ingest", aws.scheduled_event())
         aws.drain()
         if sweep:
-            aws.invoke("notifier", aws.scheduled_event())
+            aws.invoke("evaluator", aws.scheduled_event())
             aws.drain()
     cells = sum(p["cells_written"] for p in result.get("polled", []))
     return Phase(at, cells, meter.take())

@@ -58,7 +58,7 @@ def _alert(job: str) -> Alert:
 ALERTS = [_alert(PULL_JOB), _alert("trunk / win-vs2022-cpu-py3 / build")]
 
 
-def _current_alerts(now: datetime) -> list[View]:
+def _current_alerts(now: datetime, links: object) -> list[View]:
     """The overview's contract: firing alerts, each with the active silences that match it."""
     silences = store.active(now)
     return [View(alert, [s.id for s in silences if s.matches(alert.labels)]) for alert in ALERTS]

@@ -286,7 +286,7 @@ def overview(monkeypatch: pytest.MonkeyPatch) -> list[FakeView]:
         FakeView(_alert("TrunkJobFailing", "pull / gone", ends_at=NOW - HOUR)),
     ]
     fake = types.ModuleType("trunkwatch.app.views")
-    fake.current_alerts = lambda now: views  # type: ignore[attr-defined]
+    fake.current_alerts = lambda now, links: views  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "trunkwatch.app.views", fake)
     return views
 
@@ -372,7 +372,11 @@ def test_local_gateway_sends_api_gateway_proxy_events() -> None:
     assert get["pathParameters"] == {"proxy": "silences"}
     assert get["multiValueQueryStringParameters"] == {"filter": ['job=~"pull / .*"', "team=x"]}
     assert get["queryStringParameters"] == {"filter": "team=x"}
-    assert get["requestContext"]["stage"] == "v1" and get["requestContext"]["path"] == "/v1/api/v2/silences"
+    context = get["requestContext"]
+    # Served at the root, like a custom domain mapped to the stage; the host is the domain.
+    assert context["stage"] == "v1" and context["path"] == "/api/v2/silences"
+    assert context["domainName"] == f"127.0.0.1:{server.server_port}"
+    assert get["headers"]["X-Forwarded-Proto"] == "http"
     assert get["requestContext"]["authorizer"]["principalId"] == "local"
     assert (get["body"], get["isBase64Encoded"]) == (None, False)
     assert (post["body"], post["isBase64Encoded"]) == ("/w==", True)

@@ -81,12 +81,17 @@ def test_evaluator_reports_bad_record_as_item_failure(configured: HTTPServer) ->
     }
 
 
-def test_notifier_on_tick_and_on_schedule(configured: HTTPServer) -> None:
+def test_evaluator_sweeps_on_the_schedule_and_settles_a_tick(configured: HTTPServer) -> None:
+    assert handler("evaluator").lambda_handler(sample("evaluator_schedule"), context("evaluator")) == {
+        "rejudged": 0,
+        "waiting": [],
+    }
+    (tick,) = table_items("tick")
+    assert tick["settled"] == {"BOOL": True} and tick["trunk"] == {"S": "pytorch/pytorch#main"}
+
+
+def test_notifier_on_a_settled_tick(configured: HTTPServer) -> None:
     notifier = handler("notifier")
     assert notifier.lambda_handler(sample("notifier_stream"), context("notifier")) == {
         "batchItemFailures": []
-    }
-    assert notifier.lambda_handler(sample("notifier_sweep"), context("notifier")) == {
-        "sent": 0,
-        "waiting": [],
     }

@@ -9,10 +9,19 @@ from typing import Any
 import boto3
 import pytest
 
-from trunkwatch.app.views import AlertView
+from trunkwatch.channels.base import Notification
+from trunkwatch.channels.sns import SNS_MAX_BYTES, SUBJECT_MAX, publish_arguments
+from trunkwatch.channels.webhook import subject
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import Alert
-from trunkwatch.domain.dedup import SNS_MAX_BYTES, Decision, LogState, decide, message, subject
+from trunkwatch.domain.alerts import RECEIVER, Alert, AlertView
+from trunkwatch.domain.dedup import Decision, LogState, decide
+
+
+def message(view: AlertView, decision: Decision, external_url: str) -> dict[str, Any]:
+    return publish_arguments(
+        Notification(view.alert, decision.status, decision.reason, external_url, RECEIVER)
+    )
+
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -118,7 +127,9 @@ def test_message_is_an_alertmanager_webhook() -> None:
 
 
 def test_subject_is_short_and_on_one_line() -> None:
-    text = subject(view(summary="x\n" * 200), "resolved")
+    text = subject(
+        Notification(view(summary="x\n" * 200).alert, "resolved", "resolved", "", RECEIVER), SUBJECT_MAX
+    )
     assert text.startswith("[RESOLVED] x x") and len(text) <= 100 and "\n" not in text
 
 

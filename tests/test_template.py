@@ -339,14 +339,14 @@ def test_layer_is_built_by_its_makefile_for_the_functions_runtime(
 
 def test_schedules_use_the_schedule_parameter(resources: dict[str, Any]) -> None:
     rules = _of_type(resources, "AWS::Events::Rule")
-    assert set(rules) == {"IngestFunctionPoll", "NotifierFunctionSweep"}
+    assert set(rules) == {"IngestFunctionPoll", "EvaluatorFunctionSweep"}
     for rule in rules.values():
         assert rule["Properties"]["ScheduleExpression"] == {"Ref": "Schedule"}
     assert rules["IngestFunctionPoll"]["Properties"]["Targets"][0]["Arn"] == {
         "Fn::GetAtt": ["IngestFunction", "Arn"]
     }
-    assert rules["NotifierFunctionSweep"]["Properties"]["Targets"][0]["Arn"] == {
-        "Fn::GetAtt": ["NotifierFunction", "Arn"]
+    assert rules["EvaluatorFunctionSweep"]["Properties"]["Targets"][0]["Arn"] == {
+        "Fn::GetAtt": ["EvaluatorFunction", "Arn"]
     }
 
 
@@ -616,25 +616,26 @@ def test_stream_samples_parse_as_dynamodb_stream_events() -> None:
     for record in cells:
         assert record.dynamodb is not None
         image = record.dynamodb.new_image
-        assert image["pk"] == "TRUNK#pytorch/pytorch#main"
+        assert image["trunk"] == "pytorch/pytorch#main"
+        assert image["pk"] == f"CELLS#pytorch/pytorch#main#{image['job']}"
         assert image["kind"] == "cell" and image["state"] == "fail"
-        assert image["sk"] == f"CELL#{image['job']}#{int(image['seq']):08d}"
+        assert image["sk"] == f"{int(image['seq']):08d}"
         assert record.dynamodb.stream_view_type is not None
         assert record.dynamodb.stream_view_type.name == "NEW_AND_OLD_IMAGES"
         assert record.event_source_arn is not None and "/stream/" in record.event_source_arn
     assert cells[0].dynamodb is not None
-    assert cells[0].dynamodb.keys["sk"] == (
-        "CELL#pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)#00000042"
+    assert cells[0].dynamodb.keys["pk"] == (
+        "CELLS#pytorch/pytorch#main#pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
     )
     (tick,) = DynamoDBStreamEvent(_event("notifier_stream.json")).records
     assert tick.dynamodb is not None
     image = tick.dynamodb.new_image
     assert image["kind"] == "tick" and image["settled"] is True
-    assert image["sk"] == f"TICK#{image['poll']}"
+    assert image["pk"] == f"TICK#{image['trunk']}" and image["sk"] == image["poll"]
     assert {c.dynamodb.new_image["poll"] for c in cells if c.dynamodb} == {image["poll"]}
 
 
-@pytest.mark.parametrize("name", ["ingest_schedule.json", "notifier_sweep.json"])
+@pytest.mark.parametrize("name", ["ingest_schedule.json", "evaluator_schedule.json"])
 def test_schedule_samples_are_scheduled_events(name: str) -> None:
     event = EventBridgeEvent(_event(name))
     assert (event.source, event.detail_type, event.detail) == ("aws.events", "Scheduled Event", {})

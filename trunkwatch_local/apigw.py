@@ -44,7 +44,8 @@ def proxy_event(
     caller: auth.Caller | None = None,
 ) -> dict[str, Any]:
     """The event API Gateway's Lambda proxy integration sends for one request."""
-    headers = dict(headers or {})
+    # API Gateway tells the function how the client connected; locally that is plain http.
+    headers = {"X-Forwarded-Proto": "http", **(headers or {})}
     pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
     multi: dict[str, list[str]] = {}
     for name, value in pairs:
@@ -71,8 +72,10 @@ def proxy_event(
         "requestContext": {
             "resourcePath": RESOURCE,
             "httpMethod": method,
-            "path": f"/{STAGE}{path}",
+            # Served at the root, like a custom domain mapped to the stage.
+            "path": path,
             "stage": STAGE,
+            "domainName": headers.get("Host") or headers.get("host") or "127.0.0.1",
             "requestId": str(uuid.uuid4()),
             "requestTimeEpoch": int(time.time() * 1000),
             "protocol": "HTTP/1.1",

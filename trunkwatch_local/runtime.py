@@ -213,13 +213,15 @@ class LocalRuntime:
         return scheduled_event(f"{NAME}-{function}")
 
     def tick(self, at: datetime) -> Any:
-        """One schedule tick at `at`: poll, evaluate through the stream, sweep, notify."""
+        """One schedule tick at `at`: every function the template schedules, in template
+        order (ingest polls, then the evaluator sweeps), each followed by the streams it
+        causes (evaluation, notification). Returns the first (ingest's) result."""
+        results = []
         with clock.frozen(at):
-            result = self.invoke("ingest", self.scheduled_event("ingest"))
-            self.pump.drain()
-            self.invoke("notifier", self.scheduled_event("notifier"))
-            self.pump.drain()
-        return result
+            for logical_id in self.wiring.schedules:
+                results.append(self.invoke(logical_id, scheduled_event(f"{NAME}-{logical_id}")))
+                self.pump.drain()
+        return results[0] if results else None
 
     def published(self, at: datetime) -> list[Published]:
         """Messages the topic delivered since the last call, oldest first."""

@@ -5,7 +5,6 @@ itself refuses writes to `read` tokens, so that refusal is a well-formed 403. A 
 unknown token raises exactly `Exception("Unauthorized")`, which API Gateway answers with 401.
 """
 
-import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
@@ -17,6 +16,7 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event i
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.api import auth
+from trunkwatch.app import settings
 
 logger = Logger()
 tracer = Tracer()
@@ -32,7 +32,7 @@ def _authorization(event: dict[str, Any]) -> str | None:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    tokens = auth.tokens_from_parameter(os.environ["API_TOKENS_PARAMETER"])
+    tokens = auth.tokens_from_parameter(settings.current().api_tokens_parameter)
     try:
         caller = auth.authenticate(_authorization(event), tokens)
     except auth.Unauthorized as err:

@@ -1,4 +1,5 @@
-"""Evaluator Lambda: re-judge the job of every changed cell (DynamoDB stream, kind=cell)."""
+"""Evaluator Lambda: re-judge the job of every changed cell (DynamoDB stream, kind=cell), and
+on the schedule sweep what changes with the clock alone."""
 
 from typing import Any
 
@@ -9,6 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings
 from trunkwatch.app.evaluate import BatchEvaluation, failed_ids
+from trunkwatch.app.sweep import sweep_all
 from trunkwatch.domain import clock
 
 logger = Logger()
@@ -21,6 +23,12 @@ processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if "Records" not in event:  # the schedule
+        results = sweep_all(clock.now())
+        return {
+            "rejudged": sum(r.rejudged for r in results),
+            "waiting": [r.trunk for r in results if r.waiting_for_poll],
+        }
     evaluation = BatchEvaluation(settings.deployment(), clock.now())
 
     def record_handler(record: DynamoDBRecord) -> None:

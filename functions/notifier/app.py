@@ -1,8 +1,5 @@
-"""Notifier Lambda: publish due alert transitions to SNS.
-
-Triggered by a settled poll tick (DynamoDB stream, kind=tick) and by the schedule (a sweep
-for age, staleness, reminders and silence expiry when no poll changed anything).
-"""
+"""Notifier Lambda: send due alert transitions to every receiver once a poll or a sweep has
+settled (DynamoDB stream, kind=tick and settled)."""
 
 from typing import Any
 
@@ -11,7 +8,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from trunkwatch.app.notify import idempotency_config, on_settled_tick, sweep_all
+from trunkwatch.app.notify import on_settled_tick, register_lambda_context
 from trunkwatch.domain import clock
 
 logger = Logger()
@@ -24,20 +21,14 @@ processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 def record_handler(record: DynamoDBRecord) -> None:
     image = record.dynamodb.new_image if record.dynamodb else None
     if image:
-        on_settled_tick(str(image["pk"]), clock.now())
+        on_settled_tick(str(image["trunk"]), clock.now())
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    idempotency_config.register_lambda_context(context)
-    if "Records" in event:
-        return process_partial_response(
-            event=event, record_handler=record_handler, processor=processor, context=context
-        )
-    results = sweep_all(clock.now())
-    return {
-        "sent": sum(len(r.sent) for r in results),
-        "waiting": [r.trunk for r in results if r.waiting_for_poll],
-    }
+    register_lambda_context(context)
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Protocol
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from trunkwatch.api.models import GettableAlert
+from trunkwatch.app import settings
 from trunkwatch.domain import clock
-from trunkwatch.domain.alerts import RECEIVER, RESOLVED, Alert
+from trunkwatch.domain.alerts import RECEIVER, RESOLVED, AlertView, Links
 from trunkwatch.silences.matchers import compile_regex, parse_matchers
 
 router = Router()
 
 
-class AlertView(Protocol):
-    """What `trunkwatch.app.views.current_alerts` returns for each alert."""
-
-    alert: Alert
-    silenced_by: list[str]
-    inhibited_by: list[str]
+def external_url() -> str:
+    """The API's URL as the caller reached it: its domain, plus the stage when the path
+    carries it (execute-api URLs do, a custom domain's base path mapping does not)."""
+    event = router.current_event
+    context = event.raw_event.get("requestContext") or {}
+    domain = context.get("domainName") or ""
+    if not domain:
+        return settings.current().api_url
+    full_path = context.get("path") or event.path
+    prefix = full_path[: len(full_path) - len(event.path)] if full_path.endswith(event.path) else ""
+    scheme = (event.headers.get("x-forwarded-proto") or "https").split(",")[0].strip()
+    return f"{scheme}://{domain}{prefix}"
 
 
 def _gettable(view: AlertView) -> GettableAlert:
@@ -59,7 +66,8 @@ def get_alerts(
     if receiver is not None and not compile_regex(receiver, "receiver").search(RECEIVER):
         return []
     shown = []
-    for view in current_alerts(clock.now()):
+    links = Links(external_url(), settings.current().dashboard_url)
+    for view in current_alerts(clock.now(), links):
         if view.alert.status == RESOLVED:
             continue
         if not active and not view.silenced_by and not view.inhibited_by:

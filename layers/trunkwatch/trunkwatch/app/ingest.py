@@ -14,21 +14,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol
-
-from pynamodb.exceptions import DoesNotExist
 
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.sources.base import CommitResult, Snapshot
-from trunkwatch.storage.items import CellItem, CommitItem, JobIndex, SourceState, TickItem, TrunkState
-from trunkwatch.storage.table import seq_key, trunk_pk
+from trunkwatch.storage import cells, commits, ticks, trunks
+from trunkwatch.storage.items import CommitItem
 
 COMMITS_KEPT = 200  # commit items read back per poll: well over any source window
 RECENT_SEQS_KEPT = 20
 FIRST_SEQ = 1_000_000  # room below for commits that show up older than the first poll's
-TICK_TTL = timedelta(days=2)
 
 
 class Source(Protocol):
@@ -49,25 +46,19 @@ class PollResult:
 
 def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: datetime) -> PollResult:
     """One poll of one trunk. Raises SourceError before writing anything if the source fails."""
-    pk = trunk_pk(trunk.trunk_id)
-    source_item = _get(SourceState, pk, "SOURCE")
-    old_source_state = (source_item.state if source_item else None) or {}
+    trunk_id = trunk.trunk_id
+    old_source_state = trunks.source_state(trunk_id)
     snapshot = source.poll(dict(old_source_state), now)
     result = PollResult(
-        trunk=trunk.trunk_id,
+        trunk=trunk_id,
         http_requests=snapshot.http_requests,
         commits=len(snapshot.commits),
         rate_limited=str(snapshot.rate_limited) if snapshot.rate_limited else None,
     )
 
-    index_item = _get(JobIndex, pk, "JOBS") or JobIndex(pk, "JOBS")
-    names = list(index_item.names or [])
-    known = {
-        c.sha: c
-        for c in CommitItem.query(
-            pk, CommitItem.sk.startswith("COMMIT#"), scan_index_forward=False, limit=COMMITS_KEPT
-        )
-    }
+    stored_names = trunks.job_names(trunk_id)
+    names = list(stored_names)
+    known = {c.sha: c for c in commits.newest(trunk_id, COMMITS_KEPT)}
     seqs = _assign_seqs(
         [r.commit.sha for r in snapshot.commits], {sha: int(c.seq) for sha, c in known.items()}
     )
@@ -76,58 +67,50 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
     commit_writes: list[CommitItem] = []
     cell_writes: list[tuple[Cell, CommitResult, int]] = []
     for commit_result in snapshot.commits:
-        cells = build_cells(commit_result.commit.sha, commit_result.runs, rule.cancelled)
-        for key in sorted(cells):
+        commit_cells = build_cells(commit_result.commit.sha, commit_result.runs, rule.cancelled)
+        for key in sorted(commit_cells):
             if key not in columns:
                 columns[key] = len(names)
                 names.append(key)
         seq = seqs[commit_result.commit.sha]
         existing = known.get(commit_result.commit.sha)
         old_states = (existing.states if existing else "").ljust(len(names), ABSENT_CODE)
-        new_states = _new_states(old_states, cells, columns, commit_result.complete)
+        new_states = _new_states(old_states, commit_cells, columns, commit_result.complete)
         for column, (old, new) in enumerate(zip(old_states, new_states, strict=True)):
             if old != new and rule.in_scope(names[column]):
-                cell = cells.get(names[column]) or Cell(
+                cell = commit_cells.get(names[column]) or Cell(
                     job=names[column], sha=commit_result.commit.sha, state=CellState.NODATA
                 )
                 cell_writes.append((cell, commit_result, seq))
+        stored_states = new_states.rstrip(ABSENT_CODE)
         if (
             existing is None
-            or existing.states != new_states.rstrip(ABSENT_CODE)
-            or _metadata_changed(existing, commit_result)
+            or existing.states != stored_states
+            or commits.metadata_changed(existing, commit_result.commit)
         ):
-            commit_writes.append(_commit_item(pk, seq, commit_result, new_states.rstrip(ABSENT_CODE)))
+            commit_writes.append(commits.item(trunk_id, seq, commit_result.commit, stored_states))
 
     if cell_writes:
         result.poll = f"{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        _open_tick(pk, result.poll, len(cell_writes), now)
+        ticks.open_poll(trunk_id, result.poll, len(cell_writes), now)
         result.items_written += 2
-    with CellItem.batch_write() as batch:
-        for cell, commit_result, seq in cell_writes:
-            batch.save(_cell_item(pk, cell, commit_result, seq, result.poll or ""))
-    with CommitItem.batch_write() as batch:
-        for item in commit_writes:
-            batch.save(item)
+    cells.save_all(
+        cells.item(trunk_id, cell, commit_result.commit, seq, result.poll or "")
+        for cell, commit_result, seq in cell_writes
+    )
+    commits.save_all(commit_writes)
     result.cells_written = len(cell_writes)
     result.items_written += len(cell_writes) + len(commit_writes)
     result.changed_jobs = sorted({cell.job for cell, _, _ in cell_writes})
 
-    if names != list(index_item.names or []):
-        index_item.names = names
-        index_item.save()
+    if names != stored_names:
+        trunks.save_job_names(trunk_id, names)
         result.items_written += 1
-    result.items_written += _save_recent_seqs(pk, known, commit_writes)
+    result.items_written += _save_recent_seqs(trunk_id, known, commit_writes)
     if snapshot.state != old_source_state:
-        SourceState(pk, "SOURCE", state=snapshot.state).save()
+        trunks.save_source_state(trunk_id, snapshot.state)
         result.items_written += 1
     return result
-
-
-def _get(model: Any, pk: str, sk: str) -> Any:
-    try:
-        return model.get(pk, sk)
-    except DoesNotExist:
-        return None
 
 
 def _assign_seqs(shas_newest_first: list[str], known: dict[str, int]) -> dict[str, int]:
@@ -165,78 +148,14 @@ def _new_states(old: str, cells: dict[str, Cell], columns: dict[str, int], compl
     return "".join(codes)
 
 
-def _metadata_changed(item: CommitItem, result: CommitResult) -> bool:
-    commit = result.commit
-    return (item.title, item.author, item.pr, item.url) != (
-        commit.title,
-        commit.author,
-        commit.pr,
-        commit.url,
-    )
-
-
-def _commit_item(pk: str, seq: int, result: CommitResult, states: str) -> CommitItem:
-    commit = result.commit
-    return CommitItem(
-        pk,
-        f"COMMIT#{seq_key(seq)}",
-        seq=seq,
-        sha=commit.sha,
-        time=commit.time,
-        title=commit.title,
-        author=commit.author,
-        pr=commit.pr,
-        url=commit.url,
-        states=states,
-    )
-
-
-def _cell_item(pk: str, cell: Cell, result: CommitResult, seq: int, poll: str) -> CellItem:
-    commit = result.commit
-    return CellItem(
-        pk,
-        f"CELL#{cell.job}#{seq_key(seq)}",
-        job=cell.job,
-        seq=seq,
-        sha=cell.sha,
-        state=cell.state.value,
-        poll=poll,
-        url=cell.url,
-        attempt=cell.attempt,
-        failure_lines=list(cell.failure_lines) or None,
-        commit_time=commit.time,
-        title=commit.title[:200],
-        author=commit.author,
-        pr=commit.pr,
-        commit_url=commit.url,
-    )
-
-
-def _open_tick(pk: str, poll: str, expected: int, now: datetime) -> None:
-    TickItem(pk, f"TICK#{poll}", poll=poll, expected=expected, at=now, expires_at=now + TICK_TTL).save()
-    TrunkState.upsert(pk, "STATE", [TrunkState.open_poll.set(poll), TrunkState.open_poll_at.set(now)])
-
-
-def _save_recent_seqs(pk: str, known: dict[str, CommitItem], written: Iterable[CommitItem]) -> int:
+def _save_recent_seqs(trunk_id: str, known: dict[str, CommitItem], written: Iterable[CommitItem]) -> int:
     """Keep the seqs of the newest commits that ran any job (staleness window). Items written."""
-    commits = {int(c.seq): c.states for c in known.values()}
-    commits.update({int(c.seq): c.states for c in written})
-    recent = sorted((seq for seq, states in commits.items() if states.strip(ABSENT_CODE)), reverse=True)[
+    states = {int(c.seq): c.states for c in known.values()}
+    states.update({int(c.seq): c.states for c in written})
+    recent = sorted((seq for seq, codes in states.items() if codes.strip(ABSENT_CODE)), reverse=True)[
         :RECENT_SEQS_KEPT
     ]
-    state = _get(TrunkState, pk, "STATE")
-    if state is not None and list(state.recent_seqs or []) == recent:
+    if [int(s) for s in trunks.state(trunk_id).recent_seqs or []] == recent:
         return 0
-    TrunkState.upsert(pk, "STATE", [TrunkState.recent_seqs.set(recent)])
+    trunks.save_recent_seqs(trunk_id, recent)
     return 1
-
-
-def make_source(trunk: TrunkConfig) -> Source:
-    from trunkwatch.sources.credentials import resolve_token
-    from trunkwatch.sources.github import GitHubSource
-    from trunkwatch.sources.hud import HudSource
-
-    token = resolve_token(trunk.token)
-    if trunk.source == "github":
-        return GitHubSource(trunk, token, window=trunk.per_page)
-    return HudSource(trunk, token)

@@ -10,8 +10,9 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch.app import settings
-from trunkwatch.app.ingest import make_source, poll_trunk
+from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.domain.config import ConfigError
+from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
 
 logger = Logger(child=True)

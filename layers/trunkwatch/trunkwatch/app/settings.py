@@ -1,24 +1,86 @@
-"""The running deployment's configuration, from where the template puts it.
+"""The function's environment as one settings model, read in one place, and the running
+deployment's configuration from where the template puts it.
 
 `CONFIG_PARAMETER` names the SSM parameter holding the configuration document;
 `RULE_DEFAULTS` (JSON, from the template's threshold parameters) sits under the document's
-own `defaults`. Cached for a minute so a warm Lambda does not re-read it every event.
+own `defaults`. The document is cached for a minute so a warm Lambda does not re-read it
+every event.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-
-from aws_lambda_powertools.utilities import parameters
+from dataclasses import dataclass
+from typing import Any
 
 from trunkwatch.domain.config import ConfigError, Deployment, load_deployment, parse_document
 
 CACHE_SECONDS = 60
+_VARIABLES = (
+    "TABLE_NAME",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL",
+    "TOPIC_ARN",
+    "CONFIG_PARAMETER",
+    "RULE_DEFAULTS",
+    "DASHBOARD_URL",
+    "API_URL",
+    "API_TOKENS_PARAMETER",
+)
 
 
-def deployment() -> Deployment:
-    name = os.environ.get("CONFIG_PARAMETER")
+@dataclass(frozen=True)
+class Settings:
+    table_name: str
+    region: str
+    endpoint_url: str | None  # set only against a local emulation
+    topic_arn: str
+    config_parameter: str
+    rule_defaults: str
+    dashboard_url: str
+    # Where people reach the API and status page; the API itself answers with the URL of the
+    # request it serves instead (its own function cannot reference the API: a cycle).
+    api_url: str
+    api_tokens_parameter: str
+
+    @classmethod
+    def from_values(cls, values: dict[str, str | None]) -> Settings:
+        return cls(
+            table_name=values.get("TABLE_NAME") or "trunkwatch",
+            region=values.get("AWS_REGION") or values.get("AWS_DEFAULT_REGION") or "us-east-1",
+            endpoint_url=values.get("AWS_ENDPOINT_URL") or None,
+            topic_arn=values.get("TOPIC_ARN") or "",
+            config_parameter=values.get("CONFIG_PARAMETER") or "",
+            rule_defaults=values.get("RULE_DEFAULTS") or "{}",
+            dashboard_url=values.get("DASHBOARD_URL") or "",
+            api_url=(values.get("API_URL") or "").rstrip("/"),
+            api_tokens_parameter=values.get("API_TOKENS_PARAMETER") or "",
+        )
+
+
+def current() -> Settings:
+    """The settings of this environment, with the table bound (once per distinct environment:
+    the local runtime changes it between runs in one process)."""
+    return _settings(tuple(os.environ.get(name) for name in _VARIABLES))
+
+
+@functools.lru_cache(maxsize=4)
+def _settings(values: tuple[str | None, ...]) -> Settings:
+    from trunkwatch import storage  # not on the authorizer's path, which has no table
+
+    settings = Settings.from_values(dict(zip(_VARIABLES, values, strict=True)))
+    storage.bind(settings.table_name, settings.region, settings.endpoint_url)
+    return settings
+
+
+def deployment(settings: Settings | None = None) -> Deployment:
+    from aws_lambda_powertools.utilities import parameters
+
+    settings = settings or current()
+    name = settings.config_parameter
     if not name:
         raise ConfigError(
             "environment variable CONFIG_PARAMETER (the configuration's SSM parameter) is not set"
@@ -29,12 +91,14 @@ def deployment() -> Deployment:
         raise ConfigError(f"cannot read the configuration parameter {name}: {err}") from None
     data = parse_document(str(text), f"SSM parameter {name}")
     if isinstance(data, dict):
-        data = {**data, "defaults": {**_rule_defaults(), **(data.get("defaults") or {})}}
+        data = {
+            **data,
+            "defaults": {**_rule_defaults(settings.rule_defaults), **(data.get("defaults") or {})},
+        }
     return load_deployment(data)
 
 
-def _rule_defaults() -> dict[str, object]:
-    raw = os.environ.get("RULE_DEFAULTS") or "{}"
+def _rule_defaults(raw: str) -> dict[str, Any]:
     try:
         values = json.loads(raw)
     except ValueError as err:

@@ -1,49 +1,40 @@
 """The alerts of a trunk as people see them: stored job alerts, the derived trunk-level
-alert (SPEC 3.3), and what silences or inhibits each (SPEC 4)."""
+alert (SPEC 3.3), and what silences or inhibits each (SPEC 4). Read-only: the evaluator
+alone writes alert items."""
 
 from __future__ import annotations
 
-import os
 import shlex
-import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
+from trunkwatch import sources
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import Alert
+from trunkwatch.domain.alerts import Alert, AlertView, Links
 from trunkwatch.domain.cells import workflow_of
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import trunk_alertname
 from trunkwatch.silences import Silence
+from trunkwatch.storage import alerts as stored_alerts
 from trunkwatch.storage.items import AlertItem, CommitRef
-from trunkwatch.storage.table import trunk_pk
 
 MAX_FAILURE_LINES_CHARS = 1500
 
 
-@dataclass
-class AlertView:
-    alert: Alert
-    trunk: str
-    silenced_by: list[str] = field(default_factory=list)
-    inhibited_by: list[str] = field(default_factory=list)
-
-    @property
-    def suppressed(self) -> bool:
-        return bool(self.silenced_by or self.inhibited_by)
-
-
 def trunk_views(
-    trunk: TrunkConfig, rule: RuleConfig, silences: Sequence[Silence], include_resolved: bool = False
+    trunk: TrunkConfig,
+    rule: RuleConfig,
+    silences: Sequence[Silence],
+    links: Links,
+    include_resolved: bool = False,
 ) -> list[AlertView]:
     """Every job alert of the trunk (firing; resolved too if asked) and its trunk-level alert."""
-    items = list(AlertItem.query(trunk_pk(trunk.trunk_id), AlertItem.sk.startswith("ALERT#")))
+    items = stored_alerts.of_trunk(trunk.trunk_id)
     firing = [i for i in items if i.status == alerts.FIRING and rule.in_scope(i.job)]
     shown = items if include_resolved else firing
-    job_alerts = [job_alert(item, trunk, rule) for item in shown if rule.in_scope(item.job)]
-    level = trunk_level_alert(firing, trunk, rule)
+    job_alerts = [job_alert(item, trunk, rule, links) for item in shown if rule.in_scope(item.job)]
+    level = trunk_level_alert(firing, trunk, rule, links)
     views = [AlertView(a, trunk.trunk_id) for a in job_alerts + ([level] if level else [])]
     badly = level.fingerprint if level and level.name == alerts.TRUNK_BADLY_BROKEN else None
     for view in views:
@@ -53,7 +44,7 @@ def trunk_views(
     return views
 
 
-def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig) -> Alert:
+def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig, links: Links) -> Alert:
     labels = {
         "alertname": alerts.JOB_FAILING,
         "repo": trunk.repo,
@@ -93,18 +84,15 @@ def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig) -> Alert:
         "clipped": "false" if last_pass else "true",
         "failure_lines": lines,
         "failing_runs": runs,
-        **_common_annotations(labels, rule),
+        **_common_annotations(labels, rule, links),
     }
-    generator = (
-        f"{trunk.base_url}/hud/{trunk.repo}/{urllib.parse.quote(trunk.branch, safe='')}/1"
-        f"?per_page=50&name_filter={urllib.parse.quote(item.job, safe='')}"
-        if trunk.source == "hud"
-        else newest.job_url
-    )
+    generator = sources.job_link(trunk, item.job, newest.job_url)
     return Alert(labels, annotations, starts_at=item.starts_at, ends_at=item.ends_at, generator_url=generator)
 
 
-def trunk_level_alert(firing: list[AlertItem], trunk: TrunkConfig, rule: RuleConfig) -> Alert | None:
+def trunk_level_alert(
+    firing: list[AlertItem], trunk: TrunkConfig, rule: RuleConfig, links: Links
+) -> Alert | None:
     name = trunk_alertname(len(firing), rule)
     if name is None:
         return None
@@ -132,13 +120,9 @@ def trunk_level_alert(firing: list[AlertItem], trunk: TrunkConfig, rule: RuleCon
         "summary": summary,
         "description": description,
         "failing_jobs": "\n".join(jobs),
-        **_common_annotations(labels, rule),
+        **_common_annotations(labels, rule, links),
     }
-    generator = (
-        f"{trunk.base_url}/hud/{trunk.repo}/{trunk.branch}/1"
-        if trunk.source == "hud"
-        else f"https://github.com/{trunk.repo}/actions"
-    )
+    generator = sources.trunk_link(trunk)
     starts = min(i.starts_at for i in firing)
     return Alert(labels, annotations, starts_at=starts, generator_url=generator, jobs=jobs)
 
@@ -148,19 +132,18 @@ def _describe(ref: CommitRef) -> str:
     return f"{ref.sha[:12]} {ref.title!r}{pr} by {ref.author or 'unknown'} at {format_time(ref.time)}"
 
 
-def _common_annotations(labels: dict[str, str], rule: RuleConfig) -> dict[str, str]:
-    api = os.environ.get("API_URL", "http://127.0.0.1:9093")
+def _common_annotations(labels: dict[str, str], rule: RuleConfig, links: Links) -> dict[str, str]:
     matchers = " ".join(
         shlex.quote(f'{k}="{v}"') for k, v in labels.items() if k in ("alertname", "repo", "branch", "job")
     )
     return {
         "runbook_url": rule.runbook_url or "",
-        "dashboard_url": rule.dashboard_url or os.environ.get("DASHBOARD_URL", ""),
-        "silence_url": f"amtool --alertmanager.url={api} silence add --comment='why' {matchers}",
+        "dashboard_url": rule.dashboard_url or links.dashboard_url,
+        "silence_url": f"amtool --alertmanager.url={links.api_url} silence add --comment='why' {matchers}",
     }
 
 
-def current_alerts(now: datetime) -> list[AlertView]:
+def current_alerts(now: datetime, links: Links) -> list[AlertView]:
     """Firing alerts of every configured trunk, for the API's `GET /api/v2/alerts`."""
     from trunkwatch.app import settings
     from trunkwatch.silences import store
@@ -170,5 +153,5 @@ def current_alerts(now: datetime) -> list[AlertView]:
     return [
         view
         for trunk in deployment.trunks
-        for view in trunk_views(trunk, deployment.rule_for(trunk), silences)
+        for view in trunk_views(trunk, deployment.rule_for(trunk), silences, links)
     ]

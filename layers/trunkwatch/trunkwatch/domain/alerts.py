@@ -12,7 +12,7 @@ JOB_FAILING = "TrunkJobFailing"
 TRUNK_BROKEN = "TrunkBroken"
 TRUNK_BADLY_BROKEN = "TrunkBadlyBroken"
 
-RECEIVER = "trunkwatch-sns"  # the one receiver, in messages and in the API
+RECEIVER = "trunkwatch-sns"  # the SNS topic's receiver name, in messages and in the API
 
 FIRING = "firing"
 RESOLVED = "resolved"
@@ -70,3 +70,25 @@ class Alert:
             "generatorURL": self.generator_url,
             "fingerprint": self.fingerprint,
         }
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where the links in annotations point: the API and status page, and the dashboard."""
+
+    api_url: str
+    dashboard_url: str = ""
+
+
+@dataclass
+class AlertView:
+    """An alert as the notifier and the API see it: what silences or inhibits it."""
+
+    alert: Alert
+    trunk: str
+    silenced_by: list[str] = field(default_factory=list)
+    inhibited_by: list[str] = field(default_factory=list)
+
+    @property
+    def suppressed(self) -> bool:
+        return bool(self.silenced_by or self.inhibited_by)

@@ -1,18 +1,13 @@
-"""What to send and how it reads (SPEC 4): Alertmanager's notification-log rules per alert,
-and the SNS message in Alertmanager's webhook format."""
+"""What is due to be sent (SPEC 4): Alertmanager's notification-log rules, per alert and
+receiver. Pure functions of the alert, what was last sent, and the clock."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from trunkwatch.app.views import AlertView
 from trunkwatch.domain import alerts
-
-SUBJECT_MAX = 99  # SNS wants subjects under 100 characters
-SNS_MAX_BYTES = 256 * 1024
+from trunkwatch.domain.alerts import AlertView
 
 
 @dataclass(frozen=True)
@@ -63,59 +58,3 @@ def _released(held_by: tuple[str, ...]) -> str:
     if silences:
         return f"{', '.join(silences)} expired"
     return "inhibition ended" if held_by else ""
-
-
-def subject(view: AlertView, status: str) -> str:
-    prefix = "[FIRING:1]" if status == alerts.FIRING else "[RESOLVED]"
-    text = " ".join(f"{prefix} {view.alert.annotations.get('summary', view.alert.name)}".split())
-    return text if len(text) <= SUBJECT_MAX else text[: SUBJECT_MAX - 3] + "..."
-
-
-def message(view: AlertView, decision: Decision, external_url: str) -> dict[str, Any]:
-    """The SNS Publish arguments: Subject, Message (webhook JSON), MessageAttributes."""
-    alert = view.alert
-    entry = alert.webhook_form()
-    entry["status"] = decision.status
-    group = {"alertname": alert.name, "repo": alert.labels["repo"]}
-    body = {
-        "version": "4",
-        "groupKey": "{}:{" + ", ".join(f'{k}="{v}"' for k, v in group.items()) + "}",
-        "truncatedAlerts": 0,
-        "status": decision.status,
-        "receiver": alerts.RECEIVER,
-        "groupLabels": group,
-        "commonLabels": dict(alert.labels),
-        "commonAnnotations": dict(alert.annotations),
-        "externalURL": external_url,
-        "notification_reason": decision.reason,
-        "alerts": [entry],
-    }
-    attributes = {
-        "alertname": alert.name,
-        "priority": alert.labels["priority"],
-        "status": decision.status,
-        "repo": alert.labels["repo"],
-        "team": alert.labels["team"],
-        "fingerprint": alert.fingerprint,
-    }
-    return {
-        "Subject": subject(view, decision.status),
-        "Message": _fit(body),
-        "MessageAttributes": {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
-    }
-
-
-def _fit(body: dict[str, Any]) -> str:
-    """Serialise, shortening the longest annotations until the message fits SNS's limit."""
-    budget = SNS_MAX_BYTES - 4096  # room for subject and attributes
-    text = json.dumps(body)
-    while len(text.encode()) > budget:
-        annotations = body["alerts"][0]["annotations"]
-        longest = max(annotations, key=lambda k: len(annotations[k]))
-        if len(annotations[longest]) < 64:
-            break  # nothing left worth shortening; labels alone never get this large
-        keep = len(annotations[longest]) // 2
-        annotations[longest] = annotations[longest][:keep] + " [truncated]"
-        body["commonAnnotations"] = dict(annotations)
-        text = json.dumps(body)
-    return text

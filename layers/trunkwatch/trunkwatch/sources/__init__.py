@@ -1,5 +1,45 @@
-"""Sources of trunk job results. Each turns a remote API into a `Snapshot`."""
+"""Sources of trunk job results. Each turns a remote API into a `Snapshot`, maps its own
+statuses, and builds its own links (`trunk_link`, `job_link`).
 
+Adding a source: one module (or package) with a class taking `(trunk, token)` whose
+`poll(state, now)` returns a Snapshot, plus `trunk_link` and `job_link`, and one line in
+`REGISTRY`. Modules are imported on first use, so a deployment pays only for its sources.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.base import CommitResult, Snapshot, SourceError
 
-__all__ = ["CommitResult", "Snapshot", "SourceError"]
+# source name -> (module, class)
+REGISTRY = {
+    "hud": ("trunkwatch.sources.hud", "HudSource"),
+    "github": ("trunkwatch.sources.github", "GitHubSource"),
+}
+
+
+def module_of(trunk: TrunkConfig) -> ModuleType:
+    module, _ = REGISTRY[trunk.source]
+    return importlib.import_module(module)
+
+
+def make_source(trunk: TrunkConfig) -> Any:
+    from trunkwatch.sources.credentials import resolve_token
+
+    _, cls = REGISTRY[trunk.source]
+    return getattr(module_of(trunk), cls)(trunk, resolve_token(trunk.token))
+
+
+def trunk_link(trunk: TrunkConfig) -> str:
+    return str(module_of(trunk).trunk_link(trunk))
+
+
+def job_link(trunk: TrunkConfig, job: str, run_url: str) -> str:
+    return str(module_of(trunk).job_link(trunk, job, run_url))
+
+
+__all__ = ["REGISTRY", "CommitResult", "Snapshot", "SourceError", "job_link", "make_source", "trunk_link"]

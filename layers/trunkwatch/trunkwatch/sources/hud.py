@@ -105,3 +105,13 @@ def _job_run(name: str, cell: Any, where: str) -> JobRun:
         failed_before=bool(cell.get("failedPreviousRun")),
         failure_lines=tuple(str(line) for line in lines if line) if isinstance(lines, list) else (),
     )
+
+
+def trunk_link(trunk: TrunkConfig) -> str:
+    """The HUD page of the trunk."""
+    return f"{trunk.base_url}/hud/{trunk.repo}/{urllib.parse.quote(trunk.branch, safe='')}/1"
+
+
+def job_link(trunk: TrunkConfig, job: str, run_url: str) -> str:
+    """The HUD page of the trunk filtered to one job."""
+    return f"{trunk_link(trunk)}?per_page=50&name_filter={urllib.parse.quote(job, safe='')}"

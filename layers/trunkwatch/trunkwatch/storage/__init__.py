@@ -1,27 +1,32 @@
-"""DynamoDB access: one table, PynamoDB models, one item kind per module.
+"""DynamoDB access: one table, PynamoDB models, one module per aggregate. Every key is built
+in `keys.py`; no other package touches the models' keys or the table directly.
 
 Key design (single table, `pk` hash key + `sk` range key, `kind` on every item so the
-stream's FilterCriteria can route records, `expires_at` as the TTL attribute):
+stream's FilterCriteria can route records, `expires_at` as the TTL attribute). Each Query
+reads one partition holding only what it decides on: a job's cells live under their own
+key, so judging a job never reads another job's items, and a poll's writes spread over
+one partition per job.
 
-| item            | pk                        | sk                               | kind         |
-|-----------------|---------------------------|----------------------------------|--------------|
-| trunk state     | `TRUNK#<repo>#<branch>`   | `STATE`                          | trunk        |
-| job index       | `TRUNK#<repo>#<branch>`   | `JOBS`                           | jobs         |
-| source state    | `TRUNK#<repo>#<branch>`   | `SOURCE`                         | source       |
-| commit          | `TRUNK#<repo>#<branch>`   | `COMMIT#<seq:08d>`               | commit       |
-| job cell        | `TRUNK#<repo>#<branch>`   | `CELL#<job key>#<seq:08d>`       | cell         |
-| alert           | `TRUNK#<repo>#<branch>`   | `ALERT#<alertname>#<job or ->`   | alert        |
-| notification log| `TRUNK#<repo>#<branch>`   | `NOTIFY#<fingerprint>`           | notification |
-| tick barrier    | `TRUNK#<repo>#<branch>`   | `TICK#<poll id>`                 | tick         |
-| silence         | `SILENCE`                 | `<uuid>`                         | silence      |
-| silence audit   | `SILENCE#AUDIT`           | `<time>#<uuid>#<action>`         | audit        |
-| idempotency     | `IDEMPOTENCY`             | `<hash of the transition>`       | (Powertools) |
+| item             | pk                               | sk                         | kind         |
+|------------------|----------------------------------|----------------------------|--------------|
+| trunk state      | `TRUNK#<repo>#<branch>`          | `STATE`                    | trunk        |
+| job index        | `TRUNK#<repo>#<branch>`          | `JOBS`                     | jobs         |
+| source state     | `TRUNK#<repo>#<branch>`          | `SOURCE`                   | source       |
+| commit           | `COMMITS#<repo>#<branch>`        | `<seq:08d>`                | commit       |
+| job cell         | `CELLS#<repo>#<branch>#<job>`    | `<seq:08d>`                | cell         |
+| alert            | `ALERTS#<repo>#<branch>`         | `<alertname>#<job or ->`   | alert        |
+| notification log | `LOG#<repo>#<branch>`            | `<receiver>#<fingerprint>` | notification |
+| tick barrier     | `TICK#<repo>#<branch>`           | `<poll id>`                | tick         |
+| silence          | `SILENCE`                        | `<uuid>`                   | silence      |
+| silence audit    | `SILENCE#AUDIT`                  | `<time>#<uuid>#<action>`   | audit        |
+| idempotency      | `IDEMPOTENCY`                    | `<hash of the transition>` | (Powertools) |
 
 `seq` is the commit's position on the branch's first-parent history (grows with newer
-commits), so one Query on `CELL#<job>#` newest-first reads a job's window, and one Query on
-`COMMIT#` reads the trunk's newest commits.
+commits), so one Query newest-first on a job's cell partition reads its window, and one on
+the commits partition reads the trunk's newest commits. Cell and tick items carry `trunk`
+(and cells `job`) so stream consumers never parse keys.
 """
 
-from trunkwatch.storage.table import bind, trunk_pk
+from trunkwatch.storage.table import bind
 
-__all__ = ["bind", "trunk_pk"]
+__all__ = ["bind"]

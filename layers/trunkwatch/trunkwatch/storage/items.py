@@ -56,6 +56,7 @@ class CommitItem(BaseItem, discriminator="commit"):
 class CellItem(BaseItem, discriminator="cell"):
     """One job cell; written only when its merged state changes (SPEC 2)."""
 
+    trunk = UnicodeAttribute()
     job = UnicodeAttribute()
     seq = NumberAttribute()
     sha = UnicodeAttribute()
@@ -99,8 +100,10 @@ class AlertItem(BaseItem, discriminator="alert"):
 
 
 class TickItem(BaseItem, discriminator="tick"):
-    """Per-poll barrier: settled once every cell the poll wrote has been evaluated."""
+    """Per-poll barrier: settled once every cell the poll wrote has been evaluated (a sweep's
+    tick is written settled: it has no cells to wait for)."""
 
+    trunk = UnicodeAttribute()
     poll = UnicodeAttribute()
     expected = NumberAttribute()  # cells the poll wrote
     evaluated = NumberAttribute(null=True)  # cells evaluated so far
@@ -111,8 +114,11 @@ class TickItem(BaseItem, discriminator="tick"):
 
 
 class NotificationLog(BaseItem, discriminator="notification"):
-    """What was last sent for one alert fingerprint (Alertmanager's notification log)."""
+    """What was last sent for one alert fingerprint to one receiver (Alertmanager's
+    notification log: each receiver keeps its own)."""
 
+    receiver = UnicodeAttribute(default="")
+    fingerprint = UnicodeAttribute(default="")
     alertname = UnicodeAttribute()
     job = UnicodeAttribute(null=True)
     seq = NumberAttribute(default=0)  # transitions sent so far; the idempotency key's part

@@ -1,8 +1,7 @@
-"""Binding the PynamoDB models to the table named in the environment (or by the caller)."""
+"""The PynamoDB base model and binding every model to one table (settings call `bind`)."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
@@ -18,9 +17,10 @@ class BaseItem(Model):
     """Every item of the table; each subclass is one `kind` (PynamoDB polymorphism)."""
 
     class Meta:
-        table_name = os.environ.get("TABLE_NAME", "trunkwatch")
-        region = os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-        host = os.environ.get("DYNAMODB_ENDPOINT") or None
+        # Placeholders until `bind` (called by the settings) names the real table.
+        table_name = "trunkwatch"
+        region = "us-east-1"
+        host: str | None = None
 
     pk = UnicodeAttribute(hash_key=True)
     sk = UnicodeAttribute(range_key=True)
@@ -54,12 +54,4 @@ def connection() -> Connection:
     return Connection(region=BaseItem.Meta.region, host=BaseItem.Meta.host)
 
 
-def trunk_pk(trunk_id: str) -> str:
-    return f"TRUNK#{trunk_id}"
-
-
-def seq_key(seq: int) -> str:
-    return f"{seq:08d}"
-
-
-__all__ = ["TTL_ATTRIBUTE", "BaseItem", "bind", "connection", "seq_key", "trunk_pk"]
+__all__ = ["TTL_ATTRIBUTE", "BaseItem", "bind", "connection"]

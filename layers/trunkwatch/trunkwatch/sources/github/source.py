@@ -112,8 +112,9 @@ def _by_commit(runs: Iterable[tuple[_Run, bool]]) -> dict[str, list[list[Any]]]:
 
 class GitHubSource:
     def __init__(
-        self, trunk: TrunkConfig, token: str | None, http: HttpClient | None = None, window: int = 50
+        self, trunk: TrunkConfig, token: str | None, http: HttpClient | None = None, window: int | None = None
     ) -> None:
+        window = window or trunk.per_page
         if not 1 <= window <= 100:
             raise ValueError(f"window must be 1..100 commits (one page of the commits list), got {window}")
         self.trunk = trunk

@@ -1,0 +1,41 @@
+"""The scheduled sweep (evaluator, on the schedule): re-judge every firing job for what
+changes with the clock alone (failure age, staleness), then write a settled tick so the
+notifier sends reminders and what expired silences or ended inhibitions release."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from trunkwatch.app import settings
+from trunkwatch.app.evaluate import TrunkReads, evaluate_job
+from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.storage import alerts, ticks
+
+# A sweep waits this long for an open poll to settle (its tick notifies) before going ahead.
+BARRIER_TIMEOUT = timedelta(minutes=5)
+
+
+@dataclass
+class SweepResult:
+    trunk: str
+    rejudged: int = 0
+    waiting_for_poll: bool = False
+
+
+def sweep_trunk(trunk: TrunkConfig, rule: RuleConfig, now: datetime) -> SweepResult:
+    reads = TrunkReads(trunk.trunk_id)  # the barrier check and the re-judging share one read
+    state = reads.state
+    if state.open_poll and state.open_poll_at and now - state.open_poll_at < BARRIER_TIMEOUT:
+        return SweepResult(trunk.trunk_id, waiting_for_poll=True)
+    firing = alerts.of_trunk(trunk.trunk_id, firing_only=True)
+    for item in firing:
+        evaluate_job(trunk.trunk_id, item.job, rule, now, reads)
+    ticks.settle_sweep(trunk.trunk_id, f"sweep-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}", now)
+    return SweepResult(trunk.trunk_id, rejudged=len(firing))
+
+
+def sweep_all(now: datetime) -> list[SweepResult]:
+    deployment = settings.deployment()
+    return [sweep_trunk(trunk, deployment.rule_for(trunk), now) for trunk in deployment.trunks]

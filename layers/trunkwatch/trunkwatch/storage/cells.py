@@ -1,0 +1,63 @@
+"""Job cells, one partition per (trunk, job), newest commit last in sort order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from trunkwatch.domain.cells import Cell, CellState, Commit
+from trunkwatch.domain.rule import StoredCell
+from trunkwatch.storage import keys
+from trunkwatch.storage.items import CellItem
+
+TITLE_MAX = 200
+
+
+def item(trunk_id: str, cell: Cell, commit: Commit, seq: int, poll: str) -> CellItem:
+    return CellItem(
+        keys.cells(trunk_id, cell.job),
+        keys.seq_key(seq),
+        trunk=trunk_id,
+        job=cell.job,
+        seq=seq,
+        sha=cell.sha,
+        state=cell.state.value,
+        poll=poll,
+        url=cell.url,
+        attempt=cell.attempt,
+        failure_lines=list(cell.failure_lines) or None,
+        commit_time=commit.time,
+        title=commit.title[:TITLE_MAX],
+        author=commit.author,
+        pr=commit.pr,
+        commit_url=commit.url,
+    )
+
+
+def save_all(items: Iterable[CellItem]) -> None:
+    with CellItem.batch_write() as batch:
+        for cell_item in items:
+            batch.save(cell_item)
+
+
+def newest_first(trunk_id: str, job: str, limit: int, page_size: int) -> Iterator[StoredCell]:
+    """The job's cells newest first, fetched a page at a time as the caller walks them."""
+    query = CellItem.query(
+        keys.cells(trunk_id, job), scan_index_forward=False, limit=limit, page_size=page_size
+    )
+    return (
+        StoredCell(
+            seq=int(cell.seq),
+            state=CellState(cell.state),
+            commit=Commit(
+                sha=cell.sha,
+                time=cell.commit_time,
+                title=cell.title,
+                author=cell.author,
+                pr=int(cell.pr) if cell.pr is not None else None,
+                url=cell.commit_url,
+            ),
+            url=cell.url,
+            failure_lines=tuple(str(line) for line in cell.failure_lines or ()),
+        )
+        for cell in query
+    )

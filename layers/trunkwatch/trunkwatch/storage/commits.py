@@ -1,0 +1,43 @@
+"""A trunk's commits: metadata and one state code per job column (what ingest compares)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from trunkwatch.domain.cells import Commit
+from trunkwatch.storage import keys
+from trunkwatch.storage.items import CommitItem
+
+
+def newest(trunk_id: str, limit: int) -> list[CommitItem]:
+    return list(CommitItem.query(keys.commits(trunk_id), scan_index_forward=False, limit=limit))
+
+
+def item(trunk_id: str, seq: int, commit: Commit, states: str) -> CommitItem:
+    return CommitItem(
+        keys.commits(trunk_id),
+        keys.seq_key(seq),
+        seq=seq,
+        sha=commit.sha,
+        time=commit.time,
+        title=commit.title,
+        author=commit.author,
+        pr=commit.pr,
+        url=commit.url,
+        states=states,
+    )
+
+
+def metadata_changed(stored: CommitItem, commit: Commit) -> bool:
+    return (stored.title, stored.author, stored.pr, stored.url) != (
+        commit.title,
+        commit.author,
+        commit.pr,
+        commit.url,
+    )
+
+
+def save_all(items: Iterable[CommitItem]) -> None:
+    with CommitItem.batch_write() as batch:
+        for commit_item in items:
+            batch.save(commit_item)

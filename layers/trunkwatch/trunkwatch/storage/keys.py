@@ -1,0 +1,56 @@
+"""Every key of the table is built here (the key design is in this package's docstring)."""
+
+from __future__ import annotations
+
+SEQ_DIGITS = 8
+
+
+def seq_key(seq: int) -> str:
+    """Commit positions sort as text: zero-padded."""
+    return f"{seq:0{SEQ_DIGITS}d}"
+
+
+def trunk(trunk_id: str) -> str:
+    """The trunk's own small items: state, job index, source state."""
+    return f"TRUNK#{trunk_id}"
+
+
+def commits(trunk_id: str) -> str:
+    return f"COMMITS#{trunk_id}"
+
+
+def cells(trunk_id: str, job: str) -> str:
+    """One partition per job: the evaluator's Query reads only the job it judges."""
+    return f"CELLS#{trunk_id}#{job}"
+
+
+def alerts(trunk_id: str) -> str:
+    return f"ALERTS#{trunk_id}"
+
+
+def alert(alertname: str, job: str | None) -> str:
+    return f"{alertname}#{job or '-'}"
+
+
+def logs(trunk_id: str) -> str:
+    return f"LOG#{trunk_id}"
+
+
+def log(receiver: str, fingerprint: str) -> str:
+    return f"{receiver}#{fingerprint}"
+
+
+def log_prefix(receiver: str) -> str:
+    return f"{receiver}#"
+
+
+def ticks(trunk_id: str) -> str:
+    return f"TICK#{trunk_id}"
+
+
+STATE = "STATE"
+JOBS = "JOBS"
+SOURCE = "SOURCE"
+SILENCES = "SILENCE"
+SILENCE_AUDIT = "SILENCE#AUDIT"
+IDEMPOTENCY = "IDEMPOTENCY"

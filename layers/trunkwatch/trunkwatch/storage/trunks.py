@@ -1,0 +1,64 @@
+"""A trunk's own small items: its state (failing set, recent commits, open poll), its job
+index and its source's state."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+from typing import Any
+
+from pynamodb.exceptions import DoesNotExist, UpdateError
+
+from trunkwatch.storage import keys
+from trunkwatch.storage.items import JobIndex, SourceState, TrunkState
+
+
+def state(trunk_id: str, consistent: bool = False) -> TrunkState:
+    """The trunk's state item (an empty one before the first poll)."""
+    try:
+        return TrunkState.get(keys.trunk(trunk_id), keys.STATE, consistent_read=consistent)
+    except DoesNotExist:
+        return TrunkState(keys.trunk(trunk_id), keys.STATE)
+
+
+def save_recent_seqs(trunk_id: str, recent: list[int]) -> None:
+    TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, [TrunkState.recent_seqs.set(recent)])
+
+
+def open_poll(trunk_id: str, poll: str, at: datetime) -> None:
+    TrunkState.upsert(
+        keys.trunk(trunk_id), keys.STATE, [TrunkState.open_poll.set(poll), TrunkState.open_poll_at.set(at)]
+    )
+
+
+def close_poll(trunk_id: str, poll: str) -> None:
+    """Clear the open poll if it is still `poll` (a newer poll's own tick closes that one)."""
+    with contextlib.suppress(UpdateError):
+        TrunkState.upsert(
+            keys.trunk(trunk_id),
+            keys.STATE,
+            [TrunkState.open_poll.remove(), TrunkState.open_poll_at.remove()],
+            condition=TrunkState.open_poll == poll,
+        )
+
+
+def job_names(trunk_id: str) -> list[str]:
+    try:
+        return list(JobIndex.get(keys.trunk(trunk_id), keys.JOBS).names or [])
+    except DoesNotExist:
+        return []
+
+
+def save_job_names(trunk_id: str, names: list[str]) -> None:
+    JobIndex(keys.trunk(trunk_id), keys.JOBS, names=names).save()
+
+
+def source_state(trunk_id: str) -> dict[str, Any]:
+    try:
+        return dict(SourceState.get(keys.trunk(trunk_id), keys.SOURCE).state or {})
+    except DoesNotExist:
+        return {}
+
+
+def save_source_state(trunk_id: str, value: dict[str, Any]) -> None:
+    SourceState(keys.trunk(trunk_id), keys.SOURCE, state=value).save()

@@ -1,0 +1,79 @@
+"""The import graph has layers: handlers -> app/api -> domain, sources, channels, storage,
+silences -> nothing above them. No two folders import each other."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "layers" / "trunkwatch" / "trunkwatch"
+
+# folder -> the folders it may import from (besides itself)
+ALLOWED = {
+    "domain": set(),
+    "sources": {"domain"},
+    "channels": {"domain"},
+    "storage": {"domain"},
+    "silences": {"domain", "storage"},
+    "app": {"domain", "sources", "channels", "storage", "silences"},
+    "api": {"app", "domain", "silences", "storage"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    """The trunkwatch folders a module imports (lazily imported ones too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "trunkwatch" and len(parts) > 1 and parts[1] in ALLOWED:
+                found.add(parts[1])
+    return found
+
+
+def _modules(folder: str) -> list[Path]:
+    return sorted((PACKAGE / folder).rglob("*.py"))
+
+
+@pytest.mark.parametrize("folder", sorted(ALLOWED))
+def test_folder_imports_only_the_layers_below(folder: str) -> None:
+    assert _modules(folder), f"no modules in {folder}/"
+    wrong = {
+        str(path.relative_to(PACKAGE)): sorted(_imports(path) - ALLOWED[folder] - {folder})
+        for path in _modules(folder)
+    }
+    assert {module: bad for module, bad in wrong.items() if bad} == {}
+
+
+def test_every_folder_of_the_package_has_a_place_in_the_layers() -> None:
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(ALLOWED)
+
+
+def test_no_two_folders_import_each_other() -> None:
+    graph = {folder: set().union(*(_imports(p) for p in _modules(folder))) - {folder} for folder in ALLOWED}
+    cycles = sorted((a, b) for a in graph for b in graph[a] if a < b and a in graph.get(b, set()))
+    assert cycles == []
+
+
+def test_handlers_call_into_app_or_api_only() -> None:
+    for path in sorted((ROOT / "functions").glob("*/app.py")):
+        assert _imports(path) <= {"app", "api", "domain"}, path
+
+
+def test_no_module_of_the_package_reads_the_environment_but_the_settings() -> None:
+    readers = sorted(
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if "os.environ" in path.read_text(encoding="utf-8")
+    )
+    # The settings read the function's environment; a source token may name a variable.
+    assert readers == ["app/settings.py", "sources/credentials.py"]
