@@ -55,6 +55,9 @@ def one_line_error(run: subprocess.CompletedProcess[str], *words: str) -> None:
         ('{"repo": "a/b"}\n{"at": "yesterday", "tick": true}\n', [":2:", "RFC 3339"]),
         ('{"repo": "a/b"}\n{"at": "2026-11-18T15:00:00Z", "hud": []}\n', [":2:", "HUD"]),
         ('{"repo": "a/b"}\n{"at": "2026-11-18T15:00:00Z", "expire": "nope"}\n', ["nope"]),
+        ('{"repo": "a/b"}\n{"at": "2026-11-18T15:00:00Z", "hud_status": "down"}\n', [":2:", "hud_status"]),
+        ('{"repo": "a/b"}\n{"at": "2026-11-18T15:00:00Z", "hud_status": 42}\n', [":2:", "HTTP status"]),
+        ('{"repo": "a/b", "config": {"source_down_after": "soon"}}\n', ["source_down_after", "duration"]),
         (
             '{"repo": "a/b"}\n'
             '{"at": "2026-11-18T15:00:00Z", "tick": true}\n'
@@ -67,6 +70,27 @@ def test_malformed_replay_file(tmp_path: Path, content: str, words: list[str]) -
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
     one_line_error(trunkwatch("replay", str(path)), *words)
+
+
+def test_closed_stdout_ends_quietly() -> None:
+    """`trunkwatch demo --json | head -1`: the reader goes away after one line."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trunkwatch_local.cli", "demo", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()
+    process.stdout.close()
+    assert process.wait(timeout=120) == 0
+    assert json.loads(first)["message"]["status"] == "firing"
+    assert "BrokenPipeError" not in process.stderr.read()
+
+
+def test_version() -> None:
+    run = trunkwatch("--version")
+    assert run.returncode == 0 and run.stdout.startswith("trunkwatch ")
 
 
 def test_missing_replay_file(tmp_path: Path) -> None:

@@ -64,7 +64,9 @@ def test_ingest_reports_a_failing_source_without_raising(configured: HTTPServer)
     configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_data("oops", status=503)
     result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
     assert result["polled"] == [] and result["errors"][0]["cause"] == "http_5xx"
-    assert table_items() == []
+    # Nothing of the poll is written; only the failure is recorded, for SourceDown.
+    (state,) = table_items()
+    assert state["kind"] == {"S": "trunk"} and state["poll_error_cause"] == {"S": "http_5xx"}
 
 
 def test_evaluator_on_stream_batch(configured: HTTPServer) -> None:

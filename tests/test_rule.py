@@ -142,3 +142,13 @@ def test_trunk_band(count: int, name: str | None) -> None:
 
 def test_trunk_band_follows_configuration() -> None:
     assert trunk_alertname(6, rule_config({"trunk_band_max_jobs": 8})) == "TrunkBroken"
+
+
+def test_source_down_fires_once_failures_last_source_down_after() -> None:
+    from trunkwatch.domain.rule import source_down
+
+    rule = rule_config({"source_down_after": "15m"})
+    first_failure = datetime(2026, 11, 20, 12, 5, tzinfo=UTC)
+    assert not source_down(None, first_failure, rule)
+    assert not source_down(first_failure, first_failure + timedelta(minutes=14, seconds=59), rule)
+    assert source_down(first_failure, first_failure + timedelta(minutes=15), rule)

@@ -13,6 +13,7 @@ JSON = {"Content-Type": "application/json"}
 class HudServer(StandInServer):
     def __init__(self) -> None:
         self.body = b'{"jobNames": [], "shaGrid": []}'
+        self.status = 200  # a scripted outage answers another status with an error body
         self.requests = 0
         super().__init__()
 
@@ -20,7 +21,14 @@ class HudServer(StandInServer):
         self.requests += 1
         if not path.startswith("/api/hud/"):
             return 404, JSON, b'{"error": "not found"}'
+        if self.status != 200:
+            return self.status, JSON, json.dumps({"error": f"scripted status {self.status}"}).encode()
         return 200, JSON, self.body
 
     def serve(self, snapshot: Any) -> None:
         self.body = json.dumps(snapshot).encode()
+        self.status = 200
+
+    def fail_with(self, status: int) -> None:
+        """Answer `status` until the next `serve` (the snapshot is kept for then)."""
+        self.status = status

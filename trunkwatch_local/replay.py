@@ -12,7 +12,7 @@ from typing import Any
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import ConfigError, Deployment, load_deployment
 
-EVENT_KINDS = ("hud", "silence", "expire", "tick")
+EVENT_KINDS = ("hud", "hud_status", "silence", "expire", "tick")
 
 
 class ReplayError(ConfigError):
@@ -117,6 +117,10 @@ def _events(numbered: list[tuple[int, str]], name: str) -> Iterator[ReplayEvent]
             raise ReplayError(f"{name}:{number}: 'silence' must be a postable silence object")
         if kind == "expire" and not isinstance(payload, str):
             raise ReplayError(f"{name}:{number}: 'expire' must name a silence 'ref'")
+        if kind == "hud_status" and (
+            isinstance(payload, bool) or not isinstance(payload, int) or not 100 <= payload <= 599
+        ):
+            raise ReplayError(f"{name}:{number}: 'hud_status' must be an HTTP status code (100-599)")
         if kind == "tick" and payload is not True:
             raise ReplayError(f"{name}:{number}: 'tick' must be true")
         ref = event.get("ref")

@@ -99,6 +99,10 @@ def _apply(
     if kind == "hud":
         session.hud.serve(payload)
         session.runtime.tick(at)
+    elif kind == "hud_status":
+        session.hud.fail_with(payload)
+        session.runtime.tick(at)
+        session.hud.fail_with(200)  # only this poll: later ticks get the last snapshot again
     elif kind == "tick":
         session.runtime.tick(at)
     elif kind == "silence":

@@ -56,7 +56,7 @@ def notify_trunk(
     now: datetime,
 ) -> TickResult:
     result = TickResult(trunk.trunk_id)
-    views = trunk_views(trunk, rule, silences, links, include_resolved=True)
+    views = trunk_views(trunk, rule, silences, links, now, include_resolved=True)
     metrics.add_metric(
         name="AlertsFiring", unit=MetricUnit.Count, value=sum(v.alert.status == alerts.FIRING for v in views)
     )

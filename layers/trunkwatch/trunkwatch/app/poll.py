@@ -14,6 +14,7 @@ from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.domain.config import ConfigError
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
+from trunkwatch.storage import trunks
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -35,7 +36,10 @@ def poll_all(now: datetime) -> dict[str, Any]:
             )
             metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
             errors.append({"trunk": trunk.trunk_id, "cause": kind, "error": str(err)})
+            trunks.record_poll_failure(trunk.trunk_id, now, kind, str(err))
             continue
+        if trunks.record_poll_success(trunk.trunk_id, now):
+            result.items_written += 1
         if result.rate_limited:
             cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
             logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)

@@ -14,10 +14,11 @@ from trunkwatch.domain.alerts import Alert, AlertView, Links
 from trunkwatch.domain.cells import workflow_of
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
-from trunkwatch.domain.rule import trunk_alertname
+from trunkwatch.domain.rule import source_down, trunk_alertname
 from trunkwatch.silences import Silence
 from trunkwatch.storage import alerts as stored_alerts
-from trunkwatch.storage.items import AlertItem, CommitRef
+from trunkwatch.storage import trunks
+from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
 
 MAX_FAILURE_LINES_CHARS = 1500
 
@@ -27,21 +28,55 @@ def trunk_views(
     rule: RuleConfig,
     silences: Sequence[Silence],
     links: Links,
+    now: datetime,
     include_resolved: bool = False,
 ) -> list[AlertView]:
-    """Every job alert of the trunk (firing; resolved too if asked) and its trunk-level alert."""
+    """Every job alert of the trunk (firing; resolved too if asked), its trunk-level alert,
+    and SourceDown while the trunk's source cannot be read."""
     items = stored_alerts.of_trunk(trunk.trunk_id)
     firing = [i for i in items if i.status == alerts.FIRING and rule.in_scope(i.job)]
     shown = items if include_resolved else firing
     job_alerts = [job_alert(item, trunk, rule, links) for item in shown if rule.in_scope(item.job)]
     level = trunk_level_alert(firing, trunk, rule, links)
-    views = [AlertView(a, trunk.trunk_id) for a in job_alerts + ([level] if level else [])]
+    down = source_down_alert(trunks.state(trunk.trunk_id), trunk, rule, links, now)
+    views = [AlertView(a, trunk.trunk_id) for a in [*job_alerts, level, down] if a is not None]
     badly = level.fingerprint if level and level.name == alerts.TRUNK_BADLY_BROKEN else None
     for view in views:
         view.silenced_by = [s.id for s in silences if s.matches(view.alert.labels)]
         if badly and view.alert.name == alerts.JOB_FAILING and view.alert.status == alerts.FIRING:
             view.inhibited_by = [badly]
     return views
+
+
+def source_down_alert(
+    state: TrunkState, trunk: TrunkConfig, rule: RuleConfig, links: Links, now: datetime
+) -> Alert | None:
+    """Never inhibited: a blind pipeline matters most when everything else is quiet."""
+    since = state.polls_failing_since
+    if since is None or not source_down(since, now, rule):
+        return None
+    labels = {
+        "alertname": alerts.SOURCE_DOWN,
+        "repo": trunk.repo,
+        "branch": trunk.branch,
+        "priority": "P2",
+        "team": rule.team,
+    }
+    last_ok = format_time(state.last_poll_ok_at) if state.last_poll_ok_at else "none recorded"
+    cause = state.poll_error_cause or "unknown"
+    annotations = {
+        "summary": f"trunkwatch cannot read {trunk.source} for {trunk.repo}@{trunk.branch} ({cause})",
+        "description": (
+            f"Every poll of {trunk.repo}@{trunk.branch} since {format_time(since)} failed; "
+            f"trunk breakage is not being seen.\nCause: {cause}\nError: {state.poll_error or ''}\n"
+            f"Last successful poll: {last_ok}"
+        ),
+        "cause": cause,
+        "error": state.poll_error or "",
+        "last_successful_poll": last_ok,
+        **_common_annotations(labels, rule, links),
+    }
+    return Alert(labels, annotations, starts_at=since, generator_url=sources.trunk_link(trunk))
 
 
 def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig, links: Links) -> Alert:
@@ -153,5 +188,5 @@ def current_alerts(now: datetime, links: Links) -> list[AlertView]:
     return [
         view
         for trunk in deployment.trunks
-        for view in trunk_views(trunk, deployment.rule_for(trunk), silences, links)
+        for view in trunk_views(trunk, deployment.rule_for(trunk), silences, links, now)
     ]

@@ -11,6 +11,7 @@ from trunkwatch.domain.clock import format_time
 JOB_FAILING = "TrunkJobFailing"
 TRUNK_BROKEN = "TrunkBroken"
 TRUNK_BADLY_BROKEN = "TrunkBadlyBroken"
+SOURCE_DOWN = "SourceDown"
 
 RECEIVER = "trunkwatch-sns"  # the SNS topic's receiver name, in messages and in the API
 

@@ -77,6 +77,7 @@ class RuleConfig(BaseModel):
     repeat_interval: Duration = timedelta(hours=4)
     team: str = Field("ci-oncall", min_length=1)
     teams: tuple[TeamRoute, ...] = ()
+    source_down_after: Duration = timedelta(minutes=15)
     runbook_url: str | None = None
     dashboard_url: str | None = None
 

@@ -137,3 +137,9 @@ def trunk_alertname(failing_jobs: int, rule: RuleConfig) -> str | None:
     if failing_jobs == 0:
         return None
     return "TrunkBroken" if failing_jobs <= rule.trunk_band_max_jobs else "TrunkBadlyBroken"
+
+
+def source_down(failing_since: datetime | None, now: datetime, rule: RuleConfig) -> bool:
+    """SPEC 3.5: the trunk's polls have failed, with no success in between, for at least
+    `source_down_after` counted from the first failed poll."""
+    return failing_since is not None and now - failing_since >= rule.source_down_after

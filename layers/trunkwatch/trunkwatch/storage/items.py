@@ -27,6 +27,11 @@ class TrunkState(BaseItem, discriminator="trunk"):
     # The poll whose cells are still being evaluated; notifying waits for it (tick barrier).
     open_poll = UnicodeAttribute(null=True)
     open_poll_at = UTCDateTimeAttribute(null=True)
+    # The source's health (SourceDown): the last good poll, and since when polls fail.
+    last_poll_ok_at = UTCDateTimeAttribute(null=True)
+    polls_failing_since = UTCDateTimeAttribute(null=True)
+    poll_error_cause = UnicodeAttribute(null=True)
+    poll_error = UnicodeAttribute(null=True)
 
 
 class JobIndex(BaseItem, discriminator="jobs"):

@@ -4,13 +4,17 @@ index and its source's state."""
 from __future__ import annotations
 
 import contextlib
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, UpdateError
+from pynamodb.expressions.update import Action
 
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import JobIndex, SourceState, TrunkState
+
+ERROR_MAX = 500
+LAST_OK_PRECISION = timedelta(minutes=5)
 
 
 def state(trunk_id: str, consistent: bool = False) -> TrunkState:
@@ -40,6 +44,38 @@ def close_poll(trunk_id: str, poll: str) -> None:
             [TrunkState.open_poll.remove(), TrunkState.open_poll_at.remove()],
             condition=TrunkState.open_poll == poll,
         )
+
+
+def record_poll_failure(trunk_id: str, at: datetime, cause: str, error: str) -> None:
+    """A failed poll: keep when failures started (the first of a run), and the latest cause."""
+    TrunkState.upsert(
+        keys.trunk(trunk_id),
+        keys.STATE,
+        [
+            TrunkState.polls_failing_since.set(TrunkState.polls_failing_since | at),
+            TrunkState.poll_error_cause.set(cause),
+            TrunkState.poll_error.set(error[:ERROR_MAX]),
+        ],
+    )
+
+
+def record_poll_success(trunk_id: str, at: datetime) -> bool:
+    """A good poll ends a run of failures. Its time is kept to LAST_OK_PRECISION, so that a
+    steady poll writes nothing. True when something was written."""
+    current = state(trunk_id)
+    was_failing = current.polls_failing_since is not None
+    last_ok = current.last_poll_ok_at
+    if not was_failing and last_ok is not None and at - last_ok < LAST_OK_PRECISION:
+        return False
+    actions: list[Action] = [TrunkState.last_poll_ok_at.set(at)]
+    if was_failing:
+        actions += [
+            TrunkState.polls_failing_since.remove(),
+            TrunkState.poll_error_cause.remove(),
+            TrunkState.poll_error.remove(),
+        ]
+    TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, actions)
+    return True
 
 
 def job_names(trunk_id: str) -> list[str]:
