@@ -170,3 +170,104 @@ def test_token_is_not_sent_to_another_host_on_redirect(httpserver: HTTPServer) -
         assert "x-hud-internal-bot" not in {name.lower() for name, _ in forwarded.headers.items()}
     finally:
         other.stop()
+
+
+def recorded_row(sha: str, jobs: list[dict[str, Any]], **changes: Any) -> dict[str, Any]:
+    """A shaGrid row with every field the HUD API sends (RowDataAPIResponse)."""
+    row = {
+        "sha": sha,
+        "time": "2026-11-18T19:30:00Z",
+        "prNum": 160001,
+        "diffNum": None,
+        "commitUrl": f"https://github.com/pytorch/pytorch/commit/{sha}",
+        "commitTitle": "[inductor] change (#160001)",
+        "commitMessageBody": "Summary.\n\nPull Request resolved: https://github.com/pytorch/pytorch/pull/160001",
+        "author": "dev1",
+        "authorUrl": "https://github.com/dev1",
+        "jobs": jobs,
+        "isForcedMerge": False,
+        "isForcedMergeWithFailures": False,
+        "isAutoreverted": False,
+    }
+    row.update(changes)
+    return row
+
+
+def recorded_job(job_id: int, conclusion: str, **changes: Any) -> dict[str, Any]:
+    """A HUD cell as the API sends it (JobData with nulls and the name stripped)."""
+    job = {
+        "id": str(job_id),
+        "workflowId": "19000000001",
+        "time": "2026-11-18T19:35:00Z",
+        "conclusion": conclusion,
+        "status": "completed",
+        "htmlUrl": f"https://github.com/pytorch/pytorch/actions/runs/19000000001/job/{job_id}",
+        "logUrl": f"https://ossci-raw-job-status.s3.amazonaws.com/log/{job_id}",
+        "durationS": 3120,
+        "queueTimeS": 45,
+        "runnerName": "i-0abc",
+        "repo": "pytorch/pytorch",
+        "failureLines": [],
+        "failureLineNumbers": [],
+        "failureCaptures": [],
+    }
+    job.update(changes)
+    return job
+
+
+def test_runner_fleet_variants_of_one_job_merge_into_one_key(httpserver: HTTPServer) -> None:
+    from trunkwatch.domain.cells import CellState, build_cells
+
+    names = [
+        "trunk / linux-jammy-py3.10-gcc11 / test (default, 1, 2, linux.2xlarge)",
+        "trunk / linux-jammy-py3.10-gcc11 / test (default, 1, 2, lf.linux.2xlarge)",
+        "trunk / linux-jammy-py3.10-gcc11 / test (default, 2, 2, lf.ephemeral.linux.2xlarge)",
+        "trunk / linux-jammy-py3.10-gcc11 / test (default, 2, 2, ephemeral.linux.2xlarge)",
+        "trunk / win-vs2022-cpu-py3 / test (default, 1, 1, lf.windows.4xlarge.nonephemeral)",
+        "trunk / linux-jammy-py3.10-gcc11 / test (default, 1, 1, linux.2xlarge.memory)",
+    ]
+    jobs = [
+        recorded_job(1, "success"),
+        {},
+        recorded_job(3, "failure", failureLines=["FAILED test_ops.py::test_x"]),
+        {},
+        recorded_job(5, "success"),
+        recorded_job(6, "success"),
+    ]
+    httpserver.expect_request(PATH).respond_with_json(
+        {"jobNames": names, "shaGrid": [recorded_row("ccc", jobs)]}
+    )
+    (result,) = source(httpserver).poll({}, NOW).commits
+    cells = build_cells(result.commit.sha, result.runs)
+    assert sorted(cells) == [
+        "trunk / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)",
+        "trunk / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge.memory)",
+        "trunk / win-vs2022-cpu-py3 / test (default, windows.4xlarge.nonephemeral)",
+    ]
+    merged = cells["trunk / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"]
+    assert merged.state == CellState.FAIL and merged.failure_lines == ("FAILED test_ops.py::test_x",)
+
+
+def test_an_autoreverted_commit_carries_what_reverted_it(httpserver: HTTPServer) -> None:
+    names = ["pull / linux-jammy-py3.10-gcc11 / test (default, 1, 1, linux.2xlarge)"]
+    rows = [
+        recorded_row(
+            "ddd",
+            [recorded_job(1, "failure")],
+            isAutoreverted=True,
+            autorevertWorkflows=["pull", "pull"],
+            autorevertSignals=["test_ops.py::test_x", "pull / linux-jammy-py3.10-gcc11 / test"],
+        ),
+        recorded_row("ccc", [recorded_job(2, "success")], isAutoreverted=True),
+        recorded_row("bbb", [recorded_job(3, "success")], autorevertWorkflows=None),
+        # older HUD versions send no autorevert fields at all
+        {k: v for k, v in recorded_row("aaa", [{}]).items() if k != "isAutoreverted"},
+    ]
+    httpserver.expect_request(PATH).respond_with_json({"jobNames": names, "shaGrid": rows})
+    commits = [r.commit for r in source(httpserver).poll({}, NOW).commits]
+    assert [c.autoreverted_by for c in commits] == [
+        "autorevert (test_ops.py::test_x, pull / linux-jammy-py3.10-gcc11 / test)",
+        "autorevert",
+        None,
+        None,
+    ]

@@ -49,13 +49,26 @@ _PENDING = {"queued", "pending", "in_progress", "waiting", "requested", ""}
 # `, <shard>, <shards>` inside the parentheses of a job name.
 _SHARD = re.compile(r"(\([^()]*?), \d+, \d+(?=(?:, [^()]*)?\))")
 
+# A runner label's fleet prefix inside the parentheses: `lf.` (Linux Foundation fleet), then
+# `ephemeral.`, in front of a `linux`/`windows` label (the HUD's "merge LF/ephemeral" view).
+_FLEET = re.compile(r"([(,] ?)(?:lf\.)?(?:ephemeral\.)?(?=(?:linux|windows)\.)")
+
 MAX_FAILURE_LINES = 3
 MAX_FAILURE_LINE_CHARS = 200
 
 
 def job_key(job_name: str) -> str:
-    """`test (default, 2, 5, linux.2xlarge)` -> `test (default, linux.2xlarge)`."""
-    return _SHARD.sub(r"\1", job_name)
+    """`test (default, 2, 5, linux.2xlarge)` -> `test (default, linux.2xlarge)`.
+
+    Two normalisations, both inside the parentheses only:
+    - the shard numbers `, <shard>, <shards>` are removed;
+    - a runner label's fleet prefix is removed, so one job run on PyTorch's runner fleets is
+      one key: `lf.linux.2xlarge`, `lf.ephemeral.linux.2xlarge` and `ephemeral.linux.2xlarge`
+      all become `linux.2xlarge` (likewise `windows.*`). This is what the PyTorch HUD's
+      "merge LF / ephemeral" view does to its columns; labels that name a different machine
+      (`linux.2xlarge.memory`, `windows.4xlarge.nonephemeral`) stay apart.
+    """
+    return _FLEET.sub(r"\1", _SHARD.sub(r"\1", job_name))
 
 
 def workflow_of(key: str) -> str:
@@ -70,6 +83,9 @@ class Commit:
     author: str = ""
     pr: int | None = None
     url: str = ""
+    # What reverted this commit automatically, when the source says so (the HUD's
+    # `isAutoreverted` row flag: "autorevert", plus the signals it acted on); None otherwise.
+    autoreverted_by: str | None = None
 
 
 @dataclass(frozen=True)

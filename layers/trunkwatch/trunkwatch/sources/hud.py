@@ -3,6 +3,13 @@
 The HUD already merges workflow runs into a grid: `jobNames[i]` names column i and
 `shaGrid[k].jobs[i]` is that job's cell on commit k (newest commit first); `{}` means the
 job did not run there. A retried-to-green cell carries `failedPreviousRun`.
+
+Columns of one job on PyTorch's runner fleets (`lf.linux.2xlarge`, `ephemeral.linux.*`, ...)
+merge into one job key (see `cells.job_key`). A row the HUD marks `isAutoreverted: true`
+(PyTorch's autorevert bot reverted that commit; `autorevertWorkflows` and
+`autorevertSignals` name what it acted on) gives the commit an `autoreverted_by` of
+`autorevert` followed by those signals (or workflows) in parentheses. The HUD names no revert
+commit: it only flags the reverted one.
 """
 
 from __future__ import annotations
@@ -83,12 +90,30 @@ def parse_grid(body: Any) -> list[CommitResult]:
             author=str(row.get("author") or ""),
             pr=row["prNum"] if isinstance(row.get("prNum"), int) else None,
             url=str(row.get("commitUrl") or ""),
+            autoreverted_by=_autoreverted_by(row),
         )
         runs = tuple(
             _job_run(name, cell, f"{where}.jobs") for name, cell in zip(names, jobs, strict=True) if cell
         )
         results.append(CommitResult(commit=commit, runs=runs, complete=True))
     return results
+
+
+MAX_AUTOREVERT_CHARS = 200
+
+
+def _autoreverted_by(row: dict[str, Any]) -> str | None:
+    """`autorevert (signal, ...)` for a row the HUD flags `isAutoreverted`, else None."""
+    if row.get("isAutoreverted") is not True:
+        return None
+    named: list[str] = []
+    for field in ("autorevertSignals", "autorevertWorkflows"):
+        values = row.get(field)
+        if isinstance(values, list):
+            named = list(dict.fromkeys(str(v) for v in values if isinstance(v, str) and v))
+        if named:
+            break
+    return (f"autorevert ({', '.join(named)})" if named else "autorevert")[:MAX_AUTOREVERT_CHARS]
 
 
 def _job_run(name: str, cell: Any, where: str) -> JobRun:
