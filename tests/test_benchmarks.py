@@ -228,7 +228,7 @@ def test_github_stand_in_serves_the_hud_trunk() -> None:
     github = GitHubServer(day.trunk)
     try:
         github.serve_at(at)
-        trunk = TrunkConfig.model_validate(
+        trunk = TrunkConfig.from_dict(
             {"repo": "pytorch/pytorch", "source": "github", "url": github.url, "per_page": day.window}
         )
         snapshot = GitHubSource(trunk, "token", HttpClient(), window=day.window).poll({}, at)

@@ -320,7 +320,7 @@ def gh(server: HTTPServer) -> FakeGitHub:
 
 
 def trunk_at(url: str | None) -> TrunkConfig:
-    return TrunkConfig.model_validate({"repo": REPO, "branch": "main", "source": "github", "url": url})
+    return TrunkConfig.from_dict({"repo": REPO, "branch": "main", "source": "github", "url": url})
 
 
 def source(gh: FakeGitHub, token: str | None = TOKEN, timeout_s: float = 5.0) -> GitHubSource:

@@ -1,25 +1,38 @@
-"""The configuration document (SPEC 7): rule settings and the trunks to watch.
+"""The configuration document (SPEC 7): rule settings, the trunks to watch, receivers.
 
 Validated once at load; any unknown key, bad regex, bad duration or missing field is an
-error that names the key.
+error that names the key. Plain frozen dataclasses with explicit checks: this module is on
+every function's import path, so it costs no validation library at cold start.
+Constructing a class directly (`RuleConfig(failures_to_open=2)`) validates the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from typing import Any, ClassVar
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_REPO = re.compile(r"^[\w.-]+/[\w.-]+$")
+_SCHEDULE = re.compile(r"^(rate|cron)\(.+\)$")
 
 
 class ConfigError(ValueError):
     """A configuration problem, worded for the person who wrote the file."""
+
+
+class _Invalid(ConfigError):
+    """Problems as (dotted key, message) pairs; the caller prefixes where they are."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{key or '(document)'}: {message}" for key, message in problems))
 
 
 def parse_duration(value: Any) -> timedelta:
@@ -37,10 +50,13 @@ def parse_duration(value: Any) -> timedelta:
     return timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
 
 
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+# Field checks: each takes the raw value and returns the stored one or raises ValueError
+# (or _Invalid, for nested objects, whose keys are then prefixed with the field's name).
+Check = Callable[[Any], Any]
 
 
-def _compile(value: str) -> str:
+def _regex(value: Any) -> str:
+    value = _string(value)
     try:
         re.compile(value)
     except re.error as err:
@@ -48,38 +64,208 @@ def _compile(value: str) -> str:
     return value
 
 
-Regex = Annotated[str, BeforeValidator(_compile)]
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("Input should be a valid string")
+    return value
 
 
-class TeamRoute(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    match: Regex
-    team: str = Field(min_length=1)
+def _nonempty(value: Any) -> str:
+    if not _string(value):
+        raise ValueError("String should have at least 1 character")
+    return value
+
+
+def _optional(check: Check) -> Check:
+    return lambda value: None if value is None else check(value)
+
+
+def _integer(low: int, high: int | None = None) -> Check:
+    def check(value: Any) -> int:
+        if (isinstance(value, str) and value.strip().lstrip("-").isdigit()) or (
+            isinstance(value, float) and value.is_integer()
+        ):
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError("Input should be a valid integer")
+        if value < low:
+            raise ValueError(f"Input should be greater than or equal to {low}")
+        if high is not None and value > high:
+            raise ValueError(f"Input should be less than or equal to {high}")
+        return value
+
+    return check
+
+
+def _choice(*choices: str) -> Check:
+    def check(value: Any) -> str:
+        if value not in choices:
+            raise ValueError("Input should be " + " or ".join(repr(c) for c in choices))
+        return str(value)
+
+    return check
+
+
+def _pattern(regex: re.Pattern[str]) -> Check:
+    def check(value: Any) -> str:
+        if not regex.match(_string(value)):
+            raise ValueError(f"String should match pattern '{regex.pattern}'")
+        return value
+
+    return check
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError("Input should be a valid dictionary")
+    return dict(value)
+
+
+def _items(check: Check, min_length: int = 0) -> Check:
+    def check_all(value: Any) -> tuple[Any, ...]:
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, list | tuple):
+            raise ValueError("Input should be a valid list")
+        if len(value) < min_length:
+            raise ValueError(f"List should have at least {min_length} item, not {len(value)}")
+        problems: list[tuple[str, str]] = []
+        out = []
+        for index, item in enumerate(value):
+            try:
+                out.append(check(item))
+            except _Invalid as err:
+                problems += [(_join(str(index), key), message) for key, message in err.problems]
+            except ValueError as err:
+                problems.append((str(index), str(err)))
+        if problems:
+            raise _Invalid(problems)
+        return tuple(out)
+
+    return check_all
+
+
+def _nested(cls: type[_Checked]) -> Check:
+    return lambda value: value if isinstance(value, cls) else cls.from_dict(value)
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if key else prefix
+
+
+class _Checked:
+    """A frozen dataclass whose fields are checked (and normalised) on construction."""
+
+    CHECKS: ClassVar[dict[str, Check]] = {}
+
+    def __post_init__(self) -> None:
+        problems: list[tuple[str, str]] = []
+        for name, check in self.CHECKS.items():
+            try:
+                object.__setattr__(self, name, check(getattr(self, name)))
+            except _Invalid as err:
+                problems += [(_join(name, key), message) for key, message in err.problems]
+            except ValueError as err:
+                problems.append((name, str(err)))
+        if problems:
+            raise _Invalid(problems)
+        self._check()
+
+    def _check(self) -> None:
+        """Checks across fields."""
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise ValueError("Input should be a valid dictionary or object")
+        fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+        problems = [(str(key), "unknown key") for key in data if key not in fields]
+        missing = [
+            (name, "Field required")
+            for name, f in fields.items()
+            if name not in data
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        ]
+        made = None
+        try:  # also with unknown keys, so that one message names every problem
+            made = None if missing else cls(**{k: v for k, v in data.items() if k in fields})
+        except _Invalid as err:
+            problems += err.problems
+        problems += missing
+        if problems:
+            raise _Invalid(problems)
+        return made
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields, without those that are None (the document's own shape)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = _plain(getattr(self, f.name))
+            if value is not None:
+                out[f.name] = value
+        return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, _Checked):
+        return value.to_dict()
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamRoute(_Checked):
+    match: str
+    team: str
+
+    CHECKS: ClassVar[dict[str, Check]] = {"match": _regex, "team": _nonempty}
 
 
 DEFAULT_EXCLUDE = "unstable|rerun_disabled_tests|mem_leak_check"
 PYTORCH_INCLUDE = "^(pull|trunk|docs-build|linux-binary-)"
 
 
-class RuleConfig(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class RuleConfig(_Checked):
     """Rule keys (SPEC 7); the same names in a replay file's `config` object."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    failures_to_open: int = Field(3, ge=1)
-    passes_to_close: int = Field(1, ge=1)
-    max_failure_age: Duration = timedelta(hours=24)
-    stale_after_commits: int = Field(5, ge=1)
-    include: Regex = ""
-    exclude: Regex = DEFAULT_EXCLUDE
-    cancelled: Literal["nodata", "fail"] = "nodata"
-    trunk_band_max_jobs: int = Field(5, ge=1)
-    repeat_interval: Duration = timedelta(hours=4)
-    team: str = Field("ci-oncall", min_length=1)
+    failures_to_open: int = 3
+    passes_to_close: int = 1
+    max_failure_age: timedelta = timedelta(hours=24)
+    stale_after_commits: int = 5
+    include: str = ""
+    exclude: str = DEFAULT_EXCLUDE
+    cancelled: str = "nodata"  # "nodata" or "fail"
+    trunk_band_max_jobs: int = 5
+    repeat_interval: timedelta = timedelta(hours=4)
+    # A source that has failed every poll for this long raises TrunkSourceDown.
+    source_down_after: timedelta = timedelta(minutes=15)
+    team: str = "ci-oncall"
     teams: tuple[TeamRoute, ...] = ()
     source_down_after: Duration = timedelta(minutes=15)
     runbook_url: str | None = None
     dashboard_url: str | None = None
+
+    CHECKS: ClassVar[dict[str, Check]] = {
+        "failures_to_open": _integer(1),
+        "passes_to_close": _integer(1),
+        "max_failure_age": parse_duration,
+        "stale_after_commits": _integer(1),
+        "include": _regex,
+        "exclude": _regex,
+        "cancelled": _choice("nodata", "fail"),
+        "trunk_band_max_jobs": _integer(1),
+        "repeat_interval": parse_duration,
+        "source_down_after": parse_duration,
+        "team": _nonempty,
+        "teams": _items(_nested(TeamRoute)),
+        "runbook_url": _optional(_string),
+        "dashboard_url": _optional(_string),
+    }
 
     def in_scope(self, job: str) -> bool:
         if self.include and not re.search(self.include, job):
@@ -90,31 +276,44 @@ class RuleConfig(BaseModel):
         return next((route.team for route in self.teams if re.search(route.match, job)), self.team)
 
 
-class TokenRef(BaseModel):
-    """Where a source token lives; exactly one of the three."""
+@dataclass(frozen=True, kw_only=True)
+class TokenRef(_Checked):
+    """Where a token (or another secret value) lives; exactly one of the three."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     env: str | None = None
     ssm: str | None = None
     secret: str | None = None
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> TokenRef:
+    CHECKS: ClassVar[dict[str, Check]] = {
+        "env": _optional(_string),
+        "ssm": _optional(_string),
+        "secret": _optional(_string),
+    }
+
+    def _check(self) -> None:
         if sum(bool(v) for v in (self.env, self.ssm, self.secret)) != 1:
-            raise ValueError("give exactly one of env, ssm, secret")
-        return self
+            raise _Invalid([("", "give exactly one of env, ssm, secret")])
 
 
-class TrunkConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$")
-    branch: str = Field("main", min_length=1)
-    source: Literal["hud", "github"] = "hud"
+@dataclass(frozen=True, kw_only=True)
+class TrunkConfig(_Checked):
+    repo: str
+    branch: str = "main"
+    source: str = "hud"  # "hud" or "github"
     url: str | None = None
     token: TokenRef | None = None
-    per_page: int = Field(50, ge=1, le=100)
-    config: dict[str, Any] = Field(default_factory=dict)
+    per_page: int = 50
+    config: dict[str, Any] = field(default_factory=dict)
+
+    CHECKS: ClassVar[dict[str, Check]] = {
+        "repo": _pattern(_REPO),
+        "branch": _nonempty,
+        "source": _choice("hud", "github"),
+        "url": _optional(_string),
+        "token": _optional(_nested(TokenRef)),
+        "per_page": _integer(1, 100),
+        "config": _mapping,
+    }
 
     @property
     def trunk_id(self) -> str:
@@ -126,12 +325,100 @@ class TrunkConfig(BaseModel):
         return (self.url or default).rstrip("/")
 
 
-class Deployment(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _matcher(value: Any) -> str:
+    """An Alertmanager matcher string (`priority="P1"`, `team=~"infra.*"`), checked by the
+    silences' own parser (imported only when a receiver has matchers)."""
+    from trunkwatch.silences.matchers import SilenceError, parse_matcher
 
-    schedule: str = Field("rate(1 minute)", pattern=r"^(rate|cron)\(.+\)$")
-    defaults: dict[str, Any] = Field(default_factory=dict)
-    trunks: tuple[TrunkConfig, ...] = Field(min_length=1)
+    try:
+        parse_matcher(_string(value))
+    except SilenceError as err:
+        raise ValueError(str(err)) from None
+    return value
+
+
+def _secret_or_string(value: Any) -> str | TokenRef:
+    if isinstance(value, str | TokenRef):
+        return value
+    if isinstance(value, Mapping):
+        return TokenRef.from_dict(value)
+    raise ValueError("Input should be a string or an object like {secret: name}")
+
+
+RECEIVER_TYPES = ("slack", "github_issues")
+# Keys each receiver type takes (beyond `type`); the others are unknown keys for it.
+_RECEIVER_KEYS = {
+    "slack": {"url", "matchers"},
+    "github_issues": {"api_url", "repo", "labels", "token", "matchers"},
+}
+_RECEIVER_REQUIRED = {"slack": ("url",), "github_issues": ("repo",)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceiverConfig(_Checked):
+    """Where alerts also go (top-level `receivers`): a Slack incoming webhook, or GitHub issues.
+
+    `url` (slack) is the webhook URL itself or a reference to where it is kept
+    (`{secret: name}`; `env` and `ssm` work too, as for tokens). `matchers` are Alertmanager
+    matcher strings; an alert goes to the receiver when it matches all of them.
+    """
+
+    type: str
+    url: str | TokenRef | None = None
+    api_url: str = "https://api.github.com"
+    repo: str | None = None
+    labels: tuple[str, ...] = ()
+    token: TokenRef | None = None
+    matchers: tuple[str, ...] = ()
+
+    CHECKS: ClassVar[dict[str, Check]] = {
+        "type": _choice(*RECEIVER_TYPES),
+        "url": _optional(_secret_or_string),
+        "api_url": _nonempty,
+        "repo": _optional(_pattern(_REPO)),
+        "labels": _items(_nonempty),
+        "token": _optional(_nested(TokenRef)),
+        "matchers": _items(_matcher),
+    }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("type") in _RECEIVER_KEYS:
+            kind = data["type"]
+            allowed = _RECEIVER_KEYS[kind] | {"type"}
+            problems = [(str(k), f"unknown key for a {kind} receiver") for k in data if k not in allowed]
+            problems += [(key, "Field required") for key in _RECEIVER_REQUIRED[kind] if key not in data]
+            if problems:
+                raise _Invalid(problems)
+        return super().from_dict(data)
+
+    def _check(self) -> None:
+        for key in _RECEIVER_REQUIRED.get(self.type, ()):
+            if getattr(self, key) is None:
+                raise _Invalid([(key, f"Field required for a {self.type} receiver")])
+
+    def to_dict(self) -> dict[str, Any]:
+        keys = _RECEIVER_KEYS[self.type] | {"type"}
+        return {key: value for key, value in super().to_dict().items() if key in keys}
+
+    @property
+    def api_base_url(self) -> str:
+        return self.api_url.rstrip("/")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deployment(_Checked):
+    schedule: str = "rate(1 minute)"
+    defaults: dict[str, Any] = field(default_factory=dict)
+    trunks: tuple[TrunkConfig, ...]
+    receivers: tuple[ReceiverConfig, ...] = ()
+
+    CHECKS: ClassVar[dict[str, Check]] = {
+        "schedule": _pattern(_SCHEDULE),
+        "defaults": _mapping,
+        "trunks": _items(_nested(TrunkConfig), min_length=1),
+        "receivers": _items(_nested(ReceiverConfig)),
+    }
 
     def rule_for(self, trunk: TrunkConfig) -> RuleConfig:
         return rule_config({**self.defaults, **trunk.config})
@@ -143,28 +430,33 @@ class Deployment(BaseModel):
         raise ConfigError(f"no trunk {trunk_id!r} in the configuration")
 
 
-def _describe(err: ValidationError, where: str) -> str:
-    problems = []
-    for item in err.errors():
-        key = ".".join(str(p) for p in item["loc"]) or "(document)"
-        message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
-        problems.append(f"{where}{key}: {message.removeprefix('Value error, ')}")
-    return "; ".join(problems)
+def _describe(err: _Invalid, where: str) -> str:
+    return "; ".join(f"{where}{key or '(document)'}: {message}" for key, message in err.problems)
 
 
 def rule_config(values: dict[str, Any], where: str = "config.") -> RuleConfig:
     try:
-        return RuleConfig.model_validate(values)
-    except ValidationError as err:
+        return RuleConfig.from_dict(values)
+    except _Invalid as err:
         raise ConfigError(_describe(err, where)) from None
+    except ValueError as err:
+        raise ConfigError(f"{where.rstrip('.')}: {err}") from None
+
+
+def trunk_config(values: dict[str, Any]) -> TrunkConfig:
+    """One trunk's entry of the document, validated."""
+    try:
+        return TrunkConfig.from_dict(values)
+    except _Invalid as err:
+        raise ConfigError(_describe(err, "")) from None
 
 
 def load_deployment(data: Any) -> Deployment:
     if not isinstance(data, dict):
         raise ConfigError("configuration must be a mapping with a 'trunks' list")
     try:
-        deployment = Deployment.model_validate(data)
-    except ValidationError as err:
+        deployment: Deployment = Deployment.from_dict(data)
+    except _Invalid as err:
         raise ConfigError(_describe(err, "")) from None
     for index, trunk in enumerate(deployment.trunks):
         rule_config({**deployment.defaults, **trunk.config}, where=f"trunks.{index}.config.")
@@ -196,4 +488,4 @@ def load_file(path: str | Path) -> Deployment:
 
 
 def to_json(deployment: Deployment) -> str:
-    return json.dumps(deployment.model_dump(mode="json", exclude_none=True))
+    return json.dumps(deployment.to_dict())

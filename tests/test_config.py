@@ -1,0 +1,120 @@
+"""The configuration document's validation: defaults, new keys, errors that name the key."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from trunkwatch.domain.config import (
+    ConfigError,
+    ReceiverConfig,
+    RuleConfig,
+    TokenRef,
+    TrunkConfig,
+    load_deployment,
+    rule_config,
+    to_json,
+)
+
+TRUNK = {"repo": "pytorch/pytorch"}
+
+
+def test_rule_defaults() -> None:
+    rule = rule_config({})
+    assert rule.failures_to_open == 3 and rule.max_failure_age == timedelta(hours=24)
+    assert rule.source_down_after == timedelta(minutes=15)
+    assert rule.runbook_url is None and rule.dashboard_url is None
+    assert rule_config({"source_down_after": "1h30m"}).source_down_after == timedelta(minutes=90)
+
+
+def test_frozen_and_validated_on_construction() -> None:
+    rule = RuleConfig(failures_to_open=2, max_failure_age="1h")
+    assert rule.max_failure_age == timedelta(hours=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rule.failures_to_open = 5  # type: ignore[misc]
+    with pytest.raises(ConfigError, match="failures_to_open"):
+        RuleConfig(failures_to_open=0)
+    with pytest.raises(ConfigError, match="exactly one of env, ssm, secret"):
+        TokenRef(env="A", ssm="/b")
+
+
+@pytest.mark.parametrize(
+    ("document", "words"),
+    [
+        ({"trunks": [TRUNK], "defaults": {"source_down_after": "soon"}}, ["source_down_after", "duration"]),
+        ({"trunks": [{**TRUNK, "per_page": 500}]}, ["trunks.0.per_page", "less than or equal to 100"]),
+        ({"trunks": [{**TRUNK, "config": {"teams": [{"match": "(", "team": "x"}]}}]}, ["teams.0.match"]),
+        ({"trunks": [TRUNK], "receivers": [{"type": "email"}]}, ["receivers.0.type", "'slack'"]),
+        ({"trunks": [TRUNK], "receivers": [{"type": "slack"}]}, ["receivers.0.url", "required"]),
+        ({"trunks": [TRUNK], "receivers": [{"type": "github_issues"}]}, ["receivers.0.repo", "required"]),
+        (
+            {"trunks": [TRUNK], "receivers": [{"type": "github_issues", "repo": "nope"}]},
+            ["receivers.0.repo", "pattern"],
+        ),
+        (
+            {"trunks": [TRUNK], "receivers": [{"type": "slack", "url": "https://x", "repo": "a/b"}]},
+            ["receivers.0.repo", "unknown key"],
+        ),
+        (
+            {"trunks": [TRUNK], "receivers": [{"type": "slack", "url": "https://x", "matchers": ["nope"]}]},
+            ["receivers.0.matchers.0", "invalid matcher"],
+        ),
+        (
+            {"trunks": [TRUNK], "receivers": [{"type": "slack", "url": "u", "matchers": ['job=~"("']}]},
+            ["receivers.0.matchers.0", "regular expression"],
+        ),
+        (
+            {"trunks": [TRUNK], "receivers": [{"type": "slack", "url": {"secret": "a", "env": "B"}}]},
+            ["receivers.0.url", "exactly one of"],
+        ),
+        ({"trunks": [TRUNK], "receivers": {"type": "slack"}}, ["receivers", "list"]),
+    ],
+)
+def test_errors_name_the_key(document: dict[str, Any], words: list[str]) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_deployment(document)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_receivers() -> None:
+    deployment = load_deployment(
+        {
+            "trunks": [TRUNK],
+            "receivers": [
+                {"type": "slack", "url": {"secret": "trunkwatch/slack"}, "matchers": ['priority="P1"']},
+                {"type": "slack", "url": "https://hooks.example/x"},
+                {
+                    "type": "github_issues",
+                    "repo": "pytorch/pytorch",
+                    "labels": ["ci: sev"],
+                    "token": {"ssm": "/trunkwatch/gh"},
+                    "matchers": ['team=~"infra.*"'],
+                },
+            ],
+        }
+    )
+    slack, plain, issues = deployment.receivers
+    assert isinstance(slack, ReceiverConfig) and slack.url == TokenRef(secret="trunkwatch/slack")
+    assert slack.matchers == ('priority="P1"',)
+    assert plain.url == "https://hooks.example/x" and plain.matchers == ()
+    assert issues.api_url == "https://api.github.com" and issues.labels == ("ci: sev",)
+    assert issues.token == TokenRef(ssm="/trunkwatch/gh")
+    assert load_deployment({"trunks": [TRUNK]}).receivers == ()
+
+
+def test_to_json_round_trips() -> None:
+    deployment = load_deployment(
+        {
+            "trunks": [{**TRUNK, "token": {"env": "T"}, "config": {"failures_to_open": 2}}],
+            "defaults": {"repeat_interval": "2h"},
+            "receivers": [{"type": "slack", "url": {"secret": "s"}}],
+        }
+    )
+    assert load_deployment(json.loads(to_json(deployment))) == deployment
+    assert "null" not in to_json(deployment)
+    assert TrunkConfig.from_dict(TRUNK).trunk_id == "pytorch/pytorch#main"
