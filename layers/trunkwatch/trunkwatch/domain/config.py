@@ -246,7 +246,6 @@ class RuleConfig(_Checked):
     source_down_after: timedelta = timedelta(minutes=15)
     team: str = "ci-oncall"
     teams: tuple[TeamRoute, ...] = ()
-    source_down_after: Duration = timedelta(minutes=15)
     runbook_url: str | None = None
     dashboard_url: str | None = None
 
@@ -325,16 +324,24 @@ class TrunkConfig(_Checked):
         return (self.url or default).rstrip("/")
 
 
-def _matcher(value: Any) -> str:
-    """An Alertmanager matcher string (`priority="P1"`, `team=~"infra.*"`), checked by the
-    silences' own parser (imported only when a receiver has matchers)."""
-    from trunkwatch.silences.matchers import SilenceError, parse_matcher
+_MATCHER = re.compile(r'^\s*[A-Za-z_][A-Za-z0-9_]*\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|[^"\s]+)\s*$')
 
-    try:
-        parse_matcher(_string(value))
-    except SilenceError as err:
-        raise ValueError(str(err)) from None
-    return value
+
+def _matcher(value: Any) -> str:
+    """An Alertmanager matcher string (`priority="P1"`, `team=~"infra.*"`); the domain
+    checks its form and regex, the channel that uses it matches with the silences' engine."""
+    text = _string(value)
+    found = _MATCHER.match(text)
+    if not found:
+        raise ValueError(f'invalid matcher {text!r} (use name="value", !=, =~ or !~)')
+    if found.group(1) in ("=~", "!~"):
+        pattern = found.group(2)
+        pattern = pattern[1:-1] if pattern.startswith('"') else pattern
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise ValueError(f"invalid regular expression {pattern!r}: {err}") from None
+    return text
 
 
 def _secret_or_string(value: Any) -> str | TokenRef:
