@@ -90,6 +90,10 @@ def table() -> Iterator[None]:
             AttributeDefinitions=definition["AttributeDefinitions"],
             BillingMode="PAY_PER_REQUEST",
         )
+        # The functions' settings bind the models from the environment, as in Lambda.
+        patch.setenv("TABLE_NAME", TABLE)
+        patch.setenv("AWS_REGION", REGION)
+        patch.setenv("AWS_ENDPOINT_URL", endpoint)
         storage.bind(TABLE, REGION, endpoint)
         try:
             yield
