@@ -22,6 +22,7 @@ from pynamodb.exceptions import DoesNotExist
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.sources.base import CommitResult, Snapshot
+from trunkwatch.sources.http import HttpClient
 from trunkwatch.storage.items import CellItem, CommitItem, JobIndex, SourceState, TickItem, TrunkState
 from trunkwatch.storage.table import seq_key, trunk_pk
 
@@ -231,12 +232,12 @@ def _save_recent_seqs(pk: str, known: dict[str, CommitItem], written: Iterable[C
     return 1
 
 
-def make_source(trunk: TrunkConfig) -> Source:
+def make_source(trunk: TrunkConfig, http: HttpClient | None = None) -> Source:
     from trunkwatch.sources.credentials import resolve_token
     from trunkwatch.sources.github import GitHubSource
     from trunkwatch.sources.hud import HudSource
 
     token = resolve_token(trunk.token)
     if trunk.source == "github":
-        return GitHubSource(trunk, token, window=trunk.per_page)
-    return HudSource(trunk, token)
+        return GitHubSource(trunk, token, http, window=trunk.per_page)
+    return HudSource(trunk, token, http)
