@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import table_items
-from tests.peers import call_api
+from tests.peers import READER, WRITER, call_api
 from trunkwatch.domain import clock
 
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)
@@ -146,3 +146,50 @@ def test_any_request_gets_an_answer_not_a_crash(
     assert status < 500, body
     if status >= 400:
         assert set(body) == {"error"}
+
+
+# --- hostile bodies (issue #12): nested, oversized, malformed; any token scope -------------
+
+
+def _nested(depth: int, open_: str = "[", close: str = "]") -> bytes:
+    return (open_ * depth + close * depth).encode()
+
+
+hostile_bodies = st.one_of(
+    st.integers(1, 200_000).map(_nested),
+    st.integers(1, 100_000).map(lambda depth: ('{"a":' * depth + "1" + "}" * depth).encode()),
+    st.integers(1, 100_000).map(
+        lambda depth: b'{"matchers": ' + _nested(depth) + b', "endsAt": "2026-11-18T16:00:00Z"}'
+    ),
+    st.integers(1, 50_000).map(lambda depth: _nested(depth)[: depth + depth // 2]),  # cut short
+    st.integers(60_000, 300_000).map(lambda size: b'{"comment": "' + b"x" * size + b'"}'),
+    st.integers(60_000, 300_000).map(lambda size: b"[" + b"1," * (size // 2) + b"1]"),
+    st.binary(min_size=1, max_size=2048),
+    st.sampled_from([b"\xff\xfe", b"null", b"[]", b"{}", b'"x"', b"1e999999", b"NaN", b'{"a": 1,}', b"\x00"]),
+)
+
+
+@FUZZ
+@given(raw=hostile_bodies, writer=st.booleans(), method=st.sampled_from(["POST", "PUT", "DELETE"]))
+def test_hostile_bodies_are_refused_with_4xx_never_5xx(raw: bytes, writer: bool, method: str) -> None:
+    before = len(table_items())
+    path = "/api/v2/silences" if method != "DELETE" else "/api/v2/silence/x"
+    status, body = call_api(method, path, raw_body=raw, caller=WRITER if writer else READER)
+    event(f"HTTP {status}")
+    assert status < 500, body
+    if status != 200:
+        assert 400 <= status < 500 and set(body) == {"error"}, (status, body)
+    if not writer:
+        assert status == 403
+    if len(raw) > 64 * 1024:
+        assert status in (403, 413)
+    assert status == 200 or len(table_items()) == before
+
+
+@pytest.mark.parametrize("writer", [True, False])
+@pytest.mark.parametrize("depth", [1_000, 30_000, 100_000])
+def test_deeply_nested_json_is_400_or_413_not_500(depth: int, writer: bool) -> None:
+    raw = _nested(depth)
+    status, body = call_api("POST", "/api/v2/silences", raw_body=raw, caller=WRITER if writer else READER)
+    expected = 403 if not writer else 413 if len(raw) > 64 * 1024 else 400
+    assert status == expected and set(body) == {"error"}, body

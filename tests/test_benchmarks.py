@@ -21,8 +21,8 @@ from benchmarks.trunk import DAY_START, Day
 from benchmarks.usage import Meter
 from trunkwatch.domain.cells import build_cells
 from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.sources.base import HttpClient
 from trunkwatch.sources.github import GitHubSource
+from trunkwatch.sources.http import HttpClient
 from trunkwatch.sources.hud import parse_grid
 
 # SPEC 8: the summary's figures, all numbers.

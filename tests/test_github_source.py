@@ -26,8 +26,9 @@ from werkzeug import Request, Response
 from trunkwatch.domain.cells import CellState, build_cells
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.sources.base import HttpClient, Snapshot, SourceError
+from trunkwatch.sources.base import Snapshot, SourceError
 from trunkwatch.sources.github import GitHubSource
+from trunkwatch.sources.http import HttpClient
 
 FIXTURES = Path(__file__).parent / "fixtures" / "github"
 REPO = "octo-org/widgets"
@@ -677,7 +678,7 @@ def test_secondary_rate_limit_403_without_headers_waits_a_minute(gh: FakeGitHub)
     assert snap.commits == [] and snap.state == {"not_before": format_time(at(61))}
 
 
-def test_forbidden_without_rate_limit_is_an_http_4xx_error(gh: FakeGitHub) -> None:
+def test_forbidden_without_rate_limit_is_an_auth_error(gh: FakeGitHub) -> None:
     gh.broken[f"/repos/{REPO}/commits"] = (
         403,
         {"Content-Type": "application/json", "X-RateLimit-Remaining": "4999"},
@@ -685,7 +686,7 @@ def test_forbidden_without_rate_limit_is_an_http_4xx_error(gh: FakeGitHub) -> No
     )
     with pytest.raises(SourceError) as err:
         source(gh).poll({}, at(60))
-    assert err.value.kind == "http_4xx"
+    assert err.value.kind == "auth"
     assert f"/repos/{REPO}/commits" in str(err.value)
     assert "Resource not accessible" in str(err.value)
 

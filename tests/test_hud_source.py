@@ -13,7 +13,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from trunkwatch.domain.config import load_deployment
-from trunkwatch.sources.base import HttpClient, SourceError
+from trunkwatch.sources.base import SourceError
+from trunkwatch.sources.http import HttpClient
 from trunkwatch.sources.hud import HudSource
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
@@ -100,7 +101,15 @@ def test_gzip_body(httpserver: HTTPServer) -> None:
     [
         (Response("oops", status=502), "http_5xx", "502"),
         (Response("slow down", status=429, headers={"Retry-After": "30"}), "rate_limited", "retry after 30"),
-        (Response("no", status=403), "rate_limited", "403"),
+        (Response("no", status=403), "auth", "403"),
+        (Response("bad token", status=401), "auth", "401"),
+        (Response("slow", status=403, headers={"Retry-After": "7"}), "rate_limited", "retry after 7s"),
+        (Response('{"message": "API rate limit exceeded"}', status=403), "rate_limited", "403"),
+        (
+            Response("later", status=429, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+            "rate_limited",
+            "retry after 0s",
+        ),
         (Response("gone", status=404), "http_4xx", "404"),
         (Response('{"jobNames": [', status=200), "malformed", "not valid JSON"),
         (Response("[]", status=200), "malformed", "not a JSON object"),

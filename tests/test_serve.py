@@ -3,12 +3,14 @@ amtool too) until Ctrl-C."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -110,3 +112,39 @@ def test_ctrl_c_stops_cleanly(served: Any) -> None:
     stdout, _ = process.communicate(timeout=60)
     assert process.returncode == 0
     assert "FIRING" in stdout and "TrunkBroken" in stdout
+
+
+def test_serve_with_tokens_replays_silences_as_the_internal_principal(tmp_path: Any) -> None:
+    """With `--tokens`, the scenario's silence events still go through: the replay calls the
+    API with the session's own in-memory token, and any other caller needs a real token."""
+    read_token = "read-token-for-the-serve-test"
+    tokens = tmp_path / "tokens.json"
+    digest = hashlib.sha256(read_token.encode()).hexdigest()
+    tokens.write_text(json.dumps({"tokens": [{"sha256": digest, "principal": "carol", "scope": "read"}]}))
+    port = free_port()
+    command = [sys.executable, "-m", "trunkwatch_local.cli", "serve", "--port", f"{port}"]
+    command += ["--tokens", str(tokens), "--scenario", str(SCENARIOS / "silenced.jsonl")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/api/v2/silences"
+    try:
+        assert process.stderr is not None
+        deadline, seen = time.monotonic() + 240, []
+        while time.monotonic() < deadline:
+            line = process.stderr.readline()
+            seen.append(line)
+            if "serving; Ctrl-C stops" in line or not line:
+                break
+        assert any("serving" in line for line in seen), "".join(seen)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            get(url)
+        assert refused.value.code == 401
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {read_token}"})  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - 127.0.0.1
+            silences = json.loads(response.read())
+        assert len(silences) == 2  # both made by the replay (expired by now, on the real clock)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    output = "".join(seen) + out + err
+    assert "Bearer" not in output and "trunkwatch: error" not in output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tokens.json"]

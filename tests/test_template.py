@@ -4,6 +4,7 @@ sample events of events/."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections.abc import Iterator
@@ -33,6 +34,13 @@ EVENTS = ROOT / "events"
 FUNCTIONS = ("IngestFunction", "EvaluatorFunction", "NotifierFunction", "ApiFunction", "AuthorizerFunction")
 TABLE_ARN = {"Fn::GetAtt": ["Table", "Arn"]}
 DLQ_ARN = {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
+STREAM_ARN = {"Fn::GetAtt": ["Table", "StreamArn"]}
+STREAM_ACTIONS = {
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+}
 EXAMPLE_ACCOUNT = "123456789012"
 
 
@@ -244,6 +252,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "SecretsPrefix": "trunkwatch/",
         "ApiTokensParameter": "/trunkwatch/api-tokens",
         "LogLevel": "INFO",
+        "LogRetentionDays": 30,
     }
 
 
@@ -414,6 +423,7 @@ def test_table_keys_stream_ttl_recovery_and_encryption(resources: dict[str, Any]
     assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert props["SSESpecification"] == {"SSEEnabled": True}
     assert table["DeletionPolicy"] == table["UpdateReplacePolicy"] == "Retain"
+    assert props["DeletionProtectionEnabled"] is True
 
 
 def test_config_parameter_holds_the_config_document(resources: dict[str, Any]) -> None:
@@ -448,23 +458,38 @@ def test_dynamodb_access_is_on_the_table_only(resources: dict[str, Any]) -> None
     for name, role in _of_type(resources, "AWS::IAM::Role").items():
         for statement in _statements(role):
             assert statement["Resource"] != "*", name
-            if any(a.startswith("dynamodb:") for a in _actions(statement)):
+            actions = {a for a in _actions(statement) if a.startswith("dynamodb:")}
+            if actions & STREAM_ACTIONS:
+                assert actions == STREAM_ACTIONS and _resources_of(statement) == [STREAM_ARN], name
+            elif actions:
                 assert _resources_of(statement) == [TABLE_ARN], name
+
+
+@pytest.mark.parametrize("function", ["EvaluatorFunction", "NotifierFunction"])
+def test_stream_readers_read_only_the_tables_stream(resources: dict[str, Any], function: str) -> None:
+    role = resources[f"{function}Role"]
+    assert resources[function]["Properties"]["Role"] == {"Fn::GetAtt": [f"{function}Role", "Arn"]}
+    # Not SAM's AWSLambdaDynamoDBExecutionRole, whose stream actions are on "*".
+    managed = [_sub_text(arn) for arn in role["Properties"]["ManagedPolicyArns"]]
+    assert managed == [
+        "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+        "arn:${AWS::Partition}:iam::aws:policy/AWSXrayWriteOnlyAccess",
+    ]
+    (stream,) = [s for s in _statements(role) if set(_actions(s)) & STREAM_ACTIONS]
+    assert set(_actions(stream)) == STREAM_ACTIONS and _resources_of(stream) == [STREAM_ARN]
+    (dead_letters,) = [s for s in _statements(role) if "sqs:SendMessage" in _actions(s)]
+    assert _resources_of(dead_letters) == [DLQ_ARN]
+    mapping = _stream_mapping(resources, function)
+    assert mapping["EventSourceArn"] == STREAM_ARN
 
 
 @pytest.mark.parametrize(
     ("function", "actions"),
     [
-        (
-            "IngestFunction",
-            {"GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem", "ConditionCheckItem"},
-        ),
-        ("EvaluatorFunction", {"GetItem", "Query", "PutItem", "UpdateItem", "ConditionCheckItem"}),
-        (
-            "NotifierFunction",
-            {"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
-        ),
-        ("ApiFunction", {"GetItem", "Query", "PutItem", "UpdateItem", "ConditionCheckItem"}),
+        ("IngestFunction", {"GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"}),
+        ("EvaluatorFunction", {"GetItem", "Query", "PutItem", "UpdateItem"}),
+        ("NotifierFunction", {"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}),
+        ("ApiFunction", {"GetItem", "Query", "PutItem"}),
         ("AuthorizerFunction", set()),
     ],
 )
@@ -473,9 +498,24 @@ def test_table_actions_per_function(resources: dict[str, Any], function: str, ac
         a.removeprefix("dynamodb:")
         for s in _statements(resources[f"{function}Role"])
         for a in _actions(s)
-        if a.startswith("dynamodb:")
+        if a.startswith("dynamodb:") and a not in STREAM_ACTIONS
     }
     assert granted == actions
+
+
+def test_the_api_writes_only_silence_and_audit_items(resources: dict[str, Any]) -> None:
+    from trunkwatch.silences.items import AUDIT_PK, SILENCE_PK
+
+    statements = list(_statements(resources["ApiFunctionRole"]))
+    reads = [s for s in statements if set(_actions(s)) & {"dynamodb:GetItem", "dynamodb:Query"}]
+    writes = [s for s in statements if any(a.startswith("dynamodb:") for a in _actions(s))]
+    writes = [s for s in writes if s not in reads]
+    assert [set(_actions(s)) for s in reads] == [{"dynamodb:GetItem", "dynamodb:Query"}]
+    (write,) = writes
+    assert _actions(write) == ["dynamodb:PutItem"]
+    assert write["Condition"] == {
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [SILENCE_PK, AUDIT_PK]}
+    }
 
 
 def test_only_the_notifier_publishes_and_only_to_the_alert_topic(resources: dict[str, Any]) -> None:
@@ -501,6 +541,8 @@ def test_source_tokens_are_readable_by_ingest_alone_and_under_the_prefix(resourc
     readers: dict[str, list[str]] = {}
     for name, role in _of_type(resources, "AWS::IAM::Role").items():
         for statement in _statements(role):
+            if statement["Effect"] != "Allow":
+                continue
             if {"secretsmanager:GetSecretValue", "ssm:GetParameter"} & set(_actions(statement)):
                 readers.setdefault(name, []).extend(_sub_text(r) for r in _resources_of(statement))
     prefix = "arn:${AWS::Partition}:{service}:${AWS::Region}:${AWS::AccountId}:"
@@ -514,6 +556,52 @@ def test_source_tokens_are_readable_by_ingest_alone_and_under_the_prefix(resourc
     )
     for name in ("EvaluatorFunctionRole", "NotifierFunctionRole", "ApiFunctionRole"):
         assert readers[name] == [config]
+
+
+def _may(role: dict[str, Any], action: str, arn: str, source: dict[str, Any]) -> bool:
+    """IAM's verdict for one action on one ARN from a role's inline statements (defaults
+    filled in; an explicit Deny wins over any Allow)."""
+    verdicts = set()
+    for statement in _statements(role):
+        if not any(fnmatch.fnmatchcase(action, pattern) for pattern in _actions(statement)):
+            continue
+        for resource in _resources_of(statement):
+            if not isinstance(resource, dict) or "Fn::Sub" not in resource:
+                continue
+            text = _sub_text(resource).replace("${ConfigParameter}", "CFN-ConfigParameter-AbC")
+            pattern = _with_defaults(text, source)
+            pattern = pattern.replace("${AWS::Partition}", "aws").replace("${AWS::Region}", "us-east-1")
+            pattern = pattern.replace("${AWS::AccountId}", EXAMPLE_ACCOUNT)
+            if fnmatch.fnmatchcase(arn, pattern):
+                verdicts.add(statement["Effect"])
+    return "Allow" in verdicts and "Deny" not in verdicts
+
+
+def test_ingest_reads_source_tokens_but_never_the_api_tokens(
+    resources: dict[str, Any], source: dict[str, Any]
+) -> None:
+    role = resources["IngestFunctionRole"]
+    ssm = f"arn:aws:ssm:us-east-1:{EXAMPLE_ACCOUNT}:parameter"
+    secrets = f"arn:aws:secretsmanager:us-east-1:{EXAMPLE_ACCOUNT}:secret:"
+    tokens = source["Parameters"]["ApiTokensParameter"]["Default"]
+    assert tokens.startswith("/" + source["Parameters"]["SecretsPrefix"]["Default"])  # the overlap
+    assert _may(role, "ssm:GetParameter", f"{ssm}/trunkwatch/hud-token", source)
+    assert _may(role, "secretsmanager:GetSecretValue", f"{secrets}trunkwatch/github-token-AbCdEf", source)
+    assert not _may(role, "ssm:GetParameter", f"{ssm}{tokens}", source)
+    assert not _may(role, "ssm:GetParameter", f"{ssm}/other/token", source)
+    assert _may(resources["AuthorizerFunctionRole"], "ssm:GetParameter", f"{ssm}{tokens}", source)
+    (deny,) = [s for s in _statements(role) if s["Effect"] == "Deny"]
+    assert _sub_text(deny["Resource"]).endswith(":parameter${ApiTokensParameter}")
+
+
+def test_every_function_logs_to_its_own_group_with_a_retention(resources: dict[str, Any]) -> None:
+    groups = _of_type(resources, "AWS::Logs::LogGroup")
+    assert len(groups) == len(FUNCTIONS)
+    for function in FUNCTIONS:
+        group = function.removesuffix("Function") + "LogGroup"
+        props = resources[function]["Properties"]
+        assert props["LoggingConfig"] == {"LogGroup": {"Ref": group}}, function
+        assert groups[group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
 
 
 # --- API ----------------------------------------------------------------------------
@@ -557,20 +645,65 @@ def test_gateway_errors_use_the_api_error_shape(resources: dict[str, Any]) -> No
 
 def test_alarms_on_every_function_and_the_dead_letter_queue(resources: dict[str, Any]) -> None:
     alarms = _of_type(resources, "AWS::CloudWatch::Alarm")
-    assert set(alarms) == {f"{f}ErrorsAlarm" for f in FUNCTIONS} | {"DeadLetterQueueAlarm"}
+    assert set(alarms) == (
+        {f"{f}ErrorsAlarm" for f in FUNCTIONS}
+        | {f"{f}ThrottlesAlarm" for f in FUNCTIONS}
+        | {"EvaluatorFunctionIteratorAgeAlarm", "NotifierFunctionIteratorAgeAlarm"}
+        | {"DeadLetterQueueAlarm", "PollErrorsAlarm", "PollsStoppedAlarm", "Api5xxAlarm"}
+    )
     for name, alarm in alarms.items():
         props = alarm["Properties"]
         assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}], name
-        assert (props["ComparisonOperator"], props["Threshold"]) == ("GreaterThanThreshold", 0), name
+        assert props["OKActions"] == [{"Ref": "AlarmTopic"}], name
+        if name not in ("PollsStoppedAlarm",) and "IteratorAge" not in name:
+            assert (props["ComparisonOperator"], props["Threshold"]) == ("GreaterThanThreshold", 0), name
     for function in FUNCTIONS:
-        props = alarms[f"{function}ErrorsAlarm"]["Properties"]
-        assert (props["Namespace"], props["MetricName"]) == ("AWS/Lambda", "Errors")
-        assert props["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+        for metric in ("Errors", "Throttles"):
+            props = alarms[f"{function}{metric}Alarm"]["Properties"]
+            assert (props["Namespace"], props["MetricName"]) == ("AWS/Lambda", metric)
+            assert props["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
     dlq = alarms["DeadLetterQueueAlarm"]["Properties"]
     assert (dlq["Namespace"], dlq["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
     assert dlq["Dimensions"] == [
         {"Name": "QueueName", "Value": {"Fn::GetAtt": ["DeadLetterQueue", "QueueName"]}}
     ]
+
+
+def test_service_metric_alarms_use_the_powertools_namespace_and_service(resources: dict[str, Any]) -> None:
+    variables = resources["IngestFunction"]["Properties"]["Environment"]["Variables"]
+    service = [{"Name": "service", "Value": variables["POWERTOOLS_SERVICE_NAME"]}]
+    errors = resources["PollErrorsAlarm"]["Properties"]
+    assert (errors["Namespace"], errors["MetricName"]) == (
+        variables["POWERTOOLS_METRICS_NAMESPACE"],
+        "PollErrors",
+    )
+    assert errors["Dimensions"] == service and errors["TreatMissingData"] == "notBreaching"
+    # Polls that stop: no successful poll's data point at all is the alarm, not its absence of data.
+    stopped = resources["PollsStoppedAlarm"]["Properties"]
+    assert (stopped["Namespace"], stopped["MetricName"]) == ("Trunkwatch", "CellsIngested")
+    assert stopped["Dimensions"] == service
+    assert (stopped["Statistic"], stopped["ComparisonOperator"], stopped["Threshold"]) == (
+        "SampleCount",
+        "LessThanThreshold",
+        1,
+    )
+    assert stopped["TreatMissingData"] == "breaching"
+
+
+def test_stream_lag_and_api_5xx_alarms(resources: dict[str, Any]) -> None:
+    for function in ("EvaluatorFunction", "NotifierFunction"):
+        props = resources[f"{function}IteratorAgeAlarm"]["Properties"]
+        assert (props["Namespace"], props["MetricName"], props["Statistic"]) == (
+            "AWS/Lambda",
+            "IteratorAge",
+            "Maximum",
+        )
+        assert props["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+        assert props["ComparisonOperator"] == "GreaterThanThreshold" and props["Threshold"] > 0
+    api = resources["Api5xxAlarm"]["Properties"]
+    assert (api["Namespace"], api["MetricName"]) == ("AWS/ApiGateway", "5XXError")
+    name = resources["Api"]["Properties"]["Name"]
+    assert api["Dimensions"] == [{"Name": "ApiName", "Value": name}, {"Name": "Stage", "Value": "v1"}]
 
 
 def test_dashboard_shows_service_lambda_and_queue_metrics(resources: dict[str, Any]) -> None:

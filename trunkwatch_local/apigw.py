@@ -3,12 +3,15 @@
 Requests under `/api/v2/` become the events API Gateway sends for the template's
 `/api/v2/{proxy+}` resource (stage `v1`). With a tokens document the same bearer-token check
 as the Lambda authorizer runs first and a failure is answered 401 like API Gateway does;
-without one every request passes as principal `local` with write scope.
+without one every request passes as principal `local` with write scope. An `internal_token`
+(the session's own, random per process, never stored or printed) passes as principal
+`trunkwatch-replay` with write scope: what a replay's silence events act as.
 """
 
 from __future__ import annotations
 
 import base64
+import hmac
 import json
 import logging
 import threading
@@ -30,6 +33,7 @@ STAGE = "v1"
 # API Gateway's own payload limit.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 LOCAL_CALLER = auth.Caller(principal="local", scope="write")
+INTERNAL_CALLER = auth.Caller(principal="trunkwatch-replay", scope="write")
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -87,6 +91,17 @@ def proxy_event(
     }
 
 
+def _internal(authorization: str | None, internal_token: str | None) -> auth.Caller | None:
+    """The internal principal if the request carries the session's own token."""
+    if not internal_token:
+        return None
+    try:
+        presented = auth.bearer_token(authorization)
+    except auth.Unauthorized:
+        return None
+    return INTERNAL_CALLER if hmac.compare_digest(presented.encode(), internal_token.encode()) else None
+
+
 def _gateway_error(status: int, message: str) -> dict[str, Any]:
     """An error API Gateway answers itself, in the template's GatewayResponses shape."""
     return {
@@ -102,6 +117,7 @@ def serve_api(
     host: str = "127.0.0.1",
     port: int = 9093,
     tokens: dict[str, Any] | None = None,
+    internal_token: str | None = None,
 ) -> ThreadingHTTPServer:
     """Serve `handler` on host:port from a daemon thread; the caller calls `.shutdown()`."""
     document = auth.parse_tokens(tokens) if tokens is not None else None
@@ -119,7 +135,8 @@ def serve_api(
         if document is not None:
             authorization = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
             try:
-                caller = auth.authenticate(authorization, document)
+                internal = _internal(authorization, internal_token)
+                caller = internal or auth.authenticate(authorization, document)
             except auth.Unauthorized:
                 return _gateway_error(401, "Unauthorized")
         event = proxy_event(method, path, query=parsed.query, headers=headers, body=body, caller=caller)

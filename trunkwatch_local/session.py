@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -30,11 +31,17 @@ class Session:
         self.port = port
         self.tokens = tokens
         self.api: Any = None
+        # What the replay's own API calls (silence events) authenticate with when a tokens
+        # document is enforced: random per process, held only in memory, never printed.
+        self._internal_token = secrets.token_urlsafe(32)
 
     def start(self, deployment: Deployment) -> Session:
         self.runtime.start(deployment)
         self.api = serve_api(
-            lambda event, context: self.runtime.invoke("api", event), port=self.port, tokens=self.tokens
+            lambda event, context: self.runtime.invoke("api", event),
+            port=self.port,
+            tokens=self.tokens,
+            internal_token=self._internal_token,
         )
         os.environ["API_URL"] = self.api_url
         return self
@@ -60,7 +67,10 @@ class Session:
     def call_api(self, method: str, path: str, body: Any = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(  # noqa: S310 - the local API on 127.0.0.1
-            f"{self.api_url}{path}", data=data, method=method, headers={"Content-Type": "application/json"}
+            f"{self.api_url}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._internal_token}"},
         )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310

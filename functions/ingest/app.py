@@ -1,5 +1,6 @@
 """Ingest Lambda: on each schedule tick, poll every trunk's source into DynamoDB."""
 
+import time
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -8,6 +9,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app.poll import poll_all
 from trunkwatch.domain import clock
+
+DEADLINE_MARGIN_S = 5.0
 
 logger = Logger()
 tracer = Tracer()
@@ -20,4 +23,6 @@ metrics = Metrics()
 @event_source(data_class=EventBridgeEvent)
 def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     logger.debug("schedule tick", extra={"rule": event.resources, "time": event.time})
-    return poll_all(clock.now())
+    # Every poll ends in time to log and flush metrics before Lambda's own timeout.
+    deadline = time.monotonic() + max(1.0, context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_S)
+    return poll_all(clock.now(), deadline)

@@ -89,6 +89,12 @@ def _not_text(_: UnicodeDecodeError) -> Response:
     return _request_error("request body is not UTF-8 text")
 
 
+@resolver.exception_handler(RecursionError)
+def _too_deep(_: RecursionError) -> Response:
+    # json.loads of a deeply nested body (validation parses it before any middleware runs).
+    return _request_error("request body is JSON nested too deeply")
+
+
 @resolver.exception_handler(ServiceError)
 def _service_error(err: ServiceError) -> Response:
     return _error(err.status_code, str(err.msg))

@@ -1,7 +1,16 @@
-"""One schedule tick of ingest: poll every configured trunk, isolating their failures."""
+"""One schedule tick of ingest: poll every configured trunk, isolating their failures.
+
+Each trunk's poll is isolated: whatever it raises (a SourceError, a ConfigError, or any other
+exception) becomes a classified failure of that trunk (a `poll failed` log line and the
+`PollErrors` metric), and the other trunks are still polled. Each trunk also gets its own
+share of the time left, which its HTTP client enforces as a hard deadline, so one slow or
+hostile source cannot use up the invocation.
+"""
 
 from __future__ import annotations
 
+import time
+import traceback
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -14,30 +23,46 @@ from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.domain.config import ConfigError
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
+from trunkwatch.sources.http import HttpClient
 from trunkwatch.storage import trunks
+
+# Without a deadline from the caller (the Lambda's remaining time), each trunk gets this long.
+TRUNK_BUDGET_S = 45.0
 
 logger = Logger(child=True)
 metrics = Metrics()
 
 
-def poll_all(now: datetime) -> dict[str, Any]:
-    """Poll each trunk; a failing source is logged and counted, the others still run."""
+def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
+    """Poll each trunk; a failing trunk is logged and counted, the others still run.
+
+    `deadline` (a `time.monotonic()` value) is when every poll must be over: the trunks not
+    yet polled share the time left equally.
+    """
     deployment = settings.deployment()
     results: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
-    for trunk in deployment.trunks:
+    configured = list(deployment.trunks)
+    for position, trunk in enumerate(configured):
+        if deadline is None:
+            trunk_deadline = time.monotonic() + TRUNK_BUDGET_S
+        else:
+            trunk_deadline = time.monotonic() + (deadline - time.monotonic()) / (len(configured) - position)
+        http = HttpClient(deadline=trunk_deadline)
         try:
-            result = poll_trunk(trunk, deployment.rule_for(trunk), make_source(trunk), now)
-        except (SourceError, ConfigError) as err:
-            kind = err.kind if isinstance(err, SourceError) else "config"
+            result = poll_trunk(trunk, deployment.rule_for(trunk), make_source(trunk, http), now)
+        except Exception as err:  # one trunk's failure must not stop the others
+            kind, message = classify(err)
             logger.error(
                 "poll failed; nothing written, the next poll catches up",
-                extra={"trunk": trunk.trunk_id, "cause": kind, "error": str(err)},
+                extra={"trunk": trunk.trunk_id, "cause": kind, "error": message},
             )
             metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
-            errors.append({"trunk": trunk.trunk_id, "cause": kind, "error": str(err)})
-            trunks.record_poll_failure(trunk.trunk_id, now, kind, str(err))
+            errors.append({"trunk": trunk.trunk_id, "cause": kind, "error": message})
+            trunks.record_poll_failure(trunk.trunk_id, now, kind, message)
             continue
+        finally:
+            http.close()
         if trunks.record_poll_success(trunk.trunk_id, now):
             result.items_written += 1
         if result.rate_limited:
@@ -48,3 +73,16 @@ def poll_all(now: datetime) -> dict[str, Any]:
         metrics.add_metric(name="CellsIngested", unit=MetricUnit.Count, value=result.cells_written)
         results.append(asdict(result))
     return {"polled": results, "errors": errors}
+
+
+def classify(err: BaseException) -> tuple[str, str]:
+    """The cause and a message for the log line. Source and configuration errors carry
+    messages written to name no secret; anything else is named by its class and where it
+    was raised, never by its message (which could hold a token, a URL or an account id)."""
+    if isinstance(err, SourceError):
+        return err.kind, str(err)
+    if isinstance(err, ConfigError):
+        return "config", str(err)
+    frames = traceback.extract_tb(err.__traceback__)
+    where = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
+    return "internal", f"unexpected {type(err).__name__}{where}"

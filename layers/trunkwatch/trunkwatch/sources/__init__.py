@@ -14,6 +14,7 @@ from typing import Any
 
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.base import CommitResult, Snapshot, SourceError
+from trunkwatch.sources.http import HttpClient
 
 # source name -> (module, class)
 REGISTRY = {
@@ -27,11 +28,12 @@ def module_of(trunk: TrunkConfig) -> ModuleType:
     return importlib.import_module(module)
 
 
-def make_source(trunk: TrunkConfig) -> Any:
+def make_source(trunk: TrunkConfig, http: HttpClient | None = None) -> Any:
+    """The trunk's source, reading through `http` (the poll's client, with its deadline)."""
     from trunkwatch.sources.credentials import resolve_token
 
     _, cls = REGISTRY[trunk.source]
-    return getattr(module_of(trunk), cls)(trunk, resolve_token(trunk.token))
+    return getattr(module_of(trunk), cls)(trunk, resolve_token(trunk.token), http)
 
 
 def trunk_link(trunk: TrunkConfig) -> str:

@@ -21,7 +21,8 @@ from typing import Any
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.sources.base import CommitResult, HttpClient, Snapshot, SourceError
+from trunkwatch.sources.base import CommitResult, Snapshot, SourceError
+from trunkwatch.sources.http import HttpClient, retry_after_seconds, says_rate_limited
 
 TOKEN_HEADER = "x-hud-internal-bot"  # noqa: S105 - a header name
 
@@ -47,13 +48,18 @@ class HudSource:
         response = self.http.get(self.url, headers)
         if response.status >= 500:
             raise SourceError("http_5xx", f"HUD answered {response.status} for {self.trunk.trunk_id}")
-        if response.status in (403, 429):
-            retry = response.headers.get("retry-after")
+        if response.status in (401, 403, 429):
+            if says_rate_limited(response):
+                retry = retry_after_seconds(response.headers.get("retry-after"), now)
+                raise SourceError(
+                    "rate_limited",
+                    f"HUD answered {response.status} for {self.trunk.trunk_id}"
+                    + (f" (retry after {retry:g}s)" if retry is not None else ""),
+                    retry_after_s=retry,
+                )
+            # Not a rate limit: the token is missing, wrong or lacks access. Retrying helps not.
             raise SourceError(
-                "rate_limited",
-                f"HUD answered {response.status} for {self.trunk.trunk_id}"
-                + (f" (retry after {retry}s)" if retry else ""),
-                retry_after_s=float(retry) if retry and retry.isdigit() else None,
+                "auth", f"HUD answered {response.status} for {self.trunk.trunk_id}: check the trunk's token"
             )
         if response.status != 200:
             raise SourceError("http_4xx", f"HUD answered {response.status} for {self.trunk.trunk_id}")

@@ -6,7 +6,6 @@ token, which travels only in the Authorization header).
 
 from __future__ import annotations
 
-import email.utils
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -18,7 +17,8 @@ from urllib.parse import urlsplit
 from pydantic import TypeAdapter, ValidationError
 
 from trunkwatch.domain.clock import format_time
-from trunkwatch.sources.base import HttpClient, Response, SourceError
+from trunkwatch.sources.base import SourceError
+from trunkwatch.sources.http import HttpClient, Response, parse_json, retry_after_seconds
 
 API_VERSION = "2022-11-28"
 # GitHub's advice for a secondary limit that names no wait: at least one minute.
@@ -122,15 +122,8 @@ class GitHubApi:
         return max(datetime.fromtimestamp(int(reset), UTC), self._now)
 
     def _retry_after(self, response: Response) -> datetime | None:
-        value = response.headers.get("retry-after", "").strip()
-        if value.isdigit():
-            return self._now + timedelta(seconds=int(value))
-        if value:
-            try:  # HTTP-date form
-                return max(email.utils.parsedate_to_datetime(value).astimezone(UTC), self._now)
-            except (TypeError, ValueError):
-                return None
-        return None
+        seconds = retry_after_seconds(response.headers.get("retry-after"), self._now)
+        return None if seconds is None else self._now + timedelta(seconds=seconds)
 
     def _error(self, url: str, response: Response) -> SourceError:
         message = _error_message(response)
@@ -152,15 +145,16 @@ class GitHubApi:
                     self._now,
                 )
                 return self._stop
+        if response.status in (401, 403):
+            return SourceError(
+                "auth", f"GET {where(url)}: HTTP {response.status}, check the token and its access{said}"
+            )
         if response.status >= 500:
             return SourceError("http_5xx", f"GET {where(url)}: HTTP {response.status}{said}")
         return SourceError("http_4xx", f"GET {where(url)}: HTTP {response.status}{said}")
 
     def _parse(self, url: str, response: Response, shape: TypeAdapter[T]) -> T:
-        try:
-            data = json.loads(response.body)
-        except (ValueError, UnicodeDecodeError) as err:
-            raise SourceError("malformed", f"GET {where(url)}: response is not valid JSON: {err}") from None
+        data = parse_json(response.body, f"GET {where(url)}: response")
         try:
             return shape.validate_python(data)
         except ValidationError as err:
@@ -187,7 +181,7 @@ def _error_message(response: Response) -> str:
     """GitHub's `{"message": ...}` error body, shortened; '' when there is none."""
     try:
         body = json.loads(response.body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return ""
     message = body.get("message") if isinstance(body, dict) else None
     return str(message)[:MAX_ERROR_CHARS] if message else ""

@@ -58,9 +58,10 @@ from pydantic import TypeAdapter
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.sources.base import CommitResult, HttpClient, Snapshot
+from trunkwatch.sources.base import CommitResult, Snapshot
 from trunkwatch.sources.github.api import GitHubApi, RateLimited
 from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, WorkflowRun
+from trunkwatch.sources.http import HttpClient
 
 STATE_VERSION = 1
 RUNS_PER_PAGE = 100
