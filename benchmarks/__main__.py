@@ -1,6 +1,11 @@
 """`python -m benchmarks [--quick] [--out DIR]`: run every workload, write DIR/summary.json
 (default benchmarks/out) and print the table. No network but 127.0.0.1, except PyPI for
 building the layer (which falls back to an estimate without it).
+
+`python -m benchmarks local_scale` (a PyTorch-sized trunk through the local runtime, about
+five minutes at most) and `python -m benchmarks github_budget` (a first GitHub poll at
+PyTorch scale against a slow stand-in, about five minutes) run one workload each and put
+its figures into DIR/summary.json under their name, keeping the rest of the file.
 """
 
 from __future__ import annotations
@@ -23,12 +28,19 @@ from benchmarks.cold_start import cold_start
 from benchmarks.cost import project, ticks_per_day
 from benchmarks.end_to_end import run_day
 from benchmarks.evaluator import commit_cycle
+from benchmarks.github_budget import github_budget
 from benchmarks.ingest import ingest_github, ingest_hud
+from benchmarks.local_scale import local_scale
 from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, PYTORCH_SCALE, Day
 from trunkwatch.app.evaluate import JOB_WINDOW
 
 T = TypeVar("T")
 OUT = Path(__file__).parent / "out"
+# Workloads run on their own: name -> the section of summary.json they produce.
+WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
+    "local_scale": local_scale,
+    "github_budget": lambda: _fresh(github_budget),
+}
 
 
 @dataclass(frozen=True)
@@ -140,7 +152,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny workloads (a smoke test), in seconds")
     parser.add_argument("--out", type=Path, default=OUT, help="directory for summary.json")
+    parser.add_argument(
+        "workload",
+        nargs="?",
+        default="all",
+        choices=["all", *WORKLOADS],
+        help="one workload only, merged into summary.json (default: all of the others)",
+    )
     args = parser.parse_args(argv)
+    if args.workload != "all":
+        section = _step(args.workload, WORKLOADS[args.workload])
+        path = args.out / "summary.json"
+        summary = json.loads(path.read_text()) if path.exists() else {}
+        summary[args.workload] = section
+        args.out.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(summary, indent=2) + "\n")
+        print(json.dumps({args.workload: section}, indent=2))
+        return 0
     summary = run(QUICK if args.quick else FULL)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

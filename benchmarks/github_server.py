@@ -9,7 +9,8 @@ workflow's run. A flaky cell is a job that failed on attempt 1 and passed on a r
 (attempt 2); a job still running is `in_progress` in a run that is `in_progress`.
 
 `serve_at(now)` sets the moment whose state is served; requests are counted, and those
-without If-None-Match (which cost rate limit on GitHub) are counted apart.
+without If-None-Match (which cost rate limit on GitHub) are counted apart. `delay_s` holds
+every answer back that long (GitHub's own latency).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -49,8 +51,9 @@ class _Run:
 
 
 class GitHubServer(StandInServer):
-    def __init__(self, trunk: Trunk, repo: str = REPO) -> None:
+    def __init__(self, trunk: Trunk, repo: str = REPO, delay_s: float = 0.0) -> None:
         self.trunk = trunk
+        self.delay_s = delay_s
         self.repo = repo
         self.requests = 0
         self.unconditional = 0
@@ -180,6 +183,8 @@ class GitHubServer(StandInServer):
 
     # --- answering --------------------------------------------------------------------
     def answer(self, raw_path: str, if_none_match: str | None) -> Answer:
+        if self.delay_s:
+            time.sleep(self.delay_s)
         with self._lock:
             self.requests += 1
             self.unconditional += if_none_match is None

@@ -76,11 +76,17 @@ def commit_obj(n: int, parents: list[str], at: datetime, message: str, login: st
     return obj
 
 
+def workflow_id(workflow: str) -> int:
+    return 5_000_000 + (WORKFLOWS.index(workflow) if workflow in WORKFLOWS else 99)
+
+
 def run_obj(run_id: int, workflow: str, sha: str, created: datetime, **changes: Any) -> dict:
     obj = copy.deepcopy(_RUN)
     obj.update(
         id=run_id,
         name=workflow,
+        workflow_id=workflow_id(workflow),
+        workflow_url=f"https://api.github.com/repos/{REPO}/actions/workflows/{workflow_id(workflow)}",
         head_sha=sha,
         path=f".github/workflows/{workflow}.yml",
         created_at=format_time(created),
@@ -144,6 +150,7 @@ class FakeGitHub:
     broken: dict[str, tuple[int, dict[str, str], bytes]] = field(default_factory=dict)
     seen: list[dict[str, Any]] = field(default_factory=list)
     hold: threading.Event | None = None
+    workflow_names: dict[str, str] = field(default_factory=dict)  # what the workflows API says
 
     def __post_init__(self) -> None:
         self.server.expect_request(re.compile(r"^/(repos|repositories)/")).respond_with_handler(self.handle)
@@ -252,6 +259,22 @@ class FakeGitHub:
             jobs = sorted(latest.values(), key=lambda job: job["id"] % 200)
             items, link = self._paginate(request, jobs)
             return {"total_count": len(jobs), "jobs": items}, link
+        if m := re.fullmatch(rf"/repos/{REPO}/actions/workflows/(\d+)", path):
+            number = int(m[1]) - 5_000_000
+            file = f".github/workflows/{WORKFLOWS[number]}.yml"
+            return {
+                "id": int(m[1]),
+                "node_id": f"W_kwDOABCDEF84A{number:04d}",
+                # A workflow file GitHub cannot parse is named by its path.
+                "name": self.workflow_names.get(WORKFLOWS[number], WORKFLOWS[number]),
+                "path": file,
+                "state": "active",
+                "created_at": "2023-01-05T10:00:00.000Z",
+                "updated_at": "2024-04-30T09:00:00.000Z",
+                "url": f"https://api.github.com/repos/{REPO}/actions/workflows/{m[1]}",
+                "html_url": f"https://github.com/{REPO}/blob/main/{file}",
+                "badge_url": f"https://github.com/{REPO}/workflows/{WORKFLOWS[number]}/badge.svg",
+            }, ""
         if m := re.fullmatch(rf"/repos/{REPO}/actions/runs/(\d+)/attempts/(\d+)/jobs", path):
             jobs = self.attempts[int(m[1])][int(m[2])]
             items, link = self._paginate(request, jobs)
@@ -294,6 +317,8 @@ def kinds(requests: list[dict[str, Any]]) -> list[str]:
             out.append(f"attempt:{m[1]}:{m[2]}")
         elif m := re.search(r"/runs/(\d+)/jobs$", path):
             out.append(f"jobs:{m[1]}")
+        elif m := re.search(r"/actions/workflows/(\d+)$", path):
+            out.append(f"workflow:{m[1]}")
     return out
 
 
@@ -370,7 +395,9 @@ def test_first_poll_reads_window_commits_runs_and_every_job(gh: FakeGitHub) -> N
         (),
     )
     assert re.fullmatch(rf"https://github.com/{REPO}/actions/runs/\d+/job/\d+", shard.url)
-    assert len(on_20) == len(WORKFLOWS) * 2 + 1
+    # Every job, plus one `(workflow)` job per run that started its jobs.
+    assert len(on_20) == len(WORKFLOWS) * 3 + 1
+    assert on_20["pull / (workflow)"].conclusion == "success"
     assert "lint / test" in on_20
 
     # 120 runs in the window: two pages of runs, then stop (pages 3 and 4 are older).
@@ -433,7 +460,8 @@ def test_state_stays_small_for_a_50_commit_window(server: HTTPServer) -> None:
     trunk = trunk_at(fake.base)
     snap = GitHubSource(trunk, TOKEN, window=50).poll({}, T0 + timedelta(hours=10))
     assert len(snap.commits) == 50
-    assert sum(len(c.runs) for c in snap.commits) == 50 * (len(WORKFLOWS) * 2 + 1 + 5)
+    # each run's jobs and its `(workflow)` job
+    assert sum(len(c.runs) for c in snap.commits) == 50 * (len(WORKFLOWS) * 3 + 1 + 5 * 2)
     assert len(json.dumps(snap.state)) < 100_000
 
 
@@ -455,6 +483,7 @@ def test_a_changed_run_is_the_only_one_whose_jobs_are_read(gh: FakeGitHub) -> No
     assert {name: r.conclusion for name, r in job_runs(snap)[sha_of(27)].items()} == {
         "trunk / build": "success",
         "trunk / test": "failure",
+        "trunk / (workflow)": "success",
     }
     # Delivered now: the next poll is steady again.
     again = src.poll(roundtrip(snap.state), at(92))
@@ -588,7 +617,7 @@ def test_a_job_rerun_after_passing_is_not_flaky(gh: FakeGitHub) -> None:
     )
     snap = source(gh).poll({}, at(60))
     docs = [r for name, r in job_runs(snap)[sha_of(26)].items() if name.startswith("docs / ")]
-    assert len(docs) == 2
+    assert len(docs) == 3  # build, test and (workflow)
     assert all(r.attempt == 2 and not r.failed_before for r in docs)
 
 
@@ -651,7 +680,7 @@ def test_secondary_rate_limit_429_mid_jobs_keeps_what_was_read_and_resumes(gh: F
     assert len(gh.take()) == 3 + 41  # the limited request, then none
     assert partial.state["not_before"] == format_time(at(62))
     assert sum(len(c.runs) for c in partial.commits) == sum(
-        len(gh.attempts[r["id"]][1]) for r in gh.runs[:40]
+        len(gh.attempts[r["id"]][1]) + 1 for r in gh.runs[:40]
     )
     assert src.rate_limited is not None and src.rate_limited.retry_after_s == 120
 
@@ -807,3 +836,92 @@ def test_window_outside_one_page_is_rejected() -> None:
     trunk = trunk_at(None)
     with pytest.raises(ValueError, match=r"window must be 1\.\.100"):
         GitHubSource(trunk, None, window=101)
+
+
+# --- runs that never started, nameless runs ----------------------------------------------------
+
+
+def test_a_run_that_failed_to_start_is_a_failing_workflow_cell(gh: FakeGitHub) -> None:
+    # GitHub's shape for a workflow file it cannot run: named by its path, no job at all.
+    broken = {n: gh.run_of(n, "trunk") for n in (27, 28, 29)}
+    for run in broken.values():
+        run.update(
+            name=".github/workflows/trunk.yml",
+            display_title=".github/workflows/trunk.yml",
+            status="completed",
+            conclusion="startup_failure",
+            run_started_at=run["created_at"],
+            updated_at=run["created_at"],
+        )
+        gh.attempts[run["id"]] = {1: []}
+    snap = source(gh).poll({}, at(60))
+    requests = kinds(gh.take())
+
+    runs = job_runs(snap)
+    for n in (27, 28, 29):
+        trunk = {name: r for name, r in runs[sha_of(n)].items() if name.startswith("trunk")}
+        assert list(trunk) == ["trunk / (workflow)"]  # keyed by the name, not the path
+        assert trunk["trunk / (workflow)"].conclusion == "startup_failure"
+        cells = build_cells(sha_of(n), runs[sha_of(n)].values())
+        assert cells["trunk / (workflow)"].state == CellState.FAIL
+        assert cells["trunk / (workflow)"].url.endswith(f"/{REPO}/actions/runs/{broken[n]['id']}")
+        assert f"jobs:{broken[n]['id']}" not in requests  # it has no job to read
+    # The runs before it started their jobs: a passing (workflow) cell, so the alert resolves.
+    assert build_cells(sha_of(26), runs[sha_of(26)].values())["trunk / (workflow)"].state == CellState.PASS
+    assert not any(k.startswith("workflow:") for k in requests)  # other runs carried the name
+
+
+def test_a_failed_run_without_jobs_is_a_failing_workflow_cell(gh: FakeGitHub) -> None:
+    run = gh.run_of(29, "lint")
+    run.update(conclusion="failure")
+    gh.attempts[run["id"]] = {1: []}
+    snap = source(gh).poll({}, at(60))
+    assert f"jobs:{run['id']}" in kinds(gh.take())
+    lint = {name: r.conclusion for name, r in job_runs(snap)[sha_of(29)].items() if name.startswith("lint")}
+    assert lint == {"lint / (workflow)": "failure"}
+
+
+def test_a_run_still_queued_without_jobs_has_no_workflow_cell(gh: FakeGitHub) -> None:
+    run = gh.run_of(29, "lint")
+    run.update(status="queued", conclusion=None)
+    gh.attempts[run["id"]] = {1: []}
+    snap = source(gh).poll({}, at(60))
+    assert not any(name.startswith("lint") for name in job_runs(snap)[sha_of(29)])
+
+
+def test_nameless_runs_take_the_workflows_name_read_once(gh: FakeGitHub) -> None:
+    for run in gh.runs:
+        if run["name"] == "lint":
+            run["name"] = None
+    src = source(gh)
+    snap = src.poll({}, at(60))
+    requests = kinds(gh.take())
+    assert requests.count(f"workflow:{workflow_id('lint')}") == 1
+    assert {"lint / build", "lint / test", "lint / (workflow)"} <= set(job_runs(snap)[sha_of(29)])
+    assert snap.state["workflows"] == {str(workflow_id("lint")): "lint"}
+
+    # A new commit's nameless run: the name comes from the state, no request.
+    gh.push(30)
+    for run in gh.runs:
+        if run["name"] == "lint":
+            run["name"] = ""
+    again = src.poll(roundtrip(snap.state), at(70))
+    assert not any(k.startswith("workflow:") for k in kinds(gh.take()))
+    assert "lint / build" in job_runs(again)[sha_of(30)]
+
+
+@pytest.mark.parametrize("answer", ["path", "404"])
+def test_nameless_runs_of_a_workflow_without_a_name_use_the_file_name(gh: FakeGitHub, answer: str) -> None:
+    for run in gh.runs:
+        if run["name"] == "lint":
+            run["name"] = run["path"]
+    if answer == "path":
+        gh.workflow_names["lint"] = ".github/workflows/lint.yml"
+    else:
+        gh.broken[f"/repos/{REPO}/actions/workflows/{workflow_id('lint')}"] = (
+            404,
+            {"Content-Type": "application/json"},
+            b'{"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}',
+        )
+    snap = source(gh).poll({}, at(60))
+    assert {"lint / build", "lint / test"} <= set(job_runs(snap)[sha_of(29)])

@@ -803,3 +803,19 @@ def test_authorizer_sample_is_a_token_event_for_the_v1_stage(source: dict[str, A
     assert re.fullmatch(_token_shape(source), event.authorization_token)
     assert (event.parsed_arn.stage, event.parsed_arn.http_method) == ("v1", "POST")
     assert event.parsed_arn.resource == "api/v2/silences"
+
+
+def test_polls_of_the_trunks_never_overlap(resources: dict[str, Any]) -> None:
+    """One ingest at a time, and a tick that fails or is throttled is not retried later
+    (it would run on top of the next tick's poll): the next tick is the retry."""
+    ingest = resources["IngestFunction"]["Properties"]
+    assert ingest["ReservedConcurrentExecutions"] == 1
+    (target,) = resources["IngestFunctionPoll"]["Properties"]["Targets"]
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
+    # Async invocations that fail are not retried by Lambda either.
+    configs = [
+        r["Properties"]
+        for r in _of_type(resources, "AWS::Lambda::EventInvokeConfig").values()
+        if r["Properties"]["FunctionName"] == {"Ref": "IngestFunction"}
+    ]
+    assert [(c["MaximumRetryAttempts"], c["MaximumEventAgeInSeconds"]) for c in configs] == [(0, 60)]

@@ -1,6 +1,11 @@
 """Lambda's DynamoDB event source mapping, locally: read the table's stream, apply each
 mapping's FilterCriteria, deliver Lambda-shaped batches, honour `batchItemFailures`,
-bisect-on-error and the retry limit, and send exhausted batches' details to the DLQ."""
+bisect-on-error and the retry limit, and send exhausted batches' details to the DLQ.
+
+The stream's shards are described once per drain (not per mapping and round). Mappings that
+start at the same position share one shard iterator, so within a round the records at one
+iterator are read from the stream (and put in Lambda's shape) once for all of them; a record
+a handler writes meanwhile is read in the next round."""
 
 from __future__ import annotations
 
@@ -54,32 +59,41 @@ class StreamPump:
         self.invoke = invoke
         self.stats = PumpStats()
         self.mappings = [Mapping(s, [EventPattern.load(json.dumps(p)) for p in s.patterns]) for s in sources]
-        for mapping in self.mappings:
-            self._open(mapping)
+        self.describe_calls = 0
+        # This round's reads: (shard, iterator) -> (records, the iterator after them).
+        self._pages: dict[tuple[str, str], tuple[list[dict[str, Any]], str | None]] = {}
+        self._open()
 
-    def _open(self, mapping: Mapping) -> None:
+    def _open(self) -> None:
+        """Describe the stream (once) and start every mapping on shards it does not read yet."""
+        self.describe_calls += 1
         shards = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
         for shard in shards:
-            if shard["ShardId"] not in mapping.iterators:
-                mapping.iterators[shard["ShardId"]] = self.client.get_shard_iterator(
-                    StreamArn=self.stream_arn,
-                    ShardId=shard["ShardId"],
-                    ShardIteratorType=mapping.source.starting_position,
-                )["ShardIterator"]
+            opened: dict[str, str] = {}  # starting position -> iterator, shared
+            for mapping in self.mappings:
+                if shard["ShardId"] in mapping.iterators:
+                    continue
+                position = mapping.source.starting_position
+                if position not in opened:
+                    opened[position] = self.client.get_shard_iterator(
+                        StreamArn=self.stream_arn, ShardId=shard["ShardId"], ShardIteratorType=position
+                    )["ShardIterator"]
+                mapping.iterators[shard["ShardId"]] = opened[position]
 
     def drain(self, max_rounds: int = 1000) -> int:
         """Deliver until no mapping has new records (handlers may write more). Records seen."""
+        self._open()
         seen = 0
         for _ in range(max_rounds):
             moved = 0
             for mapping in self.mappings:
-                self._open(mapping)
                 records = self._read(mapping)
                 moved += len(records)
                 wanted = [r for r in records if mapping.wants(r)]
                 for start in range(0, len(wanted), mapping.source.batch_size):
                     self._deliver(mapping, wanted[start : start + mapping.source.batch_size])
             seen += moved
+            self._pages.clear()
             if not moved:
                 return seen
         raise RuntimeError(
@@ -88,15 +102,21 @@ class StreamPump:
 
     def _read(self, mapping: Mapping) -> list[dict[str, Any]]:
         records: list[dict[str, Any]] = []
-        for shard, iterator in list(mapping.iterators.items()):
-            while iterator:
-                page = self.client.get_records(ShardIterator=iterator)
-                records.extend(self._lambda_record(r) for r in page["Records"])
-                iterator = page.get("NextShardIterator")
-                if not page["Records"]:
-                    break
-            if iterator:
-                mapping.iterators[shard] = iterator
+        for shard, start in list(mapping.iterators.items()):
+            if (shard, start) not in self._pages:
+                read: list[dict[str, Any]] = []
+                iterator: str | None = start
+                while iterator:
+                    page = self.client.get_records(ShardIterator=iterator)
+                    read.extend(self._lambda_record(r) for r in page["Records"])
+                    iterator = page.get("NextShardIterator")
+                    if not page["Records"]:
+                        break
+                self._pages[shard, start] = (read, iterator)
+            read, after = self._pages[shard, start]
+            records.extend(read)
+            if after:
+                mapping.iterators[shard] = after
         return records
 
     def _lambda_record(self, record: dict[str, Any]) -> dict[str, Any]:

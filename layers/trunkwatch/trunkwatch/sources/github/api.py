@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -39,6 +40,13 @@ class RateLimited(SourceError):
         self.until = until
 
 
+class OutOfTime(SourceError):
+    """The poll's time budget cannot fit another request; nothing was sent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("budget", message)
+
+
 @dataclass(frozen=True)
 class Page(Generic[T]):
     """One response: `data` is None when a conditional request got 304 Not Modified."""
@@ -56,9 +64,14 @@ def where(url: str) -> str:
 
 class GitHubApi:
     """One poll's requests. After a rate limit (or `X-RateLimit-Remaining: 0`) every further
-    call raises RateLimited without touching the network."""
+    call raises RateLimited without touching the network.
 
-    def __init__(self, base_url: str, token: str | None, http: HttpClient, now: datetime) -> None:
+    With a `deadline` (a `time.monotonic()` value), a request that would likely end after it
+    (now + the slowest answer seen so far) is not sent: OutOfTime is raised instead."""
+
+    def __init__(
+        self, base_url: str, token: str | None, http: HttpClient, now: datetime, deadline: float | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._http = http
         self._now = now
@@ -71,6 +84,8 @@ class GitHubApi:
             self._headers["Authorization"] = f"Bearer {token}"
         self._stop: RateLimited | None = None
         self.requests = 0
+        self.deadline = deadline
+        self.slowest_s = 0.0  # the slowest answer of this poll: what the next one may take
 
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
@@ -79,16 +94,21 @@ class GitHubApi:
         """GET one page; with `etag`, conditionally (If-None-Match)."""
         if self._stop is not None:
             raise self._stop
+        if self.deadline is not None and time.monotonic() + self.slowest_s >= self.deadline:
+            raise OutOfTime(f"GET {where(url)}: not sent, the poll's time budget is spent")
         headers = dict(self._headers)
         if etag:
             headers["If-None-Match"] = etag
         self.requests += 1
+        started = time.monotonic()
         try:
             response = self._http.get(url, headers)
         except SourceError as err:
             if str(err).startswith("GET "):
                 raise
             raise SourceError(err.kind, f"GET {where(url)}: {err}") from None
+        finally:
+            self.slowest_s = max(self.slowest_s, time.monotonic() - started)
         self._note_exhausted(url, response)
         if response.status == 304 and etag:
             return Page(None, etag, None)

@@ -49,14 +49,24 @@ class WorkflowRun(_Shape):
     """One entry of `workflow_runs` in `GET /repos/{owner}/{repo}/actions/runs`."""
 
     id: int
+    # Null or empty for some runs; a run that failed to start is named by its `path`.
     name: str | None = None
     path: str = ""
+    workflow_id: int | None = None
     head_sha: str
     status: str | None = None
     conclusion: str | None = None
     run_attempt: int = 1
     created_at: datetime
     updated_at: datetime
+
+
+class Workflow(_Shape):
+    """`GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}`."""
+
+    id: int
+    name: str | None = None
+    path: str = ""
 
 
 class RunList(_Shape):

@@ -22,12 +22,34 @@ answer 304 (free of rate limit) and no job request, and returns an identical sta
     {"version": 1,
      "commits": {"url", "etag", "list": [[sha, time, title, author, pr, url], ...]},
      "runs": [{"url", "etag", "next", "oldest",
-               "runs": {head_sha: [[id, workflow, attempt, version, delivered], ...]}}, ...],
+               "runs": {head_sha: [[id, workflow, attempt, version, delivered(, failed)], ...]}},
+              ...],
+     "workflows": {workflow_id: name},    # names fetched for runs that carried none
      "not_before": "<RFC 3339>"}          # only while GitHub's rate limit holds
 
 `version` is a digest of the run's attempt, status, conclusion and updated_at; `delivered`
-says the jobs of that version were returned in some snapshot. Runs are grouped by commit to
+says the jobs of that version were returned in some snapshot; `failed` (only present for a
+completed run that failed) is the run's conclusion. Runs are grouped by commit to
 keep the state small (about 55 KB for 50 commits of 15 runs each).
+
+Workflow names: a job is keyed `<workflow name> / <job name>`. A run whose `name` is null,
+empty or its `path` (GitHub names a run that failed to start by its workflow file) takes the
+name another run of the same `workflow_id` carries, else the workflow's own name
+(`GET .../actions/workflows/{id}`, once; remembered in the state's `workflows`), else, when
+that is also the path or unreadable, the file name without its extension
+(`.github/workflows/trunk.yml` -> `trunk`), so a job's history is not split by the path.
+
+Runs that never started: a run that ended `startup_failure` (its jobs are not read, it has
+none) or `failure` with no job is a failing cell of the job `<workflow> / (workflow)`; every
+run that did start jobs is a passing cell of that job, so a broken workflow file on the
+trunk alerts and resolves like any job.
+
+Time budget: a poll sends no request that would likely end after `budget_s` seconds from its
+start (default 40 s, inside the ingest function's 60 s timeout): it stops like a rate limit
+without a wait. Runs whose jobs were all read are returned (commits with complete=False) and
+marked delivered; a run is never returned in part. The next poll reads the runs still
+undelivered, so a first poll of a large trunk completes over several polls.
+`GitHubSource.out_of_time` says when the budget cut a poll short.
 
 Rate limits: a 403/429 rate-limit answer, or a response saying no request is left
 (`X-RateLimit-Remaining: 0`), stops the poll at once. The poll does not raise: it returns a
@@ -46,8 +68,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -58,9 +81,9 @@ from pydantic import TypeAdapter
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.sources.base import CommitResult, Snapshot
-from trunkwatch.sources.github.api import GitHubApi, RateLimited
-from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, WorkflowRun
+from trunkwatch.sources.base import CommitResult, Snapshot, SourceError
+from trunkwatch.sources.github.api import GitHubApi, OutOfTime, RateLimited
+from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, Workflow, WorkflowRun
 from trunkwatch.sources.http import HttpClient
 
 STATE_VERSION = 1
@@ -69,11 +92,15 @@ RUNS_PER_PAGE = 100
 MAX_RUN_PAGES = 10
 MAX_TITLE_CHARS = 300
 _FAILED = frozenset({"failure", "timed_out", "startup_failure"})
+# The job of a run that did (pass) or did not (fail) start its jobs.
+WORKFLOW_JOB = "(workflow)"
+DEFAULT_BUDGET_S = 40.0
 _PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 
 _COMMITS: TypeAdapter[list[CommitItem]] = TypeAdapter(list[CommitItem])
 _RUNS: TypeAdapter[RunList] = TypeAdapter(RunList)
 _JOBS: TypeAdapter[JobList] = TypeAdapter(JobList)
+_WORKFLOW: TypeAdapter[Workflow] = TypeAdapter(Workflow)
 
 
 @dataclass(frozen=True)
@@ -86,22 +113,38 @@ class _Run:
     attempt: int
     version: str
     delivered: bool = False
+    failed: str = ""  # the conclusion of a completed run that failed
 
     @classmethod
-    def from_api(cls, run: WorkflowRun) -> _Run:
+    def from_api(cls, run: WorkflowRun, workflow: str) -> _Run:
         changes = f"{run.run_attempt}|{run.status}|{run.conclusion}|{format_time(run.updated_at)}"
         version = hashlib.blake2b(changes.encode(), digest_size=6).hexdigest()
-        return cls(run.id, run.head_sha, run.name or run.path, run.run_attempt, version)
+        failed = run.conclusion if run.status == "completed" and run.conclusion in _FAILED else None
+        return cls(run.id, run.head_sha, workflow, run.run_attempt, version, failed=failed or "")
 
     def record(self, delivered: bool) -> list[Any]:
-        return [self.id, self.workflow, self.attempt, self.version, delivered]
+        return [self.id, self.workflow, self.attempt, self.version, delivered] + (
+            [self.failed] if self.failed else []
+        )
 
 
 def _runs_of(page: dict[str, Any]) -> Iterator[_Run]:
     """The runs of a stored listing page, in listing order."""
     for sha, records in page["runs"].items():
-        for run_id, workflow, attempt, version, delivered in records:
-            yield _Run(run_id, sha, workflow, attempt, version, delivered)
+        for run_id, workflow, attempt, version, delivered, *failed in records:
+            yield _Run(run_id, sha, workflow, attempt, version, delivered, failed[0] if failed else "")
+
+
+def _given_name(run: WorkflowRun) -> str | None:
+    """The run's workflow name, unless GitHub gave none (null, empty or the file's path)."""
+    name = (run.name or "").strip()
+    return name if name and name != run.path else None
+
+
+def _name_from_path(path: str) -> str:
+    """`.github/workflows/trunk.yml` -> `trunk` (the last resort for a nameless run)."""
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    return (base.rsplit(".", 1)[0] if "." in base else base) or path or "(unnamed workflow)"
 
 
 def _by_commit(runs: Iterable[tuple[_Run, bool]]) -> dict[str, list[list[Any]]]:
@@ -113,7 +156,12 @@ def _by_commit(runs: Iterable[tuple[_Run, bool]]) -> dict[str, list[list[Any]]]:
 
 class GitHubSource:
     def __init__(
-        self, trunk: TrunkConfig, token: str | None, http: HttpClient | None = None, window: int | None = None
+        self,
+        trunk: TrunkConfig,
+        token: str | None,
+        http: HttpClient | None = None,
+        window: int | None = None,
+        budget_s: float | None = DEFAULT_BUDGET_S,
     ) -> None:
         window = window or trunk.per_page
         if not 1 <= window <= 100:
@@ -122,25 +170,36 @@ class GitHubSource:
         self.window = window
         self._token = token
         self._http = http or HttpClient()
+        self.budget_s = budget_s
         # Set by poll() when a rate limit cut it short or held it back; the snapshot is still
         # consistent and its state must be saved.
         self.rate_limited: RateLimited | None = None
+        # Set by poll() when its time budget cut it short (the rest follows next poll).
+        self.out_of_time: OutOfTime | None = None
 
     def __repr__(self) -> str:  # never show the token
         return f"GitHubSource({self.trunk.trunk_id!r})"
 
-    def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
+    def poll(self, state: dict[str, Any], now: datetime, deadline: float | None = None) -> Snapshot:
+        """One poll. `deadline` (a `time.monotonic()` value) overrides the `budget_s` one."""
         self.rate_limited = None
+        self.out_of_time = None
+        if deadline is None and self.budget_s is not None:
+            deadline = time.monotonic() + self.budget_s
         if "not_before" in state and now < (held := parse_time(state["not_before"])):
             self.rate_limited = RateLimited(
                 held, f"GitHub rate limit: no request for {self.trunk.repo} before {format_time(held)}", now
             )
             return Snapshot(commits=[], state=state, http_requests=0, rate_limited=self.rate_limited)
         previous = state if state.get("version") == STATE_VERSION else {}
-        api = GitHubApi(self.trunk.base_url, self._token, self._http, now)
+        api = GitHubApi(self.trunk.base_url, self._token, self._http, now, deadline)
+        workflows: dict[str, str] = dict(previous.get("workflows", {}))
         try:
             commits = self._list_commits(api, previous.get("commits"))
-            pages = self._list_runs(api, previous.get("runs", []), commits["list"])
+            pages = self._list_runs(api, previous.get("runs", []), commits["list"], workflows)
+        except OutOfTime as err:
+            self.out_of_time = err
+            return Snapshot(commits=[], state=state, http_requests=api.requests)
         except RateLimited as err:
             self.rate_limited = err
             return Snapshot(
@@ -166,6 +225,8 @@ class GitHubSource:
                 delivered_now.add(run.id)
         except RateLimited as err:
             self.rate_limited = err
+        except OutOfTime as err:
+            self.out_of_time = err
 
         def delivered(run: _Run) -> bool:
             return run.id in delivered_now or delivered_before.get(run.id) == run.version
@@ -178,6 +239,8 @@ class GitHubSource:
                 for page in pages
             ],
         }
+        if workflows:
+            new_state["workflows"] = workflows
         if self.rate_limited is not None:
             new_state["not_before"] = format_time(self.rate_limited.until)
         return Snapshot(
@@ -200,13 +263,18 @@ class GitHubSource:
         return {"url": url, "etag": page.etag, "list": [_commit_record(c) for c in _first_parent(page.data)]}
 
     def _list_runs(
-        self, api: GitHubApi, stored_pages: list[dict[str, Any]], commits: list[list[Any]]
+        self,
+        api: GitHubApi,
+        stored_pages: list[dict[str, Any]],
+        commits: list[list[Any]],
+        workflows: dict[str, str],
     ) -> list[dict[str, Any]]:
         if not commits:
             return []
         oldest = min(parse_time(record[1]) for record in commits)
         stored = {page["url"]: page for page in stored_pages}
         pages: list[dict[str, Any]] = []
+        fresh: list[tuple[dict[str, Any], list[WorkflowRun]]] = []
         url: str | None = api.url(
             self._path("/actions/runs", branch=self.trunk.branch, event="push", per_page=RUNS_PER_PAGE)
         )
@@ -223,28 +291,80 @@ class GitHubSource:
                     "etag": page.etag,
                     "next": page.next_url,
                     "oldest": format_time(min(r.created_at for r in runs)) if runs else None,
-                    "runs": _by_commit((_Run.from_api(r), False) for r in runs),
                 }
+                fresh.append((record, runs))
             pages.append(record)
             if record["oldest"] is None or parse_time(record["oldest"]) < oldest:
                 break
             url = record["next"]
+        names = self._workflow_names(api, [run for _, runs in fresh for run in runs], workflows)
+        for record, runs in fresh:
+            record["runs"] = _by_commit((_Run.from_api(r, names(r)), False) for r in runs)
         return pages
 
+    def _workflow_names(
+        self, api: GitHubApi, runs: list[WorkflowRun], fetched: dict[str, str]
+    ) -> Callable[[WorkflowRun], str]:
+        """Resolve every run's workflow name (see the module's docstring); `fetched` is the
+        state's cache of names read from the workflows API, updated in place."""
+        given = {
+            str(r.workflow_id): name for r in runs if r.workflow_id is not None and (name := _given_name(r))
+        }
+        for run in runs:
+            key = str(run.workflow_id)
+            if _given_name(run) is None and run.workflow_id is not None and key not in given | fetched:
+                fetched[key] = self._fetch_workflow_name(api, run)
+
+        def resolve(run: WorkflowRun) -> str:
+            key = str(run.workflow_id)
+            return _given_name(run) or given.get(key) or fetched.get(key) or _name_from_path(run.path)
+
+        return resolve
+
+    def _fetch_workflow_name(self, api: GitHubApi, run: WorkflowRun) -> str:
+        url = api.url(f"/repos/{self.trunk.repo}/actions/workflows/{run.workflow_id}")
+        try:
+            page = api.get(url, _WORKFLOW)
+        except (RateLimited, OutOfTime):
+            raise
+        except SourceError as err:
+            if err.kind != "http_4xx":
+                raise
+            return _name_from_path(run.path)
+        assert page.data is not None
+        workflow = page.data
+        name = (workflow.name or "").strip()
+        return name if name and name not in (workflow.path, run.path) else _name_from_path(run.path)
+
     def _job_runs(self, api: GitHubApi, run: _Run) -> list[JobRun]:
-        url = api.url(self._path(f"/actions/runs/{run.id}/jobs", filter="latest", per_page=100))
-        jobs = list(api.get_all(url, _JOBS, _jobs_of))
+        """Every job of the run, plus its `(workflow)` job; all of them or OutOfTime."""
+        jobs: list[Job] = []
+        if run.failed != "startup_failure":  # such a run has no job to read
+            url = api.url(self._path(f"/actions/runs/{run.id}/jobs", filter="latest", per_page=100))
+            jobs = list(api.get_all(url, _JOBS, _jobs_of))
         flaky = self._failed_before_retry(api, run, jobs)
+        started = _workflow_job(run, bool(jobs), self._run_url(api, run))
         return [
-            JobRun(
-                name=f"{run.workflow} / {job.name}",
-                conclusion=job.conclusion if job.status == "completed" else job.status,
-                url=job.html_url or "",
-                attempt=job.run_attempt,
-                failed_before=job.name in flaky,
-            )
-            for job in jobs
+            *started,
+            *(
+                JobRun(
+                    name=f"{run.workflow} / {job.name}",
+                    conclusion=job.conclusion if job.status == "completed" else job.status,
+                    url=job.html_url or "",
+                    attempt=job.run_attempt,
+                    failed_before=job.name in flaky,
+                )
+                for job in jobs
+            ),
         ]
+
+    def _run_url(self, api: GitHubApi, run: _Run) -> str:
+        """The run's web page (github.com, or GHES's host for `<host>/api/v3`)."""
+        base = api.base_url
+        if base == "https://api.github.com":
+            base = "https://github.com"
+        base = base.removesuffix("/api/v3")
+        return f"{base}/{self.trunk.repo}/actions/runs/{run.id}"
 
     def _failed_before_retry(self, api: GitHubApi, run: _Run, jobs: list[Job]) -> set[str]:
         """Names of the jobs that passed on a re-run after failing on the attempt before."""
@@ -268,6 +388,20 @@ class GitHubSource:
 
 def _jobs_of(page: JobList) -> list[Job]:
     return page.jobs
+
+
+def _workflow_job(run: _Run, started: bool, url: str) -> list[JobRun]:
+    """The `(workflow)` job of a run: passed when it started jobs, failed when it ended
+    without any; nothing while a run without jobs is still queued."""
+    if started:
+        conclusion = "success"
+    elif run.failed:
+        conclusion = run.failed
+    else:
+        return []
+    return [
+        JobRun(name=f"{run.workflow} / {WORKFLOW_JOB}", conclusion=conclusion, url=url, attempt=run.attempt)
+    ]
 
 
 def _changed_runs(

@@ -1,0 +1,92 @@
+"""Workload `github_budget`: a first GitHub poll at PyTorch scale against a slow stand-in.
+
+`GitHubServer` on 127.0.0.1 serves the synthetic trunk of `columns` job columns and answers
+every request `delay_s` late (150 ms: GitHub's latency); the source polls with its default
+time budget (`budget_s`, 40 s) until a poll ends within its budget without being cut short.
+Reported: the polls it took, each poll's wall time and requests, and whether any job run was
+delivered twice (it must not be) or left out (every run of the window delivered once).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from benchmarks.github_server import GitHubServer
+from benchmarks.trunk import DAY_START, PYTORCH_SCALE, Day
+from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.sources.github import GitHubSource
+from trunkwatch.sources.github.source import DEFAULT_BUDGET_S
+from trunkwatch.sources.http import HttpClient
+
+DELAY_S = 0.15
+MAX_POLLS = 20
+
+
+@dataclass
+class BudgetFigures:
+    job_columns: int
+    commits_per_page: int
+    delay_s: float
+    budget_s: float
+    polls: int
+    caught_up: bool
+    http_requests: int
+    poll_wall_s: list[float] = field(default_factory=list)
+    poll_requests: list[int] = field(default_factory=list)
+    runs_in_window: int = 0
+    runs_delivered: int = 0
+    duplicated_job_runs: int = 0
+    over_budget_polls: int = 0
+
+
+def github_budget(
+    day: Day = PYTORCH_SCALE, delay_s: float = DELAY_S, budget_s: float = DEFAULT_BUDGET_S
+) -> dict[str, Any]:
+    at = DAY_START + timedelta(minutes=30)
+    server = GitHubServer(day.trunk, delay_s=delay_s)
+    try:
+        server.serve_at(at)
+        trunk = TrunkConfig.from_dict(
+            {
+                "repo": "pytorch/pytorch",
+                "branch": "main",
+                "source": "github",
+                "url": server.url,
+                "per_page": day.window,
+            }
+        )
+        source = GitHubSource(trunk, "bench-token", HttpClient(), window=day.window, budget_s=budget_s)
+        state: dict[str, Any] = {}
+        delivered: Counter[tuple[str, str]] = Counter()
+        figures = BudgetFigures(day.columns, day.window, delay_s, budget_s, 0, False, 0)
+        while figures.polls < MAX_POLLS:
+            started = time.monotonic()
+            snapshot = source.poll(state, at)
+            figures.poll_wall_s.append(round(time.monotonic() - started, 2))
+            figures.poll_requests.append(snapshot.http_requests)
+            figures.polls += 1
+            state = snapshot.state
+            delivered.update((r.commit.sha, run.name) for r in snapshot.commits for run in r.runs)
+            if source.out_of_time is None:
+                figures.caught_up = True
+                break
+        window = {record[0] for record in state["commits"]["list"]}
+        runs = [
+            record
+            for page in state["runs"]
+            for sha, records in page["runs"].items()
+            if sha in window
+            for record in records
+        ]
+        figures.runs_in_window = len({record[0] for record in runs})
+        figures.runs_delivered = len({record[0] for record in runs if record[4]})
+        figures.duplicated_job_runs = sum(1 for count in delivered.values() if count > 1)
+        figures.http_requests = sum(figures.poll_requests)
+        figures.over_budget_polls = sum(1 for wall in figures.poll_wall_s if wall > budget_s)
+        return asdict(figures)
+    finally:
+        server.stop()

@@ -1,0 +1,239 @@
+"""Workload `local_scale`: a PyTorch-sized trunk through the local runtime.
+
+`LocalRuntime` (moto server on 127.0.0.1, the real handlers, the stream pump) and
+`HudServer` replay a first poll of a 50-commit HUD page of 2,000 job columns, then 10
+incremental polls (one commit lands per poll, `COMMIT_EVERY` apart, and older commits' jobs
+finish); each poll is a full schedule tick (ingest, the stream drained into the evaluator,
+the notifier). The same runs at 1,000 columns for the doubling ratio time(2000)/time(1000).
+
+`max_items_per_partition_key` is the most item writes one partition key received in one
+poll, counted from the table's stream (one record per write) in moto's backend, which the
+local runtime's server runs in this process. It is counted after the ingest step too, so a
+capped run still reports it for the polls' first step.
+
+Each scale runs in a fresh process (clean memory figures) under a time cap, so the workload
+ends in about five minutes even when it is slow: a capped run reports the polls it finished
+and `over_budget: true`, and its wall time is the cap (a lower bound).
+
+Budget: <= 60 s wall for the 2,000-column run, <= 1 GiB peak, doubling <= 2.2x.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import queue
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+from unittest import mock
+
+from benchmarks.emulator import fast_reads
+from benchmarks.ingest import deployment
+from benchmarks.memory import peak_growth
+from benchmarks.trunk import COMMIT_EVERY, DAY_START, WINDOW, Day
+
+COLUMNS = 2000
+HALF_COLUMNS = 1000
+INCREMENTAL_POLLS = 10
+# Caps per scale (seconds of wall, from process start): about five minutes in all.
+CAP_S = {COLUMNS: 170.0, HALF_COLUMNS: 110.0}
+BUDGET_WALL_S = 60.0
+BUDGET_PEAK_MB = 1024.0
+BUDGET_DOUBLING = 2.2
+
+
+def day_of(columns: int) -> Day:
+    """A trunk of `columns` job columns (50 per build environment)."""
+    if columns % 50:
+        raise ValueError("columns must be a multiple of 50")
+    return Day(environments=columns // 50, window=WINDOW)
+
+
+@dataclass
+class ScaleRun:
+    job_columns: int
+    commits_per_page: int
+    polls: int  # polls finished
+    wall_s: float  # all polls (the cap when capped)
+    peak_mb: float
+    max_items_per_partition_key: int
+    first_poll_s: float = 0.0
+    incremental_poll_s_max: float = 0.0
+    first_ingest_s: float = 0.0  # the first poll's ingest step alone
+    items_written_first_poll: int = 0  # by every function, in the first poll
+    evaluator_records_first_poll: int = 0  # stream records delivered (so far, when capped)
+    describe_stream_calls: int = 0
+    capped: bool = False
+    poll_s: list[float] = field(default_factory=list)
+
+
+def _replay(columns: int, polls: int, progress: Any) -> None:
+    """In the child process: run the polls, sending progress ("ingest", seconds, max per pk,
+    items) after the first ingest step, ("evaluated", records) as the first drain goes,
+    ("poll", seconds, max per pk) after each poll and ("done", ScaleRun fields) at the end."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    from trunkwatch.domain import clock
+    from trunkwatch_local.hud_server import HudServer
+    from trunkwatch_local.runtime import ACCOUNT, NAME, REGION, LocalRuntime
+
+    day = day_of(columns)
+    hud = HudServer()
+    with mock.patch.dict(os.environ), fast_reads(), contextlib.redirect_stdout(sys.stderr):
+        runtime = LocalRuntime().start(deployment("hud", hud.url, day.window))
+        shard = dynamodb_backends[ACCOUNT][REGION].tables[NAME].stream_shard
+        counted = len(shard.items)
+
+        def writes() -> Counter[str]:
+            """Item writes per partition key since the last call."""
+            nonlocal counted
+            new = shard.items[counted:]
+            counted += len(new)
+            return Counter(item.to_json()["dynamodb"]["Keys"]["pk"]["S"] for item in new)
+
+        invoke = runtime.pump.invoke
+        delivered = 0
+
+        def counting_invoke(function: str, event: dict[str, Any]) -> Any:
+            nonlocal delivered
+            result = invoke(function, event)
+            delivered += len(event["Records"])
+            if not poll_s:
+                progress.put(("evaluated", delivered))
+            return result
+
+        runtime.pump.invoke = counting_invoke
+        poll_s: list[float] = []
+        worst = first_items = 0
+        try:
+            with peak_growth() as peak:
+                at = DAY_START
+                for _ in range(polls):
+                    hud.serve(day.trunk.snapshot(at))
+                    started = time.perf_counter()
+                    with clock.frozen(at):  # what runtime.tick does, timed in steps
+                        runtime.invoke("ingest", runtime.scheduled_event("ingest"))
+                        ingested = writes()
+                        if not poll_s:
+                            first_ingest = time.perf_counter() - started
+                            progress.put(("ingest", first_ingest, max(ingested.values(), default=0)))
+                        runtime.pump.drain()
+                        runtime.invoke("notifier", runtime.scheduled_event("notifier"))
+                        runtime.pump.drain()
+                    in_poll = ingested + writes()
+                    if not poll_s:
+                        first_items, first_delivered = sum(in_poll.values()), delivered
+                    poll_s.append(time.perf_counter() - started)
+                    worst = max(worst, max(in_poll.values(), default=0))
+                    progress.put(("poll", poll_s[-1], worst))
+                    at += COMMIT_EVERY
+        finally:
+            runtime.stop()
+            hud.stop()
+    run = ScaleRun(
+        job_columns=day.columns,
+        commits_per_page=day.window,
+        polls=len(poll_s),
+        wall_s=round(sum(poll_s), 2),
+        peak_mb=peak.mb,
+        max_items_per_partition_key=worst,
+        first_poll_s=round(poll_s[0], 2),
+        incremental_poll_s_max=round(max(poll_s[1:], default=0.0), 2),
+        first_ingest_s=round(first_ingest, 2),
+        items_written_first_poll=first_items,
+        evaluator_records_first_poll=first_delivered,
+        describe_stream_calls=runtime.pump.describe_calls,
+        poll_s=[round(s, 2) for s in poll_s],
+    )
+    progress.put(("done", asdict(run)))
+
+
+def run_scale(columns: int, polls: int = 1 + INCREMENTAL_POLLS, cap_s: float | None = None) -> ScaleRun:
+    """`polls` ticks at `columns` job columns in a fresh process, stopped after `cap_s`."""
+    cap = cap_s if cap_s is not None else CAP_S.get(columns, 170.0)
+    context = multiprocessing.get_context("spawn")
+    progress = context.Queue()
+    child = context.Process(target=_replay, args=(columns, polls, progress), daemon=True)
+    started = time.monotonic()
+    child.start()
+    poll_s: list[float] = []
+    worst = 0
+    first_ingest = 0.0
+    evaluated = 0
+    try:
+        while True:
+            left = cap - (time.monotonic() - started)
+            try:
+                message = progress.get(timeout=max(left, 0.01))
+            except queue.Empty:
+                if left > 0 and child.is_alive():
+                    continue
+                if not child.is_alive() and left > 0:
+                    raise RuntimeError(f"local_scale at {columns} columns ended without a result") from None
+                break  # capped
+            if message[0] == "done":
+                return ScaleRun(**message[1])
+            if message[0] == "ingest":
+                first_ingest, worst = message[1], message[2]
+            elif message[0] == "evaluated":
+                evaluated = message[1]
+            else:
+                poll_s.append(message[1])
+                worst = message[2]
+    finally:
+        if child.is_alive():
+            child.terminate()
+        child.join(timeout=10)
+    print(f"[bench] local_scale at {columns} columns: capped after {cap:g}s", file=sys.stderr, flush=True)
+    return ScaleRun(
+        job_columns=day_of(columns).columns,
+        commits_per_page=WINDOW,
+        polls=len(poll_s),
+        wall_s=round(cap, 2),
+        peak_mb=0.0,  # not measured: the run did not finish
+        max_items_per_partition_key=worst,
+        first_poll_s=round(poll_s[0], 2) if poll_s else 0.0,
+        incremental_poll_s_max=round(max(poll_s[1:], default=0.0), 2),
+        first_ingest_s=round(first_ingest, 2),
+        evaluator_records_first_poll=evaluated,
+        capped=True,
+        poll_s=[round(s, 2) for s in poll_s],
+    )
+
+
+def local_scale(polls: int = 1 + INCREMENTAL_POLLS) -> dict[str, Any]:
+    """The `local_scale` section of summary.json."""
+    full = run_scale(COLUMNS, polls)
+    half = run_scale(HALF_COLUMNS, polls)
+    # No ratio when the 1,000-column run was capped (its time is unknown); a lower bound when
+    # only the 2,000-column one was.
+    doubling = round(full.wall_s / half.wall_s, 2) if half.wall_s and not half.capped else None
+    ingest_ratio = (
+        round(full.first_ingest_s / half.first_ingest_s, 2)
+        if full.first_ingest_s and half.first_ingest_s
+        else None
+    )
+    over = {
+        "wall_s": full.capped or full.wall_s > BUDGET_WALL_S,
+        "peak_mb": full.capped or full.peak_mb > BUDGET_PEAK_MB,
+        "doubling_ratio": doubling is None or full.capped or doubling > BUDGET_DOUBLING,
+    }
+    return {
+        "job_columns": full.job_columns,
+        "commits_per_page": full.commits_per_page,
+        "polls": full.polls,
+        "wall_s": full.wall_s,
+        "peak_mb": full.peak_mb,
+        "doubling_ratio": doubling,
+        "max_items_per_partition_key": full.max_items_per_partition_key,
+        "first_ingest_doubling_ratio": ingest_ratio,
+        "budget": {"wall_s": BUDGET_WALL_S, "peak_mb": BUDGET_PEAK_MB, "doubling_ratio": BUDGET_DOUBLING},
+        "over_budget": any(over.values()),
+        "over": [name for name, is_over in over.items() if is_over],
+        "runs": {str(run.job_columns): asdict(run) for run in (full, half)},
+        "capped": full.capped or half.capped,
+    }
