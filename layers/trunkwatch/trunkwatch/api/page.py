@@ -13,6 +13,7 @@ from importlib import resources
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 router = Router()
 
@@ -51,7 +52,7 @@ def _file(name: str, content_type: str) -> Response[str]:
 def page() -> Response[str]:
     # The page refers to its assets and the API relatively, so it must be loaded from a path
     # ending in "/": API Gateway sends `<api url>/v1` (no slash) here too; redirect that.
-    called = router.current_event.request_context.path or "/"
+    called = APIGatewayProxyEvent(router.current_event.raw_event).request_context.path or "/"
     if not called.endswith("/"):
         return Response(status_code=301, headers={**SECURITY_HEADERS, "Location": called + "/"}, body="")
     return _file(PAGE, HTML)

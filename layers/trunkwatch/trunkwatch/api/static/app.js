@@ -35,7 +35,7 @@
   }
 
   function append(node, children) {
-    for (const child of children.flat()) {
+    for (const child of children.flat(Infinity)) {
       if (child === undefined || child === null || child === false) continue;
       node.append(child instanceof Node ? child : document.createTextNode(String(child)));
     }
@@ -376,7 +376,7 @@
       const pr = ann.culprit_pr ? link(ann.culprit_pr_url, "#" + ann.culprit_pr) : null;
       row(
         "culprit",
-        link(ann.culprit_url, ann.culprit_sha.slice(0, 12), "mono"),
+        link(ann.culprit_url, ann.culprit_sha.slice(0, 12), "mono culprit-sha"),
         pr ? [" (", pr, ")"] : null,
         " ",
         el("span", { class: "commit-title", text: ann.culprit_title || "" }),
@@ -515,7 +515,7 @@
     const rows = el("div", { class: "matcher-rows" }, matchers.map(matcherRow));
     const duration = el("input", { name: "duration", required: true, placeholder: "2h" });
     duration.value = params.get("duration") || "2h";
-    const createdBy = el("input", { name: "createdBy", placeholder: "your name" });
+    const createdBy = el("input", { name: "createdBy", placeholder: "your name (default: the token's principal)" });
     createdBy.value = localStorage.getItem(AUTHOR_KEY) || "";
     const comment = el("textarea", { name: "comment", required: true, placeholder: "why (link the fix or issue)" });
     const submit = el("button", { type: "submit", class: "primary", text: "Create silence" });
@@ -556,7 +556,9 @@
         createdBy: createdBy.value.trim(),
         comment: comment.value.trim(),
       };
+      // Left out when empty: the API then records the token's principal.
       if (body.createdBy) localStorage.setItem(AUTHOR_KEY, body.createdBy);
+      else delete body.createdBy;
       submit.disabled = true;
       try {
         const created = await api("POST", "api/v2/silences", body);
