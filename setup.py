@@ -37,5 +37,7 @@ setup(
         *find_packages(include=["trunkwatch_local*"]),
     ],
     package_dir={"trunkwatch": "layers/trunkwatch/trunkwatch"},
+    # The status page's HTML, CSS and JS, served by the API function.
+    package_data={"trunkwatch.api": ["static/*"]},
     cmdclass={"build_py": BuildWithProject},
 )

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the real Alertmanager and amtool (Debian's prometheus-alertmanager) that the
-# compatibility tests run against. Idempotent: does nothing when both are already present.
+# compatibility tests run against, and Debian's chromium, which the status page tests drive
+# with Playwright. Idempotent: does nothing when all three are already present.
 set -euo pipefail
 
-if command -v amtool >/dev/null 2>&1 && command -v prometheus-alertmanager >/dev/null 2>&1; then
-    echo "amtool and prometheus-alertmanager already installed"
+if command -v amtool >/dev/null 2>&1 && command -v prometheus-alertmanager >/dev/null 2>&1 \
+    && command -v chromium >/dev/null 2>&1; then
+    echo "amtool, prometheus-alertmanager and chromium already installed"
     exit 0
 fi
 
@@ -24,8 +26,9 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
-$SUDO apt-get install -y --no-install-recommends prometheus-alertmanager
+$SUDO apt-get install -y --no-install-recommends prometheus-alertmanager chromium
 
 command -v amtool >/dev/null
 command -v prometheus-alertmanager >/dev/null
+command -v chromium >/dev/null
 echo "installed: $(amtool --version 2>&1 | head -n 1)"

@@ -140,6 +140,7 @@ def test_openapi_document_describes_the_routes() -> None:
         "/api/v2/silences",
         "/api/v2/silence/{silence_id}",
         "/api/v2/alerts",
+        "/api/v2/alerts/groups",
         "/api/v2/status",
         "/api/v2/receivers",
     }

@@ -5,7 +5,8 @@ Requests under `/api/v2/` become the events API Gateway sends for the template's
 as the Lambda authorizer runs first and a failure is answered 401 like API Gateway does;
 without one every request passes as principal `local` with write scope. An `internal_token`
 (the session's own, random per process, never stored or printed) passes as principal
-`trunkwatch-replay` with write scope: what a replay's silence events act as.
+`trunkwatch-replay` with write scope: what a replay's silence events act as. `GET /` and
+`GET /static/{file}` (the status page) need no token, as in the template.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ logger = logging.getLogger(__name__)
 
 RESOURCE = "/api/v2/{proxy+}"
 PREFIX = "/api/v2/"
+# The status page's resources, which have no authorizer.
+PAGE_RESOURCE, STATIC_RESOURCE, STATIC_PREFIX = "/", "/static/{file}", "/static/"
 STAGE = "v1"
 # API Gateway's own payload limit.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
@@ -60,21 +63,27 @@ def proxy_event(
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             text, is_base64 = base64.b64encode(body).decode(), True
+    if path.startswith(PREFIX):
+        resource, parameters = RESOURCE, {"proxy": path.removeprefix(PREFIX)}
+    elif path.startswith(STATIC_PREFIX):
+        resource, parameters = STATIC_RESOURCE, {"file": path.removeprefix(STATIC_PREFIX)}
+    else:
+        resource, parameters = PAGE_RESOURCE, None
     authorizer = (
         {"principalId": caller.principal, "scope": caller.scope, "integrationLatency": 0} if caller else {}
     )
     return {
-        "resource": RESOURCE,
+        "resource": resource,
         "path": path,
         "httpMethod": method,
         "headers": headers or None,
         "multiValueHeaders": {name: [value] for name, value in headers.items()} or None,
         "queryStringParameters": {name: values[-1] for name, values in multi.items()} or None,
         "multiValueQueryStringParameters": multi or None,
-        "pathParameters": {"proxy": path.removeprefix(PREFIX)},
+        "pathParameters": parameters,
         "stageVariables": None,
         "requestContext": {
-            "resourcePath": RESOURCE,
+            "resourcePath": resource,
             "httpMethod": method,
             # Served at the root, like a custom domain mapped to the stage.
             "path": path,
@@ -127,12 +136,16 @@ def serve_api(
     def respond(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
         parsed = urllib.parse.urlsplit(target)
         path = urllib.parse.unquote(parsed.path)
-        if not path.startswith(PREFIX):
+        public = method == "GET" and (
+            path == PAGE_RESOURCE
+            or (path.startswith(STATIC_PREFIX) and "/" not in path[len(STATIC_PREFIX) :])
+        )
+        if not path.startswith(PREFIX) and not public:
             return _gateway_error(403, "Missing Authentication Token")
         if len(body) > MAX_PAYLOAD_BYTES:
             return _gateway_error(413, "Request Too Long")
-        caller = LOCAL_CALLER
-        if document is not None:
+        caller: auth.Caller | None = None if public else LOCAL_CALLER
+        if document is not None and not public:
             authorization = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
             try:
                 internal = _internal(authorization, internal_token)

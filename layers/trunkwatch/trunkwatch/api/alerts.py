@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from trunkwatch.api.models import GettableAlert
+from trunkwatch.api.models import AlertGroup, GettableAlert, Receiver
 from trunkwatch.app import settings
 from trunkwatch.domain import clock
 from trunkwatch.domain.alerts import RECEIVER, RESOLVED, AlertView, Links
@@ -48,18 +48,21 @@ def _gettable(view: AlertView) -> GettableAlert:
     )
 
 
-@router.get("/api/v2/alerts", summary="List current alerts")
-def get_alerts(
-    active: Annotated[bool, Query(description="Show alerts that are neither silenced nor inhibited")] = True,
-    silenced: Annotated[bool, Query(description="Show silenced alerts")] = True,
-    inhibited: Annotated[bool, Query(description="Show inhibited alerts")] = True,
-    unprocessed: Annotated[
-        bool, Query(description="Show unprocessed alerts (every alert is processed)")
-    ] = True,
-    filters: Annotated[list[str] | None, Query(alias="filter", description="Label matchers")] = None,
-    receiver: Annotated[str | None, Query(description="Regex the receiver name must match")] = None,
+_Active = Annotated[bool, Query(description="Show alerts that are neither silenced nor inhibited")]
+_Silenced = Annotated[bool, Query(description="Show silenced alerts")]
+_Inhibited = Annotated[bool, Query(description="Show inhibited alerts")]
+_Filters = Annotated[list[str] | None, Query(alias="filter", description="Label matchers")]
+_Receiver = Annotated[str | None, Query(description="Regex the receiver name must match")]
+
+# The labels the notifier groups by (its messages' groupLabels), so a group here is one
+# notification group there.
+GROUP_LABELS = ("alertname", "repo")
+
+
+def _shown(
+    active: bool, silenced: bool, inhibited: bool, filters: list[str] | None, receiver: str | None
 ) -> list[GettableAlert]:
-    # Imported here: the alert overview pulls in the evaluation code, which only this route needs.
+    # Imported here: the alert overview pulls in the evaluation code, which only these routes need.
     from trunkwatch.app.views import current_alerts
 
     wanted = parse_matchers(filters or [])
@@ -79,3 +82,38 @@ def get_alerts(
         if all(matcher.matches(view.alert.labels) for matcher in wanted):
             shown.append(_gettable(view))
     return sorted(shown, key=lambda alert: alert.fingerprint)
+
+
+@router.get("/api/v2/alerts", summary="List current alerts")
+def get_alerts(
+    active: _Active = True,
+    silenced: _Silenced = True,
+    inhibited: _Inhibited = True,
+    unprocessed: Annotated[
+        bool, Query(description="Show unprocessed alerts (every alert is processed)")
+    ] = True,
+    filters: _Filters = None,
+    receiver: _Receiver = None,
+) -> list[GettableAlert]:
+    return _shown(active, silenced, inhibited, filters, receiver)
+
+
+@router.get("/api/v2/alerts/groups", summary="List current alerts grouped as the notifier groups them")
+def get_alert_groups(
+    active: _Active = True,
+    silenced: _Silenced = True,
+    inhibited: _Inhibited = True,
+    filters: _Filters = None,
+    receiver: _Receiver = None,
+) -> list[AlertGroup]:
+    groups: dict[tuple[str, ...], list[GettableAlert]] = {}
+    for alert in _shown(active, silenced, inhibited, filters, receiver):
+        groups.setdefault(tuple(alert.labels.get(name, "") for name in GROUP_LABELS), []).append(alert)
+    return [
+        AlertGroup(
+            labels={name: value for name, value in zip(GROUP_LABELS, key, strict=True) if value},
+            receiver=Receiver(name=RECEIVER),
+            alerts=members,
+        )
+        for key, members in sorted(groups.items())
+    ]

@@ -66,6 +66,14 @@ class GettableAlert(BaseModel):
     status: AlertStatus
 
 
+class AlertGroup(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    labels: dict[str, str]
+    receiver: Receiver
+    alerts: list[GettableAlert]
+
+
 class ClusterStatus(BaseModel):
     status: Literal["ready", "settling", "disabled"]
     peers: list[dict[str, str]]

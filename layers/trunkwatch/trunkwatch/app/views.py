@@ -14,6 +14,7 @@ from trunkwatch.domain.alerts import Alert, AlertView, Links
 from trunkwatch.domain.cells import workflow_of
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.links import silence_url
 from trunkwatch.domain.rule import source_down, trunk_alertname
 from trunkwatch.silences import Silence
 from trunkwatch.storage import alerts as stored_alerts
@@ -174,7 +175,8 @@ def _common_annotations(labels: dict[str, str], rule: RuleConfig, links: Links) 
     return {
         "runbook_url": rule.runbook_url or "",
         "dashboard_url": rule.dashboard_url or links.dashboard_url,
-        "silence_url": f"amtool --alertmanager.url={links.api_url} silence add --comment='why' {matchers}",
+        "silence_url": silence_url(links.api_url, labels),
+        "silence_command": f"amtool --alertmanager.url={links.api_url} silence add --comment=why {matchers}",
     }
 
 

@@ -1,0 +1,613 @@
+// trunkwatch status page: trunk health, alerts and silences from the Alertmanager v2 API.
+//
+// Safety: alert data (job names, commit titles, authors) comes from untrusted pull requests.
+// Everything is rendered with createElement/textContent, never innerHTML; links are only
+// set when their scheme is http(s). The bearer token lives in sessionStorage only.
+"use strict";
+
+(function () {
+  const TOKEN_KEY = "trunkwatch.token";
+  const AUTHOR_KEY = "trunkwatch.createdBy";
+  const REFRESH_MS = 30000;
+  const OPERATORS = ["=", "!=", "=~", "!~"];
+  // The labels a silence from an alert matches on (same as trunkwatch.domain.links).
+  const SILENCE_LABELS = ["alertname", "repo", "branch", "job"];
+  const TRUNK_LEVEL = ["TrunkBadlyBroken", "TrunkBroken", "SourceDown"];
+
+  const main = document.getElementById("main");
+  let refreshTimer = null;
+  let nextNotice = "";
+
+  // --- DOM helpers --------------------------------------------------------------------
+
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else if (key === "href") throw new Error("use link() for hrefs");
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    append(node, children);
+    return node;
+  }
+
+  function append(node, children) {
+    for (const child of children.flat(Infinity)) {
+      if (child === undefined || child === null || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  // An http(s) URL as an absolute string, or null for anything else (javascript:, data:...).
+  function safeUrl(value) {
+    if (typeof value !== "string" || value === "") return null;
+    try {
+      const url = new URL(value, document.baseURI);
+      return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // A link to an external http(s) URL; plain text when the URL is not http(s).
+  function link(url, text, cls) {
+    const href = safeUrl(url);
+    if (href === null) return el("span", { class: cls, text });
+    const a = el("a", { class: cls, text, target: "_blank", rel: "noopener noreferrer" });
+    a.href = href;
+    return a;
+  }
+
+  // A link inside the page (a #/ route).
+  function route(hash, text, cls) {
+    const a = el("a", { class: cls, text });
+    a.href = "#" + hash;
+    return a;
+  }
+
+  function notice(message, isError) {
+    const box = document.getElementById("notice");
+    box.textContent = message || "";
+    box.classList.toggle("error", Boolean(isError));
+    box.hidden = !message;
+  }
+
+  // --- time ---------------------------------------------------------------------------
+
+  function ago(iso) {
+    const then = Date.parse(iso);
+    if (Number.isNaN(then)) return "";
+    return humanDuration(Date.now() - then) + " ago";
+  }
+
+  function until(iso) {
+    const then = Date.parse(iso);
+    if (Number.isNaN(then)) return "";
+    const left = then - Date.now();
+    return left > 0 ? "in " + humanDuration(left) : humanDuration(-left) + " ago";
+  }
+
+  function humanDuration(ms) {
+    let s = Math.max(0, Math.round(ms / 1000));
+    const d = Math.floor(s / 86400);
+    s -= d * 86400;
+    const h = Math.floor(s / 3600);
+    s -= h * 3600;
+    const m = Math.floor(s / 60);
+    if (d) return d + "d " + h + "h";
+    if (h) return h + "h " + m + "m";
+    if (m) return m + "m";
+    return s + "s";
+  }
+
+  function timeEl(iso, text) {
+    const node = el("time", { datetime: iso, title: iso, text });
+    return node;
+  }
+
+  // Go-style durations as the API and amtool take them: 90m, 2h, 1h30m, 1d, 1w.
+  function parseDuration(text) {
+    const units = { s: 1e3, m: 6e4, h: 36e5, d: 864e5, w: 6048e5 };
+    const value = String(text).trim();
+    if (!/^(\d+(\.\d+)?[smhdw])+$/.test(value)) return null;
+    let total = 0;
+    for (const [, amount, unit] of value.matchAll(/(\d+(?:\.\d+)?)([smhdw])/g)) {
+      total += parseFloat(amount) * units[unit];
+    }
+    return total > 0 ? total : null;
+  }
+
+  // --- Alertmanager matcher filters: {name="value",name=~"regex"} ----------------------
+
+  function quote(value) {
+    return '"' + value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n") + '"';
+  }
+
+  function formatFilter(matchers) {
+    return "{" + matchers.map((m) => m.name + m.op + quote(m.value)).join(",") + "}";
+  }
+
+  function parseFilter(text) {
+    let s = String(text || "").trim();
+    if (s.startsWith("{") && s.endsWith("}")) s = s.slice(1, -1);
+    const matchers = [];
+    let i = 0;
+    const skipSpace = () => {
+      while (i < s.length && /\s/.test(s[i])) i++;
+    };
+    while (i < s.length) {
+      skipSpace();
+      if (i >= s.length) break;
+      const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(s.slice(i));
+      if (!name) throw new Error("expected a label name at " + JSON.stringify(s.slice(i, i + 20)));
+      i += name[0].length;
+      skipSpace();
+      const op = /^(=~|!~|!=|=)/.exec(s.slice(i));
+      if (!op) throw new Error("expected =, !=, =~ or !~ after " + name[0]);
+      i += op[0].length;
+      skipSpace();
+      let value = "";
+      if (s[i] === '"') {
+        i++;
+        let closed = false;
+        while (i < s.length) {
+          const c = s[i++];
+          if (c === "\\" && i < s.length) {
+            const e = s[i++];
+            value += e === "n" ? "\n" : e;
+          } else if (c === '"') {
+            closed = true;
+            break;
+          } else value += c;
+        }
+        if (!closed) throw new Error("unterminated quoted value for " + name[0]);
+      } else {
+        const bare = /^[^,}]*/.exec(s.slice(i))[0];
+        value = bare.trim();
+        i += bare.length;
+      }
+      matchers.push({ name: name[0], op: op[0], value });
+      skipSpace();
+      if (i < s.length) {
+        if (s[i] !== ",") throw new Error("expected , between matchers");
+        i++;
+      }
+    }
+    return matchers;
+  }
+
+  function silenceHash(labels) {
+    const matchers = SILENCE_LABELS.filter((n) => labels[n]).map((n) => ({ name: n, op: "=", value: labels[n] }));
+    return "/silences/new?filter=" + encodeURIComponent(formatFilter(matchers));
+  }
+
+  function toApiMatcher(m) {
+    return { name: m.name, value: m.value, isRegex: m.op.includes("~"), isEqual: !m.op.startsWith("!") };
+  }
+
+  function fromApiMatcher(m) {
+    const op = (m.isEqual === false ? "!" : "=") + (m.isRegex ? "~" : "");
+    return { name: m.name, op: op === "!" ? "!=" : op, value: m.value };
+  }
+
+  // --- API calls with the bearer token ---------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  let pendingAsk = null;
+
+  function askToken(reason) {
+    // Concurrent requests refused together share one question.
+    if (pendingAsk) return pendingAsk;
+    const dialog = document.getElementById("token-dialog");
+    const form = document.getElementById("token-form");
+    const input = document.getElementById("token-input");
+    document.getElementById("token-reason").textContent = reason;
+    input.value = "";
+    pendingAsk = new Promise((resolve) => {
+      const done = (token) => {
+        form.removeEventListener("submit", onSubmit);
+        cancel.removeEventListener("click", onCancel);
+        dialog.removeEventListener("cancel", onCancel);
+        if (dialog.open) dialog.close();
+        pendingAsk = null;
+        resolve(token);
+      };
+      const onSubmit = (event) => {
+        event.preventDefault();
+        const token = input.value.trim();
+        input.value = "";
+        done(token || null);
+      };
+      const onCancel = (event) => {
+        event.preventDefault();
+        done(null);
+      };
+      const cancel = document.getElementById("token-cancel");
+      form.addEventListener("submit", onSubmit);
+      cancel.addEventListener("click", onCancel);
+      dialog.addEventListener("cancel", onCancel);
+    });
+    dialog.showModal();
+    input.focus();
+    return pendingAsk;
+  }
+
+  async function send(method, path, body) {
+    const headers = { Accept: "application/json" };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = "Bearer " + token;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    return fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "omit",
+      cache: "no-store",
+    });
+  }
+
+  async function api(method, path, body) {
+    let response = await send(method, path, body);
+    if (response.status === 401 || response.status === 403) {
+      const message = await errorText(response);
+      const reason =
+        response.status === 401
+          ? "The API needs a bearer token (" + message + ")."
+          : "This token may not do that (" + message + "); give one with write scope.";
+      const token = await askToken(reason);
+      if (token) {
+        sessionStorage.setItem(TOKEN_KEY, token);
+        response = await send(method, path, body);
+      }
+    }
+    if (!response.ok) throw new ApiError(response.status, await errorText(response));
+    const text = await response.text();
+    return text ? JSON.parse(text) : null;
+  }
+
+  async function errorText(response) {
+    const text = await response.clone().text();
+    try {
+      const parsed = JSON.parse(text);
+      if (parsed && typeof parsed.error === "string") return parsed.error;
+    } catch (_) {
+      // not JSON
+    }
+    return text.slice(0, 300) || "HTTP " + response.status;
+  }
+
+  // --- trunks: alert groups by repo and branch ----------------------------------------
+
+  function trunkKey(labels) {
+    return (labels.repo || "(no repo)") + "@" + (labels.branch || "");
+  }
+
+  function alertOrder(a, b) {
+    const rank = (x) => {
+      const i = TRUNK_LEVEL.indexOf(x.labels.alertname);
+      return i === -1 ? TRUNK_LEVEL.length : i;
+    };
+    return (
+      rank(a) - rank(b) ||
+      (a.labels.priority || "").localeCompare(b.labels.priority || "") ||
+      (a.labels.job || "").localeCompare(b.labels.job || "")
+    );
+  }
+
+  async function showTrunks() {
+    const groups = await api("GET", "api/v2/alerts/groups");
+    const trunks = new Map();
+    for (const group of groups) {
+      for (const alert of group.alerts) {
+        const key = trunkKey(alert.labels);
+        if (!trunks.has(key)) trunks.set(key, { labels: alert.labels, alerts: [] });
+        trunks.get(key).alerts.push(alert);
+      }
+    }
+    const page = [el("h1", { text: "Trunk health" })];
+    if (trunks.size === 0) {
+      page.push(el("div", { class: "trunk" }, el("p", { class: "healthy", text: "No alerts are firing." })));
+    }
+    for (const key of [...trunks.keys()].sort()) {
+      page.push(renderTrunk(trunks.get(key)));
+    }
+    main.replaceChildren(...page);
+    document.getElementById("updated").textContent = "updated " + new Date().toLocaleTimeString();
+  }
+
+  function renderTrunk(trunk) {
+    const alerts = trunk.alerts.slice().sort(alertOrder);
+    const firing = alerts.filter((a) => a.status.state !== "suppressed");
+    const worst = firing.map((a) => a.labels.priority || "P9").sort()[0];
+    const state = firing.length
+      ? el("span", { class: "badge " + (worst || "broken"), text: "broken" })
+      : el("span", { class: "badge state", text: "all alerts suppressed" });
+    const header = el(
+      "header",
+      {},
+      el("h2", {}, el("span", { class: "mono", text: trunk.labels.repo || "" }), " @ ", trunk.labels.branch || ""),
+      state,
+      el("span", {
+        class: "count muted",
+        text: firing.length + " firing, " + (alerts.length - firing.length) + " suppressed",
+      }),
+    );
+    return el("section", { class: "trunk", "data-trunk": trunkKey(trunk.labels) }, header, alerts.map(renderAlert));
+  }
+
+  function renderAlert(alert) {
+    const labels = alert.labels;
+    const ann = alert.annotations || {};
+    const status = alert.status || {};
+    const suppressed = status.state === "suppressed";
+    const priority = labels.priority || "";
+    const head = el(
+      "div",
+      { class: "head" },
+      el("span", { class: "badge " + priority, text: priority || "?" }),
+      el("span", { class: "badge state", text: labels.alertname }),
+      (status.silencedBy || []).length
+        ? el("span", { class: "badge silenced", title: "silenced by " + status.silencedBy.join(", "), text: "silenced" })
+        : null,
+      (status.inhibitedBy || []).length
+        ? el("span", {
+            class: "badge inhibited",
+            title: "inhibited by " + status.inhibitedBy.join(", "),
+            text: "inhibited",
+          })
+        : null,
+      el("span", { class: "summary", text: ann.summary || labels.job || labels.alertname }),
+      el("span", { class: "since muted" }, "since ", timeEl(alert.startsAt, ago(alert.startsAt))),
+    );
+    const details = el("dl", { class: "details" });
+    const row = (term, ...value) => append(details, [el("dt", { text: term }), el("dd", {}, ...value)]);
+    if (labels.job) row("job", el("span", { class: "mono", text: labels.job }));
+    if (ann.culprit_sha) {
+      const pr = ann.culprit_pr ? link(ann.culprit_pr_url, "#" + ann.culprit_pr) : null;
+      row(
+        "culprit",
+        link(ann.culprit_url, ann.culprit_sha.slice(0, 12), "mono culprit-sha"),
+        pr ? [" (", pr, ")"] : null,
+        " ",
+        el("span", { class: "commit-title", text: ann.culprit_title || "" }),
+        ann.culprit_author ? [" by ", el("span", { class: "author", text: ann.culprit_author })] : null,
+      );
+    }
+    if (ann.culprit_range) row("range", el("span", { class: "mono", text: ann.culprit_range }));
+    if (ann.failing_jobs) {
+      const jobs = ann.failing_jobs.split("\n").filter(Boolean);
+      row("failing jobs", el("ul", { class: "jobs" }, jobs.map((j) => el("li", { class: "mono", text: j }))));
+    }
+    if (ann.failure_lines) row("failure", el("pre", { class: "lines", text: ann.failure_lines }));
+    if (labels.alertname === "SourceDown" && ann.description) row("cause", ann.description);
+    if ((status.silencedBy || []).length) {
+      row("silenced by", status.silencedBy.map((id) => [route("/silences", id.slice(0, 8), "mono"), " "]));
+    }
+    if ((status.inhibitedBy || []).length) row("inhibited by", status.inhibitedBy.join(", "));
+    if (labels.team) row("team", labels.team);
+    const links = el(
+      "div",
+      { class: "links" },
+      alert.generatorURL ? link(alert.generatorURL, "View on HUD") : null,
+      ann.runbook_url ? link(ann.runbook_url, "Runbook") : null,
+      ann.dashboard_url ? link(ann.dashboard_url, "Dashboard") : null,
+      route(silenceHash(labels), "Silence\u2026", "silence-link"),
+    );
+    return el(
+      "article",
+      { class: "alert " + (suppressed ? "suppressed " : "") + priority, "data-fingerprint": alert.fingerprint },
+      head,
+      details,
+      links,
+    );
+  }
+
+  // --- silences -----------------------------------------------------------------------
+
+  async function showSilences() {
+    const silences = await api("GET", "api/v2/silences");
+    const page = [el("h1", { text: "Silences" })];
+    for (const state of ["active", "pending", "expired"]) {
+      const shown = silences.filter((s) => s.status.state === state);
+      page.push(el("h3", { text: state[0].toUpperCase() + state.slice(1) + " (" + shown.length + ")" }));
+      if (!shown.length) {
+        page.push(el("p", { class: "muted", text: "None." }));
+        continue;
+      }
+      const table = el(
+        "table",
+        { class: "silences " + state },
+        el(
+          "thead",
+          {},
+          el("tr", {}, ["Matchers", "Created by", "Comment", "Starts", "Ends", ""].map((h) => el("th", { text: h }))),
+        ),
+        el("tbody", {}, shown.map(renderSilence)),
+      );
+      page.push(table);
+    }
+    main.replaceChildren(...page);
+  }
+
+  function renderSilence(silence) {
+    const state = silence.status.state;
+    const matchers = silence.matchers.map(fromApiMatcher);
+    const actions = el("td", {});
+    if (state !== "expired") {
+      actions.append(
+        el("button", {
+          class: "danger expire",
+          type: "button",
+          text: "Expire",
+          onclick: (event) => expire(silence.id, event.currentTarget),
+        }),
+      );
+    }
+    actions.append(
+      " ",
+      route("/silences/new?filter=" + encodeURIComponent(formatFilter(matchers)), "Recreate", "small"),
+    );
+    return el(
+      "tr",
+      { "data-silence": silence.id },
+      el(
+        "td",
+        {},
+        matchers.map((m) => el("span", { class: "matcher mono", text: m.name + m.op + quote(m.value) })),
+        el("div", { class: "muted small mono", text: silence.id }),
+      ),
+      el("td", { text: silence.createdBy }),
+      el("td", { text: silence.comment }),
+      el("td", {}, timeEl(silence.startsAt, until(silence.startsAt))),
+      el("td", {}, timeEl(silence.endsAt, until(silence.endsAt))),
+      actions,
+    );
+  }
+
+  async function expire(id, button) {
+    button.disabled = true;
+    try {
+      await api("DELETE", "api/v2/silence/" + encodeURIComponent(id));
+      notice("Silence " + id + " expired.");
+      await showSilences();
+    } catch (err) {
+      button.disabled = false;
+      notice("Could not expire the silence: " + err.message, true);
+    }
+  }
+
+  // --- new silence form ---------------------------------------------------------------
+
+  function matcherRow(m) {
+    const op = el("select", { name: "op", "aria-label": "operator" }, OPERATORS.map((o) => el("option", { value: o, text: o })));
+    op.value = m.op || "=";
+    const name = el("input", { name: "name", placeholder: "label", "aria-label": "label name", required: true });
+    name.value = m.name || "";
+    const value = el("input", { name: "value", placeholder: "value", "aria-label": "value" });
+    value.value = m.value || "";
+    const row = el("div", { class: "matcher-row" }, name, op, value);
+    row.append(el("button", { type: "button", text: "Remove", onclick: () => row.remove() }));
+    return row;
+  }
+
+  function showNewSilence(params) {
+    let matchers = [];
+    let problem = null;
+    const filter = params.get("filter");
+    if (filter) {
+      try {
+        matchers = parseFilter(filter);
+      } catch (err) {
+        problem = "Could not read the filter: " + err.message;
+      }
+    }
+    if (!matchers.length) matchers = [{ name: "", op: "=", value: "" }];
+    const rows = el("div", { class: "matcher-rows" }, matchers.map(matcherRow));
+    const duration = el("input", { name: "duration", required: true, placeholder: "2h" });
+    duration.value = params.get("duration") || "2h";
+    const createdBy = el("input", { name: "createdBy", placeholder: "your name (default: the token's principal)" });
+    createdBy.value = localStorage.getItem(AUTHOR_KEY) || "";
+    const comment = el("textarea", { name: "comment", required: true, placeholder: "why (link the fix or issue)" });
+    const submit = el("button", { type: "submit", class: "primary", text: "Create silence" });
+    const form = el(
+      "form",
+      { class: "silence", novalidate: true },
+      el(
+        "fieldset",
+        {},
+        el("legend", { text: "Matchers" }),
+        rows,
+        el("button", { type: "button", text: "Add matcher", onclick: () => rows.append(matcherRow({})) }),
+      ),
+      el("div", { class: "field" }, el("label", { for: "f-duration", text: "Duration" }), duration),
+      el("div", { class: "field" }, el("label", { for: "f-createdBy", text: "Created by" }), createdBy),
+      el("div", { class: "field" }, el("label", { for: "f-comment", text: "Comment" }), comment),
+      el("div", { class: "actions" }, submit, route("/silences", "Cancel", "button")),
+    );
+    duration.id = "f-duration";
+    createdBy.id = "f-createdBy";
+    comment.id = "f-comment";
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const ms = parseDuration(duration.value);
+      const wanted = [...rows.querySelectorAll(".matcher-row")].map((row) => ({
+        name: row.querySelector("[name=name]").value.trim(),
+        op: row.querySelector("[name=op]").value,
+        value: row.querySelector("[name=value]").value,
+      }));
+      if (!wanted.length || wanted.some((m) => !m.name)) return notice("Every matcher needs a label name.", true);
+      if (ms === null) return notice("Duration must look like 2h, 90m or 1d.", true);
+      if (!comment.value.trim()) return notice("Say why in the comment.", true);
+      const now = new Date();
+      const body = {
+        matchers: wanted.map(toApiMatcher),
+        startsAt: now.toISOString(),
+        endsAt: new Date(now.getTime() + ms).toISOString(),
+        createdBy: createdBy.value.trim(),
+        comment: comment.value.trim(),
+      };
+      // Left out when empty: the API then records the token's principal.
+      if (body.createdBy) localStorage.setItem(AUTHOR_KEY, body.createdBy);
+      else delete body.createdBy;
+      submit.disabled = true;
+      try {
+        const created = await api("POST", "api/v2/silences", body);
+        nextNotice = "Silence " + created.silenceID + " created.";
+        location.hash = "#/silences";
+      } catch (err) {
+        notice("Could not create the silence: " + err.message, true);
+      } finally {
+        submit.disabled = false;
+      }
+    });
+    main.replaceChildren(el("h1", { text: "New silence" }), form);
+    if (problem) notice(problem, true);
+  }
+
+  // --- routing ------------------------------------------------------------------------
+
+  async function render() {
+    clearTimeout(refreshTimer);
+    const hash = location.hash.replace(/^#/, "") || "/";
+    const [path, query] = hash.split(/\?(.*)/s);
+    const params = new URLSearchParams(query || "");
+    const view = path === "/silences/new" ? "new" : path === "/silences" ? "silences" : "trunks";
+    for (const a of document.querySelectorAll("[data-nav]")) {
+      a.classList.toggle("current", a.dataset.nav === view);
+    }
+    try {
+      if (view === "new") {
+        showNewSilence(params);
+      } else if (view === "silences") {
+        await showSilences();
+      } else {
+        await showTrunks();
+        refreshTimer = setTimeout(() => render().catch(() => {}), REFRESH_MS);
+      }
+    } catch (err) {
+      main.replaceChildren(
+        el("h1", { text: "Could not load" }),
+        el("p", { class: "muted", text: err.message }),
+        el("button", { type: "button", text: "Retry", onclick: () => render() }),
+      );
+    }
+  }
+
+  window.addEventListener("hashchange", () => {
+    // A notice set just before a navigation is shown after it; others are cleared.
+    notice(nextNotice);
+    nextNotice = "";
+    render();
+  });
+  render();
+})();
