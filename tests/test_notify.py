@@ -170,6 +170,7 @@ def test_team_filter_policy_routes_only_that_teams_alerts(aws: dict[str, Any]) -
     assert teams == ["team-a", "team-a"]
 
 
+SHA = "0123456789abcdef0123"
 JOB_ANNOTATIONS = {
     "summary": "pull / x failing on pytorch/pytorch (3 commits in a row)",
     "description": "long",
@@ -198,7 +199,7 @@ def test_email_for_a_job_alert_reads_top_down() -> None:
     text = email_text(notification(JOB_ANNOTATIONS))
     lines = text.splitlines()
     assert lines[0] == "FIRING: pull / x failing on pytorch/pytorch (3 commits in a row)"
-    assert lines[1] == "Since: 2026-11-18T18:00:00.000Z" or lines[1].startswith("Since: 2026-11-18T18:00:00")
+    assert lines[1].startswith("Since: 2026-11-18T18:00:00")
     assert 'Culprit: 0123456789ab #4242 "Make x faster" by octocat' in lines
     assert "  https://github.com/pytorch/pytorch/pull/4242" in lines
     assert "E line 5" in lines and "E line 6" not in lines  # the first 5 failure lines
@@ -229,7 +230,8 @@ def test_publish_delivers_the_webhook_to_sqs_and_the_text_under_email(aws: dict[
     (received,) = sqs.receive_message(QueueUrl=aws["queue"], MaxNumberOfMessages=10)["Messages"]
     envelope = json.loads(received["Body"])
     body = json.loads(envelope["Message"])  # sqs falls back to `default`: the webhook JSON
-    assert body["version"] == "4" and body["alerts"][0]["annotations"]["culprit_sha"] == "0123456789abcdef0123"
+    assert body["version"] == "4"
+    assert body["alerts"][0]["annotations"]["culprit_sha"] == SHA
     published = json.loads(publish_arguments(sent)["Message"])
     assert set(published) == {"default", "email"}
     assert published["email"] == email_text(sent)
@@ -240,5 +242,5 @@ def test_oversized_publish_with_email_stays_under_the_limit() -> None:
     published = publish_arguments(big)
     assert len(published["Message"].encode()) <= SNS_MAX_BYTES
     structured = json.loads(published["Message"])
-    assert json.loads(structured["default"])["alerts"][0]["annotations"]["culprit_sha"] == "0123456789abcdef0123"
+    assert json.loads(structured["default"])["alerts"][0]["annotations"]["culprit_sha"] == SHA
     assert structured["email"].startswith("FIRING: ")
