@@ -10,7 +10,8 @@ import boto3
 import pytest
 
 from trunkwatch.channels.base import Notification
-from trunkwatch.channels.sns import SNS_MAX_BYTES, SUBJECT_MAX, publish_arguments
+from trunkwatch.channels.email import email_text
+from trunkwatch.channels.sns import SNS_MAX_BYTES, SUBJECT_MAX, SnsChannel, publish_arguments
 from trunkwatch.channels.webhook import subject
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import RECEIVER, Alert, AlertView
@@ -89,9 +90,16 @@ def test_trunk_alert_update_names_jobs_that_started_and_stopped() -> None:
     )
 
 
+def webhook(published: dict[str, Any]) -> dict[str, Any]:
+    """The webhook body every non-email protocol gets (`default`)."""
+    assert published["MessageStructure"] == "json"
+    body: dict[str, Any] = json.loads(json.loads(published["Message"])["default"])
+    return body
+
+
 def test_message_is_an_alertmanager_webhook() -> None:
     published = message(view(), Decision("firing", "firing"), "http://api")
-    body = json.loads(published["Message"])
+    body = webhook(published)
     assert body["version"] == "4" and body["status"] == "firing" and body["notification_reason"] == "firing"
     assert set(body) >= {
         "receiver",
@@ -138,7 +146,7 @@ def test_oversized_body_is_truncated_not_rejected() -> None:
     big.alert.annotations["failure_lines"] = "E" * (400 * 1024)
     published = message(big, Decision("firing", "firing"), "")
     assert len(published["Message"].encode()) < SNS_MAX_BYTES
-    body = json.loads(published["Message"])
+    body = webhook(published)
     assert body["alerts"][0]["annotations"]["failure_lines"].endswith("[truncated]")
     assert body["alerts"][0]["annotations"]["culprit_sha"] == "abc"
 
@@ -160,3 +168,79 @@ def test_team_filter_policy_routes_only_that_teams_alerts(aws: dict[str, Any]) -
     ]
     teams = [json.loads(m["Body"])["MessageAttributes"]["team"]["Value"] for m in received]
     assert teams == ["team-a", "team-a"]
+
+
+SHA = "0123456789abcdef0123"
+JOB_ANNOTATIONS = {
+    "summary": "pull / x failing on pytorch/pytorch (3 commits in a row)",
+    "description": "long",
+    "streak": "3",
+    "culprit_sha": "0123456789abcdef0123",
+    "culprit_pr": "4242",
+    "culprit_title": "Make x faster",
+    "culprit_author": "octocat",
+    "culprit_url": "https://github.com/pytorch/pytorch/commit/0123456789abcdef0123",
+    "culprit_pr_url": "https://github.com/pytorch/pytorch/pull/4242",
+    "failure_lines": "\n".join(f"E line {i}" for i in range(1, 9)),
+    "runbook_url": "https://runbooks/trunk",
+    "dashboard_url": "",
+    "silence_url": "https://status/silence?fp=1",
+}
+
+
+def notification(annotations: dict[str, str], jobs: dict[str, str] | None = None) -> Notification:
+    alert = view(jobs=jobs).alert
+    alert.annotations.clear()
+    alert.annotations.update(annotations)
+    return Notification(alert, "firing", "firing", "http://api", RECEIVER)
+
+
+def test_email_for_a_job_alert_reads_top_down() -> None:
+    text = email_text(notification(JOB_ANNOTATIONS))
+    lines = text.splitlines()
+    assert lines[0] == "FIRING: pull / x failing on pytorch/pytorch (3 commits in a row)"
+    assert lines[1].startswith("Since: 2026-11-18T18:00:00")
+    assert 'Culprit: 0123456789ab #4242 "Make x faster" by octocat' in lines
+    assert "  https://github.com/pytorch/pytorch/pull/4242" in lines
+    assert "E line 5" in lines and "E line 6" not in lines  # the first 5 failure lines
+    assert "View: https://hud/x" in lines and "Runbook: https://runbooks/trunk" in lines
+    assert "Silence: https://status/silence?fp=1" in lines
+    assert not any(line.startswith("Dashboard:") for line in lines)  # no value, no line
+    assert "Failing:" not in text  # a job alert has no list of jobs
+    assert lines[-2:] == ["Source: pytorch/pytorch@main", f"Fingerprint: {view().alert.fingerprint}"]
+    assert "Failed on 3 commits in a row" in lines
+    assert all(line.strip() or lines[i - 1].strip() for i, line in enumerate(lines))  # no empty sections
+    assert "None" not in text and ": \n" not in text
+
+
+def test_email_for_a_trunk_level_alert_lists_the_jobs() -> None:
+    one = email_text(notification({"summary": "HUD is broken", "failing_jobs": "pull / a"}))
+    assert "Failing: 1 job\n- pull / a\n" in one
+    two = email_text(notification({"summary": "HUD is broken", "failing_jobs": "pull / a\npull / b"}))
+    assert "Failing: 2 jobs\n- pull / a\n- pull / b\n" in two
+    for text in (one, two):
+        assert text.startswith("FIRING: HUD is broken\n")
+        assert "Culprit" not in text and "Runbook" not in text and "First failure lines" not in text
+
+
+def test_publish_delivers_the_webhook_to_sqs_and_the_text_under_email(aws: dict[str, Any]) -> None:
+    sqs = boto3.client("sqs")
+    sent = notification(JOB_ANNOTATIONS)
+    SnsChannel(aws["topic"]).send(sent)
+    (received,) = sqs.receive_message(QueueUrl=aws["queue"], MaxNumberOfMessages=10)["Messages"]
+    envelope = json.loads(received["Body"])
+    body = json.loads(envelope["Message"])  # sqs falls back to `default`: the webhook JSON
+    assert body["version"] == "4"
+    assert body["alerts"][0]["annotations"]["culprit_sha"] == SHA
+    published = json.loads(publish_arguments(sent)["Message"])
+    assert set(published) == {"default", "email"}
+    assert published["email"] == email_text(sent)
+
+
+def test_oversized_publish_with_email_stays_under_the_limit() -> None:
+    big = notification({**JOB_ANNOTATIONS, "description": '"quoted" ' * 40000, "failure_lines": "E" * 300000})
+    published = publish_arguments(big)
+    assert len(published["Message"].encode()) <= SNS_MAX_BYTES
+    structured = json.loads(published["Message"])
+    assert json.loads(structured["default"])["alerts"][0]["annotations"]["culprit_sha"] == SHA
+    assert structured["email"].startswith("FIRING: ")

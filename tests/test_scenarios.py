@@ -47,7 +47,11 @@ def test_replay_matches_expected(scenario: Path) -> None:
     published = []
     for line in run.stdout.splitlines():
         message = json.loads(line)
-        assert set(message) == {"at", "subject", "attributes", "message"}
+        assert set(message) == {"at", "subject", "attributes", "message", "email"}
+        annotations = message["message"]["alerts"][0]["annotations"]
+        assert all(value != "" for value in annotations.values()), annotations
+        assert message["email"].startswith(("FIRING: ", "RESOLVED: "))
+        assert message["attributes"]["fingerprint"] in message["email"]
         labels = message["message"]["alerts"][0]["labels"]
         assert message["attributes"]["fingerprint"] == message["message"]["alerts"][0]["fingerprint"]
         assert len(message["subject"]) <= 100 and "\n" not in message["subject"]

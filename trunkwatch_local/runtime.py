@@ -54,6 +54,7 @@ class Published:
     subject: str
     attributes: dict[str, str]
     message: dict[str, Any]
+    email: str = ""  # the body an email subscriber receives
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +62,7 @@ class Published:
             "subject": self.subject,
             "attributes": self.attributes,
             "message": self.message,
+            "email": self.email,
         }
 
 
@@ -157,6 +159,17 @@ class LocalRuntime:
             "Attributes"
         ]["QueueArn"]
         self.sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=capture_arn)
+        # An email subscriber too. moto records email subscriptions but sends no mail and keeps
+        # no per-protocol copy, so `published` reads the message exactly as Publish received it
+        # (moto's record of the topic's notifications) and resolves it for this subscription
+        # with moto's own per-protocol rule (the `email` key, else `default`), the rule SNS
+        # applies. The email text is never re-rendered here from the alert.
+        self.email_subscription = self.sns.subscribe(
+            TopicArn=topic_arn,
+            Protocol="email",
+            Endpoint="oncall@example.invalid",
+            ReturnSubscriptionArn=True,
+        )["SubscriptionArn"]
         self.topic_arn = topic_arn
         config_name = f"/{NAME}/config"
         self.config_parameter = config_name
@@ -226,6 +239,7 @@ class LocalRuntime:
     def published(self, at: datetime) -> list[Published]:
         """Messages the topic delivered since the last call, oldest first."""
         out: list[Published] = []
+        sent = self._sent_notifications()
         while True:
             batch = self.sqs.receive_message(
                 QueueUrl=self.capture_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
@@ -237,9 +251,32 @@ class LocalRuntime:
                 envelope = json.loads(raw["Body"])
                 attributes = {k: v["Value"] for k, v in (envelope.get("MessageAttributes") or {}).items()}
                 out.append(
-                    Published(at, envelope.get("Subject", ""), attributes, json.loads(envelope["Message"]))
+                    Published(
+                        at,
+                        envelope.get("Subject", ""),
+                        attributes,
+                        json.loads(envelope["Message"]),
+                        self._email_body(sent.get(envelope["MessageId"]), envelope["Message"]),
+                    )
                 )
                 self.sqs.delete_message(QueueUrl=self.capture_url, ReceiptHandle=raw["ReceiptHandle"])
+
+    def _sent_notifications(self) -> dict[str, str]:
+        """MessageId -> Message as published to the topic (moto's in-process record; the
+        server runs in this process)."""
+        from moto.sns.models import sns_backends
+
+        topic = sns_backends[ACCOUNT][REGION].topics.get(self.topic_arn)
+        return {entry[0]: entry[1] for entry in (topic.sent_notifications if topic else [])}
+
+    def _email_body(self, published: str | None, delivered_to_sqs: str) -> str:
+        """What SNS delivers to the email subscription for this published message."""
+        if published is None or published == delivered_to_sqs:
+            return delivered_to_sqs  # not a MessageStructure=json publish: every protocol gets it
+        from moto.sns.models import sns_backends
+
+        subscription = sns_backends[ACCOUNT][REGION].subscriptions[self.email_subscription]
+        return str(subscription._parse_message_structure(published, "email"))
 
     def dead_letters(self) -> list[dict[str, Any]]:
         batch = self.sqs.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10)

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from trunkwatch import sources
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import Alert, AlertView, Links
+from trunkwatch.domain.alerts import Alert, AlertView, Links, plural
 from trunkwatch.domain.cells import workflow_of
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
@@ -77,7 +77,7 @@ def source_down_alert(
         "last_successful_poll": last_ok,
         **_common_annotations(labels, rule, links),
     }
-    return Alert(labels, annotations, starts_at=since, generator_url=sources.trunk_link(trunk))
+    return Alert(labels, _present(annotations), starts_at=since, generator_url=sources.trunk_link(trunk))
 
 
 def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig, links: Links) -> Alert:
@@ -122,6 +122,7 @@ def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig, links: Link
         "failing_runs": runs,
         **_common_annotations(labels, rule, links),
     }
+    annotations = _present(annotations)
     generator = sources.job_link(trunk, item.job, newest.job_url)
     return Alert(labels, annotations, starts_at=item.starts_at, ends_at=item.ends_at, generator_url=generator)
 
@@ -134,12 +135,13 @@ def trunk_level_alert(
         return None
     band = rule.trunk_band_max_jobs
     if name == alerts.TRUNK_BROKEN:
-        priority, summary = (
-            "P2",
-            f"HUD is broken - {rule.failures_to_open} commits in a row (<={band} jobs failing)",
-        )
+        commits = plural(rule.failures_to_open, "commit")
+        priority, summary = "P2", f"HUD is broken - {commits} in a row (<={plural(band, 'job')} failing)"
     else:
-        priority, summary = "P1", f"HUD is badly broken - likely infra related (>{band} jobs failing)"
+        priority, summary = (
+            "P1",
+            f"HUD is badly broken - likely infra related (>{plural(band, 'job')} failing)",
+        )
     labels = {
         "alertname": name,
         "repo": trunk.repo,
@@ -149,7 +151,7 @@ def trunk_level_alert(
     }
     ordered = sorted(firing, key=lambda i: i.job)
     jobs = {i.job: f"{int(i.streak)} commits, culprit {_describe(i.first_fail)}" for i in ordered}
-    description = f"{len(firing)} jobs failing on {trunk.repo}@{trunk.branch}:\n" + "\n".join(
+    description = f"{plural(len(firing), 'job')} failing on {trunk.repo}@{trunk.branch}:\n" + "\n".join(
         f"- {job}: {detail}" for job, detail in jobs.items()
     )
     annotations = {
@@ -158,9 +160,15 @@ def trunk_level_alert(
         "failing_jobs": "\n".join(jobs),
         **_common_annotations(labels, rule, links),
     }
+    annotations = _present(annotations)
     generator = sources.trunk_link(trunk)
     starts = min(i.starts_at for i in firing)
     return Alert(labels, annotations, starts_at=starts, generator_url=generator, jobs=jobs)
+
+
+def _present(annotations: dict[str, str]) -> dict[str, str]:
+    """Annotations with no value are left out, never sent empty (SPEC 4)."""
+    return {k: v for k, v in annotations.items() if v}
 
 
 def _describe(ref: CommitRef) -> str:

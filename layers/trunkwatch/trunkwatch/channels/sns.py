@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from trunkwatch.channels.base import ChannelError, Notification
+from trunkwatch.channels.email import email_text
 from trunkwatch.channels.webhook import fit, subject, webhook_body
 from trunkwatch.domain.alerts import RECEIVER
 
@@ -15,7 +17,15 @@ ROOM_FOR_SUBJECT_AND_ATTRIBUTES = 4096
 
 
 def publish_arguments(notification: Notification) -> dict[str, Any]:
-    """The SNS Publish arguments: Subject, Message (webhook JSON), MessageAttributes."""
+    """The SNS Publish arguments: Subject, Message, MessageAttributes, MessageStructure=json.
+
+    Message is `{"default": <webhook JSON>, "email": <plain text>}`. SNS gives each protocol
+    its own key when present and `default` otherwise, so sqs, lambda, http(s), email-json,
+    firehose and application subscribers all get the webhook JSON (for sqs with raw delivery
+    off, as the envelope's "Message"); only email subscribers get the text. The webhook JSON is
+    not repeated under each protocol key: once is enough and it keeps the 256 KB budget for one
+    copy (escaped once more inside the outer JSON) plus the email text.
+    """
     alert = notification.alert
     attributes = {
         "alertname": alert.name,
@@ -27,9 +37,24 @@ def publish_arguments(notification: Notification) -> dict[str, Any]:
     }
     return {
         "Subject": subject(notification, SUBJECT_MAX),
-        "Message": fit(webhook_body(notification), SNS_MAX_BYTES - ROOM_FOR_SUBJECT_AND_ATTRIBUTES),
+        "Message": per_protocol_message(notification, SNS_MAX_BYTES - ROOM_FOR_SUBJECT_AND_ATTRIBUTES),
+        "MessageStructure": "json",
         "MessageAttributes": {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
     }
+
+
+def per_protocol_message(notification: Notification, max_bytes: int) -> str:
+    """The MessageStructure=json Message within `max_bytes`: the webhook body is shortened
+    (by `fit`) until it fits once escaped inside the outer JSON next to the email text."""
+    email = email_text(notification)
+    budget = max_bytes - len(json.dumps(email).encode()) - 64
+    while True:
+        default = fit(webhook_body(notification), max(budget, 0))
+        message = json.dumps({"default": default, "email": email})
+        overflow = len(message.encode()) - max_bytes
+        if overflow <= 0 or budget <= 0:
+            return message
+        budget -= overflow + 1024  # escaping grew it: shrink the body by at least that much
 
 
 @dataclass

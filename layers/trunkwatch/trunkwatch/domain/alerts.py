@@ -24,6 +24,11 @@ _MASK = (1 << 64) - 1
 _SEPARATOR = 0xFF
 
 
+def plural(count: int, noun: str) -> str:
+    """`1 job`, `2 jobs`, `0 commits`: a count with its noun agreeing."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def fingerprint(labels: dict[str, str]) -> str:
     """Prometheus' LabelSet fingerprint: FNV-1a 64 over sorted `name 0xFF value 0xFF`.
 
