@@ -21,7 +21,7 @@ from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.sources.base import CommitResult, Snapshot
 from trunkwatch.storage import cells, commits, ticks, trunks
-from trunkwatch.storage.items import CommitItem
+from trunkwatch.storage.items import CommitItem, TrunkState
 
 COMMITS_KEPT = 200  # commit items read back per poll: well over any source window
 RECENT_SEQS_KEPT = 20
@@ -106,7 +106,9 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
     if names != stored_names:
         trunks.save_job_names(trunk_id, names)
         result.items_written += 1
-    result.items_written += _save_recent_seqs(trunk_id, known, commit_writes)
+    state = trunks.state(trunk_id)  # one read serves the staleness window and the source health
+    result.items_written += _save_recent_seqs(trunk_id, state, known, commit_writes)
+    result.items_written += trunks.record_poll_success(trunk_id, now, state)
     if snapshot.state != old_source_state:
         trunks.save_source_state(trunk_id, snapshot.state)
         result.items_written += 1
@@ -148,14 +150,16 @@ def _new_states(old: str, cells: dict[str, Cell], columns: dict[str, int], compl
     return "".join(codes)
 
 
-def _save_recent_seqs(trunk_id: str, known: dict[str, CommitItem], written: Iterable[CommitItem]) -> int:
+def _save_recent_seqs(
+    trunk_id: str, state: TrunkState, known: dict[str, CommitItem], written: Iterable[CommitItem]
+) -> int:
     """Keep the seqs of the newest commits that ran any job (staleness window). Items written."""
     states = {int(c.seq): c.states for c in known.values()}
     states.update({int(c.seq): c.states for c in written})
     recent = sorted((seq for seq, codes in states.items() if codes.strip(ABSENT_CODE)), reverse=True)[
         :RECENT_SEQS_KEPT
     ]
-    if [int(s) for s in trunks.state(trunk_id).recent_seqs or []] == recent:
+    if [int(s) for s in state.recent_seqs or []] == recent:
         return 0
     trunks.save_recent_seqs(trunk_id, recent)
     return 1

@@ -63,8 +63,6 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
             continue
         finally:
             http.close()
-        if trunks.record_poll_success(trunk.trunk_id, now):
-            result.items_written += 1
         if result.rate_limited:
             cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
             logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)

@@ -9,7 +9,7 @@ from pynamodb.transactions import TransactWrite
 
 from trunkwatch.domain.alerts import FIRING, JOB_FAILING
 from trunkwatch.domain.rule import StoredCell
-from trunkwatch.storage import keys
+from trunkwatch.storage import commits, keys
 from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
 from trunkwatch.storage.table import connection
 
@@ -31,17 +31,7 @@ def of_trunk(trunk_id: str, firing_only: bool = False) -> list[AlertItem]:
 
 
 def ref(cell: StoredCell) -> CommitRef:
-    commit = cell.commit
-    return CommitRef(
-        seq=cell.seq,
-        sha=commit.sha,
-        time=commit.time,
-        title=commit.title,
-        author=commit.author,
-        pr=commit.pr,
-        url=commit.url,
-        job_url=cell.url,
-    )
+    return CommitRef(seq=cell.seq, job_url=cell.url, **commits.fields(cell.commit))
 
 
 def save_with_failing_set(trunk_id: str, item: AlertItem, now_firing: bool | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from trunkwatch.domain.cells import Commit
 from trunkwatch.storage import keys
@@ -13,19 +14,20 @@ def newest(trunk_id: str, limit: int) -> list[CommitItem]:
     return list(CommitItem.query(keys.commits(trunk_id), scan_index_forward=False, limit=limit))
 
 
+def fields(commit: Commit) -> dict[str, Any]:
+    """A commit's attributes as the commit item and an alert's commit ref both store them."""
+    return {
+        "sha": commit.sha,
+        "time": commit.time,
+        "title": commit.title,
+        "author": commit.author,
+        "pr": commit.pr,
+        "url": commit.url,
+    }
+
+
 def item(trunk_id: str, seq: int, commit: Commit, states: str) -> CommitItem:
-    return CommitItem(
-        keys.commits(trunk_id),
-        keys.seq_key(seq),
-        seq=seq,
-        sha=commit.sha,
-        time=commit.time,
-        title=commit.title,
-        author=commit.author,
-        pr=commit.pr,
-        url=commit.url,
-        states=states,
-    )
+    return CommitItem(keys.commits(trunk_id), keys.seq_key(seq), seq=seq, states=states, **fields(commit))
 
 
 def metadata_changed(stored: CommitItem, commit: Commit) -> bool:

@@ -59,14 +59,14 @@ def record_poll_failure(trunk_id: str, at: datetime, cause: str, error: str) -> 
     )
 
 
-def record_poll_success(trunk_id: str, at: datetime) -> bool:
+def record_poll_success(trunk_id: str, at: datetime, current: TrunkState) -> int:
     """A good poll ends a run of failures. Its time is kept to LAST_OK_PRECISION, so that a
-    steady poll writes nothing. True when something was written."""
-    current = state(trunk_id)
+    steady poll writes nothing. `current` is the trunk's state as the poll read it; returns
+    the items written."""
     was_failing = current.polls_failing_since is not None
     last_ok = current.last_poll_ok_at
     if not was_failing and last_ok is not None and at - last_ok < LAST_OK_PRECISION:
-        return False
+        return 0
     actions: list[Action] = [TrunkState.last_poll_ok_at.set(at)]
     if was_failing:
         actions += [
@@ -75,7 +75,7 @@ def record_poll_success(trunk_id: str, at: datetime) -> bool:
             TrunkState.poll_error.remove(),
         ]
     TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, actions)
-    return True
+    return 1
 
 
 def job_names(trunk_id: str) -> list[str]:
