@@ -144,3 +144,17 @@ def alertmanager(workdir: Path) -> Iterator[str]:
         process.kill()
         process.wait(timeout=10)
         log.close()
+
+
+def wait_until_serving(process: subprocess.Popen[str], timeout_s: float = 240) -> list[str]:
+    """Read `trunkwatch serve`'s stderr until it says it serves (after replaying its scenario);
+    returns the lines read."""
+    assert process.stderr is not None
+    deadline, seen = time.monotonic() + timeout_s, []
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        seen.append(line)
+        if "serving; Ctrl-C stops" in line or not line:
+            break
+    assert any("serving; Ctrl-C stops" in line for line in seen), "".join(seen)
+    return seen

@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.peers import free_port, peer_binary
+from tests.peers import free_port, peer_binary, wait_until_serving
 from tests.test_scenarios import SCENARIOS
 
 BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
@@ -42,14 +41,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subproces
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert process.stderr is not None
-        deadline, seen = time.monotonic() + 240, []
-        while time.monotonic() < deadline:
-            line = process.stderr.readline()
-            seen.append(line)
-            if "serving; Ctrl-C stops" in line or not line:
-                break
-        assert any("serving" in line for line in seen), "".join(seen)
+        wait_until_serving(process)
         yield process, f"http://127.0.0.1:{port}"
     finally:
         if process.poll() is None:
@@ -127,14 +119,7 @@ def test_serve_with_tokens_replays_silences_as_the_internal_principal(tmp_path: 
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/api/v2/silences"
     try:
-        assert process.stderr is not None
-        deadline, seen = time.monotonic() + 240, []
-        while time.monotonic() < deadline:
-            line = process.stderr.readline()
-            seen.append(line)
-            if "serving; Ctrl-C stops" in line or not line:
-                break
-        assert any("serving" in line for line in seen), "".join(seen)
+        seen = wait_until_serving(process)
         with pytest.raises(urllib.error.HTTPError) as refused:
             get(url)
         assert refused.value.code == 401

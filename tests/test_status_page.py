@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.peers import INSTALL_PEERS, ROOT, free_port
+from tests.peers import INSTALL_PEERS, ROOT, free_port, wait_until_serving
 from tests.test_scenarios import SCENARIOS
 from trunkwatch.api import auth
 
@@ -87,14 +86,7 @@ def serving(scenario: Path, tokens: Path | None = None) -> Iterator[str]:
     command += ["--port", str(port)] + (["--tokens", str(tokens)] if tokens else [])
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        assert process.stderr is not None
-        deadline, seen = time.monotonic() + 240, []
-        while time.monotonic() < deadline:
-            line = process.stderr.readline()
-            seen.append(line)
-            if "serving; Ctrl-C stops" in line or not line:
-                break
-        assert any("serving; Ctrl-C stops" in line for line in seen), "".join(seen)
+        wait_until_serving(process)
         yield f"http://127.0.0.1:{port}"
     finally:
         process.kill()
