@@ -1,6 +1,6 @@
 """Workload 3: one simulated day through the local runtime, and how late the alerts are.
 
-`LocalRuntime` (moto server on 127.0.0.1, the real handlers, the stream pump) and
+`LocalRuntime` (moto in-process, the real handlers, the stream pump) and
 `HudServer` replay the day's schedule ticks: before each tick the HUD stand-in is given the
 trunk as it is at that moment, then the tick polls, evaluates and notifies. The scale is
 reduced so the day runs in a few minutes (see `__main__`): fewer job columns, a shorter HUD
@@ -25,7 +25,6 @@ from datetime import datetime, timedelta
 from typing import Any
 from unittest import mock
 
-from benchmarks.emulator import fast_reads
 from benchmarks.ingest import deployment
 from benchmarks.trunk import DAY_START, Day, episode_of
 from trunkwatch.app import settings
@@ -61,9 +60,9 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0) -> DayFigures:
     """Tick every `period` for `hours` from DAY_START on a fresh local runtime."""
     started = datetime.now()
     hud = HudServer()
-    # The runtime points the process's AWS settings at its server: put them back after.
+    # The runtime sets the process's AWS settings for its emulation: put them back after.
     # stdout carries the benchmark's report.
-    with mock.patch.dict(os.environ), fast_reads(), contextlib.redirect_stdout(sys.stderr):
+    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
         runtime = LocalRuntime().start(deployment("hud", hud.url, day.window))
         try:
             # The rule as the deployed functions read it (configuration and template defaults).

@@ -1,6 +1,6 @@
 """The deployed functions on moto's in-process mock (`mock_aws`), metered.
 
-What the local runtime builds on its moto server, built in-process (much faster): the
+What the local runtime builds, built here with the benchmark's own metering: the
 template's table with its stream and TTL, the alert topic, a dead-letter queue and the
 configuration parameter; the environment of template.yaml's Globals; the handlers loaded
 from their files the way the local runtime loads them; stream batches delivered by the
@@ -29,11 +29,11 @@ from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 
-from benchmarks.emulator import fast_reads
 from benchmarks.usage import Meter, stored
 from trunkwatch import storage
 from trunkwatch.domain.config import Deployment, to_json
 from trunkwatch.storage.table import TTL_ATTRIBUTE
+from trunkwatch_local.emulator import fast_dynamodb
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.runtime import LambdaContext, scheduled_event
 from trunkwatch_local.template import find_template
@@ -85,7 +85,7 @@ class InProcessAws:
         )
         os.environ.pop("AWS_ENDPOINT_URL", None)
         self._stack.enter_context(mock_aws())
-        self._stack.enter_context(fast_reads())
+        self._stack.enter_context(fast_dynamodb())
         parameters.clear_caches()
         refs = self._create_resources()
         for name, value in self.wiring.environment.items():

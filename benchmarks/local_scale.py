@@ -1,14 +1,15 @@
 """Workload `local_scale`: a PyTorch-sized trunk through the local runtime.
 
-`LocalRuntime` (moto server on 127.0.0.1, the real handlers, the stream pump) and
+`LocalRuntime` (moto in-process, the real handlers, the stream pump) and
 `HudServer` replay a first poll of a 50-commit HUD page of 2,000 job columns, then 10
 incremental polls (one commit lands per poll, `COMMIT_EVERY` apart, and older commits' jobs
-finish); each poll is a full schedule tick (ingest, the stream drained into the evaluator,
-the notifier). The same runs at 1,000 columns for the doubling ratio time(2000)/time(1000).
+finish); each poll is a full schedule tick (ingest and the stream drained into the
+evaluator, then the evaluator's sweep and the notifier its settled tick triggers). The same
+runs at 1,000 columns for the doubling ratio time(2000)/time(1000).
 
 `max_items_per_partition_key` is the most item writes one partition key received in one
 poll, counted from the table's stream (one record per write) in moto's backend, which the
-local runtime's server runs in this process. It is counted after the ingest step too, so a
+local runtime runs in this process. It is counted after the ingest step too, so a
 capped run still reports it for the polls' first step.
 
 Each scale runs in a fresh process (clean memory figures) under a time cap, so the workload
@@ -31,7 +32,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from unittest import mock
 
-from benchmarks.emulator import fast_reads
 from benchmarks.ingest import deployment
 from benchmarks.memory import peak_growth
 from benchmarks.trunk import COMMIT_EVERY, DAY_START, WINDOW, Day
@@ -83,7 +83,7 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
 
     day = day_of(columns)
     hud = HudServer()
-    with mock.patch.dict(os.environ), fast_reads(), contextlib.redirect_stdout(sys.stderr):
+    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
         runtime = LocalRuntime().start(deployment("hud", hud.url, day.window))
         shard = dynamodb_backends[ACCOUNT][REGION].tables[NAME].stream_shard
         counted = len(shard.items)
@@ -115,15 +115,17 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
                 for _ in range(polls):
                     hud.serve(day.trunk.snapshot(at))
                     started = time.perf_counter()
-                    with clock.frozen(at):  # what runtime.tick does, timed in steps
-                        runtime.invoke("ingest", runtime.scheduled_event("ingest"))
+                    with clock.frozen(at):  # what runtime.tick does, the ingest step timed apart
+                        ingest, *others = runtime.wiring.schedules
+                        runtime.invoke(ingest, runtime.scheduled_event(ingest))
                         ingested = writes()
                         if not poll_s:
                             first_ingest = time.perf_counter() - started
                             progress.put(("ingest", first_ingest, max(ingested.values(), default=0)))
                         runtime.pump.drain()
-                        runtime.invoke("notifier", runtime.scheduled_event("notifier"))
-                        runtime.pump.drain()
+                        for scheduled in others:  # the evaluator's sweep, and the notifier it settles
+                            runtime.invoke(scheduled, runtime.scheduled_event(scheduled))
+                            runtime.pump.drain()
                     in_poll = ingested + writes()
                     if not poll_s:
                         first_items, first_delivered = sum(in_poll.values()), delivered

@@ -6,7 +6,7 @@ labels calls by the function that makes them). Calls made under no label (the be
 own set-up and the local stream pump) are not counted.
 
 DynamoDB request units follow the on-demand billing rules, from item sizes as moto (which
-runs in this process, behind both `mock_aws` and the local moto server) computes them:
+runs in this process, behind both the harness and the local runtime) computes them:
 - a write costs one unit per started KB of the larger of the item before and after it
   (minimum one, also for a failed conditional write); a transactional write costs double;
 - GetItem costs one unit per started 4 KB of the item (0.5 unit per 4 KB eventually

@@ -14,7 +14,6 @@ from moto import mock_aws
 
 from benchmarks.__main__ import main
 from benchmarks.budgets import BUDGETS
-from benchmarks.emulator import fast_reads
 from benchmarks.github_server import GitHubServer
 from benchmarks.report import render
 from benchmarks.trunk import DAY_START, Day
@@ -120,66 +119,6 @@ def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def _item(pk: str, sk: str, padding: int, **extra: Any) -> dict[str, Any]:
     return {"pk": {"S": pk}, "sk": {"S": sk}, "pad": {"S": "x" * padding}, **extra}
-
-
-def test_fast_reads_answers_every_query_as_moto_does(table: Any) -> None:
-    for pk in ("A", "B"):
-        for job in ("a", "ab", "b"):
-            for seq in range(12):
-                table.put_item(
-                    TableName=TABLE, Item=_item(pk, f"CELL#{job}#{seq:08d}", 10, n={"N": str(seq % 3)})
-                )
-    queries: list[dict[str, Any]] = [
-        {"KeyConditionExpression": "pk = :p AND begins_with(sk, :s)", "Values": {":s": {"S": "CELL#a#"}}},
-        {"KeyConditionExpression": "pk = :p AND begins_with(sk, :s)", "Values": {":s": {"S": "CELL#a"}}},
-        {"KeyConditionExpression": "pk = :p AND sk BETWEEN :s AND :t",
-         "Values": {":s": {"S": "CELL#a#00000003"}, ":t": {"S": "CELL#b#00000002"}}},
-        {"KeyConditionExpression": "pk = :p", "Values": {}},
-        {"KeyConditionExpression": "pk = :p AND begins_with(sk, :s)", "Values": {":s": {"S": "CELL#b#"}},
-         "FilterExpression": "n = :n", "Extra": {":n": {"N": "1"}}},
-    ]  # fmt: skip
-
-    def run_all() -> list[Any]:
-        answers = []
-        for query in queries:
-            for forward in (True, False):
-                request = {
-                    "TableName": TABLE,
-                    "KeyConditionExpression": query["KeyConditionExpression"],
-                    "ExpressionAttributeValues": {
-                        ":p": {"S": "A"},
-                        **query["Values"],
-                        **query.get("Extra", {}),
-                    },
-                    "ScanIndexForward": forward,
-                    "Limit": 5,
-                }
-                if "FilterExpression" in query:
-                    request["FilterExpression"] = query["FilterExpression"]
-                pages = []
-                while True:
-                    page = table.query(**request)
-                    pages.append({k: v for k, v in page.items() if k != "ResponseMetadata"})
-                    if "LastEvaluatedKey" not in page:
-                        break
-                    request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-                answers.append(pages)
-        key = {"pk": {"S": "A"}, "sk": {"S": "CELL#ab#00000004"}}
-        answers.append(table.get_item(TableName=TABLE, Key=key)["Item"])
-        return answers
-
-    plain = run_all()
-    with fast_reads():
-        fast = run_all()
-        # A put between queries is seen (the key index is rebuilt).
-        table.put_item(TableName=TABLE, Item=_item("A", "CELL#a#00000099", 10))
-        later = table.query(
-            TableName=TABLE,
-            KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
-            ExpressionAttributeValues={":p": {"S": "A"}, ":s": {"S": "CELL#a#"}},
-        )
-    assert fast == plain
-    assert later["Count"] == 13
 
 
 def test_meter_counts_requests_items_and_request_units(table: Any) -> None:

@@ -6,6 +6,7 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
+import boto3
 import pytest
 from pytest_httpserver import HTTPServer
 
@@ -103,3 +104,39 @@ def test_source_error_writes_nothing_and_next_poll_catches_up(aws: Any, httpserv
         poll(httpserver, broken)
     assert table_items() == []
     assert poll(httpserver, grid()).cells_written == 3
+
+
+def test_cells_are_written_job_by_job_with_each_jobs_newest_cell_before_the_poll(
+    aws: Any, httpserver: HTTPServer
+) -> None:
+    poll(httpserver, grid())
+    assert all("prior_seq" not in i for i in table_items("cell"))  # nothing stored before
+    seqs = {i["sha"]["S"]: int(i["seq"]["N"]) for i in table_items("commit")}
+    body = grid()
+    newer = copy.deepcopy(body["shaGrid"][0])
+    newer.update(sha="ccc", time="2026-11-18T19:45:00Z")
+    body["shaGrid"].insert(0, newer)
+    body["shaGrid"][2]["jobs"][2] = {"conclusion": "failure", "status": "completed"}  # aaa's lint
+    dynamodb = boto3.client("dynamodb")
+    arn = dynamodb.update_table(
+        TableName=aws["table"], StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+    )["TableDescription"]["LatestStreamArn"]
+    poll(httpserver, body)
+    streams = boto3.client("dynamodbstreams")
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    images = [
+        r["dynamodb"]["NewImage"]
+        for r in streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"]
+    ]
+    written = [
+        (i["job"]["S"], i["sha"]["S"], i.get("prior_seq", {}).get("N"))
+        for i in images
+        if i["kind"]["S"] == "cell"
+    ]
+    pull = "pull / b / test (default, r)"
+    # Job by job; each cell knows its job's newest cell before this poll.
+    assert written == [
+        ("lint / l", "aaa", str(seqs["aaa"])),
+        (pull, "ccc", str(seqs["bbb"])),
+    ]

@@ -4,6 +4,7 @@ A history string lists a job's cells from the newest commit to the oldest:
 F fail, P pass, f flaky, . pending, n nodata (cancelled/skipped), - no cell.
 """
 
+import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -11,7 +12,7 @@ import pytest
 
 from trunkwatch.domain.cells import CellState, Commit
 from trunkwatch.domain.config import rule_config
-from trunkwatch.domain.rule import StoredCell, judge_job, trunk_alertname
+from trunkwatch.domain.rule import StoredCell, in_window, judge_job, may_change_verdict, trunk_alertname
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 STATES = {
@@ -152,3 +153,52 @@ def test_source_down_fires_once_failures_last_source_down_after() -> None:
     assert not source_down(None, first_failure, rule)
     assert not source_down(first_failure, first_failure + timedelta(minutes=14, seconds=59), rule)
     assert source_down(first_failure, first_failure + timedelta(minutes=15), rule)
+
+
+@pytest.mark.parametrize("passes_to_close", [1, 2])
+def test_a_change_judged_unable_to_alter_the_verdict_never_does(passes_to_close: int) -> None:
+    """Every history of 5 commits (the stale window is the newest 2 of 6 trunk commits), every
+    change of one cell, for a job that is not firing: whenever `may_change_verdict` says no,
+    judging the job before and after gives the same verdict."""
+    rule = rule_config({"stale_after_commits": 2, "passes_to_close": passes_to_close})
+    window = recent("------")  # the trunk's newest 6 commits ran jobs
+    codes = "FPf.n-"
+    skipped = 0
+    for history in map("".join, itertools.product(codes, repeat=5)):
+        before = judge_job("job", cells(history + "-"), window, rule, NOW)
+        if before.firing:
+            continue
+        stored = cells(history + "-")
+        prior = stored[0].seq if stored else None
+        fresh_before = in_window(prior, window, rule)
+        for position in range(5):
+            old = STATES.get(history[position])
+            for new_code in "FPf.n":
+                changed = history[:position] + new_code + history[position + 1 :]
+                if changed == history or may_change_verdict(old, STATES[new_code], False, fresh_before):
+                    continue
+                skipped += 1
+                after = judge_job("job", cells(changed + "-"), window, rule, NOW)
+                assert after.firing == before.firing, (history, changed)
+    assert skipped > 1000  # the check covered many skipped changes
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "fresh_before", "may_change"),
+    [
+        (CellState.PENDING, CellState.PASS, False, False),  # finished green: no read
+        (CellState.PENDING, CellState.FLAKY, False, False),
+        (None, CellState.PENDING, True, False),  # a new commit's pending cell
+        (None, CellState.PENDING, False, True),  # ... that may end the job's staleness
+        (None, CellState.FAIL, True, True),
+        (CellState.PASS, CellState.PENDING, True, True),  # a re-run hides a pass: runs may merge
+        (CellState.PASS, CellState.NODATA, True, True),
+        (CellState.PENDING, CellState.FAIL, True, True),
+        (CellState.PASS, CellState.FLAKY, True, False),
+    ],
+)
+def test_which_changes_may_change_a_quiet_jobs_verdict(
+    old: CellState | None, new: CellState, fresh_before: bool, may_change: bool
+) -> None:
+    assert may_change_verdict(old, new, False, fresh_before) is may_change
+    assert may_change_verdict(old, new, True, fresh_before) is True  # a firing job: always

@@ -63,3 +63,34 @@ def test_replay_matches_expected(scenario: Path) -> None:
     # Messages of the same `at` may come in any order; nothing missing, nothing extra.
     assert Counter(map(summary, published)) == Counter(map(summary, expected))
     assert [p["at"] for p in published] == sorted(p["at"] for p in published)
+
+
+def test_an_autoreverted_culprit_is_named_in_its_alert(tmp_path: Path) -> None:
+    """The HUD flags the culprit (#160004) as already reverted by PyTorch's autorevert."""
+    lines = (SCENARIOS / "basic-break.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines[1:]]
+    for event in events:
+        for row in event.get("hud", {}).get("shaGrid", []):
+            if row.get("prNum") == 160004:
+                row.update(isAutoreverted=True, autorevertWorkflows=["pull"])
+    scenario = tmp_path / "autoreverted.jsonl"
+    scenario.write_text("\n".join([lines[0], *(json.dumps(e) for e in events)]) + "\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "trunkwatch_local.cli", "replay", str(scenario), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    job_alerts = [
+        alert
+        for message in map(json.loads, run.stdout.splitlines())
+        for alert in message["message"]["alerts"]
+        if alert["labels"]["alertname"] == "TrunkJobFailing"
+    ]
+    assert [a["status"] for a in job_alerts] == ["firing", "resolved"]
+    for alert in job_alerts:
+        assert alert["annotations"]["culprit_pr"] == "160004"
+        assert alert["annotations"]["culprit_autoreverted_by"] == "autorevert (pull)"
+        assert "Already reverted: autorevert (pull)" in alert["annotations"]["description"]

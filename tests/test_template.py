@@ -359,12 +359,15 @@ def test_schedules_use_the_schedule_parameter(resources: dict[str, Any]) -> None
     }
 
 
-@pytest.mark.parametrize("function", ["EvaluatorFunction", "NotifierFunction"])
-def test_stream_mappings_retry_bisect_and_dead_letter(resources: dict[str, Any], function: str) -> None:
+# The evaluator takes a first poll's ~20,000 cell records in ~20 invocations.
+@pytest.mark.parametrize(("function", "batch_size"), [("EvaluatorFunction", 1000), ("NotifierFunction", 100)])
+def test_stream_mappings_retry_bisect_and_dead_letter(
+    resources: dict[str, Any], function: str, batch_size: int
+) -> None:
     mapping = _stream_mapping(resources, function)
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["Table", "StreamArn"]}
     assert mapping["StartingPosition"] == "TRIM_HORIZON"
-    assert mapping["BatchSize"] == 100
+    assert mapping["BatchSize"] == batch_size
     assert mapping["MaximumBatchingWindowInSeconds"] == 1
     assert mapping["MaximumRetryAttempts"] == 3
     assert mapping["BisectBatchOnFunctionError"] is True

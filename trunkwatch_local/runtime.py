@@ -1,5 +1,10 @@
-"""The local runtime: moto server on 127.0.0.1 with the template's table, topic and queue,
-and the real handlers invoked in-process the way Lambda invokes them."""
+"""The local runtime: moto's AWS emulation in this process with the template's table, topic
+and queue, and the real handlers invoked in-process the way Lambda invokes them.
+
+moto runs in-process (`mock_aws`): every boto3/botocore client the handlers make is answered
+by moto's backends without HTTP, which at PyTorch scale is half of the time a moto server on
+127.0.0.1 costs. `trunkwatch_local.emulator` takes the rest of moto's overhead off the reads
+the pipeline repeats most (see there)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,6 @@ import json
 import logging
 import os
 import sys
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,12 +24,12 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities import parameters
-from moto.server import ThreadedMotoServer
 
 from trunkwatch import storage
 from trunkwatch.domain import clock
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import ConfigError, Deployment, to_json
+from trunkwatch_local.emulator import emulation
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import Wiring, read_wiring
@@ -70,25 +74,21 @@ class LocalRuntime:
     def __init__(self, template: Path | None = None) -> None:
         self.template = template or find_template()
         self.wiring: Wiring = read_wiring(self.template)
-        self.server: ThreadedMotoServer | None = None
+        self._emulation: Any = None  # moto's mock while started; its patches otherwise off
         self.modules: dict[str, ModuleType] = {}
         self.names: dict[str, str] = {}  # functions/<name> folder -> logical id
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self, deployment: Deployment) -> LocalRuntime:
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self.server.start()
-        host, port = self.server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
-        self._reset_emulator()
         os.environ.update(
             AWS_ACCESS_KEY_ID="local",
             AWS_SECRET_ACCESS_KEY="local",  # noqa: S106 - moto accepts any credentials
             AWS_DEFAULT_REGION=REGION,
             AWS_REGION=REGION,
-            AWS_ENDPOINT_URL=self.endpoint,
         )
+        os.environ.pop("AWS_ENDPOINT_URL", None)  # clients go to moto's in-process backends
+        self._emulation = emulation()
+        self._emulation.__enter__()  # starts with an empty account (moto keeps state per process)
         _forget_aws_clients()
         self.dynamodb = boto3.client("dynamodb")
         self.sqs = boto3.client("sqs")
@@ -105,7 +105,7 @@ class LocalRuntime:
             POWERTOOLS_LOG_LEVEL=level,
             POWERTOOLS_METRICS_DISABLED="false" if level in ("DEBUG", "INFO") else "true",
         )
-        storage.bind(refs["Table"], REGION, self.endpoint)
+        storage.bind(refs["Table"], REGION, None)
         self._load_handlers()
         stream_arn = self.dynamodb.describe_table(TableName=refs["Table"])["Table"]["LatestStreamArn"]
         self.pump = StreamPump(
@@ -120,18 +120,10 @@ class LocalRuntime:
         return self
 
     def stop(self) -> None:
-        if self.server is not None:
-            self._reset_emulator()
-            self.server.stop()
-            self.server = None
-            os.environ.pop("AWS_ENDPOINT_URL", None)
+        if self._emulation is not None:
+            self._emulation.__exit__(None, None, None)  # and leaves the account empty
+            self._emulation = None
             _forget_aws_clients()
-
-    def _reset_emulator(self) -> None:
-        """moto keeps its state per process: start and leave with an empty account."""
-        request = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")  # noqa: S310 - 127.0.0.1
-        with urllib.request.urlopen(request, timeout=10):  # noqa: S310
-            pass
 
     def __enter__(self) -> LocalRuntime:
         return self
@@ -262,8 +254,7 @@ class LocalRuntime:
                 self.sqs.delete_message(QueueUrl=self.capture_url, ReceiptHandle=raw["ReceiptHandle"])
 
     def _sent_notifications(self) -> dict[str, str]:
-        """MessageId -> Message as published to the topic (moto's in-process record; the
-        server runs in this process)."""
+        """MessageId -> Message as published to the topic (moto's in-process record)."""
         from moto.sns.models import sns_backends
 
         topic = sns_backends[ACCOUNT][REGION].topics.get(self.topic_arn)

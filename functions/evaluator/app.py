@@ -33,7 +33,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 
     def record_handler(record: DynamoDBRecord) -> None:
         if record.dynamodb and record.dynamodb.new_image:
-            evaluation.cell(record.dynamodb.new_image)
+            evaluation.cell(record.dynamodb.new_image, record.dynamodb.old_image or None)
 
     response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context

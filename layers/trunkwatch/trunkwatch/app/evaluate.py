@@ -20,8 +20,9 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pynamodb.exceptions import TransactWriteError
 
+from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
-from trunkwatch.domain.rule import JobVerdict, judge_job
+from trunkwatch.domain.rule import JobVerdict, in_window, judge_job, may_change_verdict
 from trunkwatch.storage import alerts, cells, ticks, trunks
 from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
 
@@ -98,20 +99,29 @@ class BatchEvaluation:
     now: datetime
     reads: dict[str, TrunkReads] = field(default_factory=dict)
     judged: set[tuple[str, str]] = field(default_factory=set)
+    unchanged: int = 0  # records that could not change their job's verdict
 
-    def cell(self, image: dict[str, Any]) -> None:
+    def cell(self, image: dict[str, Any], old_image: dict[str, Any] | None = None) -> None:
         """Evaluate the job of one record's new image (once per job per batch: the
-        evaluation reads every stored cell, so a second record of the job adds nothing)."""
+        evaluation reads every stored cell, so a second record of the job adds nothing),
+        unless the change cannot alter the job's verdict (no read at all)."""
         trunk_id, job = str(image["trunk"]), str(image["job"])
         if (trunk_id, job) in self.judged:
             return
         trunk = next((t for t in self.deployment.trunks if t.trunk_id == trunk_id), None)
-        if trunk is not None:
-            rule = self.deployment.rule_for(trunk)
-            if rule.in_scope(job):
-                evaluate_job(
-                    trunk_id, job, rule, self.now, self.reads.setdefault(trunk_id, TrunkReads(trunk_id))
-                )
+        if trunk is None:
+            return
+        rule = self.deployment.rule_for(trunk)
+        if not rule.in_scope(job):
+            return
+        reads = self.reads.setdefault(trunk_id, TrunkReads(trunk_id))
+        old = CellState(old_image["state"]) if old_image else None
+        prior = image.get("prior_seq")
+        fresh_before = prior is not None and in_window(int(prior), reads.recent_seqs, rule)
+        if not may_change_verdict(old, CellState(image["state"]), reads.failing(job), fresh_before):
+            self.unchanged += 1
+            return
+        evaluate_job(trunk_id, job, rule, self.now, reads)
         self.judged.add((trunk_id, job))
 
     def settle(self, records: list[dict[str, Any]], failed: set[str]) -> list[str]:
@@ -123,6 +133,7 @@ class BatchEvaluation:
                 break
             done.append(record)
         metrics.add_metric(name="CellsEvaluated", unit=MetricUnit.Count, value=len(done))
+        metrics.add_metric(name="CellsUnchanged", unit=MetricUnit.Count, value=self.unchanged)
         groups: dict[tuple[str, str], list[str]] = defaultdict(list)
         for record in done:
             image = record["dynamodb"].get("NewImage") or {}

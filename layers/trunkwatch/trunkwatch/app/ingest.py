@@ -90,12 +90,16 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
         ):
             commit_writes.append(commits.item(trunk_id, seq, commit_result.commit, stored_states))
 
+    # Job by job: a job's stream records then arrive together, and the evaluator, which judges
+    # a job once per batch, reads each changed job about once instead of once per commit.
+    cell_writes.sort(key=lambda write: (write[0].job, write[2]))
     if cell_writes:
         result.poll = f"{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         ticks.open_poll(trunk_id, result.poll, len(cell_writes), now)
         result.items_written += 2
+    prior = _newest_seqs(known.values(), names)
     cells.save_all(
-        cells.item(trunk_id, cell, commit_result.commit, seq, result.poll or "")
+        cells.item(trunk_id, cell, commit_result.commit, seq, result.poll or "", prior.get(cell.job))
         for cell, commit_result, seq in cell_writes
     )
     commits.save_all(commit_writes)
@@ -136,6 +140,17 @@ def _assign_seqs(shas_newest_first: list[str], known: dict[str, int]) -> dict[st
             top += 1
             seqs[sha] = top
     return seqs
+
+
+def _newest_seqs(known: Iterable[CommitItem], names: list[str]) -> dict[str, int]:
+    """Each job's newest stored cell among the commits read back (before this poll)."""
+    newest: dict[str, int] = {}
+    for commit in known:
+        seq = int(commit.seq)
+        for column, code in enumerate(commit.states):
+            if code != ABSENT_CODE and seq > newest.get(names[column], -1):
+                newest[names[column]] = seq
+    return newest
 
 
 def _new_states(old: str, cells: dict[str, Cell], columns: dict[str, int], complete: bool) -> str:

@@ -18,7 +18,7 @@ from trunkwatch.domain.links import silence_url
 from trunkwatch.domain.rule import source_down, trunk_alertname
 from trunkwatch.silences import Silence
 from trunkwatch.storage import alerts as stored_alerts
-from trunkwatch.storage import trunks
+from trunkwatch.storage import commits, trunks
 from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
 
 MAX_FAILURE_LINES_CHARS = 1500
@@ -37,7 +37,11 @@ def trunk_views(
     items = stored_alerts.of_trunk(trunk.trunk_id)
     firing = [i for i in items if i.status == alerts.FIRING and rule.in_scope(i.job)]
     shown = items if include_resolved else firing
-    job_alerts = [job_alert(item, trunk, rule, links) for item in shown if rule.in_scope(item.job)]
+    shown = [item for item in shown if rule.in_scope(item.job)]
+    reverted = commits.autoreverted(trunk.trunk_id, (int(item.first_fail.seq) for item in shown))
+    job_alerts = [
+        job_alert(item, trunk, rule, links, reverted.get(int(item.first_fail.seq))) for item in shown
+    ]
     level = trunk_level_alert(firing, trunk, rule, links)
     down = source_down_alert(trunks.state(trunk.trunk_id), trunk, rule, links, now)
     views = [AlertView(a, trunk.trunk_id) for a in [*job_alerts, level, down] if a is not None]
@@ -80,7 +84,9 @@ def source_down_alert(
     return Alert(labels, _present(annotations), starts_at=since, generator_url=sources.trunk_link(trunk))
 
 
-def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig, links: Links) -> Alert:
+def job_alert(
+    item: AlertItem, trunk: TrunkConfig, rule: RuleConfig, links: Links, autoreverted_by: str | None = None
+) -> Alert:
     labels = {
         "alertname": alerts.JOB_FAILING,
         "repo": trunk.repo,
@@ -96,6 +102,7 @@ def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig, links: Link
     description = (
         f"{item.job} failed on {int(item.streak)} commits in a row on {trunk.repo}@{trunk.branch}.\n"
         f"Culprit: {_describe(first)}\n"
+        + (f"Already reverted: {autoreverted_by}\n" if autoreverted_by else "")
         + (
             f"Last pass: {_describe(last_pass)}\n"
             if last_pass
@@ -116,6 +123,7 @@ def job_alert(item: AlertItem, trunk: TrunkConfig, rule: RuleConfig, links: Link
         "culprit_url": first.url,
         "culprit_pr_url": f"https://github.com/{trunk.repo}/pull/{first.pr}" if first.pr else "",
         "last_pass_sha": last_pass.sha if last_pass else "",
+        "culprit_autoreverted_by": autoreverted_by or "",
         "culprit_range": f"{last_pass.sha[:12] if last_pass else 'clipped'}..{first.sha[:12]}",
         "clipped": "false" if last_pass else "true",
         "failure_lines": lines,

@@ -6,6 +6,7 @@ four-valued cell the rule reads. Pure functions only.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -57,6 +58,7 @@ MAX_FAILURE_LINES = 3
 MAX_FAILURE_LINE_CHARS = 200
 
 
+@functools.lru_cache(maxsize=65536)  # a trunk's few thousand names, on every commit of a page
 def job_key(job_name: str) -> str:
     """`test (default, 2, 5, linux.2xlarge)` -> `test (default, linux.2xlarge)`.
 

@@ -67,9 +67,8 @@ def judge_job(
     """
     cells = iter(cells)
     newest = next(cells, None)
-    window = sorted(recent_seqs, reverse=True)[: rule.stale_after_commits]
     # Cells come newest first, so the job has a cell in the window iff its newest one is.
-    stale = bool(window) and (newest is None or newest.seq < window[-1])
+    stale = not in_window(newest.seq if newest else None, recent_seqs, rule)
     walked = _walk(
         (c for c in itertools.chain([newest] if newest else [], cells) if c.state in _VERDICT_STATES), rule
     )
@@ -130,6 +129,30 @@ def _walk(verdict: Iterator[StoredCell], rule: RuleConfig) -> _Walk:
     if len(run) >= rule.failures_to_open:
         walked.qualifying = run
     return walked
+
+
+def in_window(seq: int | None, recent_seqs: Sequence[int], rule: RuleConfig) -> bool:
+    """Whether a job whose newest cell is at `seq` is not stale: it has a cell among the
+    trunk's newest `stale_after_commits` commits that ran any job (or there are none yet)."""
+    window = sorted(recent_seqs, reverse=True)[: rule.stale_after_commits]
+    return not window or (seq is not None and seq >= window[-1])
+
+
+def may_change_verdict(old: CellState | None, new: CellState, firing: bool, fresh_before: bool) -> bool:
+    """Whether a cell going from `old` (None: a new cell) to `new` can change its job's
+    verdict; when it cannot, the evaluator reads nothing. For a job that is not firing:
+    a pass, flaky or pending cell can only end runs of failures, never start one, so the
+    verdict stays unless the change removes a pass or flaky cell (runs may merge) or the new
+    cell ends the job's staleness (`fresh_before`: it already had a cell in the window).
+    A firing job is always re-judged."""
+    if firing or new not in _NEVER_FAILING:
+        return True
+    if old is None:
+        return not fresh_before
+    return old not in _NEVER_FAILING or (old != CellState.PENDING and new == CellState.PENDING)
+
+
+_NEVER_FAILING = {CellState.PENDING, CellState.PASS, CellState.FLAKY}
 
 
 def trunk_alertname(failing_jobs: int, rule: RuleConfig) -> str | None:

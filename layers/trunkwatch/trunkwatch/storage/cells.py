@@ -12,7 +12,9 @@ from trunkwatch.storage.items import CellItem
 TITLE_MAX = 200
 
 
-def item(trunk_id: str, cell: Cell, commit: Commit, seq: int, poll: str) -> CellItem:
+def item(
+    trunk_id: str, cell: Cell, commit: Commit, seq: int, poll: str, prior_seq: int | None = None
+) -> CellItem:
     return CellItem(
         keys.cells(trunk_id, cell.job),
         keys.seq_key(seq),
@@ -30,6 +32,7 @@ def item(trunk_id: str, cell: Cell, commit: Commit, seq: int, poll: str) -> Cell
         author=commit.author,
         pr=commit.pr,
         commit_url=commit.url,
+        prior_seq=prior_seq,
     )
 
 

@@ -27,16 +27,37 @@ def fields(commit: Commit) -> dict[str, Any]:
 
 
 def item(trunk_id: str, seq: int, commit: Commit, states: str) -> CommitItem:
-    return CommitItem(keys.commits(trunk_id), keys.seq_key(seq), seq=seq, states=states, **fields(commit))
+    return CommitItem(
+        keys.commits(trunk_id),
+        keys.seq_key(seq),
+        seq=seq,
+        states=states,
+        autoreverted_by=commit.autoreverted_by,
+        **fields(commit),
+    )
 
 
 def metadata_changed(stored: CommitItem, commit: Commit) -> bool:
-    return (stored.title, stored.author, stored.pr, stored.url) != (
+    return (stored.title, stored.author, stored.pr, stored.url, stored.autoreverted_by) != (
         commit.title,
         commit.author,
         commit.pr,
         commit.url,
+        commit.autoreverted_by,
     )
+
+
+def autoreverted(trunk_id: str, seqs: Iterable[int]) -> dict[int, str]:
+    """Which of these commits the source reports as already reverted, and by what. Read when
+    an alert is shown, not copied onto cells: a revert usually lands after the failures."""
+    wanted = sorted(set(seqs))
+    if not wanted:
+        return {}
+    found = CommitItem.batch_get(
+        [(keys.commits(trunk_id), keys.seq_key(seq)) for seq in wanted],
+        attributes_to_get=["seq", "autoreverted_by"],
+    )
+    return {int(c.seq): str(c.autoreverted_by) for c in found if c.autoreverted_by}
 
 
 def save_all(items: Iterable[CommitItem]) -> None:

@@ -54,6 +54,8 @@ class CommitItem(BaseItem, discriminator="commit"):
     author = UnicodeAttribute(default="")
     pr = NumberAttribute(null=True)
     url = UnicodeAttribute(default="")
+    # Set when the source says the commit was already reverted (PyTorch's autorevert).
+    autoreverted_by = UnicodeAttribute(null=True)
     # One CellState code per JobIndex column ('-' = no cell): what ingest compares against.
     states = UnicodeAttribute(default="")
 
@@ -75,6 +77,9 @@ class CellItem(BaseItem, discriminator="cell"):
     author = UnicodeAttribute(default="")
     pr = NumberAttribute(null=True)
     commit_url = UnicodeAttribute(default="")
+    # The job's newest cell before the poll that wrote this one (if among the commits the
+    # ingest reads back): tells the evaluator whether this cell can end the job's staleness.
+    prior_seq = NumberAttribute(null=True)
 
 
 class CommitRef(MapAttribute[str, object]):
