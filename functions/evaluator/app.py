@@ -1,34 +1,46 @@
-"""Evaluator Lambda: re-judge the job of every changed cell (DynamoDB stream, kind=cell)."""
+"""Evaluator Lambda: re-judge the job of every changed cell (DynamoDB stream, kind=cell).
+
+Records are handled in order. The first that fails is reported with every record after it
+as `batchItemFailures`: for a stream, Lambda resumes from the lowest failed sequence
+number, so the later records come again anyway. The records before it count towards their
+polls' ticks (`settle`).
+"""
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings
-from trunkwatch.app.evaluate import BatchEvaluation, failed_ids
+from trunkwatch.app.evaluate import BatchEvaluation
 from trunkwatch.domain import clock
+from trunkwatch.tracing import traced
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
-processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+
+
+def _image(record: dict[str, Any]) -> dict[str, Any]:
+    """The record's new image with its scalar attributes unwrapped ({"S": "x"} -> "x")."""
+    image = record["dynamodb"].get("NewImage") or {}
+    return {name: next(iter(value.values())) for name, value in image.items()}
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@traced
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    records: list[dict[str, Any]] = event["Records"]
     evaluation = BatchEvaluation(settings.deployment(), clock.now())
-
-    def record_handler(record: DynamoDBRecord) -> None:
-        if record.dynamodb and record.dynamodb.new_image:
-            evaluation.cell(record.dynamodb.new_image)
-
-    response = process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
-    evaluation.settle(event["Records"], failed_ids(response))
-    return response
+    failed: list[str] = []
+    for index, record in enumerate(records):
+        try:
+            image = _image(record)
+            if image:
+                evaluation.cell(image)
+        except Exception:
+            logger.exception("record failed", extra={"sequence": record["dynamodb"]["SequenceNumber"]})
+            failed = [r["dynamodb"]["SequenceNumber"] for r in records[index:]]
+            break
+    evaluation.settle(records, set(failed))
+    return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failed]}

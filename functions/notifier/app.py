@@ -1,41 +1,43 @@
 """Notifier Lambda: publish due alert transitions to SNS.
 
 Triggered by a settled poll tick (DynamoDB stream, kind=tick) and by the schedule (a sweep
-for age, staleness, reminders and silence expiry when no poll changed anything).
+for age, staleness, reminders and silence expiry when no poll changed anything). Stream
+records are handled in order; the first that fails is reported with every record after it
+as `batchItemFailures` (Lambda resumes a stream from the lowest failed sequence number).
 """
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app.notify import idempotency_config, on_settled_tick, sweep_all
 from trunkwatch.domain import clock
+from trunkwatch.tracing import traced
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
-processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
-
-
-@tracer.capture_method
-def record_handler(record: DynamoDBRecord) -> None:
-    image = record.dynamodb.new_image if record.dynamodb else None
-    if image:
-        on_settled_tick(str(image["pk"]), clock.now())
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@traced
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     idempotency_config.register_lambda_context(context)
     if "Records" in event:
-        return process_partial_response(
-            event=event, record_handler=record_handler, processor=processor, context=context
-        )
+        records: list[dict[str, Any]] = event["Records"]
+        for index, record in enumerate(records):
+            try:
+                pk = ((record["dynamodb"].get("NewImage") or {}).get("pk") or {}).get("S")
+                if pk:
+                    on_settled_tick(pk, clock.now())
+            except Exception:
+                logger.exception("record failed", extra={"sequence": record["dynamodb"]["SequenceNumber"]})
+                failed = records[index:]
+                return {
+                    "batchItemFailures": [{"itemIdentifier": r["dynamodb"]["SequenceNumber"]} for r in failed]
+                }
+        return {"batchItemFailures": []}
     results = sweep_all(clock.now())
     return {
         "sent": sum(len(r.sent) for r in results),

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 
-from aws_lambda_powertools.utilities import parameters
-
 from trunkwatch.domain.config import ConfigError, Deployment, load_deployment, parse_document
 
 CACHE_SECONDS = 60
@@ -23,6 +21,8 @@ def deployment() -> Deployment:
         raise ConfigError(
             "environment variable CONFIG_PARAMETER (the configuration's SSM parameter) is not set"
         )
+    from aws_lambda_powertools.utilities import parameters  # boto3: loaded by the first call
+
     try:
         text = parameters.get_parameter(name, max_age=CACHE_SECONDS)
     except parameters.exceptions.GetParameterError as err:
