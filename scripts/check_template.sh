@@ -104,10 +104,13 @@ for name, resource in template["Resources"].items():
             problems.append(f"{name}: handler module {module} is missing from its CodeUri")
     elif resource["Type"] == "AWS::Serverless::LayerVersion":
         python = build / properties["ContentUri"] / "python"
-        if not (python / "trunkwatch" / "__init__.py").is_file():
+        if name == "DomainLayer" and not (python / "trunkwatch" / "__init__.py").is_file():
             problems.append(f"{name}: python/trunkwatch is missing")
+        if name == "ApiLayer" and not (python / "pydantic").is_dir():
+            problems.append(f"{name}: python/pydantic is missing")
         problems += [f"{name}: python/{p} should not be in the layer" for p in
-                     ("trunkwatch_local", "boto3", "botocore", "s3transfer") if (python / p).exists()]
+                     ("trunkwatch_local", "boto3", "botocore", "s3transfer", "urllib3", "pydantic")
+                     if (python / p).exists() and not (name == "ApiLayer" and p == "pydantic")]
 if problems:
     sys.exit("\n".join(problems))
 PY

@@ -11,7 +11,8 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from trunkwatch.app.notify import idempotency_config, on_settled_tick, sweep_all
+from trunkwatch.app import notify
+from trunkwatch.app.notify import on_settled_tick, sweep_all
 from trunkwatch.domain import clock
 from trunkwatch.tracing import traced
 
@@ -23,7 +24,7 @@ metrics = Metrics()
 @traced
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    idempotency_config.register_lambda_context(context)
+    notify.idempotency_config.register_lambda_context(context)
     if "Records" in event:
         records: list[dict[str, Any]] = event["Records"]
         for index, record in enumerate(records):

@@ -15,14 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
 from pynamodb.exceptions import PutError
 
 from trunkwatch.app.evaluate import TrunkReads, evaluate_job
@@ -41,10 +35,23 @@ metrics = Metrics()
 # A sweep waits this long for an open poll to settle before notifying anyway.
 BARRIER_TIMEOUT = timedelta(minutes=5)
 IDEMPOTENCY_TTL_S = 7 * 24 * 3600
-# One transition = one fingerprint at one log sequence number; the message text may differ.
-idempotency_config = IdempotencyConfig(
-    event_key_jmespath="[fingerprint, seq]", expires_after_seconds=IDEMPOTENCY_TTL_S
-)
+
+
+@functools.cache
+def _idempotency_config() -> Any:
+    """Made on first use: Powertools idempotency (and boto3) load with the first call, not
+    at import."""
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+
+    # One transition = one fingerprint at one log sequence number; the message text may differ.
+    return IdempotencyConfig(event_key_jmespath="[fingerprint, seq]", expires_after_seconds=IDEMPOTENCY_TTL_S)
+
+
+def __getattr__(name: str) -> Any:
+    """`idempotency_config`, the IdempotencyConfig the handler registers its context with."""
+    if name == "idempotency_config":
+        return _idempotency_config()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -175,6 +182,9 @@ def _resolved_from_log(log: NotificationLog, trunk: TrunkConfig, now: datetime) 
 def _publisher(table: str, topic: str, endpoint: str | None) -> Callable[..., dict[str, Any]]:
     """The idempotent publish for one table/topic (cached per warm container; the endpoint
     is part of the key because boto3 reads it from the environment when the client is made)."""
+    import boto3
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, idempotent_function
+
     persistence = DynamoDBPersistenceLayer(
         table_name=table,
         key_attr="pk",
@@ -185,7 +195,7 @@ def _publisher(table: str, topic: str, endpoint: str | None) -> Callable[..., di
     sns = boto3.client("sns")
 
     @idempotent_function(
-        data_keyword_argument="transition", persistence_store=persistence, config=idempotency_config
+        data_keyword_argument="transition", persistence_store=persistence, config=_idempotency_config()
     )
     def publish(transition: dict[str, Any]) -> dict[str, Any]:
         sns.publish(

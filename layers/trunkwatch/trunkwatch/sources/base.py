@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import socket
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,21 +70,27 @@ class Response:
 _CREDENTIAL_HEADERS = {"authorization", "x-hud-internal-bot"}
 
 
-class _KeepCredentialsOnHost(urllib.request.HTTPRedirectHandler):
-    """Follow redirects, but never carry a token to another host."""
+@functools.cache
+def _opener() -> Any:
+    """Built by the first request, as is urllib.request itself: importing it loads ssl and
+    http.client, and building the opener makes the default SSL context (reads the CA file)."""
+    import urllib.parse
+    import urllib.request
 
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if (
-            new is not None
-            and urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc
-        ):
-            for name in [n for n in new.headers if n.lower() in _CREDENTIAL_HEADERS]:
-                del new.headers[name]
-        return new
+    class KeepCredentialsOnHost(urllib.request.HTTPRedirectHandler):
+        """Follow redirects, but never carry a token to another host."""
 
+        def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            if (
+                new is not None
+                and urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc
+            ):
+                for name in [n for n in new.headers if n.lower() in _CREDENTIAL_HEADERS]:
+                    del new.headers[name]
+            return new
 
-_opener = urllib.request.build_opener(_KeepCredentialsOnHost)
+    return urllib.request.build_opener(KeepCredentialsOnHost)
 
 
 class HttpClient:
@@ -101,11 +105,14 @@ class HttpClient:
         self.requests = 0
 
     def get(self, url: str, headers: dict[str, str] | None = None) -> Response:
+        import urllib.error
+        import urllib.request
+
         # The URL comes from the validated configuration (http/https base URLs).
         request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip", **(headers or {})})  # noqa: S310
         self.requests += 1
         try:
-            with _opener.open(request, timeout=self.timeout_s) as raw:
+            with _opener().open(request, timeout=self.timeout_s) as raw:
                 return _response(raw.status, dict(raw.headers.items()), raw.read())
         except urllib.error.HTTPError as err:
             return _response(err.code, dict(err.headers.items()), err.read())

@@ -53,14 +53,12 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from pydantic import TypeAdapter
-
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.base import CommitResult, HttpClient, Snapshot
 from trunkwatch.sources.github.api import GitHubApi, RateLimited
-from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, WorkflowRun
+from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, Shape, WorkflowRun
 
 STATE_VERSION = 1
 RUNS_PER_PAGE = 100
@@ -70,9 +68,9 @@ MAX_TITLE_CHARS = 300
 _FAILED = frozenset({"failure", "timed_out", "startup_failure"})
 _PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 
-_COMMITS: TypeAdapter[list[CommitItem]] = TypeAdapter(list[CommitItem])
-_RUNS: TypeAdapter[RunList] = TypeAdapter(RunList)
-_JOBS: TypeAdapter[JobList] = TypeAdapter(JobList)
+_COMMITS: Shape[list[CommitItem]] = Shape(list[CommitItem])
+_RUNS: Shape[RunList] = Shape(RunList)
+_JOBS: Shape[JobList] = Shape(JobList)
 
 
 @dataclass(frozen=True)
