@@ -133,11 +133,13 @@ def lambda_like_interpreter(project: Path) -> Iterator[Interpreter]:
         return
     with tempfile.TemporaryDirectory(prefix="trunkwatch-lambda-") as scratch:
         layer, runtime = Path(scratch) / "layer", Path(scratch) / "runtime"
-        both = Path(scratch) / "both"  # /opt of the API function: ApiLayer over DomainLayer
+        api, both = Path(scratch) / "api", Path(scratch) / "both"
         try:
             _make_layer(project, layer, platform.machine())
+            _make_layer(project, api, platform.machine(), "ApiLayer")
+            # /opt of the API function: both layers extracted into one tree, in order.
             shutil.copytree(layer, both)
-            _make_layer(project, both, platform.machine(), "ApiLayer")
+            shutil.copytree(api, both, dirs_exist_ok=True)
             boto3 = f"boto3=={metadata.version('boto3')}"
             subprocess.run(
                 [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
