@@ -3,7 +3,7 @@
 #   1. sam validate --lint      SAM's schema validation plus cfn-lint on the SAM template
 #   2. sam validate             the SAM translator's own validation
 #   3. cfn-lint (translated)    the CloudFormation that SAM generates, linted as it will deploy
-#   4. sam build                the layer (layers/trunkwatch/Makefile) and every function,
+#   4. sam build                the layers (layers/trunkwatch/Makefile) and every function,
 #                               then the built artifacts are checked for their handlers
 # Prints one line per passed check and stops at the first failure, showing the tool's output.
 set -euo pipefail

@@ -245,7 +245,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "ApiTokensParameter": "/trunkwatch/api-tokens",
         "LogLevel": "INFO",
         "Tracing": "Active",
-        "Dashboard": "true",
+        "Dashboard": "false",
     }
 
 
