@@ -49,7 +49,8 @@ class Scale:
 
     pytorch: Day  # ingest, evaluator and the cost projection
     day: Day  # the simulated day through the local runtime
-    period: timedelta  # its schedule period
+    period: timedelta  # its schedule period (the deployed rate(1 minute))
+    coarse: timedelta  # its step away from the episodes' deciding jobs
     hours: float  # its length
     depth: int  # commits of history per job before the evaluator is measured
     import_runs: int
@@ -60,9 +61,10 @@ class Scale:
             f"ingest, evaluator and cost run at {self.pytorch.columns:,} job columns with "
             f"{self.pytorch.window}-commit HUD windows; job windows hold {self.depth} commits",
             f"the simulated day runs at reduced scale through the local runtime: {self.day.columns} job "
-            f"columns, {self.day.window}-commit HUD windows, a tick every "
-            f"{self.period.total_seconds() / 60:g} minutes for {self.hours:g} hours "
-            "(production: rate(1 minute)); the delay budget is one of these periods",
+            f"columns, {self.day.window}-commit HUD windows, for {self.hours:g} hours; ticks every "
+            f"{self.period.total_seconds():g} s (the deployed schedule) around each episode's deciding "
+            f"job, every {self.coarse.total_seconds() / 60:g} minutes between; the delay runs to the "
+            "publish on the deployed timeline (template stream settings, measured durations)",
             "cost: per-commit and per-tick counts measured at full scale, multiplied out to "
             f"{COMMITS_PER_DAY} commits/day and {ticks_per_day():,.0f} ticks/day for 30 days "
             "(see cost.basis)",
@@ -73,7 +75,8 @@ class Scale:
 FULL = Scale(
     pytorch=PYTORCH_SCALE,
     day=Day(environments=2, window=10, tests=6),
-    period=timedelta(minutes=5),
+    period=timedelta(seconds=60),
+    coarse=timedelta(minutes=5),
     hours=24,
     depth=JOB_WINDOW,
     import_runs=5,
@@ -83,6 +86,7 @@ QUICK = Scale(
     pytorch=Day(environments=2, window=5, tests=6),
     day=Day(environments=2, window=5, tests=6),
     period=timedelta(minutes=30),
+    coarse=timedelta(minutes=30),
     hours=3,
     depth=5,
     import_runs=1,
@@ -110,7 +114,7 @@ def run(scale: Scale) -> dict[str, Any]:
         "ingest (HUD) and evaluator", lambda: _fresh(ingest_hud, scale.pytorch, DAY_START, cycle_after)
     )
     github = _step("ingest (GitHub)", lambda: _fresh(ingest_github, scale.pytorch, DAY_START))
-    day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours))
+    day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours, scale.coarse))
     cold = _step("cold start", lambda: cold_start(scale.import_runs, scale.build_layer))
     notifications_per_day = day.notifications * 24 / scale.hours
     cost = project(cycle, notifications_per_day, scale.pytorch.columns)

@@ -14,7 +14,8 @@ from trunkwatch.api.models import ApiError, GettableSilence, SilenceCreated
 from trunkwatch.domain import clock
 from trunkwatch.silences import store
 from trunkwatch.silences.matchers import parse_matchers
-from trunkwatch.silences.model import PostableSilence, sort_for_listing
+from trunkwatch.silences.model import sort_for_listing
+from trunkwatch.silences.postable import PostableSilence
 
 router = Router()
 
