@@ -42,7 +42,7 @@ Text = Annotated[StrictStr, BeforeValidator(_utf8)]
 class MatcherBody(BaseModel):
     """One matcher as Alertmanager's API writes it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: Text = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     value: Text = Field(max_length=MAX_VALUE_LENGTH)
@@ -53,7 +53,7 @@ class MatcherBody(BaseModel):
 class PostableSilence(BaseModel):
     """Alertmanager's postableSilence; `id` updates that silence, `createdBy` defaults to the caller."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: Text | None = None
     matchers: list[MatcherBody] = Field(min_length=1, max_length=MAX_MATCHERS)
