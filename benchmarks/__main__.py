@@ -79,7 +79,7 @@ FULL = Scale(
     coarse=timedelta(minutes=5),
     hours=24,
     depth=JOB_WINDOW,
-    import_runs=5,
+    import_runs=9,
     build_layer=True,
 )
 QUICK = Scale(

@@ -4,7 +4,8 @@ A day is COMMITS_PER_DAY commits and one schedule tick per schedule period (temp
 Schedule, rate(1 minute) by default). Each commit costs what the full-scale cycle measured
 for one commit finishing plus one landing (the ingest poll, the evaluator's batches and the
 notifier woken by the settled tick); every other tick costs a quiet ingest poll; every tick
-also costs the notifier's scheduled sweep. SNS publishes are the notifications of the
+also costs the evaluator's scheduled sweep and the notifier woken by the settled tick the
+sweep writes. SNS publishes are the notifications of the
 simulated day. Lambda duration is each invocation's own measured time in-process, scaled
 to the CPU share of the function's MemorySize, plus moto's time answering its requests
 (standing in for DynamoDB's latency). Storage is what a month of commits adds to the table
@@ -16,8 +17,9 @@ Dashboard): the fixed monthly charges (the dashboard, the alarm topic's KMS key,
 alarm counted from the template, each custom metric the code emits with its dimension set,
 each Secrets Manager secret the default configuration reads) and the usage charges (the
 measured pipeline above, the API at API_REQUESTS_PER_DAY through the authorizer, X-Ray
-traces, CloudWatch Logs, KMS requests). `usd_per_month` is the usage part, as before plus
-the API, X-Ray, logs and KMS requests; `usd_per_month_all_in` adds the fixed part.
+traces, CloudWatch Logs kept for the LogRetentionDays default, KMS requests).
+`usd_per_month` is the usage part, as before plus the API, X-Ray, logs and KMS requests;
+`usd_per_month_all_in` adds the fixed part.
 """
 
 from __future__ import annotations
@@ -146,8 +148,9 @@ def project(
             usage += _times(phase.of(function), commits)
         if function == "ingest":
             usage += _times(cycle.quiet.of("ingest"), quiet_polls)
-        if function == "notifier":
-            usage += _times(cycle.quiet.of("notifier"), ticks)  # the scheduled sweep
+        if function in ("evaluator", "notifier"):
+            # The evaluator's sweep on every tick, and the notifier on the tick it settles.
+            usage += _times(cycle.quiet.of(function), ticks)
         per_function[function] = usage
     total = sum(per_function.values(), Usage())
     gb_seconds = sum(lambda_seconds(u, _memory_gb(f)) * _memory_gb(f) for f, u in per_function.items())
@@ -179,14 +182,15 @@ def project(
     traces = total.invocations + API_REQUESTS_PER_DAY if tracing else 0
     month["xray_traces"] = monthly(traces, prices.XRAY_TRACES_RECORDED_PER_MILLION)
     # Logs: every invocation's platform lines, an EMF blob from those that emit metrics
-    # (all but the authorizer), application lines; kept (no retention set), so a month's
-    # worth is charged again every later month, like the table's storage.
+    # (all but the authorizer), application lines; each log group keeps LogRetentionDays of
+    # them, so that many days' worth is stored in the steady state.
     log_gb_per_day = (
         invocations * (PLATFORM_LOG_BYTES + APP_LOG_BYTES)
         + (invocations - API_REQUESTS_PER_DAY) * EMF_LOG_BYTES
     ) / GB
     month["logs_ingested"] = log_gb_per_day * DAYS_PER_MONTH * prices.CLOUDWATCH_LOGS_INGESTED_GB
-    month["logs_stored_added"] = log_gb_per_day * DAYS_PER_MONTH * prices.CLOUDWATCH_LOGS_STORED_GB_MONTH
+    retention_days = int(_parameter_default("LogRetentionDays"))
+    month["logs_stored"] = log_gb_per_day * retention_days * prices.CLOUDWATCH_LOGS_STORED_GB_MONTH
     # KMS requests: SNS data keys for the alert topic (AWS managed key) at most once per
     # reuse period while publishing; the authorizer's SecureString decrypt, at most once a
     # minute per warm container, bounded by its requests.
@@ -215,7 +219,7 @@ def project(
         "alarms": {"alarms": fixed["alarms"]},
         "metrics": {"custom_metrics": fixed["metrics"]},
         "xray": {"traces": month["xray_traces"]},
-        "logs": {"ingested": month["logs_ingested"], "stored_added": month["logs_stored_added"]},
+        "logs": {"ingested": month["logs_ingested"], "stored": month["logs_stored"]},
         "secrets": {"secrets": fixed["secrets"], "api_calls": month["secrets_api_calls"]},
         "dynamodb": {
             k.removeprefix("dynamodb_"): month[k]
@@ -269,11 +273,13 @@ def project(
         },
         basis=(
             f"{commits} commits/day x (a commit finishing + a commit landing, measured at "
-            f"{job_columns} job columns) + {quiet_polls:g} quiet polls + {ticks:g} notifier sweeps; "
+            f"{job_columns} job columns) + {quiet_polls:g} quiet polls + {ticks:g} sweeps (the "
+            "evaluator's, then the notifier on the settled tick it writes); "
             "SNS from the simulated day; storage: one month of cells, charged again each later month; "
             f"API: {API_REQUESTS_PER_DAY} requests/day assumed ({API_INVOCATION_S:g} s API, "
             f"{AUTHORIZER_INVOCATION_S:g} s authorizer invocations); logs: {PLATFORM_LOG_BYTES} + "
-            f"{APP_LOG_BYTES} bytes per invocation + {EMF_LOG_BYTES} bytes of EMF, kept; fixed: "
+            f"{APP_LOG_BYTES} bytes per invocation + {EMF_LOG_BYTES} bytes of EMF, kept "
+            f"{retention_days} days; fixed: "
             f"dashboard {'on' if dashboard else 'off'}, KMS key, {alarms} alarms, {len(metrics)} custom "
             f"metrics, {secrets} secrets; X-Ray {'on' if tracing else 'off'}"
         ),

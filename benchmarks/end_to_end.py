@@ -20,7 +20,9 @@ invocation one stream hop (STREAM_HOP_S), the mapping's MaximumBatchingWindowInS
 its batch is smaller than its BatchSize (a full batch goes at once), and the invocation's
 measured duration, one after the other (one shard, so batches run in order). That covers
 the cells' batches through the evaluator, the tick settling, and the notifier's invocation
-on the settled tick, which publishes. A scheduled invocation starts at the tick itself.
+on the settled tick, which publishes. A scheduled invocation (ingest's poll, the
+evaluator's sweep) starts at the tick itself; the stream path the sweep's settled tick
+starts is counted after the poll's (the local runtime runs them in turn), an upper bound.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ later HUD pages until each job has as many cells as the evaluator reads; their s
 records skipped), one commit's jobs finish: the ingest handler polls, and the stream pump
 delivers the changed cells to the evaluator handler in the template's batches (and the
 settled tick to the notifier). The same is then measured for the next commit landing (its
-cells appear as pending) and for a schedule tick with nothing new (ingest plus the
-notifier's sweep): together, what a commit and a quiet minute cost, which the cost
-projection multiplies out.
+cells appear as pending) and for a schedule tick with nothing new (ingest, the
+evaluator's sweep and the notifier on the tick it settles): together, what a commit and a
+quiet minute cost, which the cost projection multiplies out.
 """
 
 from __future__ import annotations
