@@ -18,6 +18,10 @@ has more packages installed (X-Ray then patches some of them), and the summary s
 The pipeline functions and the authorizer see DomainLayer only; the API function sees both
 layers merged into one tree, as Lambda extracts them into /opt.
 `-X importtime` gives the import time of each handler per top-level package.
+
+The ratios are of wall-clock times. Each process also reports the CPU time its import took
+(`handler_import_cpu_ratio`), which waiting for a busy machine's cores does not inflate;
+`load_average` is the 1-minute load before and after the timed rounds.
 """
 
 from __future__ import annotations
@@ -58,9 +62,9 @@ LAMBDA_ENVIRONMENT = {
 }
 _TIMED = """
 import time
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 {body}
-print(time.perf_counter() - started)
+print(time.perf_counter() - started, time.process_time() - cpu)
 """
 _LOAD_HANDLER = """
 import importlib.util
@@ -78,6 +82,9 @@ class ColdStartFigures:
     api_layer_mb: float
     # beyond SPEC 8
     handler_import_s: dict[str, float] = field(default_factory=dict)
+    boto3_import_cpu_s: float = 0.0
+    handler_import_cpu_ratio: dict[str, float] = field(default_factory=dict)
+    load_average: list[float] = field(default_factory=list)
     import_s_by_package: dict[str, list[list[object]]] = field(default_factory=dict)
     interpreter: str = ""
     layer_source: str = ""
@@ -207,9 +214,11 @@ def _run(interpreter: Interpreter, what: str, *options: str, code: str) -> subpr
     )
 
 
-def _import_seconds(interpreter: Interpreter, what: str) -> float:
+def _import_seconds(interpreter: Interpreter, what: str) -> tuple[float, float]:
+    """(wall, CPU) seconds."""
     out = _run(interpreter, what, code=_TIMED.format(body=_body(what)))
-    return float(out.stdout.strip().splitlines()[-1])
+    wall, cpu = out.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
 
 
 def _by_package(interpreter: Interpreter, function: str, top: int = 6) -> list[list[object]]:
@@ -225,17 +234,20 @@ def _by_package(interpreter: Interpreter, function: str, top: int = 6) -> list[l
     return [[package, round(us / 1e6, 4)] for package, us in ranked]
 
 
-def import_times(interpreter: Interpreter, runs: int) -> tuple[float, dict[str, float]]:
-    """(boto3 seconds, handler seconds): medians of `runs` interleaved rounds."""
+def import_times(interpreter: Interpreter, runs: int) -> dict[str, tuple[float, float]]:
+    """What (boto3, each handler) -> medians of (wall, CPU) seconds over `runs` interleaved
+    rounds."""
     subjects = ("boto3", *HANDLERS)
     for what in subjects:  # bytecode caches, as in the layer
         _import_seconds(interpreter, what)
-    samples: dict[str, list[float]] = {what: [] for what in subjects}
+    samples: dict[str, list[tuple[float, float]]] = {what: [] for what in subjects}
     for _ in range(runs):
         for what in subjects:  # interleaved, so drift hits all alike
             samples[what].append(_import_seconds(interpreter, what))
-    medians = {what: statistics.median(values) for what, values in samples.items()}
-    return medians.pop("boto3"), medians
+    return {
+        what: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+        for what, values in samples.items()
+    }
 
 
 def _directory_sizes(root: Path) -> tuple[int, list[list[object]]]:
@@ -315,14 +327,21 @@ def cold_start(runs: int, build: bool = True) -> ColdStartFigures:
         api_layer_mb = round(api_total / MIB, 2)
     interpreters = lambda_like_interpreter(project) if build else contextlib.nullcontext(_venv_interpreter())
     with interpreters as interpreter:
-        boto3_s, seconds = import_times(interpreter, runs)
+        load = [os.getloadavg()[0]]
+        times = import_times(interpreter, runs)
+        load.append(os.getloadavg()[0])
         by_package = {h: _by_package(interpreter, h) for h in HANDLERS}
+    boto3_s, boto3_cpu_s = times.pop("boto3")
+    seconds = {h: wall for h, (wall, _) in times.items()}
     return ColdStartFigures(
         boto3_import_s=round(boto3_s, 4),
         handler_import_ratio={h: round(s / boto3_s, 3) for h, s in seconds.items()},
         layer_mb=layer_mb,
         api_layer_mb=api_layer_mb,
         handler_import_s={h: round(s, 4) for h, s in seconds.items()},
+        boto3_import_cpu_s=round(boto3_cpu_s, 4),
+        handler_import_cpu_ratio={h: round(cpu / boto3_cpu_s, 3) for h, (_, cpu) in times.items()},
+        load_average=[round(value, 2) for value in load],
         import_s_by_package=by_package,
         interpreter=interpreter.description,
         layer_source=source,

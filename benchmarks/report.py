@@ -66,9 +66,14 @@ def render(summary: dict[str, Any]) -> str:
             ["boto3_import_s", _n(cold["boto3_import_s"])],
             ["layer_mb (DomainLayer)", _n(cold["layer_mb"])],
             ["api_layer_mb (ApiLayer)", _n(cold["api_layer_mb"])],
+            ["load average (1 min; before, after)", ", ".join(_n(v) for v in cold["load_average"])],
         ]
         + [
-            [f"{h} import s (ratio)", f"{_n(s)} ({_n(cold['handler_import_ratio'][h])}x)"]
+            [
+                f"{h} import s (ratio; CPU-time ratio)",
+                f"{_n(s)} ({_n(cold['handler_import_ratio'][h])}x; "
+                f"{_n(cold['handler_import_cpu_ratio'][h])}x)",
+            ]
             for h, s in cold["handler_import_s"].items()
         ],
     )
