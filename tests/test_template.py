@@ -253,7 +253,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "ApiTokensParameter": "/trunkwatch/api-tokens",
         "LogLevel": "INFO",
         "LogRetentionDays": 30,
-        "Tracing": "Active",
+        "Tracing": "PassThrough",
         "Dashboard": "false",
     }
 

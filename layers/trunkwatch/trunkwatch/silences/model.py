@@ -31,6 +31,14 @@ EXPIRED: Final = "expired"
 Status = Literal["pending", "active", "expired"]
 
 
+class SilenceNotFound(LookupError):
+    """No silence with that id (or only one whose retention has passed)."""
+
+
+class SilenceConflict(Exception):
+    """The silence changed while this request was being applied; retrying is safe."""
+
+
 def check_id(silence_id: str) -> str:
     """Silence ids are UUIDs; anything else cannot name one."""
     try:

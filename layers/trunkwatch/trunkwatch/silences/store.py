@@ -23,6 +23,8 @@ from trunkwatch.silences.model import (
     EXPIRED,
     PENDING,
     Silence,
+    SilenceConflict,
+    SilenceNotFound,
     check_id,
 )
 
@@ -30,14 +32,6 @@ if TYPE_CHECKING:
     from trunkwatch.silences.postable import PostableSilence
 
 RETENTION = timedelta(hours=120)
-
-
-class SilenceNotFound(LookupError):
-    """No silence with that id (or only one whose retention has passed)."""
-
-
-class SilenceConflict(Exception):
-    """The silence changed while this request was being applied; retrying is safe."""
 
 
 def _load(silence_id: str, now: datetime) -> SilenceItem:
