@@ -13,7 +13,7 @@ for good (cells and commits carry no TTL), billed with point-in-time recovery; i
 charged again every later month. A 30-day month; free tiers ignored.
 
 `items` prices every resource template.yaml deploys, at its parameters' defaults (Tracing,
-Dashboard): the fixed monthly charges (the dashboard, the alarm topic's KMS key, each
+CreateDashboard): the fixed monthly charges (the dashboard, the alarm topic's KMS key, each
 alarm counted from the template, each custom metric the code emits with its dimension set,
 each Secrets Manager secret the default configuration reads) and the usage charges (the
 measured pipeline above, the API at API_REQUESTS_PER_DAY through the authorizer, X-Ray
@@ -136,7 +136,7 @@ def project(
     tracing: bool | None = None,
 ) -> CostFigures:
     """The month; `dashboard` and `tracing` default to template.yaml's parameter defaults."""
-    dashboard = _parameter_default("Dashboard") == "true" if dashboard is None else dashboard
+    dashboard = _parameter_default("CreateDashboard") == "true" if dashboard is None else dashboard
     tracing = _parameter_default("Tracing") == "Active" if tracing is None else tracing
     ticks = ticks_per_day()
     commits = COMMITS_PER_DAY

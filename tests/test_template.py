@@ -254,7 +254,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "LogLevel": "INFO",
         "LogRetentionDays": 30,
         "Tracing": "PassThrough",
-        "Dashboard": "false",
+        "CreateDashboard": "false",
     }
 
 
