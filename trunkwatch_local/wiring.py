@@ -21,12 +21,12 @@ class StreamSource:
     patterns: tuple[dict[str, Any], ...]
     batch_size: int
     max_retries: int
-    # MaximumBatchingWindowInSeconds: how long Lambda gathers records before invoking with
-    # fewer than batch_size (the local pump delivers at once; the benchmark accounts for it).
-    batching_window_s: float
     bisect: bool
     report_item_failures: bool
     starting_position: str
+    # MaximumBatchingWindowInSeconds: how long Lambda gathers records before invoking with
+    # fewer than batch_size (the local pump delivers at once; the benchmark accounts for it).
+    batching_window_s: float = 0.0
 
 
 @dataclass
@@ -140,12 +140,12 @@ def read_wiring(path: Path) -> Wiring:
                         function=logical_id,
                         patterns=tuple(json.loads(f["Pattern"]) for f in filters),
                         batch_size=int(spec.get("BatchSize", 100)),
-                        batching_window_s=float(spec.get("MaximumBatchingWindowInSeconds", 0)),
                         max_retries=int(spec.get("MaximumRetryAttempts", -1)),
                         bisect=bool(spec.get("BisectBatchOnFunctionError", False)),
                         report_item_failures="ReportBatchItemFailures"
                         in (spec.get("FunctionResponseTypes") or []),
                         starting_position=str(spec.get("StartingPosition", "TRIM_HORIZON")),
+                        batching_window_s=float(spec.get("MaximumBatchingWindowInSeconds", 0)),
                     )
                 )
             elif event.get("Type") in ("Schedule", "ScheduleV2"):
