@@ -8,7 +8,7 @@ SAM_REQUIREMENTS := requirements-sam.txt
 .PHONY: demo test lint typecheck unit check-template peers bench clean
 
 # The project's virtualenv: runtime + test dependencies and trunkwatch itself (editable).
-$(VENV)/.installed: requirements-dev.txt layers/trunkwatch/requirements.txt pyproject.toml
+$(VENV)/.installed: requirements-dev.txt layers/trunkwatch/requirements.txt layers/trunkwatch/requirements-api.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .

@@ -1,9 +1,10 @@
 """Workload 4: what a cold start imports, and how big the layer is.
 
-Layer size: `.aws-sam/build/DomainLayer` when `sam build` made one; otherwise the layer is
-built into a temporary directory by `layers/trunkwatch/Makefile` itself (arm64 wheels, pip
-needs PyPI). If that fails, it is estimated from the installed distributions of the layer's
-requirements (minus what the Lambda runtime provides) plus the trunkwatch package.
+Layer sizes: DomainLayer (every function; `layer_mb`) and ApiLayer (the API function's extra
+dependencies; `api_layer_mb`), from `.aws-sam/build/<Layer>` when `sam build` made them;
+otherwise built into a temporary directory by `layers/trunkwatch/Makefile` itself (arm64
+wheels, pip needs PyPI). If that fails, they are estimated from the installed distributions
+of the layers' requirements (minus what the Lambda runtime provides) plus trunkwatch.
 
 Import time: in fresh interpreters, the median over `runs` rounds of timing `import boto3`
 alone and of loading each handler module from its file (as Lambda does), with the
@@ -14,7 +15,13 @@ is set up like Lambda's when it can be: python3.12 without site-packages, the la
 by the same Makefile for this machine's architecture, and boto3 with its dependencies
 where the Lambda runtime keeps them. Otherwise it is this virtualenv's interpreter, which
 has more packages installed (X-Ray then patches some of them), and the summary says so.
+The pipeline functions and the authorizer see DomainLayer only; the API function sees both
+layers merged into one tree, as Lambda extracts them into /opt.
 `-X importtime` gives the import time of each handler per top-level package.
+
+The ratios are of wall-clock times. Each process also reports the CPU time its import took
+(`handler_import_cpu_ratio`), which waiting for a busy machine's cores does not inflate;
+`load_average` is the 1-minute load before and after the timed rounds.
 """
 
 from __future__ import annotations
@@ -36,9 +43,13 @@ from pathlib import Path
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
 
-HANDLERS = ("ingest", "evaluator", "notifier", "api")
+HANDLERS = ("ingest", "evaluator", "notifier", "authorizer", "api")
+LAYERS = ("DomainLayer", "ApiLayer")
+# The functions that have ApiLayer on top of DomainLayer (template.yaml).
+API_LAYER_FUNCTIONS = {"api"}
 MIB = 1024 * 1024
-RUNTIME_PROVIDED = {"boto3", "botocore", "s3transfer"}  # as layers/trunkwatch/Makefile says
+# As layers/trunkwatch/Makefile says: what the python3.12 Lambda runtime ships.
+RUNTIME_PROVIDED = {"boto3", "botocore", "s3transfer", "urllib3", "python-dateutil", "jmespath", "six"}
 LAMBDA_PYTHON = "python3.12"
 PYENV_VERSION = "3.12"  # pyenv picks the newest installed 3.12
 LAMBDA_ENVIRONMENT = {
@@ -51,9 +62,9 @@ LAMBDA_ENVIRONMENT = {
 }
 _TIMED = """
 import time
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 {body}
-print(time.perf_counter() - started)
+print(time.perf_counter() - started, time.process_time() - cpu)
 """
 _LOAD_HANDLER = """
 import importlib.util
@@ -68,12 +79,17 @@ class ColdStartFigures:
     boto3_import_s: float
     handler_import_ratio: dict[str, float]
     layer_mb: float
+    api_layer_mb: float
     # beyond SPEC 8
     handler_import_s: dict[str, float] = field(default_factory=dict)
+    boto3_import_cpu_s: float = 0.0
+    handler_import_cpu_ratio: dict[str, float] = field(default_factory=dict)
+    load_average: list[float] = field(default_factory=list)
     import_s_by_package: dict[str, list[list[object]]] = field(default_factory=dict)
     interpreter: str = ""
     layer_source: str = ""
     layer_largest: list[list[object]] = field(default_factory=list)
+    api_layer_largest: list[list[object]] = field(default_factory=list)
     runs: int = 0
 
 
@@ -82,17 +98,21 @@ class Interpreter:
     command: list[str]
     path: str  # PYTHONPATH
     description: str
+    api_path: str = ""  # PYTHONPATH of the API function (both layers), if other than `path`
+
+    def path_for(self, function: str) -> str:
+        return self.api_path if function in API_LAYER_FUNCTIONS and self.api_path else self.path
 
 
-def _make_layer(project: Path, target: Path, arch: str) -> None:
-    """layers/trunkwatch/Makefile's build into `target` for `arch` (aarch64, x86_64)."""
+def _make_layer(project: Path, target: Path, arch: str, layer: str = "DomainLayer") -> None:
+    """layers/trunkwatch/Makefile's build of `layer` into `target` for `arch` (aarch64, x86_64)."""
     subprocess.run(
         [
             "make",
             "-s",
             "-C",
             str(project / "layers" / "trunkwatch"),
-            "build-DomainLayer",
+            f"build-{layer}",
             f"ARTIFACTS_DIR={target}",
             f"ARCH={arch}",
             f"PYTHON={sys.executable}",
@@ -113,15 +133,20 @@ def _venv_interpreter() -> Interpreter:
 
 @contextlib.contextmanager
 def lambda_like_interpreter(project: Path) -> Iterator[Interpreter]:
-    """python3.12 with the layer (this machine's architecture) and the runtime's boto3."""
+    """python3.12 with the layers (this machine's architecture) and the runtime's boto3."""
     venv = _venv_interpreter()
     if not shutil.which(LAMBDA_PYTHON):
         yield venv
         return
     with tempfile.TemporaryDirectory(prefix="trunkwatch-lambda-") as scratch:
         layer, runtime = Path(scratch) / "layer", Path(scratch) / "runtime"
+        api, both = Path(scratch) / "api", Path(scratch) / "both"
         try:
             _make_layer(project, layer, platform.machine())
+            _make_layer(project, api, platform.machine(), "ApiLayer")
+            # /opt of the API function: both layers extracted into one tree, in order.
+            shutil.copytree(layer, both)
+            shutil.copytree(api, both, dirs_exist_ok=True)
             boto3 = f"boto3=={metadata.version('boto3')}"
             subprocess.run(
                 [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
@@ -145,7 +170,8 @@ def lambda_like_interpreter(project: Path) -> Iterator[Interpreter]:
         yield Interpreter(
             [executable, "-S"],
             f"{layer / 'python'}{os.pathsep}{runtime}",
-            f"{LAMBDA_PYTHON} -S, the layer built for {platform.machine()}, runtime {boto3}",
+            f"{LAMBDA_PYTHON} -S, the layers built for {platform.machine()}, runtime {boto3}",
+            f"{both / 'python'}{os.pathsep}{runtime}",
         )
 
 
@@ -156,6 +182,7 @@ def _environment(function: str, interpreter: Interpreter) -> dict[str, str]:
         "Table": "trunkwatch-table",
         "AlertTopic": "arn:aws:sns:us-east-1:123456789012:trunkwatch-alerts",
         "ConfigParameter": "/trunkwatch/config",
+        "ApiTokensParameter": "/trunkwatch/api-tokens",
         "AWS::Region": "us-east-1",
         "AWS::StackName": "trunkwatch",
     }
@@ -163,7 +190,7 @@ def _environment(function: str, interpreter: Interpreter) -> dict[str, str]:
     return {
         **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYENV_ROOT")},
         "PYENV_VERSION": os.environ.get("PYENV_VERSION", PYENV_VERSION),
-        **({"PYTHONPATH": interpreter.path} if interpreter.path else {}),
+        **({"PYTHONPATH": interpreter.path_for(function)} if interpreter.path_for(function) else {}),
         **LAMBDA_ENVIRONMENT,
         **{name: str(value) for name, value in resolved.items() if value is not None},
         "AWS_LAMBDA_FUNCTION_NAME": f"trunkwatch-{function}",
@@ -187,9 +214,11 @@ def _run(interpreter: Interpreter, what: str, *options: str, code: str) -> subpr
     )
 
 
-def _import_seconds(interpreter: Interpreter, what: str) -> float:
+def _import_seconds(interpreter: Interpreter, what: str) -> tuple[float, float]:
+    """(wall, CPU) seconds."""
     out = _run(interpreter, what, code=_TIMED.format(body=_body(what)))
-    return float(out.stdout.strip().splitlines()[-1])
+    wall, cpu = out.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
 
 
 def _by_package(interpreter: Interpreter, function: str, top: int = 6) -> list[list[object]]:
@@ -205,17 +234,20 @@ def _by_package(interpreter: Interpreter, function: str, top: int = 6) -> list[l
     return [[package, round(us / 1e6, 4)] for package, us in ranked]
 
 
-def import_times(interpreter: Interpreter, runs: int) -> tuple[float, dict[str, float]]:
-    """(boto3 seconds, handler seconds): medians of `runs` interleaved rounds."""
+def import_times(interpreter: Interpreter, runs: int) -> dict[str, tuple[float, float]]:
+    """What (boto3, each handler) -> medians of (wall, CPU) seconds over `runs` interleaved
+    rounds."""
     subjects = ("boto3", *HANDLERS)
     for what in subjects:  # bytecode caches, as in the layer
         _import_seconds(interpreter, what)
-    samples: dict[str, list[float]] = {what: [] for what in subjects}
+    samples: dict[str, list[tuple[float, float]]] = {what: [] for what in subjects}
     for _ in range(runs):
         for what in subjects:  # interleaved, so drift hits all alike
             samples[what].append(_import_seconds(interpreter, what))
-    medians = {what: statistics.median(values) for what, values in samples.items()}
-    return medians.pop("boto3"), medians
+    return {
+        what: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+        for what, values in samples.items()
+    }
 
 
 def _directory_sizes(root: Path) -> tuple[int, list[list[object]]]:
@@ -228,47 +260,53 @@ def _directory_sizes(root: Path) -> tuple[int, list[list[object]]]:
     return sum(sizes.values()), [[name, round(size / MIB, 2)] for name, size in largest]
 
 
-def _installed_estimate(project: Path) -> tuple[int, list[list[object]]]:
-    """Installed files of the layer's requirements and their dependencies, plus trunkwatch."""
-    wanted = [
-        re.split(r"[\[=<>~! ;]", line.strip(), maxsplit=1)[0]
-        for line in (project / "layers" / "trunkwatch" / "requirements.txt").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    seen: set[str] = set()
-    sizes: dict[str, int] = {}
-    while wanted:
-        name = wanted.pop().lower().replace("_", "-")
-        if name in seen or name in RUNTIME_PROVIDED:
-            continue
-        seen.add(name)
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        sizes[name] = sum(f.size or 0 for f in dist.files or [])
-        wanted += [
-            re.split(r"[\[=<>~! ;(]", r, maxsplit=1)[0] for r in dist.requires or [] if "extra ==" not in r
+def _installed_estimate(project: Path, layer: str = "DomainLayer") -> tuple[int, list[list[object]]]:
+    """Installed files of a layer's requirements and their dependencies (plus trunkwatch in
+    DomainLayer; ApiLayer without what DomainLayer has)."""
+
+    def closure(requirements: str) -> set[str]:
+        wanted = [
+            re.split(r"[\[=<>~! ;]", line.strip(), maxsplit=1)[0]
+            for line in (project / "layers" / "trunkwatch" / requirements).read_text().splitlines()
+            if line.strip() and not line.startswith("#")
         ]
-    package = project / "layers" / "trunkwatch" / "trunkwatch"
-    sizes["trunkwatch"] = sum(
-        p.stat().st_size for p in package.rglob("*.py") if "local" not in p.relative_to(package).parts
-    )
+        seen: set[str] = set()
+        while wanted:
+            name = wanted.pop().lower().replace("_", "-")
+            if name in seen or name in RUNTIME_PROVIDED:
+                continue
+            try:
+                dist = metadata.distribution(name)
+            except metadata.PackageNotFoundError:
+                continue
+            seen.add(name)
+            requires = [r for r in dist.requires or [] if "extra ==" not in r]
+            wanted += [re.split(r"[\[=<>~! ;(]", r, maxsplit=1)[0] for r in requires]
+        return seen
+
+    domain = closure("requirements.txt")
+    names = domain if layer == "DomainLayer" else closure("requirements-api.txt") - domain
+    sizes = {
+        name: sum(f.size or 0 for f in metadata.distribution(name).files or []) for name in sorted(names)
+    }
+    if layer == "DomainLayer":
+        package = project / "layers" / "trunkwatch" / "trunkwatch"
+        sizes["trunkwatch"] = sum(p.stat().st_size for p in package.rglob("*.py"))
     largest = sorted(sizes.items(), key=lambda item: -item[1])[:8]
     return sum(sizes.values()), [[name, round(size / MIB, 2)] for name, size in largest]
 
 
-def layer_size(project: Path) -> tuple[float, str, list[list[object]]]:
-    """(MiB unzipped, where the figure comes from, largest top-level entries)."""
-    built = project / ".aws-sam" / "build" / "DomainLayer"
+def layer_size(project: Path, layer: str = "DomainLayer") -> tuple[float, str, list[list[object]]]:
+    """(MiB unzipped, where the figure comes from, largest top-level entries) of `layer`."""
+    built = project / ".aws-sam" / "build" / layer
     if built.is_dir():
         total, largest = _directory_sizes(built / "python")
-        return round(total / MIB, 2), "sam build output (.aws-sam/build/DomainLayer)", largest
+        return round(total / MIB, 2), f"sam build output (.aws-sam/build/{layer})", largest
     with tempfile.TemporaryDirectory(prefix="trunkwatch-layer-") as scratch:
         try:
-            _make_layer(project, Path(scratch), "aarch64")
+            _make_layer(project, Path(scratch), "aarch64", layer)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as err:
-            total, largest = _installed_estimate(project)
+            total, largest = _installed_estimate(project, layer)
             source = f"estimate from installed packages (layer build failed: {type(err).__name__})"
             return round(total / MIB, 2), source, largest
         total, largest = _directory_sizes(Path(scratch) / "python")
@@ -281,21 +319,33 @@ def cold_start(runs: int, build: bool = True) -> ColdStartFigures:
     project = find_template().parent
     if build:
         layer_mb, source, largest = layer_size(project)
+        api_layer_mb, _, api_largest = layer_size(project, "ApiLayer")
     else:
         total, largest = _installed_estimate(project)
         layer_mb, source = round(total / MIB, 2), "estimate from installed packages (no build asked)"
+        api_total, api_largest = _installed_estimate(project, "ApiLayer")
+        api_layer_mb = round(api_total / MIB, 2)
     interpreters = lambda_like_interpreter(project) if build else contextlib.nullcontext(_venv_interpreter())
     with interpreters as interpreter:
-        boto3_s, seconds = import_times(interpreter, runs)
+        load = [os.getloadavg()[0]]
+        times = import_times(interpreter, runs)
+        load.append(os.getloadavg()[0])
         by_package = {h: _by_package(interpreter, h) for h in HANDLERS}
+    boto3_s, boto3_cpu_s = times.pop("boto3")
+    seconds = {h: wall for h, (wall, _) in times.items()}
     return ColdStartFigures(
         boto3_import_s=round(boto3_s, 4),
         handler_import_ratio={h: round(s / boto3_s, 3) for h, s in seconds.items()},
         layer_mb=layer_mb,
+        api_layer_mb=api_layer_mb,
         handler_import_s={h: round(s, 4) for h, s in seconds.items()},
+        boto3_import_cpu_s=round(boto3_cpu_s, 4),
+        handler_import_cpu_ratio={h: round(cpu / boto3_cpu_s, 3) for h, (_, cpu) in times.items()},
+        load_average=[round(value, 2) for value in load],
         import_s_by_package=by_package,
         interpreter=interpreter.description,
         layer_source=source,
         layer_largest=largest,
+        api_layer_largest=api_largest,
         runs=runs,
     )

@@ -4,17 +4,31 @@ A day is COMMITS_PER_DAY commits and one schedule tick per schedule period (temp
 Schedule, rate(1 minute) by default). Each commit costs what the full-scale cycle measured
 for one commit finishing plus one landing (the ingest poll, the evaluator's batches and the
 notifier woken by the settled tick); every other tick costs a quiet ingest poll; every tick
-also costs the notifier's scheduled sweep. SNS publishes are the notifications of the
+also costs the evaluator's scheduled sweep and the notifier woken by the settled tick the
+sweep writes. SNS publishes are the notifications of the
 simulated day. Lambda duration is each invocation's own measured time in-process, scaled
 to the CPU share of the function's MemorySize, plus moto's time answering its requests
 (standing in for DynamoDB's latency). Storage is what a month of commits adds to the table
 for good (cells and commits carry no TTL), billed with point-in-time recovery; it is
 charged again every later month. A 30-day month; free tiers ignored.
+
+`items` prices every resource template.yaml deploys, at its parameters' defaults (Tracing,
+CreateDashboard): the fixed monthly charges (the dashboard, the alarm topic's KMS key, each
+alarm counted from the template, each custom metric the code emits with its dimension set,
+each Secrets Manager secret the default configuration reads) and the usage charges (the
+measured pipeline above, the API at API_REQUESTS_PER_DAY through the authorizer, X-Ray
+traces, CloudWatch Logs kept for the LogRetentionDays default, KMS requests).
+`usd_per_month` is the usage part, as before plus the API, X-Ray, logs and KMS requests;
+`usd_per_month_all_in` adds the fixed part.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from benchmarks import prices
 from benchmarks.evaluator import Cycle
@@ -30,6 +44,21 @@ GB = 1e9
 # developer guide, "Configuring Lambda function memory"); this machine runs the code on a
 # full core.
 FULL_VCPU_MB = 1769
+# Assumptions where nothing measures the volume (stated in the summary's basis):
+# API requests a day (amtool, scripts, a dashboard polling silences), each one authorizer
+# invocation (no authorizer cache) and one API invocation, of these durations.
+API_REQUESTS_PER_DAY = 500
+API_INVOCATION_S = 0.1
+AUTHORIZER_INVOCATION_S = 0.02
+# Log bytes per invocation: Lambda's START/END/REPORT lines (with the X-Ray segment line),
+# Powertools' EMF metrics blob where the function emits metrics, and application lines.
+PLATFORM_LOG_BYTES = 450
+EMF_LOG_BYTES = 600
+APP_LOG_BYTES = 300
+# SNS asks KMS for a data key at most once per KmsDataKeyReusePeriodSeconds (300 s default).
+SNS_DATA_KEY_REUSE_S = 300
+SECONDS_PER_DAY = 86400
+PACKAGE = Path(__file__).resolve().parents[1] / "layers" / "trunkwatch" / "trunkwatch"
 
 
 @dataclass
@@ -38,7 +67,12 @@ class CostFigures:
     commits_per_day: int
     job_columns: int
     prices: dict[str, float]
+    usd_per_month_all_in: float = 0.0
+    items: dict[str, float] = field(default_factory=dict)
     # beyond SPEC 8
+    fixed_usd_per_month: float = 0.0
+    items_detail: dict[str, dict[str, float]] = field(default_factory=dict)
+    deployed: dict[str, Any] = field(default_factory=dict)
     prices_source: str = ""
     usd_per_month_by_item: dict[str, float] = field(default_factory=dict)
     per_day: dict[str, float] = field(default_factory=dict)
@@ -63,7 +97,47 @@ def ticks_per_day() -> float:
     return 86400 / period_seconds(ingest)
 
 
-def project(cycle: Cycle, notifications_per_day: float, job_columns: int) -> CostFigures:
+def _parameter_default(name: str) -> str:
+    template = load_template(find_template())
+    return str(((template.get("Parameters") or {}).get(name) or {}).get("Default", ""))
+
+
+def alarm_count() -> int:
+    """CloudWatch alarms in template.yaml (each watches one standard-resolution metric)."""
+    resources = read_wiring(find_template()).resources
+    return sum(1 for r in resources.values() if r.get("Type") == "AWS::CloudWatch::Alarm")
+
+
+def custom_metrics() -> list[str]:
+    """The EMF metrics the code emits (`add_metric(name=...)`), each with Powertools' one
+    dimension set (service): one CloudWatch custom metric per name."""
+    names = {
+        match
+        for path in PACKAGE.rglob("*.py")
+        for match in re.findall(r"add_metric\(\s*name=\"(\w+)\"", path.read_text(encoding="utf-8"))
+    }
+    return sorted(names)
+
+
+def secrets_in_default_config() -> int:
+    """Secrets Manager secrets the template's default ConfigDocument reads (source tokens,
+    receiver URLs and tokens)."""
+    document = json.loads(_parameter_default("ConfigDocument") or "{}")
+    refs = [t.get("token") for t in document.get("trunks", [])]
+    refs += [r.get(k) for r in document.get("receivers", []) for k in ("url", "token")]
+    return len({ref["secret"] for ref in refs if isinstance(ref, dict) and ref.get("secret")})
+
+
+def project(
+    cycle: Cycle,
+    notifications_per_day: float,
+    job_columns: int,
+    dashboard: bool | None = None,
+    tracing: bool | None = None,
+) -> CostFigures:
+    """The month; `dashboard` and `tracing` default to template.yaml's parameter defaults."""
+    dashboard = _parameter_default("CreateDashboard") == "true" if dashboard is None else dashboard
+    tracing = _parameter_default("Tracing") == "Active" if tracing is None else tracing
     ticks = ticks_per_day()
     commits = COMMITS_PER_DAY
     quiet_polls = ticks - 2 * commits  # each commit's finishing and landing polls are measured
@@ -74,8 +148,9 @@ def project(cycle: Cycle, notifications_per_day: float, job_columns: int) -> Cos
             usage += _times(phase.of(function), commits)
         if function == "ingest":
             usage += _times(cycle.quiet.of("ingest"), quiet_polls)
-        if function == "notifier":
-            usage += _times(cycle.quiet.of("notifier"), ticks)  # the scheduled sweep
+        if function in ("evaluator", "notifier"):
+            # The evaluator's sweep on every tick, and the notifier on the tick it settles.
+            usage += _times(cycle.quiet.of(function), ticks)
         per_function[function] = usage
     total = sum(per_function.values(), Usage())
     gb_seconds = sum(lambda_seconds(u, _memory_gb(f)) * _memory_gb(f) for f, u in per_function.items())
@@ -93,9 +168,88 @@ def project(cycle: Cycle, notifications_per_day: float, job_columns: int) -> Cos
         "lambda_compute": gb_seconds * DAYS_PER_MONTH * prices.LAMBDA_ARM_GB_SECOND,
         "sns_publishes": monthly(notifications_per_day, prices.SNS_PUBLISHES_PER_MILLION),
     }
+    # The API: requests through API Gateway, each an authorizer and an API invocation.
+    api_gb_s = API_REQUESTS_PER_DAY * (
+        API_INVOCATION_S * _memory_gb("api") + AUTHORIZER_INVOCATION_S * _memory_gb("authorizer")
+    )
+    invocations = total.invocations + 2 * API_REQUESTS_PER_DAY
+    month["api_requests"] = monthly(API_REQUESTS_PER_DAY, prices.API_GATEWAY_REST_REQUESTS_PER_MILLION)
+    month["api_lambda"] = monthly(2 * API_REQUESTS_PER_DAY, prices.LAMBDA_REQUESTS_PER_MILLION) + (
+        api_gb_s * DAYS_PER_MONTH * prices.LAMBDA_ARM_GB_SECOND
+    )
+    # X-Ray: at these rates (well under the default rule's one a second) every invocation is
+    # sampled; an API request is one trace through the stage, authorizer and function.
+    traces = total.invocations + API_REQUESTS_PER_DAY if tracing else 0
+    month["xray_traces"] = monthly(traces, prices.XRAY_TRACES_RECORDED_PER_MILLION)
+    # Logs: every invocation's platform lines, an EMF blob from those that emit metrics
+    # (all but the authorizer), application lines; each log group keeps LogRetentionDays of
+    # them, so that many days' worth is stored in the steady state.
+    log_gb_per_day = (
+        invocations * (PLATFORM_LOG_BYTES + APP_LOG_BYTES)
+        + (invocations - API_REQUESTS_PER_DAY) * EMF_LOG_BYTES
+    ) / GB
+    month["logs_ingested"] = log_gb_per_day * DAYS_PER_MONTH * prices.CLOUDWATCH_LOGS_INGESTED_GB
+    retention_days = int(_parameter_default("LogRetentionDays"))
+    month["logs_stored"] = log_gb_per_day * retention_days * prices.CLOUDWATCH_LOGS_STORED_GB_MONTH
+    # KMS requests: SNS data keys for the alert topic (AWS managed key) at most once per
+    # reuse period while publishing; the authorizer's SecureString decrypt, at most once a
+    # minute per warm container, bounded by its requests.
+    data_keys = min(notifications_per_day, SECONDS_PER_DAY / SNS_DATA_KEY_REUSE_S)
+    decrypts = min(API_REQUESTS_PER_DAY, SECONDS_PER_DAY / 60)
+    month["kms_requests"] = monthly(data_keys + decrypts, prices.KMS_REQUESTS_PER_MILLION)
+    secrets = secrets_in_default_config()
+    # Each secret read at most once per 5-minute cache per warm ingest container.
+    month["secrets_api_calls"] = monthly(
+        secrets * min(ticks, SECONDS_PER_DAY / 300), prices.SECRETS_MANAGER_API_CALLS_PER_MILLION
+    )
+    metrics = custom_metrics()
+    alarms = alarm_count()
+    fixed = {
+        "dashboard": prices.CLOUDWATCH_DASHBOARD_MONTH if dashboard else 0.0,
+        "kms_key": prices.KMS_KEY_MONTH,  # AlarmTopicKey
+        "alarms": alarms * prices.CLOUDWATCH_ALARM_METRIC_MONTH,
+        "metrics": len(metrics) * prices.CLOUDWATCH_CUSTOM_METRIC_MONTH,
+        "secrets": secrets * prices.SECRETS_MANAGER_SECRET_MONTH,
+    }
     month = {item: round(usd, 4) for item, usd in month.items()}
+    fixed = {item: round(usd, 4) for item, usd in fixed.items()}
+    groups = {
+        "dashboard": {"dashboard": fixed["dashboard"]},
+        "kms": {"key": fixed["kms_key"], "requests": month["kms_requests"]},
+        "alarms": {"alarms": fixed["alarms"]},
+        "metrics": {"custom_metrics": fixed["metrics"]},
+        "xray": {"traces": month["xray_traces"]},
+        "logs": {"ingested": month["logs_ingested"], "stored": month["logs_stored"]},
+        "secrets": {"secrets": fixed["secrets"], "api_calls": month["secrets_api_calls"]},
+        "dynamodb": {
+            k.removeprefix("dynamodb_"): month[k]
+            for k in ("dynamodb_writes", "dynamodb_reads", "dynamodb_storage_added")
+        },
+        "lambda": {
+            "requests": month["lambda_requests"],
+            "compute": month["lambda_compute"],
+            "api_and_authorizer": month["api_lambda"],
+        },
+        "sns": {"publishes": month["sns_publishes"]},
+        "api": {"requests": month["api_requests"]},
+    }
+    items = {name: round(sum(parts.values()), 2) for name, parts in groups.items()}
+    usage = sum(month.values())
+    fixed_total = sum(fixed.values())
     return CostFigures(
-        usd_per_month=round(sum(month.values()), 2),
+        usd_per_month=round(usage, 2),
+        usd_per_month_all_in=round(usage + fixed_total, 2),
+        items=items,
+        fixed_usd_per_month=round(fixed_total, 2),
+        items_detail=groups,
+        deployed={
+            "dashboard": dashboard,
+            "tracing": tracing,
+            "alarms": alarms,
+            "custom_metrics": metrics,
+            "secrets": secrets,
+            "api_requests_per_day": API_REQUESTS_PER_DAY,
+        },
         commits_per_day=commits,
         job_columns=job_columns,
         prices=prices.as_dict(),
@@ -119,8 +273,15 @@ def project(cycle: Cycle, notifications_per_day: float, job_columns: int) -> Cos
         },
         basis=(
             f"{commits} commits/day x (a commit finishing + a commit landing, measured at "
-            f"{job_columns} job columns) + {quiet_polls:g} quiet polls + {ticks:g} notifier sweeps; "
-            "SNS from the simulated day; storage: one month of cells, charged again each later month"
+            f"{job_columns} job columns) + {quiet_polls:g} quiet polls + {ticks:g} sweeps (the "
+            "evaluator's, then the notifier on the settled tick it writes); "
+            "SNS from the simulated day; storage: one month of cells, charged again each later month; "
+            f"API: {API_REQUESTS_PER_DAY} requests/day assumed ({API_INVOCATION_S:g} s API, "
+            f"{AUTHORIZER_INVOCATION_S:g} s authorizer invocations); logs: {PLATFORM_LOG_BYTES} + "
+            f"{APP_LOG_BYTES} bytes per invocation + {EMF_LOG_BYTES} bytes of EMF, kept "
+            f"{retention_days} days; fixed: "
+            f"dashboard {'on' if dashboard else 'off'}, KMS key, {alarms} alarms, {len(metrics)} custom "
+            f"metrics, {secrets} secrets; X-Ray {'on' if tracing else 'off'}"
         ),
     )
 

@@ -2,38 +2,72 @@
 
 `LocalRuntime` (moto in-process, the real handlers, the stream pump) and
 `HudServer` replay the day's schedule ticks: before each tick the HUD stand-in is given the
-trunk as it is at that moment, then the tick polls, evaluates and notifies. The scale is
-reduced so the day runs in a few minutes (see `__main__`): fewer job columns, a shorter HUD
-window and a longer schedule period than production's `rate(1 minute)`.
+trunk as it is at that moment, then the tick polls, evaluates and notifies. The trunk is
+smaller than PyTorch's (fewer job columns, a shorter HUD window) so the day runs in minutes;
+the schedule is the deployed one, a tick every 60 s, around each episode's deciding job
+(DENSE_BEFORE/DENSE_AFTER); between them the day steps `coarse` (5 minutes), whose polls
+only see commits land and jobs finish a little later, so the day runs in minutes.
 
-Detection delay of a first `firing` message: its tick's time minus the moment the deciding
-job finished, i.e. the job on the commit whose failure made the streak reach
+Detection delay of a first `firing` message: the moment it is published minus the moment
+the deciding job finished, i.e. the job on the commit whose failure made the streak reach
 `failures_to_open` (a trunk-level alert: the job alert that moved it into its band). The
 ground truth comes from the synthetic trunk's episodes; a firing message for a job outside
 every episode counts as a false alarm.
+
+The publish moment is the tick's time plus the deployed path after it, with the stream
+settings read from template.yaml: the ingest invocation's measured duration; per stream
+invocation one stream hop (STREAM_HOP_S), the mapping's MaximumBatchingWindowInSeconds when
+its batch is smaller than its BatchSize (a full batch goes at once), and the invocation's
+measured duration, one after the other (one shard, so batches run in order). That covers
+the cells' batches through the evaluator, the tick settling, and the notifier's invocation
+on the settled tick, which publishes. A scheduled invocation (ingest's poll, the
+evaluator's sweep) starts at the tick itself; the stream path the sweep's settled tick
+starts is counted after the poll's (the local runtime runs them in turn), an upper bound.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import statistics
 import sys
+import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from unittest import mock
 
 from benchmarks.ingest import deployment
-from benchmarks.trunk import DAY_START, Day, episode_of
+from benchmarks.trunk import DAY_START, EPISODES, Day, episode_of
 from trunkwatch.app import settings
-from trunkwatch.domain import alerts
+from trunkwatch.domain import alerts, clock
 from trunkwatch.domain.config import RuleConfig
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.runtime import LocalRuntime, Published
+from trunkwatch_local.wiring import StreamSource
 
 FIRST_FIRING = "firing"  # notification_reason of an alert's first firing message
+# From a stream record's write to its Lambda invocation, beyond the batching window: an
+# assumption (DynamoDB Streams publish records in near real time and Lambda polls each shard
+# about four times a second); one per stream invocation, so a full batch pays it too.
+STREAM_HOP_S = 1.0
+# Ticks every period (60 s) from this long before an episode's deciding job finishes until
+# this long after.
+DENSE_BEFORE = timedelta(minutes=10)
+DENSE_AFTER = timedelta(minutes=20)
+
+
+@dataclass
+class Call:
+    """One handler invocation of a tick, as the local runtime made it."""
+
+    function: str  # logical id
+    records: int | None  # stream batch size; None for a scheduled invocation
+    seconds: float
+    published: list[Published]
 
 
 @dataclass
@@ -45,6 +79,12 @@ class DayFigures:
     detection_delay_s_max: float
     schedule_period_s: float
     # beyond SPEC 8
+    stream_hop_s: float = STREAM_HOP_S
+    batching_windows_s: dict[str, float] = field(default_factory=dict)
+    batch_sizes: dict[str, int] = field(default_factory=dict)
+    pipeline_s_max: float = 0.0  # the longest tick-to-publish time of a tick that published
+    # A job that finishes just after a poll waits a whole period for the next one.
+    detection_delay_s_bound: float = 0.0  # schedule period + pipeline_s_max
     detection_delay_commits_p50: float = 0.0
     detection_delay_commits_max: float = 0.0
     detections: list[dict[str, Any]] = field(default_factory=list)
@@ -56,8 +96,9 @@ class DayFigures:
     wall_s: float = 0.0
 
 
-def run_day(day: Day, period: timedelta, hours: float = 24.0) -> DayFigures:
-    """Tick every `period` for `hours` from DAY_START on a fresh local runtime."""
+def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta | None = None) -> DayFigures:
+    """Tick every `period` for `hours` from DAY_START on a fresh local runtime (every `coarse`
+    away from the episodes' deciding jobs, when given)."""
     started = datetime.now()
     hud = HudServer()
     # The runtime sets the process's AWS settings for its emulation: put them back after.
@@ -68,36 +109,101 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0) -> DayFigures:
             # The rule as the deployed functions read it (configuration and template defaults).
             deployed = settings.deployment()
             rule = deployed.rule_for(deployed.trunks[0])
-            sent, ticks, changed = _replay(runtime, hud, day, period, hours)
+            sources = {source.function: source for source in runtime.wiring.streams}
+            deciding = [day.finished(e.deciding_commit(rule.failures_to_open)) for e in EPISODES]
+            times = list(tick_times(period, hours, deciding, coarse or period))
+            sent, ticks, changed, pipeline_s = _replay(runtime, hud, day, times, sources)
         finally:
             runtime.stop()
             hud.stop()
     figures = _figures(day, sent, period, hours, rule)
     figures.ticks, figures.polls_with_changes = ticks, changed
+    figures.batching_windows_s = {f: s.batching_window_s for f, s in sources.items()}
+    figures.batch_sizes = {f: s.batch_size for f, s in sources.items()}
+    figures.pipeline_s_max = round(pipeline_s, 3)
+    figures.detection_delay_s_bound = round(period.total_seconds() + pipeline_s, 3)
     figures.wall_s = round((datetime.now() - started).total_seconds(), 2)
     return figures
 
 
+def _timed(runtime: LocalRuntime, calls: list[Call]) -> None:
+    """Record every invocation of the runtime (scheduled and the pump's) with its duration and
+    the messages it published."""
+    invoke = runtime.invoke
+
+    def timed(function: str, event: dict[str, Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            return invoke(function, event)
+        finally:
+            seconds = time.perf_counter() - started
+            records = len(event["Records"]) if "Records" in event else None
+            logical_id = runtime.names.get(function, function)
+            calls.append(Call(logical_id, records, seconds, runtime.published(clock.now())))
+
+    runtime.invoke = timed  # type: ignore[method-assign]
+    runtime.pump.invoke = timed
+
+
+def deployed_times(
+    at: datetime, calls: list[Call], sources: dict[str, StreamSource]
+) -> list[tuple[float, Published]]:
+    """(seconds after the tick, message) of what the tick's invocations published, on the
+    deployed timeline (see the module's docstring)."""
+    out: list[tuple[float, Published]] = []
+    chain = 0.0  # when the stream-driven path has got this far, in seconds after `at`
+    for call in calls:
+        source = sources.get(call.function)
+        if call.records is None or source is None:
+            done = call.seconds  # scheduled: starts with the tick
+            chain = max(chain, done)
+        else:
+            window = source.batching_window_s if call.records < source.batch_size else 0.0
+            done = chain = chain + STREAM_HOP_S + window + call.seconds
+        out += [(done, dataclasses.replace(m, at=at + timedelta(seconds=done))) for m in call.published]
+    return out
+
+
+def tick_times(
+    period: timedelta, hours: float, dense_around: list[datetime], coarse: timedelta
+) -> Iterator[datetime]:
+    """Schedule ticks from DAY_START: every `period` near `dense_around`, else every `coarse`
+    (a multiple of `period`, so every tick is one the schedule makes)."""
+    at, end = DAY_START, DAY_START + timedelta(hours=hours)
+    while at < end:
+        yield at
+        dense = any(moment - DENSE_BEFORE <= at < moment + DENSE_AFTER for moment in dense_around)
+        at += period if dense else coarse
+
+
 def _replay(
-    runtime: LocalRuntime, hud: HudServer, day: Day, period: timedelta, hours: float
-) -> tuple[list[Published], int, int]:
+    runtime: LocalRuntime,
+    hud: HudServer,
+    day: Day,
+    times: list[datetime],
+    sources: dict[str, StreamSource],
+) -> tuple[list[Published], int, int, float]:
     trunk = day.trunk
     sent: list[Published] = []
     served: tuple[int, int] | None = None
     ticks = changed = 0
-    at = DAY_START
-    while at < DAY_START + timedelta(hours=hours):
+    pipeline_s = 0.0
+    calls: list[Call] = []
+    _timed(runtime, calls)
+    for at in times:
         # The snapshot changes only when a commit lands or finishes.
         moment = (day.commits_landed(at), day.commits_landed(at - trunk.job_duration))
         if moment != served:
             hud.serve(trunk.snapshot(at))
             served = moment
+        calls.clear()
         result = runtime.tick(at)
         changed += any(p.get("cells_written") for p in (result or {}).get("polled", []))
-        sent += runtime.published(at)
+        published = deployed_times(at, calls, sources)
+        sent += [message for _, message in published]
+        pipeline_s = max([pipeline_s, *(seconds for seconds, _ in published)])
         ticks += 1
-        at += period
-    return sent, ticks, changed
+    return sent, ticks, changed, pipeline_s
 
 
 def _figures(

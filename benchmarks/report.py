@@ -62,9 +62,18 @@ def render(summary: dict[str, Any]) -> str:
     lines += _table(
         f"4. cold start ({cold['interpreter']}; layer: {cold['layer_source']})",
         ["figure", "value"],
-        [["boto3_import_s", _n(cold["boto3_import_s"])], ["layer_mb", _n(cold["layer_mb"])]]
+        [
+            ["boto3_import_s", _n(cold["boto3_import_s"])],
+            ["layer_mb (DomainLayer)", _n(cold["layer_mb"])],
+            ["api_layer_mb (ApiLayer)", _n(cold["api_layer_mb"])],
+            ["load average (1 min; before, after)", ", ".join(_n(v) for v in cold["load_average"])],
+        ]
         + [
-            [f"{h} import s (ratio)", f"{_n(s)} ({_n(cold['handler_import_ratio'][h])}x)"]
+            [
+                f"{h} import s (ratio; CPU-time ratio)",
+                f"{_n(s)} ({_n(cold['handler_import_ratio'][h])}x; "
+                f"{_n(cold['handler_import_cpu_ratio'][h])}x)",
+            ]
             for h, s in cold["handler_import_s"].items()
         ],
     )
@@ -73,8 +82,9 @@ def render(summary: dict[str, Any]) -> str:
         f"5. cost at PyTorch scale ({cost['job_columns']:,} job columns, "
         f"{cost['commits_per_day']} commits/day)",
         ["item", "USD/month"],
-        [[k, _n(v)] for k, v in cost["usd_per_month_by_item"].items()]
-        + [["total", _n(cost["usd_per_month"])]],
+        [[k, _n(v)] for k, v in cost["items"].items()]
+        + [["usage (usd_per_month)", _n(cost["usd_per_month"])]]
+        + [["all in (usd_per_month_all_in)", _n(cost["usd_per_month_all_in"])]],
     )
     lines += _table(
         "budgets",

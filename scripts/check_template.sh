@@ -3,7 +3,7 @@
 #   1. sam validate --lint      SAM's schema validation plus cfn-lint on the SAM template
 #   2. sam validate             the SAM translator's own validation
 #   3. cfn-lint (translated)    the CloudFormation that SAM generates, linted as it will deploy
-#   4. sam build                the layer (layers/trunkwatch/Makefile) and every function,
+#   4. sam build                the layers (layers/trunkwatch/Makefile) and every function,
 #                               then the built artifacts are checked for their handlers
 # Prints one line per passed check and stops at the first failure, showing the tool's output.
 set -euo pipefail
@@ -104,10 +104,13 @@ for name, resource in template["Resources"].items():
             problems.append(f"{name}: handler module {module} is missing from its CodeUri")
     elif resource["Type"] == "AWS::Serverless::LayerVersion":
         python = build / properties["ContentUri"] / "python"
-        if not (python / "trunkwatch" / "__init__.py").is_file():
+        if name == "DomainLayer" and not (python / "trunkwatch" / "__init__.py").is_file():
             problems.append(f"{name}: python/trunkwatch is missing")
+        if name == "ApiLayer" and not (python / "pydantic").is_dir():
+            problems.append(f"{name}: python/pydantic is missing")
         problems += [f"{name}: python/{p} should not be in the layer" for p in
-                     ("trunkwatch_local", "boto3", "botocore", "s3transfer") if (python / p).exists()]
+                     ("trunkwatch_local", "boto3", "botocore", "s3transfer", "urllib3", "pydantic")
+                     if (python / p).exists() and not (name == "ApiLayer" and p == "pydantic")]
 if problems:
     sys.exit("\n".join(problems))
 PY

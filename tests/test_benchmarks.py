@@ -48,9 +48,22 @@ SPEC_KEYS = {
         "detection_delay_s_max",
         "schedule_period_s",
     ],
-    "cold_start": ["boto3_import_s", "layer_mb"],
-    "cold_start.handler_import_ratio": ["ingest", "evaluator", "notifier", "api"],
-    "cost": ["usd_per_month", "commits_per_day", "job_columns"],
+    "cold_start": ["boto3_import_s", "layer_mb", "api_layer_mb"],
+    "cold_start.handler_import_ratio": ["ingest", "evaluator", "notifier", "authorizer", "api"],
+    "cost": ["usd_per_month", "usd_per_month_all_in", "commits_per_day", "job_columns"],
+    "cost.items": [
+        "dashboard",
+        "kms",
+        "alarms",
+        "metrics",
+        "xray",
+        "logs",
+        "secrets",
+        "dynamodb",
+        "lambda",
+        "sns",
+        "api",
+    ],
 }
 TABLE = "bench-test"
 
@@ -88,7 +101,7 @@ def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     assert summary["evaluator"]["changed_cells"] > 0
     assert summary["cost"]["usd_per_month"] > 0
     table = render(summary)
-    assert "budgets" in table and "projected cost at PyTorch scale" in table
+    assert "budgets" in table and "projected usage cost at PyTorch scale" in table
 
 
 @pytest.fixture

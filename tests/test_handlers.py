@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 from pathlib import Path
@@ -83,6 +84,18 @@ def test_evaluator_reports_bad_record_as_item_failure(configured: HTTPServer) ->
     }
 
 
+def test_evaluator_reports_the_first_bad_record_with_every_record_after_it(configured: HTTPServer) -> None:
+    # Lambda resumes a stream from the lowest failed sequence number: the records after it
+    # come again, so they are neither evaluated now nor counted towards the poll's tick.
+    event = sample("evaluator_stream")
+    del event["Records"][0]["dynamodb"]["NewImage"]["job"]
+    response = handler("evaluator").lambda_handler(event, context("evaluator"))
+    assert response == {
+        "batchItemFailures": [{"itemIdentifier": r["dynamodb"]["SequenceNumber"]} for r in event["Records"]]
+    }
+    assert table_items("tick") == []
+
+
 def test_evaluator_sweeps_on_the_schedule_and_settles_a_tick(configured: HTTPServer) -> None:
     assert handler("evaluator").lambda_handler(sample("evaluator_schedule"), context("evaluator")) == {
         "rejudged": 0,
@@ -96,4 +109,16 @@ def test_notifier_on_a_settled_tick(configured: HTTPServer) -> None:
     notifier = handler("notifier")
     assert notifier.lambda_handler(sample("notifier_stream"), context("notifier")) == {
         "batchItemFailures": []
+    }
+
+
+def test_notifier_reports_a_failing_tick_with_every_record_after_it(configured: HTTPServer) -> None:
+    event = sample("notifier_stream")
+    (tick,) = event["Records"]
+    broken = copy.deepcopy(tick)
+    del broken["dynamodb"]["NewImage"]["trunk"]
+    broken["dynamodb"]["SequenceNumber"] = str(int(tick["dynamodb"]["SequenceNumber"]) - 1)
+    event["Records"] = [broken, tick]
+    assert handler("notifier").lambda_handler(event, context("notifier")) == {
+        "batchItemFailures": [{"itemIdentifier": r["dynamodb"]["SequenceNumber"]} for r in (broken, tick)]
     }

@@ -77,3 +77,12 @@ def test_no_module_of_the_package_reads_the_environment_but_the_settings() -> No
     )
     # The settings read the function's environment; a source token may name a variable.
     assert readers == ["app/settings.py", "sources/credentials.py"]
+
+
+def test_tracing_sits_beside_the_folders_for_the_handlers_alone() -> None:
+    # trunkwatch/tracing.py wraps a handler; nothing in the package imports it.
+    assert {p.stem for p in PACKAGE.glob("*.py")} == {"__init__", "tracing"}
+    importers = [p for p in PACKAGE.rglob("*.py") if "trunkwatch.tracing" in p.read_text(encoding="utf-8")]
+    assert importers == []
+    for path in sorted((ROOT / "functions").glob("*/app.py")):
+        assert "from trunkwatch.tracing import traced" in path.read_text(encoding="utf-8"), path

@@ -253,6 +253,8 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "ApiTokensParameter": "/trunkwatch/api-tokens",
         "LogLevel": "INFO",
         "LogRetentionDays": 30,
+        "Tracing": "PassThrough",
+        "CreateDashboard": "false",
     }
 
 
@@ -307,7 +309,13 @@ def test_every_function_gets_the_shared_environment(resources: dict[str, Any]) -
 def test_dashboard_url_points_at_the_dashboard(resources: dict[str, Any]) -> None:
     name = _sub_text(resources["Dashboard"]["Properties"]["DashboardName"])
     for function in FUNCTIONS:
-        url = _sub_text(resources[function]["Properties"]["Environment"]["Variables"]["DASHBOARD_URL"])
+        # Empty when the Dashboard parameter leaves the dashboard out.
+        condition, present, absent = resources[function]["Properties"]["Environment"]["Variables"][
+            "DASHBOARD_URL"
+        ]["Fn::If"]
+        assert (condition, absent) == ("WithDashboard", "")
+        assert resources["Dashboard"]["Condition"] == "WithDashboard"
+        url = _sub_text(present)
         assert url.endswith(f"#dashboards/dashboard/{name}")
         assert url.startswith(
             "https://${AWS::Region}.console.aws.amazon.com/cloudwatch/home?region=${AWS::Region}"
@@ -320,14 +328,18 @@ def test_dashboard_url_points_at_the_dashboard(resources: dict[str, Any]) -> Non
 def test_functions_run_python312_on_arm64_with_the_domain_layer(resources: dict[str, Any]) -> None:
     functions = _of_type(resources, "AWS::Lambda::Function")
     assert set(functions) == set(FUNCTIONS)
-    (layer_id,) = _of_type(resources, "AWS::Lambda::LayerVersion")
+    layers = _of_type(resources, "AWS::Lambda::LayerVersion")
+    (domain,) = [layer for layer in layers if layer.startswith("DomainLayer")]
+    (api,) = [layer for layer in layers if layer.startswith("ApiLayer")]
     for name, function in functions.items():
         props = function["Properties"]
         assert props["Runtime"] == "python3.12", name
         assert props["Architectures"] == ["arm64"], name
         assert props["Handler"] == "app.lambda_handler", name
-        assert props["Layers"] == [{"Ref": layer_id}], name
-        assert props["TracingConfig"] == {"Mode": "Active"}, name
+        # pydantic and the validating resolver's parts only where the API runs.
+        wanted = [domain, api] if name == "ApiFunction" else [domain]
+        assert props["Layers"] == [{"Ref": layer} for layer in wanted], name
+        assert props["TracingConfig"] == {"Mode": {"Ref": "Tracing"}}, name
         assert props["MemorySize"] == 256, name
         assert props["Code"]["S3Key"] == f"functions/{name.removesuffix('Function').lower()}/", name
 
@@ -335,15 +347,28 @@ def test_functions_run_python312_on_arm64_with_the_domain_layer(resources: dict[
 def test_layer_is_built_by_its_makefile_for_the_functions_runtime(
     source: dict[str, Any], resources: dict[str, Any]
 ) -> None:
-    layer = source["Resources"]["DomainLayer"]
-    assert layer["Metadata"]["BuildMethod"] == "makefile"
-    assert layer["Properties"]["ContentUri"] == "layers/trunkwatch/"
     makefile = (ROOT / "layers" / "trunkwatch" / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"^build-DomainLayer:", makefile, re.MULTILINE)
     assert "ARCH ?= aarch64" in makefile  # the functions' arm64
-    (translated,) = _of_type(resources, "AWS::Lambda::LayerVersion").values()
-    assert translated["Properties"]["CompatibleRuntimes"] == ["python3.12"]
-    assert translated["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    for name in ("DomainLayer", "ApiLayer"):
+        layer = source["Resources"][name]
+        assert layer["Metadata"]["BuildMethod"] == "makefile"
+        assert layer["Properties"]["ContentUri"] == "layers/trunkwatch/"
+        assert re.search(rf"^build-{name}:", makefile, re.MULTILINE)
+    translated = _of_type(resources, "AWS::Lambda::LayerVersion").values()
+    assert len(translated) == 2
+    for layer in translated:
+        assert layer["Properties"]["CompatibleRuntimes"] == ["python3.12"]
+        assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+
+
+def test_the_domain_layer_leaves_out_pydantic_and_what_the_runtime_ships() -> None:
+    requirements = (ROOT / "layers" / "trunkwatch" / "requirements.txt").read_text(encoding="utf-8")
+    assert "pydantic" not in requirements.lower()
+    makefile = (ROOT / "layers" / "trunkwatch" / "Makefile").read_text(encoding="utf-8")
+    (provided,) = re.findall(r"^RUNTIME_PROVIDED := (.*)$", makefile, re.MULTILINE)
+    assert {"boto3", "botocore", "s3transfer", "urllib3", "dateutil", "jmespath", "six"} <= set(
+        provided.split()
+    )
 
 
 def test_schedules_use_the_schedule_parameter(resources: dict[str, Any]) -> None:
@@ -368,7 +393,8 @@ def test_stream_mappings_retry_bisect_and_dead_letter(
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["Table", "StreamArn"]}
     assert mapping["StartingPosition"] == "TRIM_HORIZON"
     assert mapping["BatchSize"] == batch_size
-    assert mapping["MaximumBatchingWindowInSeconds"] == 1
+    # The evaluator gathers a poll's cells for a second; a settled tick is one record.
+    assert mapping["MaximumBatchingWindowInSeconds"] == (1 if function == "EvaluatorFunction" else 0)
     assert mapping["MaximumRetryAttempts"] == 3
     assert mapping["BisectBatchOnFunctionError"] is True
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]

@@ -24,6 +24,9 @@ class StreamSource:
     bisect: bool
     report_item_failures: bool
     starting_position: str
+    # MaximumBatchingWindowInSeconds: how long Lambda gathers records before invoking with
+    # fewer than batch_size (the local pump delivers at once; the benchmark accounts for it).
+    batching_window_s: float = 0.0
 
 
 @dataclass
@@ -36,9 +39,32 @@ class Wiring:
     schedules: dict[str, str]  # function logical id -> schedule expression
     environment: dict[str, Any]  # Globals' variables, unresolved
     resources: dict[str, Any] = field(default_factory=dict)
+    conditions: dict[str, Any] = field(default_factory=dict)  # the template's Conditions
+
+    def condition(self, name: str, refs: dict[str, str]) -> bool:
+        """A condition of Fn::Equals / Fn::Not / Fn::And / Fn::Or / Condition, at the defaults."""
+        return self._truth(self.conditions.get(name), refs)
+
+    def _truth(self, value: Any, refs: dict[str, str]) -> bool:
+        if not isinstance(value, dict) or len(value) != 1:
+            raise ValueError(f"unsupported condition {value!r}")
+        ((fn, arg),) = value.items()
+        if fn == "Condition":
+            return self.condition(arg, refs)
+        if fn == "Fn::Equals":
+            left, right = (self.resolve(a, refs) for a in arg)
+            return str(left) == str(right)
+        if fn == "Fn::Not":
+            return not self._truth(arg[0], refs)
+        if fn == "Fn::And":
+            return all(self._truth(a, refs) for a in arg)
+        if fn == "Fn::Or":
+            return any(self._truth(a, refs) for a in arg)
+        raise ValueError(f"unsupported condition function {fn}")
 
     def resolve(self, value: Any, refs: dict[str, str]) -> Any:
-        """Resolve Ref / Fn::Sub / Fn::GetAtt / Fn::Join against local names; None if unknown."""
+        """Resolve Ref / Fn::Sub / Fn::GetAtt / Fn::Join / Fn::If against local names; None if
+        unknown."""
         if isinstance(value, str | int | float | bool):
             return value
         if not isinstance(value, dict) or len(value) != 1:
@@ -46,6 +72,9 @@ class Wiring:
         ((fn, arg),) = value.items()
         if fn == "Ref":
             return refs.get(arg, self.parameters.get(arg))
+        if fn == "Fn::If":
+            name, then, otherwise = arg
+            return self.resolve(then if self.condition(name, refs) else otherwise, refs)
         if fn == "Fn::GetAtt":
             name = ".".join(arg) if isinstance(arg, list) else arg
             return refs.get(name)
@@ -94,6 +123,7 @@ def read_wiring(path: Path) -> Wiring:
         schedules,
         {},
         resources,
+        template.get("Conditions") or {},
     )
     for logical_id, resource in resources.items():
         if resource.get("Type") != "AWS::Serverless::Function":
@@ -115,6 +145,7 @@ def read_wiring(path: Path) -> Wiring:
                         report_item_failures="ReportBatchItemFailures"
                         in (spec.get("FunctionResponseTypes") or []),
                         starting_position=str(spec.get("StartingPosition", "TRIM_HORIZON")),
+                        batching_window_s=float(spec.get("MaximumBatchingWindowInSeconds", 0)),
                     )
                 )
             elif event.get("Type") in ("Schedule", "ScheduleV2"):

@@ -3,26 +3,24 @@
 import time
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app.poll import poll_all
 from trunkwatch.domain import clock
+from trunkwatch.tracing import traced
 
 DEADLINE_MARGIN_S = 5.0
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@traced
 @metrics.log_metrics
-@event_source(data_class=EventBridgeEvent)
-def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
-    logger.debug("schedule tick", extra={"rule": event.resources, "time": event.time})
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    logger.debug("schedule tick", extra={"rule": event.get("resources"), "time": event.get("time")})
     # Every poll ends in time to log and flush metrics before Lambda's own timeout.
     deadline = time.monotonic() + max(1.0, context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_S)
     return poll_all(clock.now(), deadline)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar
 
-from aws_lambda_powertools.utilities import parameters
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+# The configuration's checks (no validation library: this is the authorizer's import path).
+from trunkwatch.domain.config import _Checked, _choice, _Invalid, _items, _nested, _pattern, _string
 
 # A revoked token stops working at most this long after the parameter changes.
 TOKENS_CACHE_SECONDS = 60
@@ -31,18 +32,30 @@ class TokensError(ValueError):
     """The tokens document itself is malformed."""
 
 
-class TokenEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="Lowercase hex SHA-256 of the token")
-    principal: str = Field(min_length=1, max_length=256)
-    scope: Literal["read", "write"]
+def _principal(value: Any) -> str:
+    if not 1 <= len(_string(value)) <= 256:
+        raise ValueError("String should have 1 to 256 characters")
+    return str(value)
 
 
-class TokensDocument(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class TokenEntry(_Checked):
+    sha256: str  # lowercase hex SHA-256 of the token
+    principal: str
+    scope: str  # "read" or "write"
 
+    CHECKS: ClassVar[dict[str, Any]] = {
+        "sha256": _pattern(re.compile(r"^[0-9a-f]{64}$")),
+        "principal": _principal,
+        "scope": _choice("read", "write"),
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokensDocument(_Checked):
     tokens: tuple[TokenEntry, ...]
+
+    CHECKS: ClassVar[dict[str, Any]] = {"tokens": _items(_nested(TokenEntry))}
 
 
 @dataclass(frozen=True)
@@ -57,16 +70,19 @@ def token_hash(token: str) -> str:
 
 def parse_tokens(document: Any) -> TokensDocument:
     try:
-        return TokensDocument.model_validate(document)
-    except ValidationError as err:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(document)'}: {e['msg']}" for e in err.errors()
-        )
+        parsed: TokensDocument = TokensDocument.from_dict(document)
+    except _Invalid as err:
+        problems = "; ".join(f"{key or '(document)'}: {message}" for key, message in err.problems)
         raise TokensError(f"invalid API tokens document: {problems}") from None
+    except ValueError as err:
+        raise TokensError(f"invalid API tokens document: (document): {err}") from None
+    return parsed
 
 
 def tokens_from_parameter(name: str) -> TokensDocument:
     """The tokens document from SSM (decrypted, cached for TOKENS_CACHE_SECONDS)."""
+    from aws_lambda_powertools.utilities import parameters  # boto3: loaded by the first call
+
     return parse_tokens(
         parameters.get_parameter(name, decrypt=True, transform="json", max_age=TOKENS_CACHE_SECONDS)
     )
@@ -87,3 +103,29 @@ def authenticate(authorization: str | None, tokens: TokensDocument) -> Caller:
     if not found:
         raise Unauthorized("unknown token")
     return Caller(principal=found[0].principal, scope=found[0].scope)
+
+
+def authorization_header(event: dict[str, Any]) -> str | None:
+    """The Authorization header value of a TOKEN or a REQUEST authorizer event."""
+    if event.get("type") == "TOKEN":
+        return event.get("authorizationToken")
+    headers = event.get("headers") or {}
+    return next((value for name, value in headers.items() if name.lower() == "authorization"), None)
+
+
+def allow_all(method_arn: str, caller: Caller) -> dict[str, Any]:
+    """The authorizer's answer: an IAM policy allowing every method and path of the stage
+    `method_arn` belongs to (`arn:...:api-id/stage/VERB/path` -> `arn:...:api-id/stage/*/*`),
+    with the scope in the context."""
+    prefix, _, path = method_arn.partition("/")
+    stage = path.split("/", 1)[0]
+    return {
+        "principalId": caller.principal,
+        "policyDocument": {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": [f"{prefix}/{stage}/*/*"]}
+            ],
+        },
+        "context": {"scope": caller.scope},
+    }

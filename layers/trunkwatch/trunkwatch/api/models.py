@@ -1,6 +1,8 @@
 """Response shapes of the Alertmanager v2 subset, for the published OpenAPI document.
 
 Timestamps are RFC 3339 strings exactly as Alertmanager prints them (milliseconds, `Z`).
+Each model builds its pydantic schema when first used, not when this module is imported
+(a cold start of the API function then pays only for the models its first request uses).
 """
 
 from __future__ import annotations
@@ -10,22 +12,26 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class ApiError(BaseModel):
+class _Model(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
+
+class ApiError(_Model):
     error: str = Field(description="What is wrong with the request")
 
 
-class MatcherOut(BaseModel):
+class MatcherOut(_Model):
     name: str
     value: str
     isRegex: bool
     isEqual: bool
 
 
-class SilenceStatus(BaseModel):
+class SilenceStatus(_Model):
     state: Literal["pending", "active", "expired"]
 
 
-class GettableSilence(BaseModel):
+class GettableSilence(_Model):
     model_config = ConfigDict(extra="forbid")
 
     id: str
@@ -38,21 +44,21 @@ class GettableSilence(BaseModel):
     comment: str
 
 
-class SilenceCreated(BaseModel):
+class SilenceCreated(_Model):
     silenceID: str
 
 
-class Receiver(BaseModel):
+class Receiver(_Model):
     name: str
 
 
-class AlertStatus(BaseModel):
+class AlertStatus(_Model):
     state: Literal["unprocessed", "active", "suppressed"]
     silencedBy: list[str]
     inhibitedBy: list[str]
 
 
-class GettableAlert(BaseModel):
+class GettableAlert(_Model):
     model_config = ConfigDict(extra="forbid")
 
     labels: dict[str, str]
@@ -66,7 +72,7 @@ class GettableAlert(BaseModel):
     status: AlertStatus
 
 
-class AlertGroup(BaseModel):
+class AlertGroup(_Model):
     model_config = ConfigDict(extra="forbid")
 
     labels: dict[str, str]
@@ -74,12 +80,12 @@ class AlertGroup(BaseModel):
     alerts: list[GettableAlert]
 
 
-class ClusterStatus(BaseModel):
+class ClusterStatus(_Model):
     status: Literal["ready", "settling", "disabled"]
     peers: list[dict[str, str]]
 
 
-class VersionInfo(BaseModel):
+class VersionInfo(_Model):
     version: str
     revision: str
     branch: str
@@ -88,11 +94,11 @@ class VersionInfo(BaseModel):
     goVersion: str
 
 
-class AlertmanagerConfig(BaseModel):
+class AlertmanagerConfig(_Model):
     original: str
 
 
-class AlertmanagerStatus(BaseModel):
+class AlertmanagerStatus(_Model):
     cluster: ClusterStatus
     versionInfo: VersionInfo
     config: AlertmanagerConfig

@@ -25,8 +25,8 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from trunkwatch.api import alerts, caller, page, silences, status
 from trunkwatch.api.models import ApiError
 from trunkwatch.silences.matchers import SilenceError
-from trunkwatch.silences.model import describe_errors
-from trunkwatch.silences.store import SilenceConflict, SilenceNotFound
+from trunkwatch.silences.model import SilenceConflict, SilenceNotFound
+from trunkwatch.silences.postable import describe_errors
 
 MAX_BODY_BYTES = 64 * 1024
 

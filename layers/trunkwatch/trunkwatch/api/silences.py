@@ -1,4 +1,9 @@
-"""`/api/v2/silences` and `/api/v2/silence/{id}`: Alertmanager's silence endpoints."""
+"""`/api/v2/silences` and `/api/v2/silence/{id}`: Alertmanager's silence endpoints.
+
+The silence store (PynamoDB, and botocore with it) is imported by the routes that read or
+write the table, on the first of them: the status page and its files, which this function
+serves too, never need it.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,9 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from trunkwatch.api import caller
 from trunkwatch.api.models import ApiError, GettableSilence, SilenceCreated
 from trunkwatch.domain import clock
-from trunkwatch.silences import store
 from trunkwatch.silences.matchers import parse_matchers
-from trunkwatch.silences.model import PostableSilence, sort_for_listing
+from trunkwatch.silences.model import sort_for_listing
+from trunkwatch.silences.postable import PostableSilence
 
 router = Router()
 
@@ -32,6 +37,8 @@ _NOT_FOUND: dict[int, OpenAPIResponse] = {
     responses={200: {"description": "The id of the silence now in effect"}, **_FORBIDDEN, **_NOT_FOUND},
 )
 def post_silence(silence: Annotated[PostableSilence, Body()]) -> SilenceCreated:
+    from trunkwatch.silences import store
+
     silence_id = store.upsert(silence, caller.principal(router.current_event), clock.now())
     return SilenceCreated(silenceID=silence_id)
 
@@ -47,6 +54,8 @@ def get_silences(
     now = clock.now()
     # Alertmanager's silence filter: each filter is one of the silence's own matchers
     # (same name, operator and value), not a label set the silence would match.
+    from trunkwatch.silences import store
+
     found = [s for s in store.list_silences(now) if all(m in s.matchers for m in wanted)]
     return [GettableSilence.model_validate(s.to_api(now)) for s in sort_for_listing(found, now)]
 
@@ -58,6 +67,8 @@ def get_silences(
 )
 def get_silence(silence_id: str) -> GettableSilence:
     now = clock.now()
+    from trunkwatch.silences import store
+
     return GettableSilence.model_validate(store.get(silence_id, now).to_api(now))
 
 
@@ -67,6 +78,8 @@ def get_silence(silence_id: str) -> GettableSilence:
     responses={200: {"description": "Expired", "content": {}}, **_FORBIDDEN, **_NOT_FOUND},
 )
 def delete_silence(silence_id: str) -> Response[str]:
+    from trunkwatch.silences import store
+
     store.expire(silence_id, caller.principal(router.current_event), clock.now())
     # Alertmanager answers an empty 200.
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body="")

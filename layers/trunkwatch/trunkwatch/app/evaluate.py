@@ -101,7 +101,7 @@ class BatchEvaluation:
     judged: set[tuple[str, str]] = field(default_factory=set)
     unchanged: int = 0  # records that could not change their job's verdict
 
-    def cell(self, image: dict[str, Any], old_image: dict[str, Any] | None = None) -> None:
+    def cell(self, image: dict[str, Any], old_image: dict[str, Any]) -> None:
         """Evaluate the job of one record's new image (once per job per batch: the
         evaluation reads every stored cell, so a second record of the job adds nothing),
         unless the change cannot alter the job's verdict (no read at all)."""

@@ -4,7 +4,8 @@ deployment's configuration from where the template puts it.
 `CONFIG_PARAMETER` names the SSM parameter holding the configuration document;
 `RULE_DEFAULTS` (JSON, from the template's threshold parameters) sits under the document's
 own `defaults`. The document is cached for a minute so a warm Lambda does not re-read it
-every event.
+every event. The configuration's model loads with the first read of the deployment (the
+API's silence routes and the authorizer read only the environment).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import functools
 import json
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trunkwatch.domain.config import ConfigError, Deployment, load_deployment, parse_document
+if TYPE_CHECKING:
+    from trunkwatch.domain.config import Deployment
 
 CACHE_SECONDS = 60
 _VARIABLES = (
@@ -79,6 +81,8 @@ def _settings(values: tuple[str | None, ...]) -> Settings:
 def deployment(settings: Settings | None = None) -> Deployment:
     from aws_lambda_powertools.utilities import parameters
 
+    from trunkwatch.domain.config import ConfigError, load_deployment, parse_document
+
     settings = settings or current()
     name = settings.config_parameter
     if not name:
@@ -99,6 +103,8 @@ def deployment(settings: Settings | None = None) -> Deployment:
 
 
 def _rule_defaults(raw: str) -> dict[str, Any]:
+    from trunkwatch.domain.config import ConfigError
+
     try:
         values = json.loads(raw)
     except ValueError as err:

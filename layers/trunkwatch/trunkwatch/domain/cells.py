@@ -91,6 +91,18 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class StoredCell:
+    """A job's cell on one commit, as the evaluator reads it back (here, not in
+    `rule`, so that storage, which makes them, does not load the rule)."""
+
+    seq: int
+    state: CellState
+    commit: Commit
+    url: str = ""
+    failure_lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class JobRun:
     """One shard of one job on one commit, as a source reports it (latest attempt)."""
 

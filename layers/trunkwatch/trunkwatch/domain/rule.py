@@ -11,21 +11,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from trunkwatch.domain.cells import CellState, Commit
+from trunkwatch.domain.cells import CellState, StoredCell
 from trunkwatch.domain.config import RuleConfig
 
 _VERDICT_STATES = {CellState.PASS, CellState.FLAKY, CellState.FAIL}
-
-
-@dataclass(frozen=True)
-class StoredCell:
-    """A job's cell on one commit, as the evaluator reads it back."""
-
-    seq: int
-    state: CellState
-    commit: Commit
-    url: str = ""
-    failure_lines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -2,28 +2,24 @@
 
 Regexes are RE2 (linear time, no catastrophic backtracking), fully anchored as
 `^(?:pattern)$` like Alertmanager's, and compiled once per matcher. Python's `re` never
-runs a user-supplied pattern.
+runs a user-supplied pattern. RE2 itself loads with the first matcher (a notifier tick
+without silences or receiver matchers never needs it).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import re2
-
 MAX_NAME_LENGTH = 128
 MAX_VALUE_LENGTH = 1024
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
 # Label names as Alertmanager's classic parser (and amtool 0.25) accepts them.
-_LABEL_NAME = re2.compile(r"[a-zA-Z_][a-zA-Z0-9_]*", options=_RE2_OPTIONS)
+_LABEL_NAME = r"[a-zA-Z_][a-zA-Z0-9_]*"
 # `name op value` as amtool and Alertmanager's `filter` parameter write it; the value is
 # either a double-quoted string with escapes or the bare rest of the text.
-_MATCHER_TEXT = re2.compile(
-    r'(?s)\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*(".*"|[^"]*?)\s*', options=_RE2_OPTIONS
-)
+_MATCHER_TEXT = r'(?s)\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*(".*"|[^"]*?)\s*'
 
 # Labels every alert carries with a non-empty value (SPEC 3.4); other labels may be absent,
 # which a matcher sees as the empty value.
@@ -64,13 +60,31 @@ def _text(value: Any, what: str, limit: int) -> str:
     return value
 
 
+@functools.cache
+def _re2() -> tuple[Any, Any]:
+    """The re2 module and the options every pattern is compiled with."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    return re2, options
+
+
+@functools.cache
+def _own(pattern: str) -> Any:
+    """One of this module's own patterns, compiled once."""
+    re2, options = _re2()
+    return re2.compile(pattern, options=options)
+
+
 def compile_regex(pattern: str, what: str = "regex") -> Any:
     """The RE2 program for `pattern` anchored at both ends, or a SilenceError."""
     _text(pattern, what, MAX_VALUE_LENGTH)
+    re2, options = _re2()
     try:
         # Alone first: `a)|(b` is invalid, yet valid once wrapped in `^(?:...)$`.
-        re2.compile(pattern, options=_RE2_OPTIONS)
-        return re2.compile(f"^(?:{pattern})$", options=_RE2_OPTIONS)
+        re2.compile(pattern, options=options)
+        return re2.compile(f"^(?:{pattern})$", options=options)
     except re2.error as err:
         reason = err.args[0].decode(errors="replace") if err.args and isinstance(err.args[0], bytes) else err
         raise SilenceError(f"invalid regular expression {pattern!r}: {reason}") from None
@@ -86,7 +100,7 @@ class Matcher:
 
     def __post_init__(self) -> None:
         _text(self.name, "matcher name", MAX_NAME_LENGTH)
-        if not _LABEL_NAME.fullmatch(self.name):
+        if not _own(_LABEL_NAME).fullmatch(self.name):
             raise SilenceError(f"invalid label name {self.name!r} (use letters, digits and _)")
         _text(self.value, f"value of matcher {self.name!r}", MAX_VALUE_LENGTH)
         if self.is_regex:
@@ -125,7 +139,7 @@ class Matcher:
 def parse_matcher(text: str) -> Matcher:
     """`job=~"pull / .*"`, `alertname=TrunkBroken`, `team!="x"` (amtool's filter syntax)."""
     _text(text, "filter", MAX_NAME_LENGTH + MAX_VALUE_LENGTH + 8)
-    found = _MATCHER_TEXT.fullmatch(text)
+    found = _own(_MATCHER_TEXT).fullmatch(text)
     if not found:
         raise SilenceError(f"invalid matcher {text!r}: expected name, one of = != =~ !~, and a value")
     name, operator, raw = found.groups()

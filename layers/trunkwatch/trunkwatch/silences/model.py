@@ -1,4 +1,5 @@
-"""Silences (SPEC 5): what a silence is, the postable shape the API accepts, and its rules.
+"""Silences (SPEC 5): what a silence is and its rules (the postable shape the API accepts
+is in `postable`, which only the API's path imports: it is built on pydantic).
 
 Mirrors Alertmanager: status comes from the clock (pending before `startsAt`, expired from
 `endsAt` on, active in between), at least one matcher must not match the empty string, and
@@ -8,15 +9,15 @@ Mirrors Alertmanager: status comes from the clock (pending before `startsAt`, ex
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Final, Literal
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from trunkwatch.domain import clock
-from trunkwatch.silences.matchers import MAX_NAME_LENGTH, MAX_VALUE_LENGTH, Matcher, SilenceError
+from trunkwatch.silences.matchers import Matcher, SilenceError
+
+if TYPE_CHECKING:
+    from trunkwatch.silences.postable import PostableSilence
 
 MAX_MATCHERS = 32
 MAX_COMMENT_LENGTH = 4096
@@ -30,83 +31,12 @@ EXPIRED: Final = "expired"
 Status = Literal["pending", "active", "expired"]
 
 
-def _timestamp(value: Any) -> datetime:
-    if not isinstance(value, str):
-        raise ValueError("expected an RFC 3339 timestamp string such as 2026-01-02T15:04:05Z")
-    try:
-        return clock.parse_time(value)
-    except (ValueError, OverflowError):
-        raise ValueError(f"{value!r} is not an RFC 3339 timestamp with a timezone") from None
+class SilenceNotFound(LookupError):
+    """No silence with that id (or only one whose retention has passed)."""
 
 
-def _utf8(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError("text is not valid UTF-8") from None
-    return value
-
-
-Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
-Text = Annotated[StrictStr, BeforeValidator(_utf8)]
-
-
-class MatcherBody(BaseModel):
-    """One matcher as Alertmanager's API writes it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Text = Field(min_length=1, max_length=MAX_NAME_LENGTH)
-    value: Text = Field(max_length=MAX_VALUE_LENGTH)
-    is_regex: StrictBool = Field(False, alias="isRegex")
-    is_equal: StrictBool = Field(True, alias="isEqual")
-
-
-class PostableSilence(BaseModel):
-    """Alertmanager's postableSilence; `id` updates that silence, `createdBy` defaults to the caller."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: Text | None = None
-    matchers: list[MatcherBody] = Field(min_length=1, max_length=MAX_MATCHERS)
-    starts_at: Timestamp | None = Field(None, alias="startsAt")
-    ends_at: Timestamp = Field(alias="endsAt")
-    created_by: Text | None = Field(None, alias="createdBy", min_length=1, max_length=MAX_CREATED_BY_LENGTH)
-    comment: Text = Field(min_length=1, max_length=MAX_COMMENT_LENGTH)
-
-
-def describe_errors(errors: Sequence[Any]) -> str:
-    """Pydantic errors as one sentence naming each field that is wrong."""
-    problems = []
-    for error in errors:
-        where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
-        kind = error.get("type")
-        if kind == "json_invalid":
-            problems.append("request body is not valid JSON")
-        elif kind == "extra_forbidden":
-            problems.append(f"unknown field {where!r}")
-        elif kind == "missing":
-            problems.append(f"{where or 'request body'} is required")
-        elif where == "matchers" and kind == "too_short":
-            problems.append("at least one matcher is required")
-        elif where == "matchers" and kind == "too_long":
-            problems.append(f"too many matchers (at most {MAX_MATCHERS})")
-        else:
-            message = str(error.get("msg", "is invalid")).removeprefix("Value error, ")
-            problems.append(f"{where or 'request body'}: {message}")
-    return "; ".join(problems) or "invalid request"
-
-
-def parse_postable(data: Any) -> PostableSilence:
-    if isinstance(data, PostableSilence):
-        return data
-    if not isinstance(data, dict):
-        raise SilenceError("a silence must be a JSON object")
-    try:
-        return PostableSilence.model_validate(data)
-    except ValidationError as err:
-        raise SilenceError(describe_errors(err.errors())) from None
+class SilenceConflict(Exception):
+    """The silence changed while this request was being applied; retrying is safe."""
 
 
 def check_id(silence_id: str) -> str:
@@ -209,3 +139,12 @@ def sort_for_listing(silences: list[Silence], now: datetime) -> list[Silence]:
         return rank[status], -silence.ends_at.timestamp()
 
     return sorted(silences, key=key)
+
+
+def __getattr__(name: str) -> Any:
+    """The postable shape's names, as they were importable from here, loaded on first use."""
+    if name in ("MatcherBody", "PostableSilence", "describe_errors", "parse_postable"):
+        from trunkwatch.silences import postable
+
+        return getattr(postable, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

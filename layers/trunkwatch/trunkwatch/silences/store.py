@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pynamodb.connection import Connection
 from pynamodb.exceptions import TransactWriteError
@@ -22,21 +22,16 @@ from trunkwatch.silences.model import (
     ACTIVE,
     EXPIRED,
     PENDING,
-    PostableSilence,
     Silence,
+    SilenceConflict,
+    SilenceNotFound,
     check_id,
-    parse_postable,
 )
 
+if TYPE_CHECKING:
+    from trunkwatch.silences.postable import PostableSilence
+
 RETENTION = timedelta(hours=120)
-
-
-class SilenceNotFound(LookupError):
-    """No silence with that id (or only one whose retention has passed)."""
-
-
-class SilenceConflict(Exception):
-    """The silence changed while this request was being applied; retrying is safe."""
 
 
 def _load(silence_id: str, now: datetime) -> SilenceItem:
@@ -117,6 +112,8 @@ def upsert(postable: dict[str, Any] | PostableSilence, principal: str | None, no
     an active silence keeps its start; a pending one does not start in the past). Otherwise
     the old silence is expired and a new one with a new id is created.
     """
+    from trunkwatch.silences.postable import parse_postable  # pydantic: the API's path only
+
     body = parse_postable(postable)
     created_by = body.created_by or principal
     if not created_by:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.sources.base import CommitResult, Snapshot, SourceError
-from trunkwatch.sources.http import HttpClient
+if TYPE_CHECKING:  # the notifier and the API build links here, and never poll
+    from trunkwatch.domain.config import TrunkConfig
+    from trunkwatch.sources.http import HttpClient
 
 # source name -> (module, class)
 REGISTRY = {
@@ -44,4 +44,4 @@ def job_link(trunk: TrunkConfig, job: str, run_url: str) -> str:
     return str(module_of(trunk).job_link(trunk, job, run_url))
 
 
-__all__ = ["REGISTRY", "CommitResult", "Snapshot", "SourceError", "job_link", "make_source", "trunk_link"]
+__all__ = ["REGISTRY", "job_link", "make_source", "trunk_link"]

@@ -8,7 +8,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.domain.alerts import FIRING, JOB_FAILING
-from trunkwatch.domain.rule import StoredCell
+from trunkwatch.domain.cells import StoredCell
 from trunkwatch.storage import commits, keys
 from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
 from trunkwatch.storage.table import connection

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from trunkwatch.domain.cells import Cell, CellState, Commit
-from trunkwatch.domain.rule import StoredCell
+from trunkwatch.domain.cells import Cell, CellState, Commit, StoredCell
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CellItem
 

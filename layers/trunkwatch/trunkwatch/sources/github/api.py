@@ -15,10 +15,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Generic, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import TypeAdapter, ValidationError
-
 from trunkwatch.domain.clock import format_time
 from trunkwatch.sources.base import SourceError
+from trunkwatch.sources.github.models import Shape, ShapeError
 from trunkwatch.sources.http import HttpClient, Response, parse_json, retry_after_seconds
 
 API_VERSION = "2022-11-28"
@@ -90,7 +89,7 @@ class GitHubApi:
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
 
-    def get(self, url: str, shape: TypeAdapter[T], etag: str | None = None) -> Page[T]:
+    def get(self, url: str, shape: Shape[T], etag: str | None = None) -> Page[T]:
         """GET one page; with `etag`, conditionally (If-None-Match)."""
         if self._stop is not None:
             raise self._stop
@@ -118,7 +117,7 @@ class GitHubApi:
             self._parse(url, response, shape), response.headers.get("etag"), self._next(url, response)
         )
 
-    def get_all(self, url: str, shape: TypeAdapter[T], items: Callable[[T], list[U]]) -> Iterator[U]:
+    def get_all(self, url: str, shape: Shape[T], items: Callable[[T], list[U]]) -> Iterator[U]:
         """Every item of a paginated listing, following `Link: rel="next"` (unconditional)."""
         next_url: str | None = url
         while next_url:
@@ -173,14 +172,12 @@ class GitHubApi:
             return SourceError("http_5xx", f"GET {where(url)}: HTTP {response.status}{said}")
         return SourceError("http_4xx", f"GET {where(url)}: HTTP {response.status}{said}")
 
-    def _parse(self, url: str, response: Response, shape: TypeAdapter[T]) -> T:
+    def _parse(self, url: str, response: Response, shape: Shape[T]) -> T:
         data = parse_json(response.body, f"GET {where(url)}: response")
         try:
-            return shape.validate_python(data)
-        except ValidationError as err:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(body)'}: {e['msg']}" for e in err.errors()[:3]
-            )
+            return shape.parse(data)
+        except ShapeError as err:
+            problems = "; ".join(f"{loc or '(body)'}: {what}" for loc, what in err.problems[:3])
             raise SourceError(
                 "malformed", f"GET {where(url)}: unexpected response shape: {problems}"
             ) from None

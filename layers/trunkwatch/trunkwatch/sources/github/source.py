@@ -76,14 +76,12 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from pydantic import TypeAdapter
-
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.base import CommitResult, Snapshot, SourceError
 from trunkwatch.sources.github.api import GitHubApi, OutOfTime, RateLimited
-from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, Workflow, WorkflowRun
+from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, Shape, Workflow, WorkflowRun
 from trunkwatch.sources.http import HttpClient
 
 STATE_VERSION = 1
@@ -97,10 +95,10 @@ WORKFLOW_JOB = "(workflow)"
 DEFAULT_BUDGET_S = 40.0
 _PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 
-_COMMITS: TypeAdapter[list[CommitItem]] = TypeAdapter(list[CommitItem])
-_RUNS: TypeAdapter[RunList] = TypeAdapter(RunList)
-_JOBS: TypeAdapter[JobList] = TypeAdapter(JobList)
-_WORKFLOW: TypeAdapter[Workflow] = TypeAdapter(Workflow)
+_COMMITS: Shape[list[CommitItem]] = Shape(list[CommitItem])
+_RUNS: Shape[RunList] = Shape(RunList)
+_JOBS: Shape[JobList] = Shape(JobList)
+_WORKFLOW: Shape[Workflow] = Shape(Workflow)
 
 
 @dataclass(frozen=True)
