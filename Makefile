@@ -37,8 +37,11 @@ unit: $(VENV)/.installed
 peers:
 	@if [ -n "$$TRUNKWATCH_SKIP_PEERS" ]; then echo "peers: skipped (TRUNKWATCH_SKIP_PEERS)"; else scripts/install_peers.sh; fi
 
+# Every workload; the last two add their sections to the summary the first one writes.
 bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks local_scale
+	$(BIN)/python -m benchmarks github_budget
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam benchmarks/out
