@@ -140,3 +140,21 @@ def test_cells_are_written_job_by_job_with_each_jobs_newest_cell_before_the_poll
         ("lint / l", "aaa", str(seqs["aaa"])),
         (pull, "ccc", str(seqs["bbb"])),
     ]
+
+
+def test_a_page_like_the_last_one_is_not_parsed_again(aws: Any, httpserver: HTTPServer) -> None:
+    poll(httpserver, grid())
+    before = table_items()
+    again = poll(httpserver, grid())
+    assert again.http_requests == 1 and again.commits == 0  # fetched, not parsed
+    assert (again.items_written, again.cells_written) == (0, 0)
+    assert table_items() == before
+    changed = grid()
+    changed["shaGrid"][1]["jobs"][0] = {"conclusion": "failure", "status": "completed"}
+    assert poll(httpserver, changed).cells_written == 1  # one byte more: read as always
+
+
+def test_a_new_job_scope_reads_the_same_page_again(aws: Any, httpserver: HTTPServer) -> None:
+    poll(httpserver, grid(), config={"exclude": "^lint"})
+    assert poll(httpserver, grid(), config={"exclude": "^lint"}).commits == 0  # skipped
+    assert poll(httpserver, grid()).commits == 2  # same page, another scope: parsed

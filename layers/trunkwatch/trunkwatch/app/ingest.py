@@ -11,6 +11,7 @@ next one, which still sees the old commit states and rewrites the same cells.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from trunkwatch.storage.items import CommitItem, TrunkState
 
 COMMITS_KEPT = 200  # commit items read back per poll: well over any source window
 RECENT_SEQS_KEPT = 20
+SCOPE = "trunkwatch_scope"  # kept beside the source's own state: the job scope it was read for
 FIRST_SEQ = 1_000_000  # room below for commits that show up older than the first poll's
 
 
@@ -48,13 +50,24 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
     """One poll of one trunk. Raises SourceError before writing anything if the source fails."""
     trunk_id = trunk.trunk_id
     old_source_state = trunks.source_state(trunk_id)
-    snapshot = source.poll(dict(old_source_state), now)
+    scope = _scope_digest(rule)
+    # What the source keeps (ETags, the last page's digest) is only good for the job scope
+    # it was stored under: a configuration change polls everything again.
+    kept = (
+        {key: value for key, value in old_source_state.items() if key != SCOPE}
+        if old_source_state.get(SCOPE) == scope
+        else {}
+    )
+    snapshot = source.poll(kept, now)
     result = PollResult(
         trunk=trunk_id,
         http_requests=snapshot.http_requests,
         commits=len(snapshot.commits),
         rate_limited=str(snapshot.rate_limited) if snapshot.rate_limited else None,
     )
+    if snapshot.unchanged:
+        result.items_written += trunks.record_poll_success(trunk_id, now, trunks.state(trunk_id))
+        return result
 
     stored_names = trunks.job_names(trunk_id)
     names = list(stored_names)
@@ -113,10 +126,16 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
     state = trunks.state(trunk_id)  # one read serves the staleness window and the source health
     result.items_written += _save_recent_seqs(trunk_id, state, known, commit_writes)
     result.items_written += trunks.record_poll_success(trunk_id, now, state)
-    if snapshot.state != old_source_state:
-        trunks.save_source_state(trunk_id, snapshot.state)
+    new_source_state = {**snapshot.state, SCOPE: scope}
+    if new_source_state != old_source_state:
+        trunks.save_source_state(trunk_id, new_source_state)
         result.items_written += 1
     return result
+
+
+def _scope_digest(rule: RuleConfig) -> str:
+    """What decides which cells a page makes: the jobs in scope and how cancelled counts."""
+    return hashlib.sha256(repr((rule.include, rule.exclude, rule.cancelled)).encode()).hexdigest()[:16]
 
 
 def _assign_seqs(shas_newest_first: list[str], known: dict[str, int]) -> dict[str, int]:

@@ -46,3 +46,5 @@ class Snapshot:
     # Set when a rate limit cut the poll short: what it returns is consistent and is stored,
     # the rest follows once the limit allows.
     rate_limited: SourceError | None = None
+    # The source answered exactly what it answered at the last stored poll: nothing to compare.
+    unchanged: bool = False
