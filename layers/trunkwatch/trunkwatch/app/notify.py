@@ -27,7 +27,7 @@ from trunkwatch.channels.base import Channel, ChannelError, Notification
 from trunkwatch.channels.sns import SnsChannel
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import Alert, AlertView, Links
-from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
 from trunkwatch.storage import keys, logs
@@ -205,8 +205,13 @@ def _resolved_from_log(entry: NotificationLog, trunk: TrunkConfig, now: datetime
     return AlertView(alert, trunk.trunk_id)
 
 
-def channels_for(current: settings.Settings) -> list[Channel]:
-    return [SnsChannel(current.topic_arn)]
+def channels_for(current: settings.Settings, deployment: Deployment) -> list[Channel]:
+    """The SNS topic, then each configured receiver."""
+    if not deployment.receivers:
+        return [SnsChannel(current.topic_arn)]
+    from trunkwatch.app.receivers import receiver_channels
+
+    return [SnsChannel(current.topic_arn), *receiver_channels(deployment.receivers)]
 
 
 def on_settled_tick(trunk_id: str, now: datetime) -> TickResult | None:
@@ -221,5 +226,5 @@ def on_settled_tick(trunk_id: str, now: datetime) -> TickResult | None:
         return None
     links = Links(current.api_url, current.dashboard_url)
     return notify_trunk(
-        trunk, deployment.rule_for(trunk), store.active(now), channels_for(current), links, now
+        trunk, deployment.rule_for(trunk), store.active(now), channels_for(current, deployment), links, now
     )
