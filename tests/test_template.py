@@ -250,6 +250,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "TrunkBandMaxJobs": 5,
         "RepeatInterval": "4h",
         "SecretsPrefix": "trunkwatch/",
+        "ReceiverSecretsPrefix": "trunkwatch/receivers/",
         "ApiTokensParameter": "/trunkwatch/api-tokens",
         "LogLevel": "INFO",
         "LogRetentionDays": 30,
@@ -554,8 +555,26 @@ def test_source_tokens_are_readable_by_ingest_alone_and_under_the_prefix(resourc
             prefix.replace("{service}", "secretsmanager") + "secret:${SecretsPrefix}*",
         ]
     )
-    for name in ("EvaluatorFunctionRole", "NotifierFunctionRole", "ApiFunctionRole"):
+    for name in ("EvaluatorFunctionRole", "ApiFunctionRole"):
         assert readers[name] == [config]
+    assert sorted(readers["NotifierFunctionRole"]) == sorted(
+        [
+            config,
+            prefix.replace("{service}", "ssm") + "parameter/${ReceiverSecretsPrefix}*",
+            prefix.replace("{service}", "secretsmanager") + "secret:${ReceiverSecretsPrefix}*",
+        ]
+    )
+
+
+def test_the_notifier_reads_receiver_secrets_only(resources: dict[str, Any], source: dict[str, Any]) -> None:
+    role = resources["NotifierFunctionRole"]
+    ssm = f"arn:aws:ssm:us-east-1:{EXAMPLE_ACCOUNT}:parameter"
+    secrets = f"arn:aws:secretsmanager:us-east-1:{EXAMPLE_ACCOUNT}:secret:"
+    tokens = source["Parameters"]["ApiTokensParameter"]["Default"]
+    assert _may(role, "secretsmanager:GetSecretValue", f"{secrets}trunkwatch/receivers/slack-AbCdEf", source)
+    assert _may(role, "ssm:GetParameter", f"{ssm}/trunkwatch/receivers/github-token", source)
+    assert not _may(role, "secretsmanager:GetSecretValue", f"{secrets}trunkwatch/github-token-AbCdEf", source)
+    assert not _may(role, "ssm:GetParameter", f"{ssm}{tokens}", source)
 
 
 def _may(role: dict[str, Any], action: str, arn: str, source: dict[str, Any]) -> bool:
