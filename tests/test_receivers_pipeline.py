@@ -86,6 +86,10 @@ def test_a_scenario_reaches_slack_and_github_issues(
     published = list(run_replay(replay))
 
     assert published and slack_posts(slack) == sns_messages(published)  # one post per message
+    for message in published:  # the default runbook_url: the API's runbook page, at the alert
+        alertname, annotations = message.attributes["alertname"], message.message["commonAnnotations"]
+        expected = rf"http://127\.0\.0\.1:\d+/runbook#{alertname.lower()}"
+        assert re.fullmatch(expected, annotations["runbook_url"])
     episodes = trunk_level_episodes(published)
     firing = [e for e in episodes if e[0] == "firing"]
     assert firing and len(github.issues) == len(firing)  # one issue per firing episode
