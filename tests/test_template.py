@@ -741,6 +741,24 @@ def test_dashboard_shows_service_lambda_and_queue_metrics(resources: dict[str, A
     ] in metrics
 
 
+def test_dashboard_shows_trunk_health_per_trunk(resources: dict[str, Any]) -> None:
+    from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
+
+    text = _sub_text(resources["Dashboard"]["Properties"]["DashboardBody"])
+    body = json.loads(re.sub(r"\$\{([\w:.]+)\}", lambda m: m.group(1), text))
+    searches = [
+        m[0]["expression"]
+        for widget in body["widgets"]
+        for m in widget["properties"]["metrics"]
+        if isinstance(m[0], dict)
+    ]
+    # One series per trunk: the gauges' dimensions as Powertools' single_metric writes them.
+    assert sorted(searches) == sorted(
+        f"SEARCH('{{Trunkwatch,service,trunk}} MetricName=\"{name}\"', 'Maximum', {period})"
+        for name, period in ((FAILING_JOBS, 300), (ALERTS_FIRING, 300), (SECONDS_SINCE_GOOD_POLL, 60))
+    )
+
+
 def test_outputs(source: dict[str, Any]) -> None:
     outputs = {name: o["Value"] for name, o in source["Outputs"].items()}
     assert _sub_text(outputs["ApiUrl"]) == "https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}/v1"

@@ -22,6 +22,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch.app import settings
+from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views
 from trunkwatch.channels.base import Channel, ChannelError, Notification
 from trunkwatch.channels.sns import SnsChannel
@@ -57,9 +58,10 @@ def notify_trunk(
 ) -> TickResult:
     result = TickResult(trunk.trunk_id)
     views = trunk_views(trunk, rule, silences, links, now, include_resolved=True)
-    metrics.add_metric(
-        name="AlertsFiring", unit=MetricUnit.Count, value=sum(v.alert.status == alerts.FIRING for v in views)
-    )
+    firing = [v.alert for v in views if v.alert.status == alerts.FIRING]
+    metrics.add_metric(name="AlertsFiring", unit=MetricUnit.Count, value=len(firing))
+    trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
+    trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
     for channel in channels:
         _notify_channel(channel, trunk, rule, views, links, now, result)
     return result
