@@ -22,6 +22,7 @@ from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChanne
 from trunkwatch.domain.alerts import Alert
 from trunkwatch.domain.config import ReceiverConfig
 from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer
+from trunkwatch_local.replay import ReplayError, parse_replay
 
 START = datetime(2026, 11, 18, 18, 0, tzinfo=UTC)
 TRUNK_LABELS = {
@@ -288,3 +289,13 @@ def test_the_notifier_imports_no_receiver_module_until_one_is_configured() -> No
     assert loaded.isdisjoint(
         {"trunkwatch.channels.slack", "trunkwatch.channels.github_issues", "trunkwatch.app.receivers"}
     )
+
+
+def test_a_replay_header_names_receivers_and_a_bad_one_is_refused() -> None:
+    header = {"repo": "pytorch/pytorch", "receivers": [{"type": "slack", "url": "http://127.0.0.1:1/hook"}]}
+    replay = parse_replay([json.dumps(header)])
+    (receiver,) = replay.deployment("http://127.0.0.1:2").receivers
+    assert (receiver.type, receiver.url) == ("slack", "http://127.0.0.1:1/hook")
+    header["receivers"] = [{"type": "github_issues", "api_url": "http://127.0.0.1:1"}]
+    with pytest.raises(ReplayError, match=r"replay:1: .*receivers\.0\.repo: Field required"):
+        parse_replay([json.dumps(header)])
