@@ -94,7 +94,7 @@ def _details(told: Content) -> list[str]:
     parts = []
     if told.culprit:
         c = told.culprit
-        line = f"Culprit: {c.commit_url or c.sha}" if c.commit_url else f"Culprit: `{c.sha}`"
+        line = f"Culprit: {c.commit_url}" if c.commit_url else f"Culprit: `{c.sha}`"
         if c.pr:
             line += f" (PR {c.pr_url or '#' + c.pr})"
         if c.title:

@@ -29,12 +29,18 @@ OTHER_FIRING_COLOUR = "#e8912d"
 
 
 def escape(text: str) -> str:
-    """Slack mrkdwn's three control characters; everything else is shown as written."""
+    """The three characters Slack's mrkdwn requires escaped (`*`, `_` and `~` cannot be
+    escaped: text from alerts that must show as written goes in code spans)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _link(url: str, title: str) -> str:
     return f"<{escape(url)}|{escape(title)}>"
+
+
+def _code(text: str) -> str:
+    """Text for inside a code span or block: escaped, and no backtick to end it early."""
+    return escape(text.replace("`", "'"))
 
 
 def _section(text: str) -> dict[str, Any]:
@@ -82,13 +88,12 @@ def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
             text += f"\n{_link(c.commit_url, 'commit ' + c.sha)}"
         blocks.append(_section(text))
     if told.jobs:
-        lines = [f"*{told.jobs_heading}*", *(f"• {escape(job)}" for job in told.jobs)]
+        lines = [f"*{told.jobs_heading}*", *(f"• `{_code(job)}`" for job in told.jobs)]
         if told.more_jobs:
             lines.append(f"• {told.more_jobs}")
         blocks.append(_section("\n".join(lines)))
     if told.failure_lines:
-        # Inside a code block only the three control characters need escaping.
-        code = "\n".join(escape(line.replace("```", "'''")) for line in told.failure_lines)
+        code = "\n".join(_code(line) for line in told.failure_lines)
         blocks.append(_section(f"*First failure lines:*\n```{code}```"))
     if told.links:
         blocks.append(_section("  |  ".join(_link(url, title) for title, url in told.links)))
