@@ -299,3 +299,16 @@ def test_a_replay_header_names_receivers_and_a_bad_one_is_refused() -> None:
     header["receivers"] = [{"type": "github_issues", "api_url": "http://127.0.0.1:1"}]
     with pytest.raises(ReplayError, match=r"replay:1: .*receivers\.0\.repo: Field required"):
         parse_replay([json.dumps(header)])
+
+
+def test_an_unreadable_receiver_secret_is_a_channel_error_naming_where(
+    monkeypatch: pytest.MonkeyPatch, slack: SlackServer
+) -> None:
+    monkeypatch.delenv("TRUNKWATCH_TEST_SLACK_URL", raising=False)
+    config = ReceiverConfig.from_dict({"type": "slack", "url": {"env": "TRUNKWATCH_TEST_SLACK_URL"}})
+    (channel,) = receiver_channels([config])
+    with pytest.raises(ChannelError, match="environment variable TRUNKWATCH_TEST_SLACK_URL is not set"):
+        channel.send(note())
+    monkeypatch.setenv("TRUNKWATCH_TEST_SLACK_URL", slack.url + WEBHOOK_PATH)
+    channel.send(note())  # read when due: set later, used at the next try
+    assert len(slack.posts) == 1
