@@ -58,3 +58,13 @@ def test_notifier_reports_failing_jobs_and_alerts_firing_per_trunk(
     output = capsys.readouterr().out
     assert gauges(output, FAILING_JOBS) == {"pytorch/pytorch#main": 1.0}
     assert gauges(output, ALERTS_FIRING) == {"pytorch/pytorch#main": 2.0}
+
+
+def test_no_gauge_is_printed_while_metrics_are_disabled(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trunkwatch.app.trunk_metrics import trunk_gauge
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    trunk_gauge(FAILING_JOBS, "pytorch/pytorch#main", 1)
+    assert capsys.readouterr().out == ""
