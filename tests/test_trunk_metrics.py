@@ -39,6 +39,7 @@ def test_ingest_reports_seconds_since_each_trunks_last_good_poll(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
     _two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)  # nothing listens on port 9
     trunks.record_poll_success("evil/repo#main", NOW - timedelta(minutes=5), trunks.state("evil/repo#main"))
     poll.poll_all(NOW)
@@ -49,6 +50,7 @@ def test_ingest_reports_seconds_since_each_trunks_last_good_poll(
 def test_notifier_reports_failing_jobs_and_alerts_firing_per_trunk(
     aws: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
     job, level = view(), view(jobs={"pull / x": "3 commits"})
     del level.alert.labels["job"]
     level.alert.labels.update(alertname="TrunkBroken")
