@@ -250,6 +250,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "TrunkBandMaxJobs": 5,
         "RepeatInterval": "4h",
         "SecretsPrefix": "trunkwatch/",
+        "ReceiverSecretsPrefix": "trunkwatch/receivers/",
         "ApiTokensParameter": "/trunkwatch/api-tokens",
         "LogLevel": "INFO",
         "LogRetentionDays": 30,
@@ -583,8 +584,26 @@ def test_source_tokens_are_readable_by_ingest_alone_and_under_the_prefix(resourc
             prefix.replace("{service}", "secretsmanager") + "secret:${SecretsPrefix}*",
         ]
     )
-    for name in ("EvaluatorFunctionRole", "NotifierFunctionRole", "ApiFunctionRole"):
+    for name in ("EvaluatorFunctionRole", "ApiFunctionRole"):
         assert readers[name] == [config]
+    assert sorted(readers["NotifierFunctionRole"]) == sorted(
+        [
+            config,
+            prefix.replace("{service}", "ssm") + "parameter/${ReceiverSecretsPrefix}*",
+            prefix.replace("{service}", "secretsmanager") + "secret:${ReceiverSecretsPrefix}*",
+        ]
+    )
+
+
+def test_the_notifier_reads_receiver_secrets_only(resources: dict[str, Any], source: dict[str, Any]) -> None:
+    role = resources["NotifierFunctionRole"]
+    ssm = f"arn:aws:ssm:us-east-1:{EXAMPLE_ACCOUNT}:parameter"
+    secrets = f"arn:aws:secretsmanager:us-east-1:{EXAMPLE_ACCOUNT}:secret:"
+    tokens = source["Parameters"]["ApiTokensParameter"]["Default"]
+    assert _may(role, "secretsmanager:GetSecretValue", f"{secrets}trunkwatch/receivers/slack-AbCdEf", source)
+    assert _may(role, "ssm:GetParameter", f"{ssm}/trunkwatch/receivers/github-token", source)
+    assert not _may(role, "secretsmanager:GetSecretValue", f"{secrets}trunkwatch/github-token-AbCdEf", source)
+    assert not _may(role, "ssm:GetParameter", f"{ssm}{tokens}", source)
 
 
 def _may(role: dict[str, Any], action: str, arn: str, source: dict[str, Any]) -> bool:
@@ -749,6 +768,24 @@ def test_dashboard_shows_service_lambda_and_queue_metrics(resources: dict[str, A
         "QueueName",
         "DeadLetterQueue.QueueName",
     ] in metrics
+
+
+def test_dashboard_shows_trunk_health_per_trunk(resources: dict[str, Any]) -> None:
+    from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
+
+    text = _sub_text(resources["Dashboard"]["Properties"]["DashboardBody"])
+    body = json.loads(re.sub(r"\$\{([\w:.]+)\}", lambda m: m.group(1), text))
+    searches = [
+        m[0]["expression"]
+        for widget in body["widgets"]
+        for m in widget["properties"]["metrics"]
+        if isinstance(m[0], dict)
+    ]
+    # One series per trunk: the gauges' dimensions as Powertools' single_metric writes them.
+    assert sorted(searches) == sorted(
+        f"SEARCH('{{Trunkwatch,service,trunk}} MetricName=\"{name}\"', 'Maximum', {period})"
+        for name, period in ((FAILING_JOBS, 300), (ALERTS_FIRING, 300), (SECONDS_SINCE_GOOD_POLL, 60))
+    )
 
 
 def test_outputs(source: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ as the Lambda authorizer runs first and a failure is answered 401 like API Gatew
 without one every request passes as principal `local` with write scope. An `internal_token`
 (the session's own, random per process, never stored or printed) passes as principal
 `trunkwatch-replay` with write scope: what a replay's silence events act as. `GET /` and
-`GET /static/{file}` (the status page) need no token, as in the template.
+`GET /static/{file}` (the status page) and `GET /runbook` need no token, as in the template.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ RESOURCE = "/api/v2/{proxy+}"
 PREFIX = "/api/v2/"
 # The status page's resources, which have no authorizer.
 PAGE_RESOURCE, STATIC_RESOURCE, STATIC_PREFIX = "/", "/static/{file}", "/static/"
+RUNBOOK_RESOURCE = "/runbook"
 STAGE = "v1"
 # API Gateway's own payload limit.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
@@ -67,6 +68,8 @@ def proxy_event(
         resource, parameters = RESOURCE, {"proxy": path.removeprefix(PREFIX)}
     elif path.startswith(STATIC_PREFIX):
         resource, parameters = STATIC_RESOURCE, {"file": path.removeprefix(STATIC_PREFIX)}
+    elif path == RUNBOOK_RESOURCE:
+        resource, parameters = RUNBOOK_RESOURCE, None
     else:
         resource, parameters = PAGE_RESOURCE, None
     authorizer = (
@@ -137,7 +140,7 @@ def serve_api(
         parsed = urllib.parse.urlsplit(target)
         path = urllib.parse.unquote(parsed.path)
         public = method == "GET" and (
-            path == PAGE_RESOURCE
+            path in (PAGE_RESOURCE, RUNBOOK_RESOURCE)
             or (path.startswith(STATIC_PREFIX) and "/" not in path[len(STATIC_PREFIX) :])
         )
         if not path.startswith(PREFIX) and not public:

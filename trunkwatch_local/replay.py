@@ -34,6 +34,8 @@ class Replay:
     branch: str
     config: dict[str, Any]
     events: list[ReplayEvent] = field(default_factory=list)
+    # The configuration's `receivers` (Slack, GitHub issues), e.g. stand-ins on 127.0.0.1.
+    receivers: list[Any] = field(default_factory=list)
 
     def deployment(self, hud_url: str) -> Deployment:
         trunk = {
@@ -43,7 +45,7 @@ class Replay:
             "url": hud_url,
             "config": self.config,
         }
-        return load_deployment({"trunks": [trunk]})
+        return load_deployment({"trunks": [trunk], "receivers": self.receivers})
 
 
 def read_replay(path: str | Path) -> Replay:
@@ -59,7 +61,7 @@ def parse_replay(lines: Iterable[str], name: str = "replay") -> Replay:
     if not numbered:
         raise ReplayError(f"{name}: empty file (expected a header line with repo and branch)")
     header = _object(numbered[0], name)
-    unknown = set(header) - {"repo", "branch", "config"}
+    unknown = set(header) - {"repo", "branch", "config", "receivers"}
     if unknown:
         raise ReplayError(f"{name}:{numbered[0][0]}: unknown header key(s) {sorted(unknown)}")
     if not isinstance(header.get("repo"), str) or not isinstance(header.get("branch", "main"), str):
@@ -67,7 +69,10 @@ def parse_replay(lines: Iterable[str], name: str = "replay") -> Replay:
     config = header.get("config") or {}
     if not isinstance(config, dict):
         raise ReplayError(f"{name}:{numbered[0][0]}: header 'config' must be an object")
-    replay = Replay(header["repo"], header.get("branch", "main"), config)
+    receivers = header.get("receivers") or []
+    if not isinstance(receivers, list):
+        raise ReplayError(f"{name}:{numbered[0][0]}: header 'receivers' must be a list")
+    replay = Replay(header["repo"], header.get("branch", "main"), config, receivers=receivers)
     try:
         replay.deployment("http://127.0.0.1")
     except ConfigError as err:

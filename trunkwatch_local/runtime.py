@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 import boto3
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.utilities import parameters
 
 from trunkwatch import storage
@@ -211,8 +212,15 @@ class LocalRuntime:
             aws_request_id=str(uuid.uuid4()),
             invoked_function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}",
         )
-        with contextlib.redirect_stdout(sys.stderr):
-            return self.modules[logical_id].lambda_handler(event, context)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                return self.modules[logical_id].lambda_handler(event, context)
+        finally:
+            if os.environ.get("POWERTOOLS_METRICS_DISABLED") == "true":
+                # Disabled metrics are never flushed, and Powertools keeps them (one set shared
+                # by every Metrics instance): clear them per invocation as a flush would, or a
+                # long run grows them until a metric's 100 values force a flush.
+                Metrics().clear_metrics()
 
     def scheduled_event(self, function: str) -> dict[str, Any]:
         return scheduled_event(f"{NAME}-{function}")

@@ -10,14 +10,29 @@ Answer = tuple[int, dict[str, str], bytes]
 
 
 class StandInServer:
-    """Answers every GET with `answer(path, if_none_match)`; subclasses say what."""
+    """Answers every GET with `answer(path, if_none_match)` and every POST/PATCH with
+    `receive(method, path, headers, body)`; subclasses say what."""
 
     def __init__(self) -> None:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                status, headers, body = owner.answer(self.path, self.headers.get("If-None-Match"))
+                self._reply(*owner.answer(self.path, self.headers.get("If-None-Match")))
+
+            def do_POST(self) -> None:
+                self._receive()
+
+            def do_PATCH(self) -> None:
+                self._receive()
+
+            def _receive(self) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(size) if size else b""
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                self._reply(*owner.receive(self.command, self.path, headers, body))
+
+            def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
@@ -34,6 +49,9 @@ class StandInServer:
 
     def answer(self, path: str, if_none_match: str | None) -> Answer:
         raise NotImplementedError
+
+    def receive(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
+        return 405, {}, b""
 
     @property
     def url(self) -> str:

@@ -22,7 +22,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from trunkwatch.api import alerts, caller, page, silences, status
+from trunkwatch.api import alerts, caller, page, runbook, silences, status
 from trunkwatch.api.models import ApiError
 from trunkwatch.silences.matchers import SilenceError
 from trunkwatch.silences.model import SilenceConflict, SilenceNotFound
@@ -162,5 +162,5 @@ def openapi() -> Response[str]:
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=_openapi_document())
 
 
-for _router in (silences.router, alerts.router, status.router, page.router):
+for _router in (silences.router, alerts.router, status.router, page.router, runbook.router):
     resolver.include_router(_router)

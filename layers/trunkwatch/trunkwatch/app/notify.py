@@ -22,12 +22,13 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch.app import settings
+from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views
 from trunkwatch.channels.base import Channel, ChannelError, Notification
 from trunkwatch.channels.sns import SnsChannel
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import Alert, AlertView, Links
-from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
 from trunkwatch.storage import keys, logs
@@ -57,9 +58,10 @@ def notify_trunk(
 ) -> TickResult:
     result = TickResult(trunk.trunk_id)
     views = trunk_views(trunk, rule, silences, links, now, include_resolved=True)
-    metrics.add_metric(
-        name="AlertsFiring", unit=MetricUnit.Count, value=sum(v.alert.status == alerts.FIRING for v in views)
-    )
+    firing = [v.alert for v in views if v.alert.status == alerts.FIRING]
+    metrics.add_metric(name="AlertsFiring", unit=MetricUnit.Count, value=len(firing))
+    trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
+    trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
     for channel in channels:
         _notify_channel(channel, trunk, rule, views, links, now, result)
     return result
@@ -205,8 +207,13 @@ def _resolved_from_log(entry: NotificationLog, trunk: TrunkConfig, now: datetime
     return AlertView(alert, trunk.trunk_id)
 
 
-def channels_for(current: settings.Settings) -> list[Channel]:
-    return [SnsChannel(current.topic_arn)]
+def channels_for(current: settings.Settings, deployment: Deployment) -> list[Channel]:
+    """The SNS topic, then each configured receiver."""
+    if not deployment.receivers:
+        return [SnsChannel(current.topic_arn)]
+    from trunkwatch.app.receivers import receiver_channels
+
+    return [SnsChannel(current.topic_arn), *receiver_channels(deployment.receivers)]
 
 
 def on_settled_tick(trunk_id: str, now: datetime) -> TickResult | None:
@@ -221,5 +228,5 @@ def on_settled_tick(trunk_id: str, now: datetime) -> TickResult | None:
         return None
     links = Links(current.api_url, current.dashboard_url)
     return notify_trunk(
-        trunk, deployment.rule_for(trunk), store.active(now), channels_for(current), links, now
+        trunk, deployment.rule_for(trunk), store.active(now), channels_for(current, deployment), links, now
     )

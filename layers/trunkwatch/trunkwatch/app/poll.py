@@ -20,6 +20,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch.app import settings
 from trunkwatch.app.ingest import poll_trunk
+from trunkwatch.app.trunk_metrics import SECONDS_SINCE_GOOD_POLL, trunk_gauge
 from trunkwatch.domain.config import ConfigError
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
@@ -60,6 +61,7 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
             metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
             errors.append({"trunk": trunk.trunk_id, "cause": kind, "error": message})
             trunks.record_poll_failure(trunk.trunk_id, now, kind, message)
+            _seconds_since_good_poll(trunk.trunk_id, now)
             continue
         finally:
             http.close()
@@ -67,10 +69,19 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
             cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
             logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)
             metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
+        trunk_gauge(SECONDS_SINCE_GOOD_POLL, trunk.trunk_id, 0, MetricUnit.Seconds)
         logger.info("polled", extra=asdict(result))
         metrics.add_metric(name="CellsIngested", unit=MetricUnit.Count, value=result.cells_written)
         results.append(asdict(result))
     return {"polled": results, "errors": errors}
+
+
+def _seconds_since_good_poll(trunk_id: str, now: datetime) -> None:
+    """After a failed poll: since the last good one, or since failures began if none was."""
+    state = trunks.state(trunk_id)
+    since = state.last_poll_ok_at or state.polls_failing_since
+    if since is not None:
+        trunk_gauge(SECONDS_SINCE_GOOD_POLL, trunk_id, (now - since).total_seconds(), MetricUnit.Seconds)
 
 
 def classify(err: BaseException) -> tuple[str, str]:

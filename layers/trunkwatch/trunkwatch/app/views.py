@@ -189,11 +189,18 @@ def _common_annotations(labels: dict[str, str], rule: RuleConfig, links: Links) 
         shlex.quote(f'{k}="{v}"') for k, v in labels.items() if k in ("alertname", "repo", "branch", "job")
     )
     return {
-        "runbook_url": rule.runbook_url or "",
+        "runbook_url": rule.runbook_url or runbook_url(links.api_url, labels["alertname"]),
         "dashboard_url": rule.dashboard_url or links.dashboard_url,
         "silence_url": silence_url(links.api_url, labels),
         "silence_command": f"amtool --alertmanager.url={links.api_url} silence add --comment=why {matchers}",
     }
+
+
+def runbook_url(api_url: str, alertname: str) -> str:
+    """The API's runbook page at the alert's section; none without an http(s) API URL."""
+    if not api_url.startswith(("http://", "https://")):
+        return ""
+    return f"{api_url.rstrip('/')}/runbook#{alertname.lower()}"
 
 
 def current_alerts(now: datetime, links: Links) -> list[AlertView]:

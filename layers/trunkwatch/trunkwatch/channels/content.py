@@ -1,0 +1,105 @@
+"""What a person is told about a notification, whatever the receiver: status and summary,
+when, the culprit, the failing jobs, the first failure lines, the links, the ids.
+
+Each receiver (email text, Slack blocks, a GitHub issue) lays this out in its own markup;
+the selection and the limits are decided once, here. Parts the alert has nothing for are
+empty, so no receiver shows an empty heading or a `None`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trunkwatch.channels.base import Notification
+from trunkwatch.domain import alerts
+from trunkwatch.domain.alerts import plural
+from trunkwatch.domain.clock import format_time
+
+FAILURE_LINES_SHOWN = 5
+MAX_LINE_CHARS = 300  # a failure line can be a minified stack; the webhook body keeps it whole
+MAX_JOBS_SHOWN = 50
+
+
+@dataclass(frozen=True)
+class Culprit:
+    sha: str  # the first 12 characters
+    pr: str = ""
+    title: str = ""
+    author: str = ""
+    commit_url: str = ""
+    pr_url: str = ""
+
+
+@dataclass(frozen=True)
+class Content:
+    firing: bool
+    summary: str
+    when: tuple[str, ...]  # "Since: ...", "Resolved: ...", "Failed on 3 commits in a row"
+    culprit: Culprit | None
+    jobs: tuple[str, ...]  # the failing jobs shown (trunk-level alerts)
+    jobs_total: int
+    failure_lines: tuple[str, ...]
+    links: tuple[tuple[str, str], ...]  # (title, url): View, Runbook, Dashboard, Silence
+    source: str  # repo@branch
+    fingerprint: str
+
+    @property
+    def jobs_heading(self) -> str:
+        return f"Failing: {plural(self.jobs_total, 'job')}"
+
+    @property
+    def more_jobs(self) -> str:
+        """`... and 3 more jobs` when not all are shown, else empty."""
+        hidden = self.jobs_total - len(self.jobs)
+        return f"... and {plural(hidden, 'more job')}" if hidden > 0 else ""
+
+
+def content(notification: Notification) -> Content:
+    alert = notification.alert
+    notes = {k: v.strip() for k, v in alert.annotations.items() if v and v.strip()}
+    firing = notification.status == alerts.FIRING
+    when = [f"Since: {format_time(alert.starts_at)}"]
+    if not firing and alert.ends_at:
+        when.append(f"Resolved: {format_time(alert.ends_at)}")
+    if notes.get("streak", "").isdigit():
+        when.append(f"Failed on {plural(int(notes['streak']), 'commit')} in a row")
+    jobs = notes.get("failing_jobs", "").splitlines()
+    lines = [line for line in notes.get("failure_lines", "").splitlines() if line.strip()]
+    links = (
+        ("View", alert.generator_url),
+        ("Runbook", notes.get("runbook_url", "")),
+        ("Dashboard", notes.get("dashboard_url", "")),
+        ("Silence", notes.get("silence_url", "")),
+    )
+    labels = alert.labels
+    return Content(
+        firing=firing,
+        summary=" ".join(notes.get("summary", alert.name).split()),
+        when=tuple(when),
+        culprit=_culprit(notes),
+        jobs=tuple(jobs[:MAX_JOBS_SHOWN]),
+        jobs_total=len(jobs),
+        failure_lines=tuple(clip(line) for line in lines[:FAILURE_LINES_SHOWN]),
+        links=tuple((title, url) for title, url in links if url),
+        source=f"{labels.get('repo', '?')}@{labels.get('branch', '?')}",
+        fingerprint=alert.fingerprint,
+    )
+
+
+def _culprit(notes: dict[str, str]) -> Culprit | None:
+    sha = notes.get("culprit_sha", "")
+    if not sha:
+        return None
+    return Culprit(
+        sha=sha[:12],
+        pr=notes.get("culprit_pr", "").lstrip("#"),
+        title=clip(notes.get("culprit_title", "")),
+        author=notes.get("culprit_author", ""),
+        commit_url=notes.get("culprit_url", ""),
+        pr_url=notes.get("culprit_pr_url", ""),
+    )
+
+
+def clip(line: str, limit: int = MAX_LINE_CHARS) -> str:
+    line = line.rstrip()
+    return line if len(line) <= limit else line[: limit - 3] + "..."

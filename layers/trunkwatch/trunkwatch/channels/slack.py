@@ -1,0 +1,137 @@
+"""A Slack incoming webhook: the email's content as Block Kit, in an attachment coloured by
+status and priority.
+
+Slack rejects a message whose section text passes 3000 characters or that has more than 50
+blocks, so long parts are cut with a note saying so rather than the post failing. The
+webhook URL is a credential: it is resolved when sending and never appears in an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trunkwatch.channels import http
+from trunkwatch.channels.base import ChannelError, Notification
+from trunkwatch.channels.content import Content, content
+from trunkwatch.domain.config import ConfigError
+
+MAX_SECTION_CHARS = 3000
+MAX_HEADER_CHARS = 150
+MAX_BLOCKS = 50
+MAX_TEXT_CHARS = 3000  # the notification fallback text
+CUT_NOTE = "\n_(cut to fit Slack's limits; the full list is in the email and the webhook JSON)_"
+
+RESOLVED_COLOUR = "#2eb886"
+FIRING_COLOURS = {"P1": "#d40e0d", "P2": "#e8912d", "P3": "#daa038"}
+OTHER_FIRING_COLOUR = "#e8912d"
+
+
+def escape(text: str) -> str:
+    """The three characters Slack's mrkdwn requires escaped (`*`, `_` and `~` cannot be
+    escaped: text from alerts that must show as written goes in code spans)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _link(url: str, title: str) -> str:
+    return f"<{escape(url)}|{escape(title)}>"
+
+
+def _code(text: str) -> str:
+    """Text for inside a code span or block: escaped, and no backtick to end it early."""
+    return escape(text.replace("`", "'"))
+
+
+def _section(text: str) -> dict[str, Any]:
+    if len(text) > MAX_SECTION_CHARS:
+        text = text[: MAX_SECTION_CHARS - len(CUT_NOTE)] + CUT_NOTE
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def colour(notification: Notification) -> str:
+    if not content(notification).firing:
+        return RESOLVED_COLOUR
+    return FIRING_COLOURS.get(notification.alert.labels.get("priority", ""), OTHER_FIRING_COLOUR)
+
+
+def slack_message(notification: Notification) -> dict[str, Any]:
+    """The webhook payload: `text` for notifications and old clients, the blocks in one
+    attachment so the message carries a colour bar."""
+    told = content(notification)
+    status = "FIRING" if told.firing else "RESOLVED"
+    headline = f"{status}: {told.summary}"
+    blocks = _blocks(told, headline)
+    if len(blocks) > MAX_BLOCKS:
+        blocks = [*blocks[: MAX_BLOCKS - 1], _section(CUT_NOTE.strip())]
+    text = headline[:MAX_TEXT_CHARS]
+    attachment = {"color": colour(notification), "fallback": text, "blocks": blocks}
+    return {"text": text, "attachments": [attachment]}
+
+
+def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
+    header = headline if len(headline) <= MAX_HEADER_CHARS else headline[: MAX_HEADER_CHARS - 3] + "..."
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": header}},
+        _section("\n".join(escape(line) for line in told.when)),
+    ]
+    if told.culprit:
+        c = told.culprit
+        text = f"*Culprit:* `{c.sha}`"
+        if c.pr:
+            text += f" {_link(c.pr_url, '#' + c.pr) if c.pr_url else escape('#' + c.pr)}"
+        if c.title:
+            text += f' "{escape(c.title)}"'
+        if c.author:
+            text += f" by {escape(c.author)}"
+        if c.commit_url:
+            text += f"\n{_link(c.commit_url, 'commit ' + c.sha)}"
+        blocks.append(_section(text))
+    if told.jobs:
+        lines = [f"*{told.jobs_heading}*", *(f"• `{_code(job)}`" for job in told.jobs)]
+        if told.more_jobs:
+            lines.append(f"• {told.more_jobs}")
+        blocks.append(_section("\n".join(lines)))
+    if told.failure_lines:
+        code = "\n".join(_code(line) for line in told.failure_lines)
+        blocks.append(_section(f"*First failure lines:*\n```{code}```"))
+    if told.links:
+        blocks.append(_section("  |  ".join(_link(url, title) for title, url in told.links)))
+    blocks.append(
+        {
+            "type": "context",
+            "elements": [
+                {"type": "mrkdwn", "text": f"Source: {escape(told.source)}"},
+                {"type": "mrkdwn", "text": f"Fingerprint: `{told.fingerprint}`"},
+            ],
+        }
+    )
+    return blocks
+
+
+@dataclass
+class SlackChannel:
+    """`webhook_url` resolves the URL when a message is due (a secret is read only then);
+    `route` is the receiver's matchers."""
+
+    name: str
+    webhook_url: Callable[[], str | None] = field(repr=False)
+    route: Callable[[dict[str, str]], bool]
+    timeout_s: float = http.DEFAULT_TIMEOUT_S
+
+    def accepts(self, labels: dict[str, str]) -> bool:
+        return self.route(labels)
+
+    def send(self, notification: Notification) -> None:
+        what = f"Slack receiver {self.name}"
+        try:
+            url = self.webhook_url()
+        except ConfigError as err:
+            raise ChannelError(f"{what}: {err}") from None
+        if not url:
+            raise ChannelError(f"{what}: no webhook URL")
+        answer = http.request(
+            "POST", url, what=what, payload=slack_message(notification), timeout_s=self.timeout_s
+        )
+        if not 200 <= answer.status < 300:
+            raise ChannelError(f"{what} answered {answer.status}")

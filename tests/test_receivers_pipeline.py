@@ -1,0 +1,211 @@
+"""Slack and GitHub-issues receivers on the local runtime, against stand-ins on 127.0.0.1:
+the project's scenarios replayed with a `receivers` header, receivers failing and
+recovering, redelivered stream batches and a lost notification log."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import table_items
+from trunkwatch.domain import clock
+from trunkwatch_local.receiver_servers import GitHubIssuesServer, SlackServer
+from trunkwatch_local.replay import Replay, read_replay
+from trunkwatch_local.runtime import LocalRuntime
+from trunkwatch_local.scenario import DEMO_JOBS, Trunk, _demo_outcome
+from trunkwatch_local.session import run_replay
+
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+LABELS = ["trunk-health", "ci"]
+TOKEN_VARIABLE = "TRUNKWATCH_TEST_GITHUB_TOKEN"
+FINGERPRINT = re.compile(r"trunkwatch-fingerprint: ([0-9a-f]{16})")
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackServer]:
+    server = SlackServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubIssuesServer]:
+    monkeypatch.setenv(TOKEN_VARIABLE, "test-token-not-a-secret")
+    server = GitHubIssuesServer()
+    yield server
+    server.stop()
+
+
+def receivers(slack: SlackServer, github: GitHubIssuesServer) -> list[dict[str, Any]]:
+    return [
+        {"type": "slack", "url": f"{slack.url}/services/T000/B000/XXXX"},
+        {
+            "type": "github_issues",
+            "api_url": github.url,
+            "repo": "pytorch/pytorch",
+            "labels": LABELS,
+            "token": {"env": TOKEN_VARIABLE},
+        },
+    ]
+
+
+def slack_posts(slack: SlackServer) -> Counter[tuple[str, str]]:
+    """(status, fingerprint) of every post, from its text and its context block."""
+    out: Counter[tuple[str, str]] = Counter()
+    for post in slack.posts:
+        status = "firing" if post["text"].startswith("FIRING: ") else "resolved"
+        context = post["attachments"][0]["blocks"][-1]["elements"][1]["text"]
+        out[(status, context.removeprefix("Fingerprint: `").rstrip("`"))] += 1
+    return out
+
+
+def sns_messages(published: list[Any]) -> Counter[tuple[str, str]]:
+    return Counter((p.message["status"], p.attributes["fingerprint"]) for p in published)
+
+
+def trunk_level_episodes(published: list[Any]) -> list[tuple[str, str, str]]:
+    return [
+        (p.message["status"], p.attributes["alertname"], p.attributes["fingerprint"])
+        for p in published
+        if not p.message["commonLabels"].get("job")
+    ]
+
+
+@pytest.mark.parametrize("name", ["basic-break", "infra-outage", "source-outage"])
+def test_a_scenario_reaches_slack_and_github_issues(
+    name: str, slack: SlackServer, github: GitHubIssuesServer
+) -> None:
+    replay = read_replay(SCENARIOS / f"{name}.jsonl")
+    replay.receivers = receivers(slack, github)
+    published = list(run_replay(replay))
+
+    assert published and slack_posts(slack) == sns_messages(published)  # one post per message
+    for message in published:  # the default runbook_url: the API's runbook page, at the alert
+        alertname, annotations = message.attributes["alertname"], message.message["commonAnnotations"]
+        expected = rf"http://127\.0\.0\.1:\d+/runbook#{alertname.lower()}"
+        assert re.fullmatch(expected, annotations["runbook_url"])
+    episodes = trunk_level_episodes(published)
+    firing = [e for e in episodes if e[0] == "firing"]
+    assert firing and len(github.issues) == len(firing)  # one issue per firing episode
+    for issue in github.issues.values():
+        fingerprint = FINGERPRINT.search(issue.body)
+        assert fingerprint and issue.labels == LABELS
+        resolved = ("resolved", *next(e[1:] for e in firing if e[2] == fingerprint.group(1)))
+        assert resolved in episodes  # every scenario resolves what it fires
+        assert (issue.state, issue.state_reason) == ("closed", "completed")
+        assert issue.comments[-1].startswith("**Resolved**")
+        assert issue.title.startswith(resolved[1] + " on pytorch/pytorch@main: ")
+    assert set(github.authorizations) == {"Bearer test-token-not-a-secret"}
+
+
+@pytest.fixture
+def pipeline(slack: SlackServer, github: GitHubIssuesServer) -> Iterator[tuple[LocalRuntime, Any, Trunk]]:
+    from trunkwatch_local.hud_server import HudServer
+
+    hud = HudServer()
+    trunk = Trunk(jobs=DEMO_JOBS, outcome=_two_breaks)
+    replay = Replay("pytorch/pytorch", "main", {}, receivers=receivers(slack, github))
+    runtime = LocalRuntime().start(replay.deployment(hud.url))
+    try:
+        yield runtime, hud, trunk
+    finally:
+        runtime.stop()
+        hud.stop()
+
+
+SECOND = "lint / lintrunner-noclang / linux-job"
+FIRST = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"  # shards merged
+
+
+def _two_breaks(job: str, index: int) -> str:
+    """The demo's break (commits 4-8) and a second job broken on commits 6-10: the
+    trunk-level alert's job list grows, then shrinks, then it resolves."""
+    if job == SECOND and 6 <= index <= 10:
+        return "failure"
+    return _demo_outcome(job, index)
+
+
+def run(runtime: LocalRuntime, hud: Any, trunk: Trunk, hours: float, after: float = 0) -> list[Any]:
+    sent = []
+    start = trunk.start + timedelta(hours=after)
+    for at, snapshot in trunk.polls(timedelta(minutes=10), trunk.start + timedelta(hours=hours)):
+        if at <= start:
+            continue
+        hud.serve(snapshot)
+        runtime.tick(at)
+        sent += runtime.published(at)
+    return sent
+
+
+def test_job_list_changes_are_comments_on_the_one_issue(pipeline: Any, github: GitHubIssuesServer) -> None:
+    runtime, hud, trunk = pipeline
+    sent = run(runtime, hud, trunk, 9)
+    (issue,) = github.issues.values()
+    updates = [p for p in sent if p.message["notification_reason"].startswith("update")]
+    assert len(updates) == 2  # the second job started failing, then the first stopped
+    assert [c.split("\n")[0] for c in issue.comments] == [
+        f"**Failing jobs changed**: `started failing: {SECOND}`",
+        f"**Failing jobs changed**: `stopped failing: {FIRST}`",
+        "**Resolved**: HUD is broken - 3 commits in a row (<=5 jobs failing)",
+    ]
+    assert issue.state == "closed"
+
+
+def test_a_receiver_failing_for_a_while_gets_everything_once(
+    pipeline: Any, slack: SlackServer, github: GitHubIssuesServer
+) -> None:
+    runtime, hud, trunk = pipeline
+    slack.fail_next(8)  # a Slack outage across the firing ticks
+    github.fail_next(5, failure=502)
+    sent = run(runtime, hud, trunk, 9)
+    assert slack.failures == 0 and github.failures == 0
+    # SNS was unaffected: it sent at once; Slack caught up, once each, no loss.
+    assert slack_posts(slack) == sns_messages(sent)
+    assert len(github.issues) == 1 and len(next(iter(github.issues.values())).comments) == 3
+    failed = [entry for entry in table_items("notification") if entry["receiver"]["S"].startswith("slack")]
+    assert failed and all(entry["last_status"]["S"] == "resolved" for entry in failed)
+
+
+def test_redelivered_stream_batches_send_nothing_again(
+    pipeline: Any, slack: SlackServer, github: GitHubIssuesServer
+) -> None:
+    runtime, hud, trunk = pipeline
+    delivered: list[tuple[str, dict[str, Any]]] = []
+    invoke = runtime.invoke
+
+    def recording(function: str, event: dict[str, Any]) -> Any:
+        if "Records" in event:
+            delivered.append((function, event))
+        return invoke(function, event)
+
+    runtime.pump.invoke = recording
+    run(runtime, hud, trunk, 5)
+    posts, issues, requests = len(slack.posts), len(github.issues), len(github.requests)
+    assert posts and issues == 1
+    with clock.frozen(trunk.start + timedelta(hours=5)):
+        for function, event in delivered:
+            runtime.invoke(function, event)
+        runtime.pump.drain()
+    assert len(slack.posts) == posts and len(github.issues) == 1
+    assert [m for m, _ in github.requests[requests:]] == []  # nothing due: GitHub not even asked
+
+
+def test_lost_notification_log_does_not_open_a_second_issue(
+    pipeline: Any, github: GitHubIssuesServer
+) -> None:
+    runtime, hud, trunk = pipeline
+    github.add_pull_request(body="a pull request is listed with issues; never taken for one")
+    run(runtime, hud, trunk, 4)
+    assert len(github.issues) == 1
+    for entry in table_items("notification"):  # the whole notification log is gone
+        runtime.dynamodb.delete_item(TableName="trunkwatch-local", Key={"pk": entry["pk"], "sk": entry["sk"]})
+    run(runtime, hud, trunk, 9, after=4)
+    (issue,) = github.issues.values()
+    assert issue.state == "closed"
+    assert sum(c.startswith("**Resolved**") for c in issue.comments) == 1

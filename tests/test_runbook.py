@@ -1,0 +1,80 @@
+"""`GET /runbook`: the runbook as a page with an anchor per alert, served without a token
+under the status page's policy, and the alerts' default `runbook_url` pointing at it."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_status_routes import _get, _headers
+from trunkwatch.api import auth, page
+from trunkwatch.api.runbook import render
+from trunkwatch.app.views import runbook_url
+from trunkwatch.domain import alerts
+from trunkwatch_local import apigw
+
+ROOT = Path(__file__).resolve().parents[1]
+ALERTNAMES = (alerts.JOB_FAILING, alerts.TRUNK_BROKEN, alerts.TRUNK_BADLY_BROKEN, alerts.SOURCE_DOWN)
+
+
+def test_the_packaged_runbook_is_docs_runbook() -> None:
+    # The layer ships the package only; `cp docs/runbook.md <package>/api/static/` after an edit.
+    assert page.asset("runbook.md") == (ROOT / "docs" / "runbook.md").read_text(encoding="utf-8")
+
+
+def test_runbook_page_has_a_section_per_alert_and_the_strict_policy(aws: Any) -> None:
+    response = _get("/runbook")
+    assert response["statusCode"] == 200
+    headers = _headers(response)
+    assert headers["content-type"] == "text/html; charset=utf-8"
+    assert headers["content-security-policy"] == page.CONTENT_SECURITY_POLICY
+    body = response["body"]
+    for name in ALERTNAMES:
+        assert f'<h2 id="{name.lower()}">{name}</h2>' in body
+    assert "<script" not in body and "style=" not in body
+    assert '<link rel="stylesheet" href="static/app.css">' in body
+
+
+def test_the_renderer_keeps_hostile_text_inert() -> None:
+    out = render(
+        "# T <script>alert(1)</script>\n\n[x](javascript:alert(1)) [ok](https://example.invalid/a?b=1&c=2)\n"
+        '- `<img src=x onerror=alert(1)>` and **bold**\n\n```\n<b>"raw"</b>\n```\n'
+    )
+    assert "<script" not in out and "<img" not in out and 'href="javascript' not in out
+    assert '<a href="https://example.invalid/a?b=1&amp;c=2">ok</a>' in out
+    assert "<code>&lt;img src=x onerror=alert(1)&gt;</code>" in out and "<strong>bold</strong>" in out
+    assert "<pre><code>&lt;b&gt;&quot;raw&quot;&lt;/b&gt;</code></pre>" in out
+
+
+def test_local_gateway_serves_the_runbook_without_a_token() -> None:
+    tokens = {"tokens": [{"sha256": auth.token_hash("s3cret"), "principal": "alice", "scope": "write"}]}
+    seen: list[str] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        seen.append(event["resource"])
+        return {"statusCode": 200, "headers": {"Content-Type": "text/html"}, "body": "ok"}
+
+    server = apigw.serve_api(handler, port=0, tokens=tokens)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/runbook"
+        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - 127.0.0.1
+            assert response.status == 200
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            post = urllib.request.Request(url, method="POST")  # noqa: S310 - 127.0.0.1
+            urllib.request.urlopen(post, timeout=10)  # noqa: S310 - 127.0.0.1
+        assert refused.value.code == 403
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["/runbook"]
+
+
+def test_default_runbook_url_points_at_the_alerts_section() -> None:
+    assert runbook_url("https://x.execute-api.us-east-1.amazonaws.com/v1/", "TrunkBroken") == (
+        "https://x.execute-api.us-east-1.amazonaws.com/v1/runbook#trunkbroken"
+    )
+    assert runbook_url("", "TrunkBroken") == ""  # no API URL: no annotation at all
