@@ -34,6 +34,7 @@ from benchmarks import prices
 from benchmarks.evaluator import Cycle
 from benchmarks.trunk import COMMITS_PER_DAY
 from benchmarks.usage import Usage
+from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
 from trunkwatch_local.schedule import period_seconds
 from trunkwatch_local.template import find_template, load_template
 from trunkwatch_local.wiring import read_wiring
@@ -108,15 +109,20 @@ def alarm_count() -> int:
     return sum(1 for r in resources.values() if r.get("Type") == "AWS::CloudWatch::Alarm")
 
 
-def custom_metrics() -> list[str]:
+TRUNK_GAUGES = (FAILING_JOBS, ALERTS_FIRING, SECONDS_SINCE_GOOD_POLL)
+
+
+def custom_metrics(trunks: int = 1) -> list[str]:
     """The EMF metrics the code emits (`add_metric(name=...)`), each with Powertools' one
-    dimension set (service): one CloudWatch custom metric per name."""
+    dimension set (service): one CloudWatch custom metric per name; and the dashboard's
+    per-trunk gauges, one custom metric per name and trunk."""
     names = {
         match
         for path in PACKAGE.rglob("*.py")
         for match in re.findall(r"add_metric\(\s*name=\"(\w+)\"", path.read_text(encoding="utf-8"))
     }
-    return sorted(names)
+    gauges = [f"{name}[trunk {n + 1}]" for name in TRUNK_GAUGES for n in range(trunks)]
+    return sorted(names) + gauges
 
 
 def secrets_in_default_config() -> int:
