@@ -110,7 +110,7 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
         result.poll = f"{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         ticks.open_poll(trunk_id, result.poll, len(cell_writes), now)
         result.items_written += 2
-    prior = _newest_seqs(known.values(), names)
+    prior = _newest_seqs(known.values(), columns, {cell.job for cell, _, _ in cell_writes})
     cells.save_all(
         cells.item(trunk_id, cell, commit_result.commit, seq, result.poll or "", prior.get(cell.job))
         for cell, commit_result, seq in cell_writes
@@ -161,15 +161,19 @@ def _assign_seqs(shas_newest_first: list[str], known: dict[str, int]) -> dict[st
     return seqs
 
 
-def _newest_seqs(known: Iterable[CommitItem], names: list[str]) -> dict[str, int]:
-    """Each job's newest stored cell among the commits read back (before this poll)."""
-    newest: dict[str, int] = {}
-    for commit in known:
-        seq = int(commit.seq)
-        for column, code in enumerate(commit.states):
-            if code != ABSENT_CODE and seq > newest.get(names[column], -1):
-                newest[names[column]] = seq
-    return newest
+def _newest_seqs(known: Iterable[CommitItem], columns: dict[str, int], jobs: set[str]) -> dict[str, int]:
+    """Each of `jobs`' newest stored cell among the commits read back (before this poll)."""
+    newest_first = sorted(known, key=lambda commit: int(commit.seq), reverse=True)
+    found: dict[str, int] = {}
+    for job in jobs:
+        column = columns[job]
+        seq = next(
+            (int(c.seq) for c in newest_first if column < len(c.states) and c.states[column] != ABSENT_CODE),
+            None,
+        )
+        if seq is not None:
+            found[job] = seq
+    return found
 
 
 def _new_states(old: str, cells: dict[str, Cell], columns: dict[str, int], complete: bool) -> str:
