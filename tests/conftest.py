@@ -57,3 +57,54 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 def table_items(kind: str | None = None) -> list[dict[str, Any]]:
     items = boto3.client("dynamodb").scan(TableName=os.environ["TABLE_NAME"])["Items"]
     return [i for i in items if kind is None or i.get("kind", {}).get("S") == kind]
+
+
+PLAIN_TABLE = "plain"
+
+
+@pytest.fixture
+def plain_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """moto in-process with one bare pk/sk table (stream on, new and old images): a client."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        client.create_table(
+            TableName=PLAIN_TABLE,
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        )
+        yield client
+
+
+def padded_item(pk: str, sk: str, padding: int, **extra: Any) -> dict[str, Any]:
+    """A DynamoDB-JSON item of about `padding` bytes."""
+    return {"pk": {"S": pk}, "sk": {"S": sk}, "pad": {"S": "x" * padding}, **extra}
+
+
+def record_stream_batches(runtime: Any) -> list[tuple[str, dict[str, Any]]]:
+    """From now on, every stream batch the runtime's pump delivers: (function, event), so a
+    test can deliver them all again as a retrying Lambda would."""
+    delivered: list[tuple[str, dict[str, Any]]] = []
+    invoke = runtime.invoke
+
+    def recording(function: str, event: dict[str, Any]) -> Any:
+        if "Records" in event:
+            delivered.append((function, event))
+        return invoke(function, event)
+
+    runtime.pump.invoke = recording
+    return delivered

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from benchmarks.__main__ import main
 from benchmarks.budgets import BUDGETS
@@ -18,6 +15,7 @@ from benchmarks.github_server import GitHubServer
 from benchmarks.report import render
 from benchmarks.trunk import DAY_START, Day
 from benchmarks.usage import Meter
+from tests.conftest import PLAIN_TABLE, padded_item
 from trunkwatch.domain.cells import build_cells
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.github import GitHubSource
@@ -65,7 +63,6 @@ SPEC_KEYS = {
         "api",
     ],
 }
-TABLE = "bench-test"
 
 
 def _at(summary: dict[str, Any], path: str) -> Any:
@@ -104,67 +101,51 @@ def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     assert "budgets" in table and "projected usage cost at PyTorch scale" in table
 
 
-@pytest.fixture
-def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        client = boto3.client("dynamodb")
-        client.create_table(
-            TableName=TABLE,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield client
-
-
-def _item(pk: str, sk: str, padding: int, **extra: Any) -> dict[str, Any]:
-    return {"pk": {"S": pk}, "sk": {"S": sk}, "pad": {"S": "x" * padding}, **extra}
-
-
-def test_meter_counts_requests_items_and_request_units(table: Any) -> None:
+def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None:
     with Meter() as meter, meter.as_("code") as usage:
-        table.put_item(TableName=TABLE, Item=_item("A", "big", 1500))  # 2 KB started: 2 units
-        table.put_item(TableName=TABLE, Item=_item("A", "small", 10))  # 1 unit
+        plain_table.put_item(
+            TableName=PLAIN_TABLE, Item=padded_item("A", "big", 1500)
+        )  # 2 KB started: 2 units
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "small", 10))  # 1 unit
         # Shrinking an item costs its larger (old) size: 2 units.
-        table.update_item(
-            TableName=TABLE,
+        plain_table.update_item(
+            TableName=PLAIN_TABLE,
             Key={"pk": {"S": "A"}, "sk": {"S": "big"}},
             UpdateExpression="SET #pad = :p",
             ExpressionAttributeNames={"#pad": "pad"},
             ExpressionAttributeValues={":p": {"S": "y"}},
         )
         with pytest.raises(ClientError):  # a failed conditional write: 1 unit, nothing written
-            table.put_item(
-                TableName=TABLE, Item=_item("A", "small", 10), ConditionExpression="attribute_not_exists(pk)"
+            plain_table.put_item(
+                TableName=PLAIN_TABLE,
+                Item=padded_item("A", "small", 10),
+                ConditionExpression="attribute_not_exists(pk)",
             )
-        table.batch_write_item(
-            RequestItems={TABLE: [{"PutRequest": {"Item": _item("B", f"i{n}", 5000)}} for n in range(3)]}
+        plain_table.batch_write_item(
+            RequestItems={
+                PLAIN_TABLE: [{"PutRequest": {"Item": padded_item("B", f"i{n}", 5000)}} for n in range(3)]
+            }
         )  # 3 items of 5 KB: 15 units
-        table.transact_write_items(
-            TransactItems=[{"Put": {"TableName": TABLE, "Item": _item("C", "t", 10)}}]
+        plain_table.transact_write_items(
+            TransactItems=[{"Put": {"TableName": PLAIN_TABLE, "Item": padded_item("C", "t", 10)}}]
         )  # transactional: 2 units
-        table.get_item(TableName=TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}})  # 5 KB, eventual: 1
-        table.get_item(TableName=TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}}, ConsistentRead=True)  # 2
-        table.get_item(TableName=TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "none"}})  # missing: 0.5
-        table.query(  # 3 x 5 KB read as one 15 KB result, eventually consistent: 2
-            TableName=TABLE,
+        plain_table.get_item(
+            TableName=PLAIN_TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}}
+        )  # 5 KB, eventual: 1
+        plain_table.get_item(
+            TableName=PLAIN_TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}}, ConsistentRead=True
+        )  # 2
+        plain_table.get_item(
+            TableName=PLAIN_TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "none"}}
+        )  # missing: 0.5
+        plain_table.query(  # 3 x 5 KB read as one 15 KB result, eventually consistent: 2
+            TableName=PLAIN_TABLE,
             KeyConditionExpression="pk = :p",
             ExpressionAttributeValues={":p": {"S": "B"}},
         )
-    table.get_item(TableName=TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}})  # after: not counted
+    plain_table.get_item(
+        TableName=PLAIN_TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}}
+    )  # after: not counted
 
     assert usage.calls["dynamodb.PutItem"] == 3
     assert usage.ddb_write_requests == 6

@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.conftest import table_items
+from tests.conftest import record_stream_batches, table_items
 from trunkwatch.app import evaluate
 from trunkwatch.domain import clock
 from trunkwatch_local.hud_server import HudServer
@@ -70,15 +70,7 @@ def test_demo_trunk_fires_and_resolves(pipeline: Any) -> None:
 
 def test_redelivered_stream_batch_changes_nothing(pipeline: Any) -> None:
     runtime, hud, trunk = pipeline
-    delivered: list[dict[str, Any]] = []
-    invoke = runtime.invoke
-
-    def recording(function: str, event: dict[str, Any]) -> Any:
-        if "Records" in event:
-            delivered.append((function, event))
-        return invoke(function, event)
-
-    runtime.pump.invoke = recording
+    delivered = record_stream_batches(runtime)
     sent = run_until(runtime, hud, trunk, 4)
     assert kinds(sent) == [("firing", "TrunkBroken"), ("firing", "TrunkJobFailing")]
     before = alert_state()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import table_items
+from tests.conftest import record_stream_batches, table_items
 from trunkwatch.domain import clock
 from trunkwatch_local.receiver_servers import GitHubIssuesServer, SlackServer
 from trunkwatch_local.replay import Replay, read_replay
@@ -176,15 +176,7 @@ def test_redelivered_stream_batches_send_nothing_again(
     pipeline: Any, slack: SlackServer, github: GitHubIssuesServer
 ) -> None:
     runtime, hud, trunk = pipeline
-    delivered: list[tuple[str, dict[str, Any]]] = []
-    invoke = runtime.invoke
-
-    def recording(function: str, event: dict[str, Any]) -> Any:
-        if "Records" in event:
-            delivered.append((function, event))
-        return invoke(function, event)
-
-    runtime.pump.invoke = recording
+    delivered = record_stream_batches(runtime)
     run(runtime, hud, trunk, 5)
     posts, issues, requests = len(slack.posts), len(github.issues), len(github.requests)
     assert posts and issues == 1

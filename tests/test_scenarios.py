@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,12 +31,8 @@ def test_the_projects_own_scenarios_are_present() -> None:
     assert len(_scenarios(SCENARIOS)) >= 4, f"replay scenarios missing from {SCENARIOS}"
 
 
-def summary(line: dict[str, object]) -> tuple[object, ...]:
-    return tuple(line[k] for k in ("at", "status", "alertname", "job", "priority", "team"))
-
-
-@pytest.mark.parametrize("scenario", FILES, ids=[f"{p.parent.parent.name}/{p.stem}" for p in FILES])
-def test_replay_matches_expected(scenario: Path) -> None:
+def replay_json(scenario: Path) -> list[dict[str, Any]]:
+    """`trunkwatch replay --json` on a scenario file: its published messages."""
     run = subprocess.run(
         [sys.executable, "-m", "trunkwatch_local.cli", "replay", str(scenario), "--json"],
         capture_output=True,
@@ -44,9 +41,17 @@ def test_replay_matches_expected(scenario: Path) -> None:
         check=False,
     )
     assert run.returncode == 0, run.stderr[-2000:]
+    return [json.loads(line) for line in run.stdout.splitlines()]
+
+
+def summary(line: dict[str, object]) -> tuple[object, ...]:
+    return tuple(line[k] for k in ("at", "status", "alertname", "job", "priority", "team"))
+
+
+@pytest.mark.parametrize("scenario", FILES, ids=[f"{p.parent.parent.name}/{p.stem}" for p in FILES])
+def test_replay_matches_expected(scenario: Path) -> None:
     published = []
-    for line in run.stdout.splitlines():
-        message = json.loads(line)
+    for message in replay_json(scenario):
         assert set(message) == {"at", "subject", "attributes", "message", "email"}
         annotations = message["message"]["alerts"][0]["annotations"]
         assert all(value != "" for value in annotations.values()), annotations
@@ -75,17 +80,9 @@ def test_an_autoreverted_culprit_is_named_in_its_alert(tmp_path: Path) -> None:
                 row.update(isAutoreverted=True, autorevertWorkflows=["pull"])
     scenario = tmp_path / "autoreverted.jsonl"
     scenario.write_text("\n".join([lines[0], *(json.dumps(e) for e in events)]) + "\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "trunkwatch_local.cli", "replay", str(scenario), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
     job_alerts = [
         alert
-        for message in map(json.loads, run.stdout.splitlines())
+        for message in replay_json(scenario)
         for alert in message["message"]["alerts"]
         if alert["labels"]["alertname"] == "TrunkJobFailing"
     ]
