@@ -107,7 +107,7 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta 
         runtime = LocalRuntime().start(deployment("hud", hud.url, day.window))
         try:
             # The rule as the deployed functions read it (configuration and template defaults).
-            deployed = settings.deployment()
+            deployed = settings.Edge.from_environ(settings.PIPELINE).deployment()
             rule = deployed.rule_for(deployed.trunks[0])
             sources = {source.function: source for source in runtime.wiring.streams}
             deciding = [day.finished(e.deciding_commit(rule.failures_to_open)) for e in EPISODES]

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
 from trunkwatch import storage
+from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
 
 TABLE = "trunkwatch-test"
+CONFIG_PARAMETER = "/trunkwatch-test/config"
+CONFIG = {"trunks": [{"repo": "pytorch/pytorch", "branch": "main"}]}
 
 
 def template_environment() -> dict[str, str]:
@@ -45,6 +53,10 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             BillingMode="PAY_PER_REQUEST",
         )
         storage.bind(TABLE, "us-east-1", None)
+        # The configuration parameter every deployed function is given (CONFIG_PARAMETER).
+        boto3.client("ssm").put_parameter(Name=CONFIG_PARAMETER, Type="String", Value=json.dumps(CONFIG))
+        monkeypatch.setenv("CONFIG_PARAMETER", CONFIG_PARAMETER)
+        parameters.clear_caches()
         sns, sqs = boto3.client("sns"), boto3.client("sqs")
         topic = sns.create_topic(Name="alerts")["TopicArn"]
         queue = sqs.create_queue(QueueName="capture")["QueueUrl"]
@@ -108,3 +120,28 @@ def record_stream_batches(runtime: Any) -> list[tuple[str, dict[str, Any]]]:
 
     runtime.pump.invoke = recording
     return delivered
+
+
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+
+
+def scenario_ending_now(scenario: Path, directory: Path, before: timedelta = timedelta(hours=1)) -> Path:
+    """A copy of `scenario` with every timestamp moved by one offset, so that its last event is
+    `before` the real clock: for tests that replay a scenario and then use what it left on the
+    real clock (`serve --scenario`), whatever today's date is."""
+    lines = [json.loads(line) for line in scenario.read_text().splitlines() if line.strip()]
+    offset = datetime.now(UTC) - before - parse_time(lines[-1]["at"])
+
+    def shifted(value: Any) -> Any:
+        if isinstance(value, str) and _TIMESTAMP.match(value):
+            return format_time(parse_time(value) + offset)
+        if isinstance(value, dict):
+            return {key: shifted(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [shifted(item) for item in value]
+        return value
+
+    directory.mkdir(parents=True, exist_ok=True)
+    copy = directory / scenario.name
+    copy.write_text("".join(json.dumps(shifted(line)) + "\n" for line in lines))
+    return copy

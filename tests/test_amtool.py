@@ -16,9 +16,10 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools.utilities import parameters
 from moto.server import ThreadedMotoServer
 
-from tests.conftest import template_environment
+from tests.conftest import CONFIG, CONFIG_PARAMETER, template_environment
 from tests.peers import load_function, peer_binary
 from trunkwatch import storage
 from trunkwatch.api import auth
@@ -58,7 +59,7 @@ def _alert(job: str) -> Alert:
 ALERTS = [_alert(PULL_JOB), _alert("trunk / win-vs2022-cpu-py3 / build")]
 
 
-def _current_alerts(now: datetime, links: object) -> list[View]:
+def _current_alerts(deployment: object, now: datetime, links: object) -> list[View]:
     """The overview's contract: firing alerts, each with the active silences that match it."""
     silences = store.active(now)
     return [View(alert, [s.id for s in silences if s.matches(alert.labels)]) for alert in ALERTS]
@@ -90,11 +91,16 @@ def table() -> Iterator[None]:
             AttributeDefinitions=definition["AttributeDefinitions"],
             BillingMode="PAY_PER_REQUEST",
         )
-        # The functions' settings bind the models from the environment, as in Lambda.
+        boto3.client("ssm", endpoint_url=endpoint, region_name=REGION).put_parameter(
+            Name=CONFIG_PARAMETER, Type="String", Value=json.dumps(CONFIG)
+        )
+        # The API function binds the models from the environment, as in Lambda.
         patch.setenv("TABLE_NAME", TABLE)
         patch.setenv("AWS_REGION", REGION)
         patch.setenv("AWS_ENDPOINT_URL", endpoint)
-        storage.bind(TABLE, REGION, endpoint)
+        patch.setenv("CONFIG_PARAMETER", CONFIG_PARAMETER)
+        parameters.clear_caches()
+        storage.bind(TABLE, REGION, endpoint)  # for the tests' own reads of the store
         try:
             yield
         finally:

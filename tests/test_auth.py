@@ -112,16 +112,30 @@ def test_tokens_never_reach_the_logs(authorizer: list[Any], tokens: dict[str, st
     assert tokens["write"] not in logged and tokens["read"] not in logged
 
 
-def test_malformed_tokens_document_is_an_error_naming_the_problem(authorizer: list[Any]) -> None:
+def test_malformed_tokens_document_denies_with_an_error_naming_the_problem(
+    authorizer: list[Any], tokens: dict[str, str]
+) -> None:
     bad = {"tokens": [{"sha256": "abc", "principal": "alice", "scope": "admin", "note": "x"}]}
     boto3.client("ssm").put_parameter(
         Name=PARAMETER, Type="SecureString", Value=json.dumps(bad), Overwrite=True
     )
     parameters.clear_caches()
-    with pytest.raises(auth.TokensError) as raised:
-        invoke("authorizer", token_event("Bearer anything"))
-    message = str(raised.value)
+    with pytest.raises(Exception, match=r"^Unauthorized$"):  # API Gateway's 401, not a crash (500)
+        invoke("authorizer", token_event(f"Bearer {tokens['write']}"))
+    (record,) = [r for r in authorizer if r.levelname == "ERROR"]
+    message = str(record.__dict__.get("error"))
     assert "tokens.0.sha256" in message and "tokens.0.scope" in message and "tokens.0.note" in message
+
+
+def test_a_missing_tokens_parameter_denies_with_a_log_line_naming_it(
+    authorizer: list[Any], tokens: dict[str, str]
+) -> None:
+    boto3.client("ssm").delete_parameter(Name=PARAMETER)
+    parameters.clear_caches()
+    with pytest.raises(Exception, match=r"^Unauthorized$"):
+        invoke("authorizer", token_event(f"Bearer {tokens['write']}"))
+    (record,) = [r for r in authorizer if r.levelname == "ERROR"]
+    assert PARAMETER in str(record.__dict__.get("error"))
 
 
 # --- the API's own scope check ------------------------------------------------------------

@@ -26,7 +26,7 @@ import pytest
 from tests.conftest import table_items
 from tests.test_hud_source import grid
 from trunkwatch.app import poll
-from trunkwatch.domain.config import load_deployment
+from trunkwatch.domain.config import Deployment, load_deployment
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.http import HttpClient, Response, retry_after_seconds, says_rate_limited
 from trunkwatch.sources.hud import HudSource
@@ -358,7 +358,7 @@ def healthy() -> Iterator[HudServer]:
     server.stop()
 
 
-def _two_trunks(monkeypatch: pytest.MonkeyPatch, hostile_url: str, healthy_url: str) -> None:
+def _two_trunks(monkeypatch: pytest.MonkeyPatch, hostile_url: str, healthy_url: str) -> Deployment:
     monkeypatch.setenv("HOSTILE_TOKEN", TOKEN)
     deployment = load_deployment(
         {
@@ -368,7 +368,7 @@ def _two_trunks(monkeypatch: pytest.MonkeyPatch, hostile_url: str, healthy_url: 
             ]
         }
     )
-    monkeypatch.setattr(poll.settings, "deployment", lambda: deployment)
+    return deployment
 
 
 def _logged(caplog: pytest.LogCaptureFixture) -> str:
@@ -399,7 +399,7 @@ def test_a_hostile_trunk_fails_alone_and_the_poll_ends_in_time(
     request: Any,
 ) -> None:
     name = request.node.callspec.params["hostile"]
-    _two_trunks(monkeypatch, hostile.url, healthy.url)
+    deployment = _two_trunks(monkeypatch, hostile.url, healthy.url)
     budget = 10.0  # the hostile trunk's share is half of it
     spans: dict[str, float] = {}
     real_poll_trunk = poll.poll_trunk
@@ -414,7 +414,7 @@ def test_a_hostile_trunk_fails_alone_and_the_poll_ends_in_time(
     monkeypatch.setattr(poll, "poll_trunk", timed_poll_trunk)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     started = time.monotonic()
-    result = poll.poll_all(NOW, deadline=started + budget)
+    result = poll.poll_all(deployment, NOW, deadline=started + budget)
     elapsed = time.monotonic() - started
     # The growth of the process's high-water mark: an upper bound of what this poll used.
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss_before
@@ -441,7 +441,7 @@ def test_a_hostile_trunk_fails_alone_and_the_poll_ends_in_time(
 def test_any_exception_of_one_trunk_is_a_classified_failure(
     aws: Any, healthy: HudServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)
+    deployment = _two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)
     real = poll.make_source
 
     def make_source(trunk: Any, http: Any = None) -> Any:
@@ -450,7 +450,7 @@ def test_any_exception_of_one_trunk_is_a_classified_failure(
         return real(trunk, http)
 
     monkeypatch.setattr(poll, "make_source", make_source)
-    result = poll.poll_all(NOW)
+    result = poll.poll_all(deployment, NOW)
     (error,) = result["errors"]
     assert error["cause"] == "internal" and error["error"].startswith("unexpected KeyError at ")
     assert [p["trunk"] for p in result["polled"]] == ["pytorch/pytorch#main"]

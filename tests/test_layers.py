@@ -86,3 +86,14 @@ def test_tracing_sits_beside_the_folders_for_the_handlers_alone() -> None:
     assert importers == []
     for path in sorted((ROOT / "functions").glob("*/app.py")):
         assert "from trunkwatch.tracing import traced" in path.read_text(encoding="utf-8"), path
+
+
+def test_only_the_handlers_resolve_their_environment() -> None:
+    """The edge: each handler builds its Edge once; the package takes what it needs as
+    arguments (the API's routes get the handler's edge with the request)."""
+    builders = sorted(
+        str(path.relative_to(ROOT))
+        for path in [*PACKAGE.rglob("*.py"), *(ROOT / "functions").rglob("*.py")]
+        if "Edge.from_environ(" in path.read_text(encoding="utf-8")
+    )
+    assert builders == sorted(str(p.relative_to(ROOT)) for p in (ROOT / "functions").glob("*/app.py"))

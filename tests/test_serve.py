@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import scenario_ending_now
 from tests.peers import free_port, peer_binary, wait_until_serving
 from tests.test_scenarios import SCENARIOS
 
@@ -115,7 +116,9 @@ def test_serve_with_tokens_replays_silences_as_the_internal_principal(tmp_path: 
     tokens.write_text(json.dumps({"tokens": [{"sha256": digest, "principal": "carol", "scope": "read"}]}))
     port = free_port()
     command = [sys.executable, "-m", "trunkwatch_local.cli", "serve", "--port", f"{port}"]
-    command += ["--tokens", str(tokens), "--scenario", str(SCENARIOS / "silenced.jsonl")]
+    # The replay's silences, moved to end an hour ago, are still listed (their TTL is endsAt + 120h).
+    scenario = scenario_ending_now(SCENARIOS / "silenced.jsonl", tmp_path / "scenario")
+    command += ["--tokens", str(tokens), "--scenario", str(scenario)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/api/v2/silences"
     try:
@@ -126,10 +129,10 @@ def test_serve_with_tokens_replays_silences_as_the_internal_principal(tmp_path: 
         request = urllib.request.Request(url, headers={"Authorization": f"Bearer {read_token}"})  # noqa: S310
         with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - 127.0.0.1
             silences = json.loads(response.read())
-        assert len(silences) == 2  # both made by the replay (expired by now, on the real clock)
+        assert len(silences) == 2  # both made by the replay
     finally:
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
     output = "".join(seen) + out + err
     assert "Bearer" not in output and "trunkwatch: error" not in output
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["tokens.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario", "tokens.json"]

@@ -13,6 +13,7 @@ import pytest
 from tests.test_hostile_sources import NOW, _two_trunks, healthy  # noqa: F401 - a fixture
 from tests.test_notify import view
 from trunkwatch.app import notify, poll
+from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
 from trunkwatch.domain.alerts import Links
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
@@ -40,9 +41,9 @@ def test_ingest_reports_seconds_since_each_trunks_last_good_poll(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
-    _two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)  # nothing listens on port 9
+    deployment = _two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)  # nothing listens on port 9
     trunks.record_poll_success("evil/repo#main", NOW - timedelta(minutes=5), trunks.state("evil/repo#main"))
-    poll.poll_all(NOW)
+    poll.poll_all(deployment, NOW)
     seconds = gauges(capsys.readouterr().out, SECONDS_SINCE_GOOD_POLL)
     assert seconds == {"evil/repo#main": 300.0, "pytorch/pytorch#main": 0.0}
 
@@ -56,7 +57,7 @@ def test_notifier_reports_failing_jobs_and_alerts_firing_per_trunk(
     level.alert.labels.update(alertname="TrunkBroken")
     monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: [job, level])
     trunk = TrunkConfig(repo="pytorch/pytorch")
-    notify.notify_trunk(trunk, RuleConfig(), [], [], Links("http://api"), NOW)
+    notify.notify_trunk(trunk, RuleConfig(), [], [], Links("http://api"), NOW, Settings.from_environ([]))
     output = capsys.readouterr().out
     assert gauges(output, FAILING_JOBS) == {"pytorch/pytorch#main": 1.0}
     assert gauges(output, ALERTS_FIRING) == {"pytorch/pytorch#main": 2.0}

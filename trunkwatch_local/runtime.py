@@ -26,7 +26,6 @@ import boto3
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.utilities import parameters
 
-from trunkwatch import storage
 from trunkwatch.domain import clock
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import ConfigError, Deployment, to_json
@@ -80,7 +79,10 @@ class LocalRuntime:
         self.names: dict[str, str] = {}  # functions/<name> folder -> logical id
 
     # --- lifecycle -------------------------------------------------------------------
-    def start(self, deployment: Deployment) -> LocalRuntime:
+    def start(self, deployment: Deployment, api_url: str | None = None) -> LocalRuntime:
+        """Create the template's resources, set the functions' environment and load their
+        handlers (each resolves its environment as it loads, as in a new Lambda container).
+        `api_url` is where the local API is served (the deployed notifier's API_URL)."""
         os.environ.update(
             AWS_ACCESS_KEY_ID="local",
             AWS_SECRET_ACCESS_KEY="local",  # noqa: S106 - moto accepts any credentials
@@ -99,6 +101,10 @@ class LocalRuntime:
             resolved = self.wiring.resolve(value, refs)
             if resolved is not None:
                 os.environ[name] = str(resolved)
+        if api_url is None:
+            os.environ.pop("API_URL", None)
+        else:
+            os.environ["API_URL"] = api_url
         # Locally stdout carries results: logs (and EMF metrics) only when asked for.
         level = os.environ.get("TRUNKWATCH_LOG_LEVEL", "WARNING").upper()
         os.environ.update(
@@ -106,7 +112,6 @@ class LocalRuntime:
             POWERTOOLS_LOG_LEVEL=level,
             POWERTOOLS_METRICS_DISABLED="false" if level in ("DEBUG", "INFO") else "true",
         )
-        storage.bind(refs["Table"], REGION, None)
         self._load_handlers()
         stream_arn = self.dynamodb.describe_table(TableName=refs["Table"])["Table"]["LatestStreamArn"]
         self.pump = StreamPump(

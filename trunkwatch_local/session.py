@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import urllib.error
 import urllib.request
@@ -36,14 +35,14 @@ class Session:
         self._internal_token = secrets.token_urlsafe(32)
 
     def start(self, deployment: Deployment) -> Session:
-        self.runtime.start(deployment)
+        # The API's port first: the notifier's environment names the API's URL.
         self.api = serve_api(
             lambda event, context: self.runtime.invoke("api", event),
             port=self.port,
             tokens=self.tokens,
             internal_token=self._internal_token,
         )
-        os.environ["API_URL"] = self.api_url
+        self.runtime.start(deployment, api_url=self.api_url)
         return self
 
     @property

@@ -40,6 +40,20 @@ class Wiring:
     environment: dict[str, Any]  # Globals' variables, unresolved
     resources: dict[str, Any] = field(default_factory=dict)
     conditions: dict[str, Any] = field(default_factory=dict)  # the template's Conditions
+    # logical id -> the function's own variables (over Globals'), unresolved
+    function_environment: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def environment_of(self, function: str, refs: dict[str, str]) -> dict[str, str]:
+        """The environment the template gives `function` (Globals' variables, then its own),
+        resolved against `refs`; a value that cannot be resolved is an error naming it."""
+        variables = {**self.environment, **self.function_environment.get(function, {})}
+        resolved: dict[str, str] = {}
+        for name, value in variables.items():
+            found = self.resolve(value, refs)
+            if found is None:
+                raise ConfigError(f"{function}: cannot resolve environment variable {name} ({value!r})")
+            resolved[name] = str(found)
+        return resolved
 
     def condition(self, name: str, refs: dict[str, str]) -> bool:
         """A condition of Fn::Equals / Fn::Not / Fn::And / Fn::Or / Condition, at the defaults."""
@@ -129,6 +143,9 @@ def read_wiring(path: Path) -> Wiring:
         if resource.get("Type") != "AWS::Serverless::Function":
             continue
         props = resource.get("Properties") or {}
+        own = (props.get("Environment") or {}).get("Variables") or {}
+        if own:
+            wiring.function_environment[logical_id] = own
         module, _, _ = str(props.get("Handler", "app.lambda_handler")).rpartition(".")
         functions[logical_id] = path.parent / str(props.get("CodeUri", "")) / f"{module.replace('.', '/')}.py"
         for event in (props.get("Events") or {}).values():

@@ -1,6 +1,7 @@
 """Evaluator Lambda: re-judge the job of every changed cell (DynamoDB stream, kind=cell), and
 on the schedule sweep what changes with the clock alone."""
 
+import warnings
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -14,19 +15,23 @@ from trunkwatch.tracing import traced
 
 logger = Logger()
 metrics = Metrics()
+# Not every invocation has a metric to publish: Powertools' documented way to say so.
+warnings.filterwarnings("ignore", "No application metrics to publish*")
+edge = settings.Edge.from_environ(settings.PIPELINE)
 
 
 @logger.inject_lambda_context
 @traced
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    deployment = edge.deployment()
     if "Records" not in event:  # the schedule
-        results = sweep_all(clock.now())
+        results = sweep_all(deployment, clock.now())
         return {
             "rejudged": sum(r.rejudged for r in results),
             "waiting": [r.trunk for r in results if r.waiting_for_poll],
         }
-    evaluation = BatchEvaluation(settings.deployment(), clock.now())
+    evaluation = BatchEvaluation(deployment, clock.now())
     failed = stream.each_image(event["Records"], evaluation.cell)
     # The records before the first failure count towards their polls' ticks.
     evaluation.settle(event["Records"], set(failed))

@@ -1,11 +1,13 @@
 """Ingest Lambda: on each schedule tick, poll every trunk's source into DynamoDB."""
 
 import time
+import warnings
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from trunkwatch.app import settings
 from trunkwatch.app.poll import poll_all
 from trunkwatch.domain import clock
 from trunkwatch.tracing import traced
@@ -14,6 +16,9 @@ DEADLINE_MARGIN_S = 5.0
 
 logger = Logger()
 metrics = Metrics()
+# Not every invocation has a metric to publish: Powertools' documented way to say so.
+warnings.filterwarnings("ignore", "No application metrics to publish*")
+edge = settings.Edge.from_environ(settings.PIPELINE)
 
 
 @logger.inject_lambda_context
@@ -23,4 +28,4 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     logger.debug("schedule tick", extra={"rule": event.get("resources"), "time": event.get("time")})
     # Every poll ends in time to log and flush metrics before Lambda's own timeout.
     deadline = time.monotonic() + max(1.0, context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_S)
-    return poll_all(clock.now(), deadline)
+    return poll_all(edge.deployment(), clock.now(), deadline)

@@ -1,22 +1,22 @@
 """Notifier Lambda: send due alert transitions to every receiver once a poll or a sweep has
 settled (DynamoDB stream, kind=tick and settled)."""
 
+import warnings
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from trunkwatch.app import stream
+from trunkwatch.app import settings, stream
 from trunkwatch.app.notify import on_settled_tick, register_lambda_context
 from trunkwatch.domain import clock
 from trunkwatch.tracing import traced
 
 logger = Logger()
 metrics = Metrics()
-
-
-def _settled(tick: dict[str, Any], _before: dict[str, Any]) -> None:
-    on_settled_tick(str(tick["trunk"]), clock.now())
+# Not every invocation has a metric to publish: Powertools' documented way to say so.
+warnings.filterwarnings("ignore", "No application metrics to publish*")
+edge = settings.Edge.from_environ(settings.NOTIFIER)
 
 
 @logger.inject_lambda_context
@@ -24,4 +24,9 @@ def _settled(tick: dict[str, Any], _before: dict[str, Any]) -> None:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     register_lambda_context(context)
-    return stream.response(stream.each_image(event["Records"], _settled))
+    deployment = edge.deployment()
+
+    def settled(tick: dict[str, Any], _before: dict[str, Any]) -> None:
+        on_settled_tick(str(tick["trunk"]), clock.now(), edge.settings, deployment)
+
+    return stream.response(stream.each_image(event["Records"], settled))

@@ -7,8 +7,8 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
+from trunkwatch.api.edge import edge_of
 from trunkwatch.api.models import AlertGroup, GettableAlert, Receiver
-from trunkwatch.app import settings
 from trunkwatch.domain import clock
 from trunkwatch.domain.alerts import RECEIVER, RESOLVED, AlertView, Links
 from trunkwatch.silences.matchers import compile_regex, parse_matchers
@@ -23,7 +23,7 @@ def external_url() -> str:
     context = event.raw_event.get("requestContext") or {}
     domain = context.get("domainName") or ""
     if not domain:
-        return settings.current().api_url
+        return edge_of(router).settings.api_url
     full_path = context.get("path") or event.path
     prefix = full_path[: len(full_path) - len(event.path)] if full_path.endswith(event.path) else ""
     scheme = (event.headers.get("x-forwarded-proto") or "https").split(",")[0].strip()
@@ -69,8 +69,9 @@ def _shown(
     if receiver is not None and not compile_regex(receiver, "receiver").search(RECEIVER):
         return []
     shown = []
-    links = Links(external_url(), settings.current().dashboard_url)
-    for view in current_alerts(clock.now(), links):
+    edge = edge_of(router)
+    links = Links(external_url(), edge.settings.dashboard_url)
+    for view in current_alerts(edge.deployment(), clock.now(), links):
         if view.alert.status == RESOLVED:
             continue
         if not active and not view.silenced_by and not view.inhibited_by:

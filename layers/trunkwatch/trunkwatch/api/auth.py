@@ -29,7 +29,7 @@ class Unauthorized(Exception):
 
 
 class TokensError(ValueError):
-    """The tokens document itself is malformed."""
+    """The tokens document cannot be read or is malformed: every request is refused."""
 
 
 def _principal(value: Any) -> str:
@@ -83,9 +83,16 @@ def tokens_from_parameter(name: str) -> TokensDocument:
     """The tokens document from SSM (decrypted, cached for TOKENS_CACHE_SECONDS)."""
     from aws_lambda_powertools.utilities import parameters  # boto3: loaded by the first call
 
-    return parse_tokens(
-        parameters.get_parameter(name, decrypt=True, transform="json", max_age=TOKENS_CACHE_SECONDS)
-    )
+    try:
+        document = parameters.get_parameter(
+            name, decrypt=True, transform="json", max_age=TOKENS_CACHE_SECONDS
+        )
+    except parameters.exceptions.TransformParameterError:
+        raise TokensError(f"the API tokens parameter {name} is not JSON") from None
+    except parameters.exceptions.GetParameterError as err:
+        # Not created yet by the operator, or not readable: nobody is let in.
+        raise TokensError(f"cannot read the API tokens parameter {name}: {err}") from None
+    return parse_tokens(document)
 
 
 def bearer_token(authorization: str | None) -> str:

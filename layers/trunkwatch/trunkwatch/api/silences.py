@@ -1,12 +1,13 @@
 """`/api/v2/silences` and `/api/v2/silence/{id}`: Alertmanager's silence endpoints.
 
-The silence store (PynamoDB, and botocore with it) is imported by the routes that read or
-write the table, on the first of them: the status page and its files, which this function
-serves too, never need it.
+The silence store (PynamoDB, and botocore with it) is loaded, and the table bound, by the
+first route that reads or writes the table (`edge_of(router).storage()`): the status page and
+its files, which this function serves too, never need it.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -15,6 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from trunkwatch.api import caller
+from trunkwatch.api.edge import edge_of
 from trunkwatch.api.models import ApiError, GettableSilence, SilenceCreated
 from trunkwatch.domain import clock
 from trunkwatch.silences.matchers import parse_matchers
@@ -22,6 +24,15 @@ from trunkwatch.silences.model import sort_for_listing
 from trunkwatch.silences.postable import PostableSilence
 
 router = Router()
+
+
+def _store() -> ModuleType:
+    """The silence store, on the function's table."""
+    edge_of(router).storage()
+    from trunkwatch.silences import store
+
+    return store
+
 
 _FORBIDDEN: dict[int, OpenAPIResponse] = {
     403: {"description": "The token may only read", "content": {"application/json": {"model": ApiError}}}
@@ -37,7 +48,7 @@ _NOT_FOUND: dict[int, OpenAPIResponse] = {
     responses={200: {"description": "The id of the silence now in effect"}, **_FORBIDDEN, **_NOT_FOUND},
 )
 def post_silence(silence: Annotated[PostableSilence, Body()]) -> SilenceCreated:
-    from trunkwatch.silences import store
+    store = _store()
 
     silence_id = store.upsert(silence, caller.principal(router.current_event), clock.now())
     return SilenceCreated(silenceID=silence_id)
@@ -54,9 +65,7 @@ def get_silences(
     now = clock.now()
     # Alertmanager's silence filter: each filter is one of the silence's own matchers
     # (same name, operator and value), not a label set the silence would match.
-    from trunkwatch.silences import store
-
-    found = [s for s in store.list_silences(now) if all(m in s.matchers for m in wanted)]
+    found = [s for s in _store().list_silences(now) if all(m in s.matchers for m in wanted)]
     return [GettableSilence.model_validate(s.to_api(now)) for s in sort_for_listing(found, now)]
 
 
@@ -67,9 +76,7 @@ def get_silences(
 )
 def get_silence(silence_id: str) -> GettableSilence:
     now = clock.now()
-    from trunkwatch.silences import store
-
-    return GettableSilence.model_validate(store.get(silence_id, now).to_api(now))
+    return GettableSilence.model_validate(_store().get(silence_id, now).to_api(now))
 
 
 @router.delete(
@@ -78,8 +85,6 @@ def get_silence(silence_id: str) -> GettableSilence:
     responses={200: {"description": "Expired", "content": {}}, **_FORBIDDEN, **_NOT_FOUND},
 )
 def delete_silence(silence_id: str) -> Response[str]:
-    from trunkwatch.silences import store
-
-    store.expire(silence_id, caller.principal(router.current_event), clock.now())
+    _store().expire(silence_id, caller.principal(router.current_event), clock.now())
     # Alertmanager answers an empty 200.
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body="")

@@ -108,7 +108,7 @@ class BatchEvaluation:
         trunk_id, job = str(image["trunk"]), str(image["job"])
         if (trunk_id, job) in self.judged:
             return
-        trunk = next((t for t in self.deployment.trunks if t.trunk_id == trunk_id), None)
+        trunk = self.deployment.trunk(trunk_id)
         if trunk is None:
             return
         rule = self.deployment.rule_for(trunk)

@@ -16,11 +16,10 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
 
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
-from trunkwatch.sources.base import CommitResult, Snapshot
+from trunkwatch.sources.base import CommitResult, Source
 from trunkwatch.storage import cells, commits, ticks, trunks
 from trunkwatch.storage.items import CommitItem, TrunkState
 
@@ -28,10 +27,6 @@ COMMITS_KEPT = 200  # commit items read back per poll: well over any source wind
 RECENT_SEQS_KEPT = 20
 SCOPE = "trunkwatch_scope"  # kept beside the source's own state: the job scope it was read for
 FIRST_SEQ = 1_000_000  # room below for commits that show up older than the first poll's
-
-
-class Source(Protocol):
-    def poll(self, state: dict[str, Any], now: datetime) -> Snapshot: ...
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from trunkwatch.app import settings
+from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views
 from trunkwatch.channels.base import Channel, ChannelError, Notification
@@ -55,7 +55,9 @@ def notify_trunk(
     channels: Sequence[Channel],
     links: Links,
     now: datetime,
+    settings: Settings,
 ) -> TickResult:
+    """Send the trunk's due transitions; `settings` name the table of the idempotency records."""
     result = TickResult(trunk.trunk_id)
     views = trunk_views(trunk, rule, silences, links, now, include_resolved=True)
     firing = [v.alert for v in views if v.alert.status == alerts.FIRING]
@@ -63,7 +65,7 @@ def notify_trunk(
     trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
     trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
     for channel in channels:
-        _notify_channel(channel, trunk, rule, views, links, now, result)
+        _notify_channel(channel, trunk, rule, views, links, now, settings, result)
     return result
 
 
@@ -74,6 +76,7 @@ def _notify_channel(
     views: list[AlertView],
     links: Links,
     now: datetime,
+    settings: Settings,
     result: TickResult,
 ) -> None:
     entries = logs.of_receiver(trunk.trunk_id, channel.name)
@@ -97,7 +100,7 @@ def _notify_channel(
             continue
         notification = Notification(alert, decision.status, decision.reason, links.api_url, channel.name)
         try:
-            _deliver(channel, notification, int(entry.seq) + 1)
+            _deliver(channel, notification, int(entry.seq) + 1, settings)
         except ChannelError as err:
             # Nothing recorded: the next tick (at the latest the next sweep) tries again.
             logger.error(
@@ -119,10 +122,9 @@ def _notify_channel(
         metrics.add_metric(name="NotificationsSent", unit=MetricUnit.Count, value=1)
 
 
-def _deliver(channel: Channel, notification: Notification, seq: int) -> None:
+def _deliver(channel: Channel, notification: Notification, seq: int, settings: Settings) -> None:
     """Send once per (receiver, fingerprint, seq), whatever retries and redeliveries happen."""
-    current = settings.current()
-    deliver = _idempotent(current.table_name, current.endpoint_url)
+    deliver = _idempotent(settings.table_name, settings.endpoint_url)
     deliver(
         transition={"receiver": channel.name, "fingerprint": notification.alert.fingerprint, "seq": seq},
         send=lambda: channel.send(notification),
@@ -207,26 +209,32 @@ def _resolved_from_log(entry: NotificationLog, trunk: TrunkConfig, now: datetime
     return AlertView(alert, trunk.trunk_id)
 
 
-def channels_for(current: settings.Settings, deployment: Deployment) -> list[Channel]:
+def channels_for(settings: Settings, deployment: Deployment) -> list[Channel]:
     """The SNS topic, then each configured receiver."""
     if not deployment.receivers:
-        return [SnsChannel(current.topic_arn)]
+        return [SnsChannel(settings.topic_arn)]
     from trunkwatch.app.receivers import receiver_channels
 
-    return [SnsChannel(current.topic_arn), *receiver_channels(deployment.receivers)]
+    return [SnsChannel(settings.topic_arn), *receiver_channels(deployment.receivers)]
 
 
-def on_settled_tick(trunk_id: str, now: datetime) -> TickResult | None:
+def on_settled_tick(
+    trunk_id: str, now: datetime, settings: Settings, deployment: Deployment
+) -> TickResult | None:
     """A poll's evaluation or a sweep finished: notify its trunk."""
     from trunkwatch.silences import store
 
-    current = settings.current()
-    deployment = settings.deployment(current)
-    trunk = next((t for t in deployment.trunks if t.trunk_id == trunk_id), None)
+    trunk = deployment.trunk(trunk_id)
     if trunk is None:
         logger.warning("tick of a trunk no longer configured", extra={"trunk": trunk_id})
         return None
-    links = Links(current.api_url, current.dashboard_url)
+    links = Links(settings.api_url, settings.dashboard_url)
     return notify_trunk(
-        trunk, deployment.rule_for(trunk), store.active(now), channels_for(current, deployment), links, now
+        trunk,
+        deployment.rule_for(trunk),
+        store.active(now),
+        channels_for(settings, deployment),
+        links,
+        now,
+        settings,
     )

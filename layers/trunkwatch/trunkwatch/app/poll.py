@@ -18,10 +18,9 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from trunkwatch.app import settings
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.trunk_metrics import SECONDS_SINCE_GOOD_POLL, trunk_gauge
-from trunkwatch.domain.config import ConfigError
+from trunkwatch.domain.config import ConfigError, Deployment
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.http import HttpClient
@@ -34,13 +33,12 @@ logger = Logger(child=True)
 metrics = Metrics()
 
 
-def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
+def poll_all(deployment: Deployment, now: datetime, deadline: float | None = None) -> dict[str, Any]:
     """Poll each trunk; a failing trunk is logged and counted, the others still run.
 
     `deadline` (a `time.monotonic()` value) is when every poll must be over: the trunks not
     yet polled share the time left equally.
     """
-    deployment = settings.deployment()
     results: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
     configured = list(deployment.trunks)

@@ -1,11 +1,17 @@
-"""The function's environment as one settings model, read in one place, and the running
-deployment's configuration from where the template puts it.
+"""The edge: a function's environment, resolved once per container and passed down.
 
-`CONFIG_PARAMETER` names the SSM parameter holding the configuration document;
-`RULE_DEFAULTS` (JSON, from the template's threshold parameters) sits under the document's
-own `defaults`. The document is cached for a minute so a warm Lambda does not re-read it
-every event. The configuration's model loads with the first read of the deployment (the
-API's silence routes and the authorizer read only the environment).
+Each handler builds one `Edge` when Lambda loads it (`Edge.from_environ(<its variables>)`):
+the settings read from the environment the template gives the function, checked there (a
+variable the function needs and does not have is an error naming it, never a default
+table or region), the storage binding (made once, before the first table access), and
+the running deployment's configuration. Nothing below the handlers reads the environment;
+`app/` and `api/` functions take what they need as arguments.
+
+The configuration document is the SSM parameter `CONFIG_PARAMETER` names, read through
+Powertools parameters (cached for a minute, so a warm container sees a change within one)
+and parsed once per distinct text. `RULE_DEFAULTS` (JSON, from the template's threshold
+parameters) is the base of its rule keys: `domain/config.py` `load_deployment` says which
+value of a rule key wins.
 """
 
 from __future__ import annotations
@@ -13,25 +19,22 @@ from __future__ import annotations
 import functools
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from trunkwatch.domain.config import ConfigError
 
 if TYPE_CHECKING:
     from trunkwatch.domain.config import Deployment
 
 CACHE_SECONDS = 60
-_VARIABLES = (
-    "TABLE_NAME",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_ENDPOINT_URL",
-    "TOPIC_ARN",
-    "CONFIG_PARAMETER",
-    "RULE_DEFAULTS",
-    "DASHBOARD_URL",
-    "API_URL",
-    "API_TOKENS_PARAMETER",
-)
+
+# What each kind of function needs from its environment (template.yaml gives it).
+PIPELINE = ("TABLE_NAME", "AWS_REGION", "CONFIG_PARAMETER")
+NOTIFIER = (*PIPELINE, "TOPIC_ARN")
+API = PIPELINE
+AUTHORIZER = ("AWS_REGION", "API_TOKENS_PARAMETER")
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class Settings:
     endpoint_url: str | None  # set only against a local emulation
     topic_arn: str
     config_parameter: str
-    rule_defaults: str
+    rule_defaults: dict[str, Any]
     dashboard_url: str
     # Where people reach the API and status page; the API itself answers with the URL of the
     # request it serves instead (its own function cannot reference the API: a cycle).
@@ -49,66 +52,84 @@ class Settings:
     api_tokens_parameter: str
 
     @classmethod
-    def from_values(cls, values: dict[str, str | None]) -> Settings:
+    def from_environ(cls, required: Iterable[str], environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings of `environ` (the process's environment by default); every variable in
+        `required` must be set and non-empty."""
+        values = os.environ if environ is None else environ
+        region = values.get("AWS_REGION") or values.get("AWS_DEFAULT_REGION") or ""
+        missing = [name for name in required if not (region if name == "AWS_REGION" else values.get(name))]
+        if missing:
+            raise ConfigError(
+                "environment variable(s) not set: "
+                + ", ".join(missing)
+                + " (template.yaml gives them to every deployed function)"
+            )
         return cls(
-            table_name=values.get("TABLE_NAME") or "trunkwatch",
-            region=values.get("AWS_REGION") or values.get("AWS_DEFAULT_REGION") or "us-east-1",
+            table_name=values.get("TABLE_NAME", ""),
+            region=region,
             endpoint_url=values.get("AWS_ENDPOINT_URL") or None,
-            topic_arn=values.get("TOPIC_ARN") or "",
-            config_parameter=values.get("CONFIG_PARAMETER") or "",
-            rule_defaults=values.get("RULE_DEFAULTS") or "{}",
-            dashboard_url=values.get("DASHBOARD_URL") or "",
-            api_url=(values.get("API_URL") or "").rstrip("/"),
-            api_tokens_parameter=values.get("API_TOKENS_PARAMETER") or "",
+            topic_arn=values.get("TOPIC_ARN", ""),
+            config_parameter=values.get("CONFIG_PARAMETER", ""),
+            rule_defaults=_rule_defaults(values.get("RULE_DEFAULTS") or "{}"),
+            dashboard_url=values.get("DASHBOARD_URL", ""),
+            api_url=values.get("API_URL", "").rstrip("/"),
+            api_tokens_parameter=values.get("API_TOKENS_PARAMETER", ""),
         )
 
 
-def current() -> Settings:
-    """The settings of this environment, with the table bound (once per distinct environment:
-    the local runtime changes it between runs in one process)."""
-    return _settings(tuple(os.environ.get(name) for name in _VARIABLES))
+@dataclass
+class Edge:
+    """One function's resolved environment: its settings, its table, its deployment."""
+
+    settings: Settings
+    _bound: bool = field(default=False, repr=False)
+
+    @classmethod
+    def from_environ(cls, required: Iterable[str], environ: Mapping[str, str] | None = None) -> Edge:
+        return cls(Settings.from_environ(required, environ))
+
+    def storage(self) -> Settings:
+        """Bind the storage models to this function's table (once per container; the API
+        makes the first table access pay for PynamoDB, not its status page)."""
+        if not self._bound:
+            from trunkwatch import storage
+
+            if not self.settings.table_name:
+                raise ConfigError("environment variable TABLE_NAME is not set: this function has no table")
+            storage.bind(self.settings.table_name, self.settings.region, self.settings.endpoint_url)
+            self._bound = True
+        return self.settings
+
+    def deployment(self) -> Deployment:
+        """The configuration in force (re-read at most every CACHE_SECONDS), with every trunk's
+        rule resolved, and the table bound: whoever reads the deployment then reads the table."""
+        from aws_lambda_powertools.utilities import parameters
+
+        self.storage()
+        name = self.settings.config_parameter
+        if not name:
+            raise ConfigError(
+                "environment variable CONFIG_PARAMETER (the configuration's SSM parameter) is not set"
+            )
+        try:
+            text = parameters.get_parameter(name, max_age=CACHE_SECONDS)
+        except parameters.exceptions.GetParameterError as err:
+            raise ConfigError(f"cannot read the configuration parameter {name}: {err}") from None
+        return _deployment(str(text), name, json.dumps(self.settings.rule_defaults, sort_keys=True))
 
 
 @functools.lru_cache(maxsize=4)
-def _settings(values: tuple[str | None, ...]) -> Settings:
-    from trunkwatch import storage  # not on the authorizer's path, which has no table
+def _deployment(text: str, name: str, rule_defaults: str) -> Deployment:
+    from trunkwatch.domain.config import load_deployment, parse_document
 
-    settings = Settings.from_values(dict(zip(_VARIABLES, values, strict=True)))
-    storage.bind(settings.table_name, settings.region, settings.endpoint_url)
-    return settings
-
-
-def deployment(settings: Settings | None = None) -> Deployment:
-    from aws_lambda_powertools.utilities import parameters
-
-    from trunkwatch.domain.config import ConfigError, load_deployment, parse_document
-
-    settings = settings or current()
-    name = settings.config_parameter
-    if not name:
-        raise ConfigError(
-            "environment variable CONFIG_PARAMETER (the configuration's SSM parameter) is not set"
-        )
-    try:
-        text = parameters.get_parameter(name, max_age=CACHE_SECONDS)
-    except parameters.exceptions.GetParameterError as err:
-        raise ConfigError(f"cannot read the configuration parameter {name}: {err}") from None
-    data = parse_document(str(text), f"SSM parameter {name}")
-    if isinstance(data, dict):
-        data = {
-            **data,
-            "defaults": {**_rule_defaults(settings.rule_defaults), **(data.get("defaults") or {})},
-        }
-    return load_deployment(data)
+    return load_deployment(parse_document(text, f"SSM parameter {name}"), json.loads(rule_defaults))
 
 
 def _rule_defaults(raw: str) -> dict[str, Any]:
-    from trunkwatch.domain.config import ConfigError
-
     try:
         values = json.loads(raw)
     except ValueError as err:
-        raise ConfigError(f"RULE_DEFAULTS is not valid JSON: {err}") from None
+        raise ConfigError(f"environment variable RULE_DEFAULTS is not valid JSON: {err}") from None
     if not isinstance(values, dict):
-        raise ConfigError("RULE_DEFAULTS must be a JSON object of rule keys")
+        raise ConfigError("environment variable RULE_DEFAULTS must be a JSON object of rule keys")
     return values

@@ -8,9 +8,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from trunkwatch.app import settings
 from trunkwatch.app.evaluate import TrunkReads, evaluate_job
-from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.storage import alerts, ticks
 
 # A sweep waits this long for an open poll to settle (its tick notifies) before going ahead.
@@ -36,6 +35,5 @@ def sweep_trunk(trunk: TrunkConfig, rule: RuleConfig, now: datetime) -> SweepRes
     return SweepResult(trunk.trunk_id, rejudged=len(firing))
 
 
-def sweep_all(now: datetime) -> list[SweepResult]:
-    deployment = settings.deployment()
+def sweep_all(deployment: Deployment, now: datetime) -> list[SweepResult]:
     return [sweep_trunk(trunk, deployment.rule_for(trunk), now) for trunk in deployment.trunks]

@@ -13,7 +13,7 @@ from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import Alert, AlertView, Links, plural
 from trunkwatch.domain.cells import workflow_of
 from trunkwatch.domain.clock import format_time
-from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.links import silence_url
 from trunkwatch.domain.rule import source_down, trunk_alertname
 from trunkwatch.silences import Silence
@@ -203,12 +203,10 @@ def runbook_url(api_url: str, alertname: str) -> str:
     return f"{api_url.rstrip('/')}/runbook#{alertname.lower()}"
 
 
-def current_alerts(now: datetime, links: Links) -> list[AlertView]:
+def current_alerts(deployment: Deployment, now: datetime, links: Links) -> list[AlertView]:
     """Firing alerts of every configured trunk, for the API's `GET /api/v2/alerts`."""
-    from trunkwatch.app import settings
     from trunkwatch.silences import store
 
-    deployment = settings.deployment()
     silences = store.active(now)
     return [
         view

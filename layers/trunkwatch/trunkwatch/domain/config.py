@@ -199,6 +199,8 @@ class _Checked:
         """JSON-ready fields, without those that are None (the document's own shape)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if not f.init:
+                continue  # derived from the others
             value = _plain(getattr(self, f.name))
             if value is not None:
                 out[f.name] = value
@@ -415,10 +417,13 @@ class ReceiverConfig(_Checked):
 
 @dataclass(frozen=True, kw_only=True)
 class Deployment(_Checked):
+    """The whole document; `rules` holds every trunk's resolved rule (see `load_deployment`)."""
+
     schedule: str = "rate(1 minute)"
     defaults: dict[str, Any] = field(default_factory=dict)
     trunks: tuple[TrunkConfig, ...]
     receivers: tuple[ReceiverConfig, ...] = ()
+    rules: dict[str, RuleConfig] = field(init=False, repr=False, compare=False)
 
     CHECKS: ClassVar[dict[str, Check]] = {
         "schedule": _pattern(_SCHEDULE),
@@ -427,14 +432,20 @@ class Deployment(_Checked):
         "receivers": _items(_nested(ReceiverConfig)),
     }
 
-    def rule_for(self, trunk: TrunkConfig) -> RuleConfig:
-        return rule_config({**self.defaults, **trunk.config})
+    def _check(self) -> None:
+        rules = {}
+        for index, trunk in enumerate(self.trunks):
+            if trunk.trunk_id in rules:
+                raise _Invalid([(f"trunks.{index}", f"{trunk.repo} {trunk.branch} is configured twice")])
+            rules[trunk.trunk_id] = rule_config({**self.defaults, **trunk.config}, f"trunks.{index}.config.")
+        object.__setattr__(self, "rules", rules)
 
-    def trunk(self, trunk_id: str) -> TrunkConfig:
-        for trunk in self.trunks:
-            if trunk.trunk_id == trunk_id:
-                return trunk
-        raise ConfigError(f"no trunk {trunk_id!r} in the configuration")
+    def rule_for(self, trunk: TrunkConfig) -> RuleConfig:
+        return self.rules[trunk.trunk_id]
+
+    def trunk(self, trunk_id: str) -> TrunkConfig | None:
+        """The configured trunk with this id, if it is still configured."""
+        return next((trunk for trunk in self.trunks if trunk.trunk_id == trunk_id), None)
 
 
 def _describe(err: _Invalid, where: str) -> str:
@@ -458,15 +469,20 @@ def trunk_config(values: dict[str, Any]) -> TrunkConfig:
         raise ConfigError(_describe(err, "")) from None
 
 
-def load_deployment(data: Any) -> Deployment:
+def load_deployment(data: Any, base_defaults: Mapping[str, Any] | None = None) -> Deployment:
+    """The document, validated, with every trunk's rule resolved. A rule key's value is, in
+    order of precedence: the trunk's `config`, the document's `defaults`, `base_defaults` (in
+    AWS the template's RULE_DEFAULTS), `RuleConfig`'s own default. This is the one place that
+    decides it."""
     if not isinstance(data, dict):
         raise ConfigError("configuration must be a mapping with a 'trunks' list")
+    defaults = data.get("defaults") or {}
+    if base_defaults and isinstance(defaults, Mapping):
+        data = {**data, "defaults": {**base_defaults, **defaults}}
     try:
         deployment: Deployment = Deployment.from_dict(data)
-    except _Invalid as err:
-        raise ConfigError(_describe(err, "")) from None
-    for index, trunk in enumerate(deployment.trunks):
-        rule_config({**deployment.defaults, **trunk.config}, where=f"trunks.{index}.config.")
+    except ConfigError as err:
+        raise ConfigError(_describe(err, "") if isinstance(err, _Invalid) else str(err)) from None
     return deployment
 
 

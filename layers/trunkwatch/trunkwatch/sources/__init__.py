@@ -1,19 +1,22 @@
 """Sources of trunk job results. Each turns a remote API into a `Snapshot`, maps its own
 statuses, and builds its own links (`trunk_link`, `job_link`).
 
-Adding a source: one module (or package) with a class taking `(trunk, token)` whose
-`poll(state, now)` returns a Snapshot, plus `trunk_link` and `job_link`, and one line in
-`REGISTRY`. Modules are imported on first use, so a deployment pays only for its sources.
+Adding a source: one module (or package) with a class built as `cls(trunk, token, http)`
+whose `poll(state, now)` returns a Snapshot (`base.Source`, `base.SourceClass`), plus the
+functions `trunk_link(trunk)` and `job_link(trunk, job, run_url)`, and one line in
+`REGISTRY` (its name is then a valid `source` of a trunk). Modules are imported on first
+use, so a deployment pays only for its sources.
 """
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the notifier and the API build links here, and never poll
     from trunkwatch.domain.config import TrunkConfig
+    from trunkwatch.sources.base import Source, SourceClass
     from trunkwatch.sources.http import HttpClient
 
 # source name -> (module, class)
@@ -28,12 +31,13 @@ def module_of(trunk: TrunkConfig) -> ModuleType:
     return importlib.import_module(module)
 
 
-def make_source(trunk: TrunkConfig, http: HttpClient | None = None) -> Any:
+def make_source(trunk: TrunkConfig, http: HttpClient | None = None) -> Source:
     """The trunk's source, reading through `http` (the poll's client, with its deadline)."""
     from trunkwatch.sources.credentials import resolve_token
 
-    _, cls = REGISTRY[trunk.source]
-    return getattr(module_of(trunk), cls)(trunk, resolve_token(trunk.token), http)
+    _, name = REGISTRY[trunk.source]
+    source_class: SourceClass = getattr(module_of(trunk), name)
+    return source_class(trunk, resolve_token(trunk.token), http)
 
 
 def trunk_link(trunk: TrunkConfig) -> str:

@@ -1,11 +1,16 @@
-"""What every source returns and the error it raises (the HTTP client is in `http.py`)."""
+"""What every source is, returns and raises (the HTTP client is in `http.py`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trunkwatch.domain.cells import Commit, JobRun
+
+if TYPE_CHECKING:
+    from trunkwatch.domain.config import TrunkConfig
+    from trunkwatch.sources.http import HttpClient
 
 
 class SourceError(Exception):
@@ -48,3 +53,19 @@ class Snapshot:
     rate_limited: SourceError | None = None
     # The source answered exactly what it answered at the last stored poll: nothing to compare.
     unchanged: bool = False
+
+
+class Source(Protocol):
+    """What ingest polls: `poll` returns the trunk's snapshot. `state` is what the previous
+    poll's snapshot asked to keep (ETags, digests), `{}` the first time or after a change of
+    the job scope."""
+
+    def poll(self, state: dict[str, Any], now: datetime) -> Snapshot: ...
+
+
+class SourceClass(Protocol):
+    """A source is built per poll from the trunk's configuration, its token (resolved from the
+    configured reference, None without one) and the poll's HTTP client, which carries the
+    poll's deadline and limits."""
+
+    def __call__(self, trunk: TrunkConfig, token: str | None, http: HttpClient | None) -> Source: ...

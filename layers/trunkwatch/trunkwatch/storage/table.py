@@ -1,4 +1,6 @@
-"""The PynamoDB base model and binding every model to one table (settings call `bind`)."""
+"""The PynamoDB base model and binding every model to one table (the function's edge,
+`app/settings.py`, calls `bind` with the table its environment names). Until then there is
+no table: a model used unbound raises `StorageNotBound` instead of reaching a placeholder."""
 
 from __future__ import annotations
 
@@ -13,18 +15,29 @@ from pynamodb.models import Model
 TTL_ATTRIBUTE = "expires_at"
 
 
+class StorageNotBound(RuntimeError):
+    """A model used before `bind` named its table: a wiring error, not a data problem."""
+
+
 class BaseItem(Model):
     """Every item of the table; each subclass is one `kind` (PynamoDB polymorphism)."""
 
     class Meta:
-        # Placeholders until `bind` (called by the settings) names the real table.
-        table_name = "trunkwatch"
-        region = "us-east-1"
+        table_name = ""  # set by `bind`
+        region: str | None = None
         host: str | None = None
 
     pk = UnicodeAttribute(hash_key=True)
     sk = UnicodeAttribute(range_key=True)
     kind = DiscriminatorAttribute()
+
+    @classmethod
+    def _get_connection(cls) -> Any:
+        if not cls.Meta.table_name:
+            raise StorageNotBound(
+                f"{cls.__name__} used before the storage was bound to a table (storage.bind, at the edge)"
+            )
+        return super()._get_connection()
 
     @classmethod
     def upsert(cls, pk: str, sk: str, actions: list[Action], condition: Condition | None = None) -> Any:
@@ -51,7 +64,9 @@ def bind(table_name: str, region: str | None = None, host: str | None = None) ->
 
 def connection() -> Connection:
     """A connection to the bound table's endpoint, for transactions."""
+    if not BaseItem.Meta.table_name:
+        raise StorageNotBound("a transaction before the storage was bound to a table (storage.bind)")
     return Connection(region=BaseItem.Meta.region, host=BaseItem.Meta.host)
 
 
-__all__ = ["TTL_ATTRIBUTE", "BaseItem", "bind", "connection"]
+__all__ = ["TTL_ATTRIBUTE", "BaseItem", "StorageNotBound", "bind", "connection"]
