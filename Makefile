@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SAM_VENV ?= .venv-sam
 SAM_REQUIREMENTS := requirements-sam.txt
 
-.PHONY: demo test lint typecheck unit check-template peers bench clean
+.PHONY: demo test lint typecheck unit check-template peers bench screenshot clean
 
 # The project's virtualenv: runtime + test dependencies and trunkwatch itself (editable).
 $(VENV)/.installed: requirements-dev.txt layers/trunkwatch/requirements.txt layers/trunkwatch/requirements-api.txt pyproject.toml
@@ -42,6 +42,10 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks
 	$(BIN)/python -m benchmarks local_scale
 	$(BIN)/python -m benchmarks github_budget
+
+# Refresh the README's status page screenshot (chromium + Playwright, like the browser tests).
+screenshot: $(VENV)/.installed
+	TRUNKWATCH_UPDATE_SCREENSHOT=1 $(BIN)/python -m pytest -q -p no:xdist tests/test_status_page.py -k test_alerts_silence_from_an_alert_and_expire
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam benchmarks/out

@@ -2,8 +2,9 @@
 `trunkwatch serve`: alerts with their culprit, hostile commit data shown as text, the silence
 form prefilled from an alert, silence create/expire, and the bearer-token prompt.
 
-Writes docs/status-page.png. Chromium is a peer like Alertmanager: installed by
-scripts/install_peers.sh when missing, skipped with TRUNKWATCH_SKIP_PEERS=1.
+The screenshot goes to the test's tmp dir; TRUNKWATCH_UPDATE_SCREENSHOT=1 (`make screenshot`)
+also copies it over the README's docs/status-page.png. Chromium is a peer like Alertmanager:
+installed by scripts/install_peers.sh when missing, skipped with TRUNKWATCH_SKIP_PEERS=1.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import contextlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import urllib.parse
@@ -37,7 +39,11 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOT = ROOT / "docs" / "status-page.png"
+# The README's screenshot: refreshed only on request, never by an ordinary test run.
+DOCS_SCREENSHOT = ROOT / "docs" / "status-page.png"
+UPDATE_SCREENSHOT = os.environ.get("TRUNKWATCH_UPDATE_SCREENSHOT") == "1"
+VIEWPORT = {"width": 1200, "height": 800}
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 # Commit data comes from untrusted pull requests: none of this may ever run.
 HOSTILE_TITLE = (
@@ -116,7 +122,7 @@ class Watched:
 
     def __init__(self, browser: Any, *, refusals: int = 0) -> None:
         self.refusals = refusals
-        self.context = browser.new_context(viewport={"width": 1200, "height": 800})
+        self.context = browser.new_context(viewport=VIEWPORT)
         self.page = self.context.new_page()
         self.dialogs: list[str] = []
         self.errors: list[str] = []
@@ -138,6 +144,13 @@ class Watched:
         assert all(r.url.startswith("http://127.0.0.1:") for r in self.requests)
 
 
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height from a PNG's header chunk (IHDR comes first, right after the signature)."""
+    assert data[:8] == PNG_SIGNATURE and data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
 def api(url: str, path: str, *, token: str | None = None) -> Any:
     request = urllib.request.Request(url + path)  # noqa: S310 - 127.0.0.1
     if token:
@@ -146,7 +159,7 @@ def api(url: str, path: str, *, token: str | None = None) -> Any:
         return json.loads(response.read())
 
 
-def test_alerts_silence_from_an_alert_and_expire(browser: Any, scenario: Path) -> None:
+def test_alerts_silence_from_an_alert_and_expire(browser: Any, scenario: Path, tmp_path: Path) -> None:
     with serving(scenario) as url:
         watched = Watched(browser)
         page = watched.page
@@ -224,8 +237,13 @@ def test_alerts_silence_from_an_alert_and_expire(browser: Any, scenario: Path) -
         assert silence["id"][:8] in suppressed.inner_text()
         assert page.locator("article.alert:not(.suppressed)").count() == 1
         watched.assert_clean()
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        page.screenshot(path=str(SCREENSHOT), full_page=True)
+        screenshot = tmp_path / "status-page.png"
+        page.screenshot(path=str(screenshot), full_page=True)
+        # The whole page: as wide as the viewport, as tall as the document.
+        page_height = page.evaluate("document.documentElement.scrollHeight")
+        assert png_size(screenshot.read_bytes()) == (VIEWPORT["width"], max(page_height, VIEWPORT["height"]))
+        if UPDATE_SCREENSHOT:
+            shutil.copyfile(screenshot, DOCS_SCREENSHOT)
 
         # Expire it from the silences view.
         page.click("a[data-nav=silences]")
