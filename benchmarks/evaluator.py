@@ -40,7 +40,7 @@ class EvaluatorFigures:
     scans: int
     writes_per_changed_cell: float
     cells_per_s: float
-    # beyond SPEC 8
+    # beyond design.md §8
     changed_cells: int = 0
     invocations: int = 0
     get_items_per_changed_cell: float = 0.0

@@ -1,4 +1,4 @@
-"""trunkwatch's alert fingerprint against a real Alertmanager's (SPEC 3.4)."""
+"""trunkwatch's alert fingerprint against a real Alertmanager's (design.md §3.4)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from trunkwatch.sources.github import GitHubSource
 from trunkwatch.sources.http import HttpClient
 from trunkwatch.sources.hud import parse_grid
 
-# SPEC 8: the summary's figures, all numbers.
+# design.md §8: the summary's figures, all numbers.
 POLL_KEYS = [
     "http_requests",
     "http_unconditional_requests",

@@ -1,4 +1,4 @@
-"""Cells (SPEC 3.1): job keys, conclusions, attempts and shard merging."""
+"""Cells (design.md §3.1): job keys, conclusions, attempts and shard merging."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Notifications (SPEC 4): what is due, how the message reads, and routing by attributes."""
+"""Notifications (design.md §4): what is due, how the message reads, and routing by attributes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The consecutive-failure rule (SPEC 3.2), table-driven over cell histories.
+"""The consecutive-failure rule (design.md §3.2), table-driven over cell histories.
 
 A history string lists a job's cells from the newest commit to the oldest:
 F fail, P pass, f flaky, . pending, n nodata (cancelled/skipped), - no cell.

@@ -1,4 +1,4 @@
-"""Replay files (SPEC 6): a header line, then HUD snapshots, silences and ticks in time order."""
+"""Replay files (design.md §6): a header line, then HUD snapshots, silences and ticks in time order."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""API Gateway Lambda authorizer: bearer token -> principal and scope (SPEC 5).
+"""API Gateway Lambda authorizer: bearer token -> principal and scope (design.md §5).
 
 Valid tokens get a policy allowing every route, with the scope in the context; the API
 itself refuses writes to `read` tokens, so that refusal is a well-formed 403. A missing or

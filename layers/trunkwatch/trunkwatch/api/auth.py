@@ -1,4 +1,4 @@
-"""Bearer-token authentication of the API (SPEC 5).
+"""Bearer-token authentication of the API (design.md §5).
 
 Tokens are never stored: the tokens document holds their SHA-256 hex digests, each with the
 principal it stands for and a scope (`read` or `write`). In AWS the document is the SSM

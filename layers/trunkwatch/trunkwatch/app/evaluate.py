@@ -4,7 +4,7 @@ Per changed cell: one Query, paged lazily, reads the job's cells newest first on
 the rule walks. Per trunk and invocation: one GetItem of the trunk's state (recent commits,
 failing jobs); an alert item is read only for a job that fires or was firing. It is written
 only when its content changes, with a version check, in one transaction with the trunk's
-set of failing jobs (K of SPEC 3.3). Each invocation then counts its records towards
+set of failing jobs (K of design.md §3.3). Each invocation then counts its records towards
 their poll's tick with one idempotent update per poll, and settles the tick at the last one.
 Only the evaluator writes alert items and the failing set.
 """

@@ -1,4 +1,4 @@
-"""Ingest: turn a source's snapshot into job cells, writing only what changed (SPEC 2).
+"""Ingest: turn a source's snapshot into job cells, writing only what changed (design.md §2).
 
 Each commit item keeps its cells' states as one short string (a code per JobIndex column),
 so a poll compares the snapshot against one Query of commit items and writes a cell item

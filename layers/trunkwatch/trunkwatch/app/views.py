@@ -1,5 +1,5 @@
 """The alerts of a trunk as people see them: stored job alerts, the derived trunk-level
-alert (SPEC 3.3), and what silences or inhibits each (SPEC 4). Read-only: the evaluator
+alert (design.md §3.3), and what silences or inhibits each (design.md §4). Read-only: the evaluator
 alone writes alert items."""
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def trunk_level_alert(
 
 
 def _present(annotations: dict[str, str]) -> dict[str, str]:
-    """Annotations with no value are left out, never sent empty (SPEC 4)."""
+    """Annotations with no value are left out, never sent empty (design.md §4)."""
     return {k: v for k, v in annotations.items() if v}
 
 

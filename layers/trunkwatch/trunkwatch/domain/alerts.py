@@ -1,4 +1,4 @@
-"""Alerts (SPEC 3.4): identity labels, details, and Alertmanager's label fingerprint."""
+"""Alerts (design.md §3.4): identity labels, details, and Alertmanager's label fingerprint."""
 
 from __future__ import annotations
 

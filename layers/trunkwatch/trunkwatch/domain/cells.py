@@ -1,4 +1,4 @@
-"""Job cells (SPEC 3.1): one (trunk, job key, commit) and its merged state.
+"""Job cells (design.md §3.1): one (trunk, job key, commit) and its merged state.
 
 Sources report raw job runs (one per shard and attempt); this module turns them into the
 four-valued cell the rule reads. Pure functions only.

@@ -1,4 +1,4 @@
-"""The configuration document (SPEC 7): rule settings, the trunks to watch, receivers.
+"""The configuration document (design.md §7): rule settings, the trunks to watch, receivers.
 
 Validated once at load; any unknown key, bad regex, bad duration or missing field is an
 error that names the key. Plain frozen dataclasses with explicit checks: this module is on
@@ -233,7 +233,7 @@ PYTORCH_INCLUDE = "^(pull|trunk|docs-build|linux-binary-)"
 
 @dataclass(frozen=True, kw_only=True)
 class RuleConfig(_Checked):
-    """Rule keys (SPEC 7); the same names in a replay file's `config` object."""
+    """Rule keys (design.md §7); the same names in a replay file's `config` object."""
 
     failures_to_open: int = 3
     passes_to_close: int = 1

@@ -1,4 +1,4 @@
-"""What is due to be sent (SPEC 4): Alertmanager's notification-log rules, per alert and
+"""What is due to be sent (design.md §4): Alertmanager's notification-log rules, per alert and
 receiver. Pure functions of the alert, what was last sent, and the clock."""
 
 from __future__ import annotations

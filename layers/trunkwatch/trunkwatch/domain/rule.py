@@ -1,4 +1,4 @@
-"""The consecutive-failure rule (SPEC 3.2, 3.3): pure functions of stored cells and the clock.
+"""The consecutive-failure rule (design.md §3.2, §3.3): pure functions of stored cells and the clock.
 
 The verdict for a job depends only on its cells and `now`, never on the order in which
 cells arrived, so re-delivered or reordered stream records cannot change it.
@@ -145,13 +145,13 @@ _NEVER_FAILING = {CellState.PENDING, CellState.PASS, CellState.FLAKY}
 
 
 def trunk_alertname(failing_jobs: int, rule: RuleConfig) -> str | None:
-    """SPEC 3.3: no alert, TrunkBroken (1..band) or TrunkBadlyBroken (> band)."""
+    """design.md §3.3: no alert, TrunkBroken (1..band) or TrunkBadlyBroken (> band)."""
     if failing_jobs == 0:
         return None
     return "TrunkBroken" if failing_jobs <= rule.trunk_band_max_jobs else "TrunkBadlyBroken"
 
 
 def source_down(failing_since: datetime | None, now: datetime, rule: RuleConfig) -> bool:
-    """SPEC 3.5: the trunk's polls have failed, with no success in between, for at least
+    """design.md §3.5: the trunk's polls have failed, with no success in between, for at least
     `source_down_after` counted from the first failed poll."""
     return failing_since is not None and now - failing_since >= rule.source_down_after

@@ -21,7 +21,7 @@ _LABEL_NAME = r"[a-zA-Z_][a-zA-Z0-9_]*"
 # either a double-quoted string with escapes or the bare rest of the text.
 _MATCHER_TEXT = r'(?s)\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*(".*"|[^"]*?)\s*'
 
-# Labels every alert carries with a non-empty value (SPEC 3.4); other labels may be absent,
+# Labels every alert carries with a non-empty value (design.md §3.4); other labels may be absent,
 # which a matcher sees as the empty value.
 ALWAYS_PRESENT_LABELS = frozenset({"alertname", "repo", "branch", "priority", "team"})
 # Values of many shapes: a regex matching every one of them is taken to match any value.

@@ -1,4 +1,4 @@
-"""Silences (SPEC 5): what a silence is and its rules (the postable shape the API accepts
+"""Silences (design.md §5): what a silence is and its rules (the postable shape the API accepts
 is in `postable`, which only the API's path imports: it is built on pydantic).
 
 Mirrors Alertmanager: status comes from the clock (pending before `startsAt`, expired from

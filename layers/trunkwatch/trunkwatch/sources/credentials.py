@@ -1,4 +1,4 @@
-"""Source tokens from where the configuration says they live (SPEC 2, 7).
+"""Source tokens from where the configuration says they live (design.md §2, §7).
 
 Values are cached by Powertools for five minutes, so a warm Lambda does not call SSM or
 Secrets Manager on every poll and a rotated token is picked up within that time. Errors name

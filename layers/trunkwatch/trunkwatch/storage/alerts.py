@@ -1,5 +1,5 @@
 """Stored alerts of a trunk (TrunkJobFailing items) and the trunk's failing set, written
-together in one transaction so K (SPEC 3.3) never disagrees with the alert items."""
+together in one transaction so K (design.md §3.3) never disagrees with the alert items."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from trunkwatch.storage.table import BaseItem
 class TrunkState(BaseItem, discriminator="trunk"):
     """Per-trunk counters the evaluator and notifier share (sk `STATE`)."""
 
-    # Jobs with a firing TrunkJobFailing: K of SPEC 3.3, kept with atomic ADD/DELETE.
+    # Jobs with a firing TrunkJobFailing: K of design.md §3.3, kept with atomic ADD/DELETE.
     failing = UnicodeSetAttribute(null=True)
     # Seqs of the newest commits that ran any job (for staleness), newest first.
     recent_seqs = JSONAttribute(null=True)
@@ -61,7 +61,7 @@ class CommitItem(BaseItem, discriminator="commit"):
 
 
 class CellItem(BaseItem, discriminator="cell"):
-    """One job cell; written only when its merged state changes (SPEC 2)."""
+    """One job cell; written only when its merged state changes (design.md §2)."""
 
     trunk = UnicodeAttribute()
     job = UnicodeAttribute()

@@ -1,4 +1,4 @@
-"""The `github` source (SPEC 2): trunk commits, push workflow runs and their jobs.
+"""The `github` source (design.md §2): trunk commits, push workflow runs and their jobs.
 
 Commits come from `GET /repos/{owner}/{repo}/commits?sha={branch}`. That list is in
 `git log` order (newest first, every reachable commit), which is the trunk's first-parent
