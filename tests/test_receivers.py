@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 
 from trunkwatch.app.receivers import receiver_channels, receiver_name
-from trunkwatch.channels.base import ChannelError, Notification
+from trunkwatch.channels import RECEIVER_TYPES, http
+from trunkwatch.channels.base import ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
 from trunkwatch.domain.alerts import Alert
 from trunkwatch.domain.config import ReceiverConfig
+from trunkwatch.domain.config import receiver_config as read_receiver
 from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer
 from trunkwatch_local.replay import ReplayError, parse_replay
 
@@ -40,6 +42,10 @@ ANNOTATIONS = {
     "silence_url": "http://127.0.0.1:9093/#/silences/new?filter=x",
 }
 WEBHOOK_PATH = "/services/T000/B000/secretpart"
+
+
+def receiver_config(data: dict[str, Any]) -> ReceiverConfig:
+    return read_receiver(data, RECEIVER_TYPES)
 
 
 def note(
@@ -135,6 +141,27 @@ def test_slack_non_2xx_is_a_channel_error_without_the_url(slack: SlackServer, fa
     assert slack.posts == []
     slack_channel(slack).send(note())  # the retry at the next tick goes through
     assert len(slack.posts) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "rejected", "said"),
+    [
+        (400, b"invalid_blocks", True, "answered 400: invalid_blocks"),
+        (422, b'{"message": "Validation Failed", "errors": []}', True, "answered 422: Validation Failed"),
+        (413, b"", True, "answered 413"),
+        (429, b"rate_limited", False, "answered 429: rate_limited"),
+        (408, b"", False, "answered 408"),
+        (403, b'{"message": "You have exceeded a secondary rate limit"}', False, "secondary rate limit"),
+        (404, b"no_service", False, "answered 404: no_service"),
+        (503, b"<html>busy</html>", False, "answered 503"),
+    ],
+)
+def test_a_refusal_of_the_message_itself_is_told_apart_from_a_failure_worth_retrying(
+    status: int, body: bytes, rejected: bool, said: str
+) -> None:
+    error = http.failure(http.Answer(status, {}, body), "Slack receiver s")
+    assert isinstance(error, ChannelRejected) is rejected and said in str(error)
+    assert "<html>" not in str(error)
 
 
 def test_slack_unreachable_is_a_channel_error() -> None:
@@ -258,15 +285,15 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_channel_error() -> None:
 
 def test_receivers_have_stable_unique_names_and_their_matchers() -> None:
     configs = [
-        ReceiverConfig.from_dict({"type": "slack", "url": {"secret": "trunkwatch/slack-oncall"}}),
-        ReceiverConfig.from_dict(
+        receiver_config({"type": "slack", "url": {"secret": "trunkwatch/slack-oncall"}}),
+        receiver_config(
             {"type": "github_issues", "repo": "pytorch/pytorch", "matchers": ['alertname=~"Trunk.*"']}
         ),
-        ReceiverConfig.from_dict(
+        receiver_config(
             {"type": "github_issues", "repo": "pytorch/pytorch", "api_url": "https://ghe.example.com/api/v3"}
         ),
-        ReceiverConfig.from_dict({"type": "slack", "url": "https://hooks.slack.invalid/services/x"}),
-        ReceiverConfig.from_dict({"type": "slack", "url": {"secret": "trunkwatch/slack-oncall"}}),
+        receiver_config({"type": "slack", "url": "https://hooks.slack.invalid/services/x"}),
+        receiver_config({"type": "slack", "url": {"secret": "trunkwatch/slack-oncall"}}),
     ]
     names = [channel.name for channel in receiver_channels(configs)]
     assert names[:3] == [
@@ -305,7 +332,7 @@ def test_an_unreadable_receiver_secret_is_a_channel_error_naming_where(
     monkeypatch: pytest.MonkeyPatch, slack: SlackServer
 ) -> None:
     monkeypatch.delenv("TRUNKWATCH_TEST_SLACK_URL", raising=False)
-    config = ReceiverConfig.from_dict({"type": "slack", "url": {"env": "TRUNKWATCH_TEST_SLACK_URL"}})
+    config = receiver_config({"type": "slack", "url": {"env": "TRUNKWATCH_TEST_SLACK_URL"}})
     (channel,) = receiver_channels([config])
     with pytest.raises(ChannelError, match="environment variable TRUNKWATCH_TEST_SLACK_URL is not set"):
         channel.send(note())

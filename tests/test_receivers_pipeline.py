@@ -17,9 +17,9 @@ from tests.conftest import record_stream_batches, table_items
 from trunkwatch.domain import clock
 from trunkwatch_local.receiver_servers import GitHubIssuesServer, SlackServer
 from trunkwatch_local.replay import Replay, read_replay
-from trunkwatch_local.runtime import LocalRuntime
+from trunkwatch_local.runtime import LambdaContext, LocalRuntime
 from trunkwatch_local.scenario import DEMO_JOBS, Trunk, _demo_outcome
-from trunkwatch_local.session import run_replay
+from trunkwatch_local.session import Session, replay_into, run_replay
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 LABELS = ["trunk-health", "ci"]
@@ -201,3 +201,40 @@ def test_lost_notification_log_does_not_open_a_second_issue(
     (issue,) = github.issues.values()
     assert issue.state == "closed"
     assert sum(c.startswith("**Resolved**") for c in issue.comments) == 1
+
+
+def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
+    slack: SlackServer, github: GitHubIssuesServer
+) -> None:
+    replay = read_replay(SCENARIOS / "basic-break.jsonl")
+    replay.receivers = receivers(slack, github)
+    slack.fail_next(1, 422)  # the first message is refused; the receiver takes the rest
+    session = Session()
+    try:
+        session.start(replay.deployment(session.hud.url))
+        events = replay_into(session, replay)
+        published = [next(events)]  # the tick of the refused message, as it left the log
+        logs = [e for e in table_items("notification") if e["receiver"]["S"].startswith("slack")]
+        published += events
+    finally:
+        session.stop()
+    first = (published[0].message["status"], published[0].attributes["fingerprint"])
+
+    assert len(published) > 1 and slack.failures == 0
+    assert slack_posts(slack) == sns_messages(published) - Counter([first])  # the rest, once each
+    failed = {e["fingerprint"]["S"]: e["failed"]["S"] for e in logs if "failed" in e}
+    assert list(failed) == [first[1]] and "answered 422: scripted failure" in failed[first[1]]
+    refused = next(e for e in logs if e["fingerprint"]["S"] == first[1])
+    assert refused["last_status"]["S"] == "firing"  # done with: not due again at the next tick
+
+
+def test_a_tick_out_of_time_leaves_every_receiver_for_the_next_tick(
+    pipeline: Any, slack: SlackServer, github: GitHubIssuesServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime, hud, trunk = pipeline
+    with monkeypatch.context() as short:
+        short.setattr(LambdaContext, "get_remaining_time_in_millis", lambda self: 5_000)
+        assert run(runtime, hud, trunk, 4) == []  # firing by now, but no time to send
+    assert slack.posts == [] and github.requests == [] and table_items("notification") == []
+    sent = run(runtime, hud, trunk, 4.5, after=4)  # the next tick has the time: all of it goes
+    assert sent and slack_posts(slack) == sns_messages(sent) and len(github.issues) == 1

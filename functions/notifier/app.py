@@ -15,13 +15,17 @@ logger = Logger()
 metrics = Metrics()
 
 
-def _settled(tick: dict[str, Any], _before: dict[str, Any]) -> None:
-    on_settled_tick(str(tick["trunk"]), clock.now())
-
-
 @logger.inject_lambda_context
 @traced
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     register_lambda_context(context)
-    return stream.response(stream.each_image(event["Records"], _settled))
+
+    # The batch's ticks share the invocation's time: receivers left when it runs short wait.
+    def remaining_s() -> float:
+        return context.get_remaining_time_in_millis() / 1000
+
+    def settled(tick: dict[str, Any], _before: dict[str, Any]) -> None:
+        on_settled_tick(str(tick["trunk"]), clock.now(), remaining_s)
+
+    return stream.response(stream.each_image(event["Records"], settled))

@@ -6,8 +6,14 @@ Stages per receiver, as in Alertmanager's notify pipeline: its matchers pick the
 due (dedup), and delivery goes through Powertools idempotency keyed on (receiver,
 fingerprint, the log's sequence number + 1), so a retried batch, a duplicate stream record
 or a concurrent tick cannot deliver it twice. A delivery that fails deletes its idempotency
-record and leaves the log as it was: the next tick tries again (retry). The log entry is
-advanced only after the delivery.
+record and leaves the log as it was: the next tick tries again, and the receiver's later
+messages wait behind it, in order (retry). A message the receiver refuses for good
+(ChannelRejected) is recorded in the log as failed, with the reason, and the next ones go on:
+one bad message cannot jam a receiver. The log entry is advanced only after the delivery.
+
+A tick has one time budget for all its receivers (`remaining_s`, from the Lambda context):
+no delivery starts with less than DELIVERY_RESERVE_S left; what is left waits for the next
+tick, untouched.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from trunkwatch.app import settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views
-from trunkwatch.channels.base import Channel, ChannelError, Notification
+from trunkwatch.channels.base import Channel, ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.sns import SnsChannel
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import Alert, AlertView, Links
@@ -38,6 +44,10 @@ logger = Logger(child=True)
 metrics = Metrics()
 
 IDEMPOTENCY_TTL_S = 7 * 24 * 3600
+# A delivery can take a few requests of up to 10 s each (channels/http.py) and a log write.
+DELIVERY_RESERVE_S = 20.0
+
+RemainingSeconds = Callable[[], float]  # the invocation's time left (the Lambda context's)
 
 
 @dataclass
@@ -46,6 +56,8 @@ class TickResult:
     sent: list[dict[str, Any]] = field(default_factory=list)
     held: int = 0
     failed: int = 0
+    rejected: int = 0
+    deferred: int = 0  # receivers left for the next tick: the time budget was spent
 
 
 def notify_trunk(
@@ -55,6 +67,7 @@ def notify_trunk(
     channels: Sequence[Channel],
     links: Links,
     now: datetime,
+    remaining_s: RemainingSeconds,
 ) -> TickResult:
     result = TickResult(trunk.trunk_id)
     views = trunk_views(trunk, rule, silences, links, now, include_resolved=True)
@@ -63,7 +76,7 @@ def notify_trunk(
     trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
     trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
     for channel in channels:
-        _notify_channel(channel, trunk, rule, views, links, now, result)
+        _notify_channel(channel, trunk, rule, views, links, now, remaining_s, result)
     return result
 
 
@@ -74,6 +87,7 @@ def _notify_channel(
     views: list[AlertView],
     links: Links,
     now: datetime,
+    remaining_s: RemainingSeconds,
     result: TickResult,
 ) -> None:
     entries = logs.of_receiver(trunk.trunk_id, channel.name)
@@ -95,9 +109,27 @@ def _notify_channel(
         if decision is None:
             result.held += _record_hold(entry, view)
             continue
+        if remaining_s() < DELIVERY_RESERVE_S:
+            logger.warning(
+                "time budget spent; the receiver's due messages wait for the next tick",
+                extra={"receiver": channel.name, "trunk": trunk.trunk_id},
+            )
+            metrics.add_metric(name="NotificationsDeferred", unit=MetricUnit.Count, value=1)
+            result.deferred += 1
+            return
         notification = Notification(alert, decision.status, decision.reason, links.api_url, channel.name)
         try:
             _deliver(channel, notification, int(entry.seq) + 1)
+        except ChannelRejected as err:
+            # Sending it again cannot help: record why, and go on with the next message.
+            logger.error(
+                "delivery rejected by the receiver; recorded as failed, not retried",
+                extra={"receiver": channel.name, "fingerprint": alert.fingerprint, "error": str(err)},
+            )
+            metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
+            result.rejected += 1
+            _advance(entry, alert, decision, now, failed=str(err))
+            continue
         except ChannelError as err:
             # Nothing recorded: the next tick (at the latest the next sweep) tries again.
             logger.error(
@@ -187,8 +219,12 @@ def _record_hold(entry: NotificationLog, view: AlertView) -> int:
     return 1
 
 
-def _advance(entry: NotificationLog, alert: Alert, decision: Decision, now: datetime) -> None:
+def _advance(
+    entry: NotificationLog, alert: Alert, decision: Decision, now: datetime, failed: str | None = None
+) -> None:
+    """The transition is done with: sent, or `failed` (refused for good, with the reason)."""
     entry.seq = int(entry.seq) + 1
+    entry.failed = failed
     entry.last_status = decision.status
     entry.last_sent_at = now
     entry.starts_at = alert.starts_at
@@ -216,7 +252,7 @@ def channels_for(current: settings.Settings, deployment: Deployment) -> list[Cha
     return [SnsChannel(current.topic_arn), *receiver_channels(deployment.receivers)]
 
 
-def on_settled_tick(trunk_id: str, now: datetime) -> TickResult | None:
+def on_settled_tick(trunk_id: str, now: datetime, remaining_s: RemainingSeconds) -> TickResult | None:
     """A poll's evaluation or a sweep finished: notify its trunk."""
     from trunkwatch.silences import store
 
@@ -227,6 +263,7 @@ def on_settled_tick(trunk_id: str, now: datetime) -> TickResult | None:
         logger.warning("tick of a trunk no longer configured", extra={"trunk": trunk_id})
         return None
     links = Links(current.api_url, current.dashboard_url)
+    channels = channels_for(current, deployment)
     return notify_trunk(
-        trunk, deployment.rule_for(trunk), store.active(now), channels_for(current, deployment), links, now
+        trunk, deployment.rule_for(trunk), store.active(now), channels, links, now, remaining_s
     )

@@ -81,6 +81,7 @@ def _settings(values: tuple[str | None, ...]) -> Settings:
 def deployment(settings: Settings | None = None) -> Deployment:
     from aws_lambda_powertools.utilities import parameters
 
+    from trunkwatch.channels import RECEIVER_TYPES
     from trunkwatch.domain.config import ConfigError, load_deployment, parse_document
 
     settings = settings or current()
@@ -99,7 +100,7 @@ def deployment(settings: Settings | None = None) -> Deployment:
             **data,
             "defaults": {**_rule_defaults(settings.rule_defaults), **(data.get("defaults") or {})},
         }
-    return load_deployment(data)
+    return load_deployment(data, RECEIVER_TYPES)
 
 
 def _rule_defaults(raw: str) -> dict[str, Any]:

@@ -16,23 +16,31 @@ from __future__ import annotations
 import hashlib
 import re
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from trunkwatch.channels import http
-from trunkwatch.channels.base import ChannelError, Notification
+from trunkwatch.channels.base import Notification, Resolve, Route
 from trunkwatch.channels.content import Content, content
+from trunkwatch.channels.github_rest import DEFAULT_API_URL, GitHubRest, host_suffix
 from trunkwatch.domain import alerts
-from trunkwatch.domain.config import ConfigError
+from trunkwatch.domain.config import (
+    _REPO,
+    Check,
+    ReceiverConfig,
+    TokenRef,
+    _items,
+    _nested,
+    _nonempty,
+    _optional,
+    _pattern,
+)
 
-API_VERSION = "2022-11-28"
-MAX_PAGES = 10  # 1,000 open issues with the labels, or comments on one issue
 MAX_TITLE_CHARS = 256
 _MARKER = "<!-- trunkwatch-fingerprint: {} -->"
 _COMMENT_MARKER = "<!-- trunkwatch-comment: {} -->"
 _COMMENT_KEY = re.compile(r"<!-- trunkwatch-comment: (\S+) -->")
-_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 
 
 def marker(fingerprint: str) -> str:
@@ -128,7 +136,7 @@ class GitHubIssuesChannel:
         return not labels.get("job") and self.route(labels)
 
     def send(self, notification: Notification) -> None:
-        headers = self._headers()
+        headers = self._rest.headers()
         fingerprint = notification.alert.fingerprint
         issue = self._open_issue(fingerprint, headers)
         if notification.status == alerts.RESOLVED:
@@ -147,19 +155,14 @@ class GitHubIssuesChannel:
         # A reminder, or a release from a silence, of an episode whose issue is open: the
         # issue already says it.
 
-    def _headers(self) -> dict[str, str]:
-        try:
-            token = self.token()
-        except ConfigError as err:
-            raise ChannelError(f"GitHub issues receiver {self.name}: {err}") from None
-        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        return headers
+    @property
+    def _rest(self) -> GitHubRest:
+        what = f"GitHub issues receiver {self.name}"
+        return GitHubRest(self.api_url, self.token, what, self.timeout_s)
 
     @property
     def _repo_url(self) -> str:
-        return f"{self.api_url.rstrip('/')}/repos/{self.repo}"
+        return self._rest.url(f"/repos/{self.repo}")
 
     def _open_issue(self, fingerprint: str, headers: dict[str, str]) -> int | None:
         """The open issue carrying the fingerprint's marker (pull requests skipped)."""
@@ -167,7 +170,7 @@ class GitHubIssuesChannel:
         if self.labels:
             query["labels"] = ",".join(self.labels)
         wanted = marker(fingerprint)
-        for item in self._pages(f"{self._repo_url}/issues?{urllib.parse.urlencode(query)}", headers):
+        for item in self._rest.pages(f"{self._repo_url}/issues?{urllib.parse.urlencode(query)}", headers):
             if "pull_request" in item or not isinstance(item.get("number"), int):
                 continue
             if wanted in str(item.get("body") or ""):
@@ -178,41 +181,45 @@ class GitHubIssuesChannel:
         """Post `text` unless the issue's newest trunkwatch comment carries the same key."""
         wanted = _COMMENT_KEY.search(text)
         last = None
-        for item in self._pages(f"{self._repo_url}/issues/{issue}/comments?per_page=100", headers):
+        for item in self._rest.pages(f"{self._repo_url}/issues/{issue}/comments?per_page=100", headers):
             found = _COMMENT_KEY.search(str(item.get("body") or ""))
             last = found.group(1) if found else last
         if wanted and last == wanted.group(1):
             return
         self._call("POST", f"/issues/{issue}/comments", headers, {"body": text})
 
-    def _pages(self, url: str, headers: dict[str, str]) -> Iterator[dict[str, Any]]:
-        for _ in range(MAX_PAGES):
-            answer = self._answer("GET", url, headers)
-            items = answer.json(self._what)
-            if not isinstance(items, list):
-                raise ChannelError(f"{self._what} answered a list request with no list")
-            yield from (item for item in items if isinstance(item, dict))
-            found = _NEXT.search(answer.headers.get("link", ""))
-            if not found:
-                return
-            url = found.group(1)
-            if not url.startswith(self.api_url.rstrip("/") + "/"):
-                raise ChannelError(f"{self._what} gave a next page on another host")
-
     def _call(self, method: str, path: str, headers: dict[str, str], payload: dict[str, Any]) -> None:
-        self._answer(method, f"{self._repo_url}{path}", headers, payload)
+        self._rest.call(method, f"{self._repo_url}{path}", headers, payload)
 
-    def _answer(
-        self, method: str, url: str, headers: dict[str, str], payload: dict[str, Any] | None = None
-    ) -> http.Answer:
-        answer = http.request(
-            method, url, what=self._what, payload=payload, headers=headers, timeout_s=self.timeout_s
+
+@dataclass(frozen=True, kw_only=True)
+class GitHubIssuesReceiver(ReceiverConfig):
+    """`type: github_issues`: issues in `repo` (with `labels`), through `api_url` (GitHub
+    Enterprise: `https://<host>/api/v3`) with `token` (a reference, as for trunks)."""
+
+    repo: str
+    api_url: str = DEFAULT_API_URL
+    labels: tuple[str, ...] = ()
+    token: TokenRef | None = None
+
+    CHECKS: ClassVar[dict[str, Check]] = {
+        **ReceiverConfig.CHECKS,
+        "repo": _pattern(_REPO),
+        "api_url": _nonempty,
+        "labels": _items(_nonempty),
+        "token": _optional(_nested(TokenRef)),
+    }
+
+    def log_name(self) -> str:
+        return f"github_issues:{self.repo}{host_suffix(self.api_url)}"
+
+    def channel(self, name: str, route: Route, resolve: Resolve) -> GitHubIssuesChannel:
+        token = self.token
+        return GitHubIssuesChannel(
+            name=name,
+            api_url=self.api_url.rstrip("/"),
+            repo=self.repo,
+            labels=self.labels,
+            token=lambda: resolve(token),
+            route=route,
         )
-        if not 200 <= answer.status < 300:
-            path = urllib.parse.urlsplit(url).path
-            raise ChannelError(f"{self._what}: {method} {path} answered {answer.status}")
-        return answer
-
-    @property
-    def _what(self) -> str:
-        return f"GitHub issues receiver {self.name}"

@@ -8,14 +8,15 @@ webhook URL is a credential: it is resolved when sending and never appears in an
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from trunkwatch.channels import http
-from trunkwatch.channels.base import ChannelError, Notification
+from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
 from trunkwatch.channels.content import Content, content
-from trunkwatch.domain.config import ConfigError
+from trunkwatch.domain.config import Check, ConfigError, ReceiverConfig, TokenRef, _secret_or_string
 
 MAX_SECTION_CHARS = 3000
 MAX_HEADER_CHARS = 150
@@ -134,4 +135,26 @@ class SlackChannel:
             "POST", url, what=what, payload=slack_message(notification), timeout_s=self.timeout_s
         )
         if not 200 <= answer.status < 300:
-            raise ChannelError(f"{what} answered {answer.status}")
+            raise http.failure(answer, what)  # e.g. 400 invalid_blocks: rejected for good
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlackReceiver(ReceiverConfig):
+    """`type: slack`: `url` is the incoming webhook's URL itself or a reference to where it
+    is kept (`{secret: name}`; `env` and `ssm` work too, as for tokens)."""
+
+    url: str | TokenRef
+
+    CHECKS: ClassVar[dict[str, Check]] = {**ReceiverConfig.CHECKS, "url": _secret_or_string}
+
+    def log_name(self) -> str:
+        """`slack:<where the secret is>`, or a digest of a literal URL (itself the credential)."""
+        url = self.url
+        if isinstance(url, TokenRef):
+            return "slack:" + (url.secret or (f"ssm:{url.ssm}" if url.ssm else f"env:{url.env}"))
+        return f"slack:{hashlib.sha256(url.encode()).hexdigest()[:12]}"
+
+    def channel(self, name: str, route: Route, resolve: Resolve) -> SlackChannel:
+        url = self.url
+        webhook_url = (lambda: resolve(url)) if isinstance(url, TokenRef) else (lambda: url)
+        return SlackChannel(name=name, webhook_url=webhook_url, route=route)
