@@ -4,6 +4,7 @@ recovering, redelivered stream batches and a lost notification log."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -238,3 +239,30 @@ def test_a_tick_out_of_time_leaves_every_receiver_for_the_next_tick(
     assert slack.posts == [] and github.requests == [] and table_items("notification") == []
     sent = run(runtime, hud, trunk, 4.5, after=4)  # the next tick has the time: all of it goes
     assert sent and slack_posts(slack) == sns_messages(sent) and len(github.issues) == 1
+
+
+def test_the_trunk_level_page_names_every_failing_jobs_culprit(
+    slack: SlackServer, github: GitHubIssuesServer
+) -> None:
+    replay = read_replay(SCENARIOS / "basic-break.jsonl")
+    replay.receivers = receivers(slack, github)
+    published = list(run_replay(replay))
+    culprits = {  # each job's culprit, as its own alert names it
+        p.message["commonLabels"]["job"]: p.message["commonAnnotations"]
+        for p in published
+        if p.attributes["alertname"] == "TrunkJobFailing"
+    }
+    pages = [p for p in published if p.attributes["alertname"] in ("TrunkBroken", "TrunkBadlyBroken")]
+    assert pages and any(p.message["status"] == "firing" for p in pages)
+    (issue,) = github.issues.values()
+    for page in pages:
+        jobs = page.message["commonAnnotations"]["failing_jobs"].splitlines()
+        assert jobs
+        for job in jobs:
+            notes = culprits[job]
+            said = (
+                f"culprit {notes['culprit_sha'][:12]} #{notes['culprit_pr']} by {notes['culprit_author']}, "
+            )
+            assert re.search(rf"- {re.escape(job)}\n  {re.escape(said)}\d+ commits in a row\n", page.email)
+            assert f"`{said}" in issue.body
+            assert any(said in json.dumps(post) for post in slack.posts)

@@ -94,7 +94,10 @@ def _inline(text: str) -> str:
 
 
 def _jobs(told: Content) -> str:
-    lines = [f"{told.jobs_heading}:", *(f"- {_inline(job)}" for job in told.jobs)]
+    lines = [f"{told.jobs_heading}:"]
+    for job in told.jobs:
+        culprit = told.job_culprit(job)
+        lines.append(f"- {_inline(job)}" + (f": {_inline(culprit)}" if culprit else ""))
     return "\n".join([*lines, f"- {told.more_jobs}"] if told.more_jobs else lines)
 
 

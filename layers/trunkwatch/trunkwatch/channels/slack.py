@@ -89,7 +89,10 @@ def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
             text += f"\n{_link(c.commit_url, 'commit ' + c.sha)}"
         blocks.append(_section(text))
     if told.jobs:
-        lines = [f"*{told.jobs_heading}*", *(f"• `{_code(job)}`" for job in told.jobs)]
+        lines = [f"*{told.jobs_heading}*"]
+        for job in told.jobs:
+            culprit = told.job_culprit(job)
+            lines.append(f"• `{_code(job)}`" + (f"\n    {escape(culprit)}" if culprit else ""))
         if told.more_jobs:
             lines.append(f"• {told.more_jobs}")
         blocks.append(_section("\n".join(lines)))
