@@ -18,6 +18,8 @@ import pytest
 from trunkwatch.app.receivers import receiver_channels, receiver_name
 from trunkwatch.channels import RECEIVER_TYPES, http
 from trunkwatch.channels.base import ChannelError, ChannelRejected, Notification
+from trunkwatch.channels.github_culprit import GitHubCulpritChannel
+from trunkwatch.channels.github_culprit import marker as marker_of_culprit
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
 from trunkwatch.domain.alerts import Alert
@@ -339,3 +341,85 @@ def test_an_unreadable_receiver_secret_is_a_channel_error_naming_where(
     monkeypatch.setenv("TRUNKWATCH_TEST_SLACK_URL", slack.url + WEBHOOK_PATH)
     channel.send(note())  # read when due: set later, used at the next try
     assert len(slack.posts) == 1
+
+
+# --- GitHub culprit comments -------------------------------------------------------------
+
+CULPRIT_NOTES = {
+    "summary": "pull / a failing on pytorch/pytorch (3 commits in a row)",
+    "streak": "3",
+    "culprit_sha": "0123456789abcdef0123",
+    "culprit_pr": "4242",
+    "culprit_url": "https://github.com/pytorch/pytorch/commit/0123456789abcdef0123",
+    "failure_lines": "E AssertionError: ```boom```\nE second line",
+    "runbook_url": "http://127.0.0.1:9093/runbook#trunkjobfailing",
+}
+
+
+def culprit_channel(url: str) -> GitHubCulpritChannel:
+    return GitHubCulpritChannel("github_culprit", url, lambda: "tkn", everything, timeout_s=5)
+
+
+def job_note(reason: str = "firing", status: str = "firing", **notes: str) -> Notification:
+    return note(
+        labels=JOB_LABELS, status=status, reason=reason, annotations={**CULPRIT_NOTES, **notes}, jobs=()
+    )
+
+
+def test_github_culprit_comments_once_per_episode_on_the_culprit_pr(github: GitHubIssuesServer) -> None:
+    pr = github.add_pull_request(body="Make x faster", number=4242)
+    channel = culprit_channel(github.url)
+    channel.send(job_note())
+    for later in (job_note("reminder"), job_note("update; x"), job_note("resolved", status="resolved")):
+        channel.send(later)  # the author was told once
+    channel.send(job_note())  # a lost log: its marker is found on the PR, not posted again
+    (comment,) = github.pull_comments[pr]
+    assert comment.startswith(
+        "**trunkwatch**: this PR is the first commit on which `pull / a` failed 3 times in a row"
+        " on `pytorch/pytorch@main`."
+    )
+    assert "https://github.com/pytorch/pytorch/commit/0123456789abcdef0123" in comment
+    assert "E AssertionError: '''boom'''\nE second line" in comment  # the code block stays closed
+    assert "[Runbook](http://127.0.0.1:9093/runbook#trunkjobfailing)" in comment
+    assert marker_of_culprit(job_note()) in comment
+    assert [m for m, _ in github.requests].count("POST") == 1
+    assert set(github.authorizations) == {"Bearer tkn"}
+
+
+def test_github_culprit_uses_the_issue_comments_api_and_reads_every_page(github: GitHubIssuesServer) -> None:
+    pr = github.add_pull_request(body="", number=77)
+    github.pull_comments[pr] += [f"comment {n}" for n in range(120)] + [marker_of_culprit(job_note())]
+    culprit_channel(github.url).send(job_note(culprit_pr="77"))
+    assert github.requests == [
+        ("GET", "/repos/pytorch/pytorch/issues/77/comments?per_page=100"),
+        ("GET", "/repos/pytorch/pytorch/issues/77/comments?per_page=100&page=2"),
+    ]  # found on page 2: nothing posted
+    assert len(github.pull_comments[pr]) == 121
+
+
+def test_github_culprit_takes_job_alerts_with_a_pr_and_a_new_episode_is_told_again(
+    github: GitHubIssuesServer,
+) -> None:
+    channel = culprit_channel(github.url)
+    assert channel.accepts(JOB_LABELS) and not channel.accepts(TRUNK_LABELS)
+    channel.send(job_note(culprit_pr=""))  # a culprit commit pushed without a PR: no one to tell
+    assert github.requests == []
+    pr = github.add_pull_request(body="", number=4242)
+    channel.send(job_note())
+    later = job_note()
+    later.alert.starts_at = START.replace(hour=22)  # the job broke again: another episode
+    channel.send(later)
+    assert len(github.pull_comments[pr]) == 2
+
+
+@pytest.mark.parametrize(("failure", "rejected"), [(422, True), (502, False), (403, False)])
+def test_github_culprit_failures_keep_what_is_posted_once(
+    github: GitHubIssuesServer, failure: int, rejected: bool
+) -> None:
+    pr = github.add_pull_request(body="", number=4242)
+    github.fail_next(1, failure)
+    with pytest.raises(ChannelError) as raised:
+        culprit_channel(github.url).send(job_note())
+    assert isinstance(raised.value, ChannelRejected) is rejected
+    culprit_channel(github.url).send(job_note())
+    assert len(github.pull_comments[pr]) == 1

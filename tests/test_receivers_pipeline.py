@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import record_stream_batches, table_items
 from trunkwatch.domain import clock
+from trunkwatch.storage.keys import IDEMPOTENCY
 from trunkwatch_local.receiver_servers import GitHubIssuesServer, SlackServer
 from trunkwatch_local.replay import Replay, read_replay
 from trunkwatch_local.runtime import LambdaContext, LocalRuntime
@@ -266,3 +267,33 @@ def test_the_trunk_level_page_names_every_failing_jobs_culprit(
             assert re.search(rf"- {re.escape(job)}\n  {re.escape(said)}\d+ commits in a row\n", page.email)
             assert f"`{said}" in issue.body
             assert any(said in json.dumps(post) for post in slack.posts)
+
+
+def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubIssuesServer) -> None:
+    replay = read_replay(SCENARIOS / "basic-break.jsonl")
+    replay.receivers = [{"type": "github_culprit", "api_url": github.url, "token": {"env": TOKEN_VARIABLE}}]
+    pr = github.add_pull_request(body="the culprit", number=160004)
+    session = Session()
+    try:
+        session.start(replay.deployment(session.hud.url))
+        published = []
+        for message in replay_into(session, replay):
+            published.append(message)
+            # After every message the log and the idempotency records are lost: only the
+            # marker on the pull request keeps the comment from being posted again.
+            for entry in table_items():
+                if entry.get("kind", {}).get("S") == "notification" or entry["pk"]["S"] == IDEMPOTENCY:
+                    session.runtime.dynamodb.delete_item(
+                        TableName="trunkwatch-local", Key={"pk": entry["pk"], "sk": entry["sk"]}
+                    )
+    finally:
+        session.stop()
+    firing = [
+        p.message["commonLabels"]["job"]
+        for p in published
+        if p.attributes["alertname"] == "TrunkJobFailing" and p.message["status"] == "firing"
+    ]
+    assert firing and len(github.pull_comments[pr]) == len(set(firing))  # one per job's episode
+    for job, comment in zip(sorted(set(firing)), sorted(github.pull_comments[pr]), strict=True):
+        assert f"this PR is the first commit on which `{job}` failed" in comment
+    assert [m for m, _ in github.requests].count("POST") == len(set(firing))
