@@ -3,7 +3,9 @@ GitHub's REST shapes, and bad answers (status, timeout, not JSON) as ChannelErro
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -280,6 +282,21 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_channel_error() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_delivery_past_the_notifiers_time_budget_is_not_started(
+    slack: SlackServer, github: GitHubIssuesServer
+) -> None:
+    spent = -math.inf  # the notification's deadline: the tick's budget is gone
+    for channel, notification in (
+        (slack_channel(slack), note()),
+        (github_channel(github.url), note()),
+        (culprit_channel(github.url), job_note()),
+    ):
+        with pytest.raises(ChannelError, match="time budget is spent") as raised:
+            channel.send(dataclasses.replace(notification, deadline=spent))
+        assert not isinstance(raised.value, ChannelRejected)  # retried at the next tick
+    assert slack.requests == [] and github.requests == []
 
 
 # --- wiring ------------------------------------------------------------------------------

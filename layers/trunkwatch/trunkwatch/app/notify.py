@@ -11,14 +11,16 @@ messages wait behind it, in order (retry). A message the receiver refuses for go
 (ChannelRejected) is recorded in the log as failed, with the reason, and the next ones go on:
 one bad message cannot jam a receiver. The log entry is advanced only after the delivery.
 
-A tick has one time budget for all its receivers (`remaining_s`, from the Lambda context):
-no delivery starts with less than DELIVERY_RESERVE_S left; what is left waits for the next
-tick, untouched.
+An invocation has one time budget for all its ticks and receivers (`remaining_s`, from the
+Lambda context): every request of a delivery ends before the budget does (the notification's
+deadline), no delivery starts with less than DELIVERY_RESERVE_S left, and what is left waits
+for the next tick, untouched.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,8 +46,10 @@ logger = Logger(child=True)
 metrics = Metrics()
 
 IDEMPOTENCY_TTL_S = 7 * 24 * 3600
-# A delivery can take a few requests of up to 10 s each (channels/http.py) and a log write.
-DELIVERY_RESERVE_S = 20.0
+# A delivery starts only with this much time left; each ends FINISH_RESERVE_S before the
+# budget does, leaving time to write the log and report the stream batch.
+DELIVERY_RESERVE_S = 10.0
+FINISH_RESERVE_S = 5.0
 
 RemainingSeconds = Callable[[], float]  # the invocation's time left (the Lambda context's)
 
@@ -117,7 +121,10 @@ def _notify_channel(
             metrics.add_metric(name="NotificationsDeferred", unit=MetricUnit.Count, value=1)
             result.deferred += 1
             return
-        notification = Notification(alert, decision.status, decision.reason, links.api_url, channel.name)
+        deadline = time.monotonic() + remaining_s() - FINISH_RESERVE_S
+        notification = Notification(
+            alert, decision.status, decision.reason, links.api_url, channel.name, deadline
+        )
         try:
             _deliver(channel, notification, int(entry.seq) + 1)
         except ChannelRejected as err:

@@ -7,6 +7,7 @@ notifier, once for every channel and with each channel's own notification log.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -35,6 +36,8 @@ class Notification:
     reason: str  # Alertmanager's notification_reason: firing, resolved, reminder, update; ...
     external_url: str  # where the API and status page are
     receiver: str
+    # time.monotonic() by which the delivery must be done: the notifier tick's time budget.
+    deadline: float = math.inf
 
 
 class Channel(Protocol):

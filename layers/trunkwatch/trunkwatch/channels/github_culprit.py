@@ -82,7 +82,8 @@ class GitHubCulpritChannel:
         pr = notification.alert.annotations.get("culprit_pr", "").lstrip("#")
         if not first_notice(notification) or not pr.isdigit():
             return  # told once per episode; a culprit commit without a PR has no one to tell
-        rest = GitHubRest(self.api_url, self.token, f"GitHub culprit receiver {self.name}", self.timeout_s)
+        what = f"GitHub culprit receiver {self.name}"
+        rest = GitHubRest(self.api_url, self.token, what, self.timeout_s, notification.deadline)
         headers = rest.headers()
         comments = rest.url(f"/repos/{notification.alert.labels['repo']}/issues/{pr}/comments")
         wanted = marker(notification)

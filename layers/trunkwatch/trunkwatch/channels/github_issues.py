@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -139,60 +139,65 @@ class GitHubIssuesChannel:
         return not labels.get("job") and self.route(labels)
 
     def send(self, notification: Notification) -> None:
-        headers = self._rest.headers()
-        fingerprint = notification.alert.fingerprint
-        issue = self._open_issue(fingerprint, headers)
+        what = f"GitHub issues receiver {self.name}"
+        rest = _Repo(
+            GitHubRest(self.api_url, self.token, what, self.timeout_s, notification.deadline), self.repo
+        )
+        issue = self._open_issue(rest, notification.alert.fingerprint)
         if notification.status == alerts.RESOLVED:
             if issue is None:
                 return  # closed already (by a person, or by an earlier try of this one)
-            self._comment_once(issue, resolved_comment(notification), headers)
-            self._call("PATCH", f"/issues/{issue}", headers, {"state": "closed", "state_reason": "completed"})
+            _comment_once(rest, issue, resolved_comment(notification))
+            rest.call("PATCH", f"/issues/{issue}", {"state": "closed", "state_reason": "completed"})
             return
         if issue is None:
             body: dict[str, Any] = {"title": issue_title(notification), "body": issue_body(notification)}
             if self.labels:
                 body["labels"] = list(self.labels)
-            self._call("POST", "/issues", headers, body)
+            rest.call("POST", "/issues", body)
         elif notification.reason.startswith("update"):
-            self._comment_once(issue, update_comment(notification), headers)
+            _comment_once(rest, issue, update_comment(notification))
         # A reminder, or a release from a silence, of an episode whose issue is open: the
         # issue already says it.
 
-    @property
-    def _rest(self) -> GitHubRest:
-        what = f"GitHub issues receiver {self.name}"
-        return GitHubRest(self.api_url, self.token, what, self.timeout_s)
-
-    @property
-    def _repo_url(self) -> str:
-        return self._rest.url(f"/repos/{self.repo}")
-
-    def _open_issue(self, fingerprint: str, headers: dict[str, str]) -> int | None:
+    def _open_issue(self, rest: _Repo, fingerprint: str) -> int | None:
         """The open issue carrying the fingerprint's marker (pull requests skipped)."""
         query = {"state": "open", "per_page": "100"}
         if self.labels:
             query["labels"] = ",".join(self.labels)
         wanted = marker(fingerprint)
-        for item in self._rest.pages(f"{self._repo_url}/issues?{urllib.parse.urlencode(query)}", headers):
+        for item in rest.pages(f"/issues?{urllib.parse.urlencode(query)}"):
             if "pull_request" in item or not isinstance(item.get("number"), int):
                 continue
             if wanted in str(item.get("body") or ""):
                 return int(item["number"])
         return None
 
-    def _comment_once(self, issue: int, text: str, headers: dict[str, str]) -> None:
-        """Post `text` unless the issue's newest trunkwatch comment carries the same key."""
-        wanted = _COMMENT_KEY.search(text)
-        last = None
-        for item in self._rest.pages(f"{self._repo_url}/issues/{issue}/comments?per_page=100", headers):
-            found = _COMMENT_KEY.search(str(item.get("body") or ""))
-            last = found.group(1) if found else last
-        if wanted and last == wanted.group(1):
-            return
-        self._call("POST", f"/issues/{issue}/comments", headers, {"body": text})
 
-    def _call(self, method: str, path: str, headers: dict[str, str], payload: dict[str, Any]) -> None:
-        self._rest.call(method, f"{self._repo_url}{path}", headers, payload)
+class _Repo:
+    """One delivery's calls to the repository (the token is read once, when it starts)."""
+
+    def __init__(self, rest: GitHubRest, repo: str) -> None:
+        self.rest, self.headers = rest, rest.headers()
+        self.base = rest.url(f"/repos/{repo}")
+
+    def pages(self, path: str) -> Iterator[dict[str, Any]]:
+        return self.rest.pages(self.base + path, self.headers)
+
+    def call(self, method: str, path: str, payload: dict[str, Any]) -> None:
+        self.rest.call(method, self.base + path, self.headers, payload)
+
+
+def _comment_once(rest: _Repo, issue: int, text: str) -> None:
+    """Post `text` unless the issue's newest trunkwatch comment carries the same key."""
+    wanted = _COMMENT_KEY.search(text)
+    last = None
+    for item in rest.pages(f"/issues/{issue}/comments?per_page=100"):
+        found = _COMMENT_KEY.search(str(item.get("body") or ""))
+        last = found.group(1) if found else last
+    if wanted and last == wanted.group(1):
+        return
+    rest.call("POST", f"/issues/{issue}/comments", {"body": text})
 
 
 @dataclass(frozen=True, kw_only=True)

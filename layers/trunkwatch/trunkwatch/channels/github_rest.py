@@ -3,6 +3,7 @@ followed through its `Link: rel="next"` pages (never onto another host)."""
 
 from __future__ import annotations
 
+import math
 import re
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ class GitHubRest:
     token: Callable[[], str | None] = field(repr=False)
     what: str  # the receiver, as errors name it
     timeout_s: float = http.DEFAULT_TIMEOUT_S
+    deadline: float = math.inf  # the notification's: every call of a delivery ends by then
 
     def headers(self) -> dict[str, str]:
         """Read the token (once per delivery: it may be a secret read when due)."""
@@ -64,7 +66,13 @@ class GitHubRest:
         self, method: str, url: str, headers: dict[str, str], payload: dict[str, Any] | None = None
     ) -> http.Answer:
         answer = http.request(
-            method, url, what=self.what, payload=payload, headers=headers, timeout_s=self.timeout_s
+            method,
+            url,
+            what=self.what,
+            payload=payload,
+            headers=headers,
+            timeout_s=self.timeout_s,
+            deadline=self.deadline,
         )
         if not 200 <= answer.status < 300:
             path = urllib.parse.urlsplit(url).path

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import re
 import ssl
 import time
@@ -78,9 +79,15 @@ def request(
     payload: Any = None,
     headers: dict[str, str] | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    deadline: float = math.inf,
 ) -> Answer:
-    """Send `payload` as JSON; a network error, a timeout or an oversized answer is a
-    ChannelError naming `what`. Non-2xx answers are returned: the caller knows its API."""
+    """Send `payload` as JSON within `timeout_s` and before `deadline` (time.monotonic(): the
+    notifier tick's budget); a network error, a timeout, a spent budget or an oversized
+    answer is a ChannelError naming `what`. Non-2xx answers are returned: the caller knows
+    its API."""
+    timeout_s = min(timeout_s, deadline - time.monotonic())
+    if timeout_s <= 0:
+        raise ChannelError(f"{what}: the notifier's time budget is spent")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ChannelError(f"{what}: not an http(s) URL")

@@ -135,7 +135,12 @@ class SlackChannel:
         if not url:
             raise ChannelError(f"{what}: no webhook URL")
         answer = http.request(
-            "POST", url, what=what, payload=slack_message(notification), timeout_s=self.timeout_s
+            "POST",
+            url,
+            what=what,
+            payload=slack_message(notification),
+            timeout_s=self.timeout_s,
+            deadline=notification.deadline,
         )
         if not 200 <= answer.status < 300:
             raise http.failure(answer, what)  # e.g. 400 invalid_blocks: rejected for good
