@@ -58,6 +58,7 @@ def one_line_error(run: subprocess.CompletedProcess[str], *words: str) -> None:
         ('{"repo": "a/b"}\n{"at": "2026-11-18T15:00:00Z", "hud_status": "down"}\n', [":2:", "hud_status"]),
         ('{"repo": "a/b"}\n{"at": "2026-11-18T15:00:00Z", "hud_status": 42}\n', [":2:", "HTTP status"]),
         ('{"repo": "a/b", "config": {"source_down_after": "soon"}}\n', ["source_down_after", "duration"]),
+        ('{"repo": "a/b", "receivers": [{"type": "email"}]}\n', [":1:", "receivers.0.type", "'email'"]),
         (
             '{"repo": "a/b"}\n'
             '{"at": "2026-11-18T15:00:00Z", "tick": true}\n'
@@ -117,6 +118,17 @@ def test_missing_required_option() -> None:
             ["exactly one of env, ssm, secret"],
         ),
         ({"trunks": [{"repo": "a/b"}], "colour": "blue"}, ["colour", "unknown key"]),
+        (
+            {"trunks": [{"repo": "a/b"}], "receivers": [{"type": "pagerduty"}]},
+            [
+                "receivers.0.type: unknown receiver type 'pagerduty' "
+                "(known: github_culprit, github_issues, slack)"
+            ],
+        ),
+        (
+            {"trunks": [{"repo": "a/b"}], "receivers": [{"type": "github_culprit", "labels": ["x"]}]},
+            ["receivers.0.labels: unknown key"],
+        ),
     ],
 )
 def test_broken_config(tmp_path: Path, config: dict[str, object], words: list[str]) -> None:

@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
+from trunkwatch.channels import RECEIVER_TYPES
+from trunkwatch.channels.github_culprit import GitHubCulpritReceiver
+from trunkwatch.channels.github_issues import GitHubIssuesReceiver
+from trunkwatch.channels.slack import SlackReceiver
 from trunkwatch.domain.config import (
     ConfigError,
-    ReceiverConfig,
     RuleConfig,
     TokenRef,
     TrunkConfig,
@@ -48,7 +51,22 @@ def test_frozen_and_validated_on_construction() -> None:
         ({"trunks": [TRUNK], "defaults": {"source_down_after": "soon"}}, ["source_down_after", "duration"]),
         ({"trunks": [{**TRUNK, "per_page": 500}]}, ["trunks.0.per_page", "less than or equal to 100"]),
         ({"trunks": [{**TRUNK, "config": {"teams": [{"match": "(", "team": "x"}]}}]}, ["teams.0.match"]),
-        ({"trunks": [TRUNK], "receivers": [{"type": "email"}]}, ["receivers.0.type", "'slack'"]),
+        (
+            {"trunks": [TRUNK], "receivers": [{"type": "pagerduty"}]},
+            [
+                "receivers.0.type: unknown receiver type 'pagerduty' "
+                "(known: github_culprit, github_issues, slack)"
+            ],
+        ),
+        ({"trunks": [TRUNK], "receivers": [{"url": "u"}]}, ["receivers.0.type: unknown receiver type None"]),
+        (
+            {"trunks": [TRUNK], "receivers": [{"type": "github_culprit", "repo": "a/b"}]},
+            ["receivers.0.repo: unknown key"],
+        ),
+        (
+            {"trunks": [], "receivers": [{"type": "slack"}]},
+            ["receivers.0.url: Field required", "trunks: List should have at least 1 item"],
+        ),
         ({"trunks": [TRUNK], "receivers": [{"type": "slack"}]}, ["receivers.0.url", "required"]),
         ({"trunks": [TRUNK], "receivers": [{"type": "github_issues"}]}, ["receivers.0.repo", "required"]),
         (
@@ -76,7 +94,7 @@ def test_frozen_and_validated_on_construction() -> None:
 )
 def test_errors_name_the_key(document: dict[str, Any], words: list[str]) -> None:
     with pytest.raises(ConfigError) as err:
-        load_deployment(document)
+        load_deployment(document, RECEIVER_TYPES)
     for word in words:
         assert word in str(err.value)
 
@@ -95,16 +113,27 @@ def test_receivers() -> None:
                     "token": {"ssm": "/trunkwatch/gh"},
                     "matchers": ['team=~"infra.*"'],
                 },
+                {"type": "github_culprit", "token": {"secret": "trunkwatch/gh"}},
             ],
-        }
+        },
+        RECEIVER_TYPES,
     )
-    slack, plain, issues = deployment.receivers
-    assert isinstance(slack, ReceiverConfig) and slack.url == TokenRef(secret="trunkwatch/slack")
+    slack, plain, issues, culprit = deployment.receivers
+    assert isinstance(slack, SlackReceiver) and slack.url == TokenRef(secret="trunkwatch/slack")
     assert slack.matchers == ('priority="P1"',)
     assert plain.url == "https://hooks.example/x" and plain.matchers == ()
     assert issues.api_url == "https://api.github.com" and issues.labels == ("ci: sev",)
-    assert issues.token == TokenRef(ssm="/trunkwatch/gh")
+    assert isinstance(issues, GitHubIssuesReceiver) and issues.token == TokenRef(ssm="/trunkwatch/gh")
+    assert isinstance(culprit, GitHubCulpritReceiver) and culprit.api_url == "https://api.github.com"
     assert load_deployment({"trunks": [TRUNK]}).receivers == ()
+
+
+def test_receivers_need_the_registry_to_be_read() -> None:
+    document = {"trunks": [TRUNK], "receivers": [{"type": "slack", "url": "https://x"}]}
+    with pytest.raises(
+        ConfigError, match=r"receivers\.0\.type: unknown receiver type 'slack' \(known: none\)"
+    ):
+        load_deployment(document)
 
 
 def test_to_json_round_trips() -> None:
@@ -112,9 +141,14 @@ def test_to_json_round_trips() -> None:
         {
             "trunks": [{**TRUNK, "token": {"env": "T"}, "config": {"failures_to_open": 2}}],
             "defaults": {"repeat_interval": "2h"},
-            "receivers": [{"type": "slack", "url": {"secret": "s"}}],
-        }
+            "receivers": [
+                {"type": "slack", "url": {"secret": "s"}},
+                {"type": "github_issues", "repo": "a/b", "labels": ["x"]},
+                {"type": "github_culprit", "matchers": ['team="infra"']},
+            ],
+        },
+        RECEIVER_TYPES,
     )
-    assert load_deployment(json.loads(to_json(deployment))) == deployment
+    assert load_deployment(json.loads(to_json(deployment)), RECEIVER_TYPES) == deployment
     assert "null" not in to_json(deployment)
     assert TrunkConfig.from_dict(TRUNK).trunk_id == "pytorch/pytorch#main"

@@ -122,3 +122,37 @@ def test_notifier_reports_a_failing_tick_with_every_record_after_it(configured: 
     assert handler("notifier").lambda_handler(event, context("notifier")) == {
         "batchItemFailures": [{"itemIdentifier": r["dynamodb"]["SequenceNumber"]} for r in (broken, tick)]
     }
+
+
+def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_key(
+    configured: HTTPServer, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    from trunkwatch.app import settings
+    from trunkwatch.channels.slack import SlackReceiver
+    from trunkwatch.domain.config import ConfigError
+
+    trunks = [{"repo": "pytorch/pytorch", "url": configured.url_for("/").rstrip("/")}]
+    good = {"trunks": trunks, "receivers": [{"type": "slack", "url": {"secret": "trunkwatch/receivers/s"}}]}
+    bad = {**good, "receivers": [*good["receivers"], {"type": "pagerduty", "key": "x"}]}
+    ssm = boto3.client("ssm")
+    ssm.put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(good), Overwrite=True)
+    parameters.clear_caches()
+    edge = settings.Edge.from_environ(settings.NOTIFIER)
+    (receiver,) = edge.deployment().receivers
+    assert isinstance(receiver, SlackReceiver)
+
+    ssm.put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(bad), Overwrite=True)
+    parameters.clear_caches()
+    said = "receivers.1.type: unknown receiver type 'pagerduty' (known: github_culprit, github_issues, slack)"
+    with pytest.raises(ConfigError) as raised:
+        edge.deployment()
+    assert str(raised.value) == said
+    event = sample("notifier_stream")  # the tick is reported failed and comes again: nothing lost
+    assert handler("notifier").lambda_handler(event, context("notifier")) == {
+        "batchItemFailures": [{"itemIdentifier": event["Records"][0]["dynamodb"]["SequenceNumber"]}]
+    }
+    # The logged error names the key (Powertools prints it, or hands it to logging's
+    # handlers when an earlier local runtime in the process has set them up).
+    assert said in capsys.readouterr().out + caplog.text

@@ -14,7 +14,7 @@ from trunkwatch.channels.email import email_text
 from trunkwatch.channels.sns import SNS_MAX_BYTES, SUBJECT_MAX, SnsChannel, publish_arguments
 from trunkwatch.channels.webhook import subject
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import RECEIVER, Alert, AlertView
+from trunkwatch.domain.alerts import RECEIVER, Alert, AlertView, describe_commit, job_detail
 from trunkwatch.domain.dedup import Decision, LogState, decide
 
 
@@ -221,6 +221,29 @@ def test_email_for_a_trunk_level_alert_lists_the_jobs() -> None:
     for text in (one, two):
         assert text.startswith("FIRING: HUD is broken\n")
         assert "Culprit" not in text and "Runbook" not in text and "First failure lines" not in text
+
+
+def test_email_for_a_trunk_level_alert_gives_each_jobs_culprit_and_streak() -> None:
+    jobs = ["lint", "lint: 1", "pull / a"]
+    details = {
+        "lint": job_detail(
+            4, describe_commit("abcdef0123456789", 'it\'s "quoted" (#1) by x', 77, "bob", "t")
+        ),
+        "lint: 1": job_detail(1, describe_commit("0123456789abcdef", "t", None, "", "2026-11-18T18:00:00Z")),
+    }
+    description = "3 jobs failing:\n" + "\n".join(f"- {job}: {detail}" for job, detail in details.items())
+    description += "\n- pull / a: not a line trunkwatch wrote"
+    text = email_text(
+        notification(
+            {"summary": "HUD is broken", "failing_jobs": "\n".join(jobs), "description": description}
+        )
+    )
+    assert (
+        "Failing: 3 jobs\n"
+        "- lint\n  culprit abcdef012345 #77 by bob, 4 commits in a row\n"
+        "- lint: 1\n  culprit 0123456789ab by unknown, 1 commit in a row\n"
+        "- pull / a\n\n"  # no culprit read: the job alone
+    ) in text
 
 
 def test_publish_delivers_the_webhook_to_sqs_and_the_text_under_email(aws: dict[str, Any]) -> None:

@@ -3,7 +3,9 @@ GitHub's REST shapes, and bad answers (status, timeout, not JSON) as ChannelErro
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -16,11 +18,15 @@ from typing import Any
 import pytest
 
 from trunkwatch.app.receivers import receiver_channels, receiver_name
-from trunkwatch.channels.base import ChannelError, Notification
+from trunkwatch.channels import RECEIVER_TYPES, http
+from trunkwatch.channels.base import ChannelError, ChannelRejected, Notification
+from trunkwatch.channels.github_culprit import GitHubCulpritChannel
+from trunkwatch.channels.github_culprit import marker as marker_of_culprit
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
 from trunkwatch.domain.alerts import Alert
 from trunkwatch.domain.config import ReceiverConfig
+from trunkwatch.domain.config import receiver_config as read_receiver
 from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer
 from trunkwatch_local.replay import ReplayError, parse_replay
 
@@ -40,6 +46,10 @@ ANNOTATIONS = {
     "silence_url": "http://127.0.0.1:9093/#/silences/new?filter=x",
 }
 WEBHOOK_PATH = "/services/T000/B000/secretpart"
+
+
+def receiver_config(data: dict[str, Any]) -> ReceiverConfig:
+    return read_receiver(data, RECEIVER_TYPES)
 
 
 def note(
@@ -135,6 +145,27 @@ def test_slack_non_2xx_is_a_channel_error_without_the_url(slack: SlackServer, fa
     assert slack.posts == []
     slack_channel(slack).send(note())  # the retry at the next tick goes through
     assert len(slack.posts) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "rejected", "said"),
+    [
+        (400, b"invalid_blocks", True, "answered 400: invalid_blocks"),
+        (422, b'{"message": "Validation Failed", "errors": []}', True, "answered 422: Validation Failed"),
+        (413, b"", True, "answered 413"),
+        (429, b"rate_limited", False, "answered 429: rate_limited"),
+        (408, b"", False, "answered 408"),
+        (403, b'{"message": "You have exceeded a secondary rate limit"}', False, "secondary rate limit"),
+        (404, b"no_service", False, "answered 404: no_service"),
+        (503, b"<html>busy</html>", False, "answered 503"),
+    ],
+)
+def test_a_refusal_of_the_message_itself_is_told_apart_from_a_failure_worth_retrying(
+    status: int, body: bytes, rejected: bool, said: str
+) -> None:
+    error = http.failure(http.Answer(status, {}, body), "Slack receiver s")
+    assert isinstance(error, ChannelRejected) is rejected and said in str(error)
+    assert "<html>" not in str(error)
 
 
 def test_slack_unreachable_is_a_channel_error() -> None:
@@ -253,20 +284,35 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_channel_error() -> None:
         server.server_close()
 
 
+def test_a_delivery_past_the_notifiers_time_budget_is_not_started(
+    slack: SlackServer, github: GitHubIssuesServer
+) -> None:
+    spent = -math.inf  # the notification's deadline: the tick's budget is gone
+    for channel, notification in (
+        (slack_channel(slack), note()),
+        (github_channel(github.url), note()),
+        (culprit_channel(github.url), job_note()),
+    ):
+        with pytest.raises(ChannelError, match="time budget is spent") as raised:
+            channel.send(dataclasses.replace(notification, deadline=spent))
+        assert not isinstance(raised.value, ChannelRejected)  # retried at the next tick
+    assert slack.requests == [] and github.requests == []
+
+
 # --- wiring ------------------------------------------------------------------------------
 
 
 def test_receivers_have_stable_unique_names_and_their_matchers() -> None:
     configs = [
-        ReceiverConfig.from_dict({"type": "slack", "url": {"secret": "trunkwatch/slack-oncall"}}),
-        ReceiverConfig.from_dict(
+        receiver_config({"type": "slack", "url": {"secret": "trunkwatch/slack-oncall"}}),
+        receiver_config(
             {"type": "github_issues", "repo": "pytorch/pytorch", "matchers": ['alertname=~"Trunk.*"']}
         ),
-        ReceiverConfig.from_dict(
+        receiver_config(
             {"type": "github_issues", "repo": "pytorch/pytorch", "api_url": "https://ghe.example.com/api/v3"}
         ),
-        ReceiverConfig.from_dict({"type": "slack", "url": "https://hooks.slack.invalid/services/x"}),
-        ReceiverConfig.from_dict({"type": "slack", "url": {"secret": "trunkwatch/slack-oncall"}}),
+        receiver_config({"type": "slack", "url": "https://hooks.slack.invalid/services/x"}),
+        receiver_config({"type": "slack", "url": {"secret": "trunkwatch/slack-oncall"}}),
     ]
     names = [channel.name for channel in receiver_channels(configs)]
     assert names[:3] == [
@@ -305,10 +351,92 @@ def test_an_unreadable_receiver_secret_is_a_channel_error_naming_where(
     monkeypatch: pytest.MonkeyPatch, slack: SlackServer
 ) -> None:
     monkeypatch.delenv("TRUNKWATCH_TEST_SLACK_URL", raising=False)
-    config = ReceiverConfig.from_dict({"type": "slack", "url": {"env": "TRUNKWATCH_TEST_SLACK_URL"}})
+    config = receiver_config({"type": "slack", "url": {"env": "TRUNKWATCH_TEST_SLACK_URL"}})
     (channel,) = receiver_channels([config])
     with pytest.raises(ChannelError, match="environment variable TRUNKWATCH_TEST_SLACK_URL is not set"):
         channel.send(note())
     monkeypatch.setenv("TRUNKWATCH_TEST_SLACK_URL", slack.url + WEBHOOK_PATH)
     channel.send(note())  # read when due: set later, used at the next try
     assert len(slack.posts) == 1
+
+
+# --- GitHub culprit comments -------------------------------------------------------------
+
+CULPRIT_NOTES = {
+    "summary": "pull / a failing on pytorch/pytorch (3 commits in a row)",
+    "streak": "3",
+    "culprit_sha": "0123456789abcdef0123",
+    "culprit_pr": "4242",
+    "culprit_url": "https://github.com/pytorch/pytorch/commit/0123456789abcdef0123",
+    "failure_lines": "E AssertionError: ```boom```\nE second line",
+    "runbook_url": "http://127.0.0.1:9093/runbook#trunkjobfailing",
+}
+
+
+def culprit_channel(url: str) -> GitHubCulpritChannel:
+    return GitHubCulpritChannel("github_culprit", url, lambda: "tkn", everything, timeout_s=5)
+
+
+def job_note(reason: str = "firing", status: str = "firing", **notes: str) -> Notification:
+    return note(
+        labels=JOB_LABELS, status=status, reason=reason, annotations={**CULPRIT_NOTES, **notes}, jobs=()
+    )
+
+
+def test_github_culprit_comments_once_per_episode_on_the_culprit_pr(github: GitHubIssuesServer) -> None:
+    pr = github.add_pull_request(body="Make x faster", number=4242)
+    channel = culprit_channel(github.url)
+    channel.send(job_note())
+    for later in (job_note("reminder"), job_note("update; x"), job_note("resolved", status="resolved")):
+        channel.send(later)  # the author was told once
+    channel.send(job_note())  # a lost log: its marker is found on the PR, not posted again
+    (comment,) = github.pull_comments[pr]
+    assert comment.startswith(
+        "**trunkwatch**: this PR is the first commit on which `pull / a` failed 3 times in a row"
+        " on `pytorch/pytorch@main`."
+    )
+    assert "https://github.com/pytorch/pytorch/commit/0123456789abcdef0123" in comment
+    assert "E AssertionError: '''boom'''\nE second line" in comment  # the code block stays closed
+    assert "[Runbook](http://127.0.0.1:9093/runbook#trunkjobfailing)" in comment
+    assert marker_of_culprit(job_note()) in comment
+    assert [m for m, _ in github.requests].count("POST") == 1
+    assert set(github.authorizations) == {"Bearer tkn"}
+
+
+def test_github_culprit_uses_the_issue_comments_api_and_reads_every_page(github: GitHubIssuesServer) -> None:
+    pr = github.add_pull_request(body="", number=77)
+    github.pull_comments[pr] += [f"comment {n}" for n in range(120)] + [marker_of_culprit(job_note())]
+    culprit_channel(github.url).send(job_note(culprit_pr="77"))
+    assert github.requests == [
+        ("GET", "/repos/pytorch/pytorch/issues/77/comments?per_page=100"),
+        ("GET", "/repos/pytorch/pytorch/issues/77/comments?per_page=100&page=2"),
+    ]  # found on page 2: nothing posted
+    assert len(github.pull_comments[pr]) == 121
+
+
+def test_github_culprit_takes_job_alerts_with_a_pr_and_a_new_episode_is_told_again(
+    github: GitHubIssuesServer,
+) -> None:
+    channel = culprit_channel(github.url)
+    assert channel.accepts(JOB_LABELS) and not channel.accepts(TRUNK_LABELS)
+    channel.send(job_note(culprit_pr=""))  # a culprit commit pushed without a PR: no one to tell
+    assert github.requests == []
+    pr = github.add_pull_request(body="", number=4242)
+    channel.send(job_note())
+    later = job_note()
+    later.alert.starts_at = START.replace(hour=22)  # the job broke again: another episode
+    channel.send(later)
+    assert len(github.pull_comments[pr]) == 2
+
+
+@pytest.mark.parametrize(("failure", "rejected"), [(422, True), (502, False), (403, False)])
+def test_github_culprit_failures_keep_what_is_posted_once(
+    github: GitHubIssuesServer, failure: int, rejected: bool
+) -> None:
+    pr = github.add_pull_request(body="", number=4242)
+    github.fail_next(1, failure)
+    with pytest.raises(ChannelError) as raised:
+        culprit_channel(github.url).send(job_note())
+    assert isinstance(raised.value, ChannelRejected) is rejected
+    culprit_channel(github.url).send(job_note())
+    assert len(github.pull_comments[pr]) == 1

@@ -4,6 +4,7 @@ recovering, redelivered stream batches and a lost notification log."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -15,11 +16,12 @@ import pytest
 
 from tests.conftest import record_stream_batches, table_items
 from trunkwatch.domain import clock
+from trunkwatch.storage.keys import IDEMPOTENCY
 from trunkwatch_local.receiver_servers import GitHubIssuesServer, SlackServer
 from trunkwatch_local.replay import Replay, read_replay
-from trunkwatch_local.runtime import LocalRuntime
+from trunkwatch_local.runtime import LambdaContext, LocalRuntime
 from trunkwatch_local.scenario import DEMO_JOBS, Trunk, _demo_outcome
-from trunkwatch_local.session import run_replay
+from trunkwatch_local.session import Session, replay_into, run_replay
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 LABELS = ["trunk-health", "ci"]
@@ -201,3 +203,97 @@ def test_lost_notification_log_does_not_open_a_second_issue(
     (issue,) = github.issues.values()
     assert issue.state == "closed"
     assert sum(c.startswith("**Resolved**") for c in issue.comments) == 1
+
+
+def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
+    slack: SlackServer, github: GitHubIssuesServer
+) -> None:
+    replay = read_replay(SCENARIOS / "basic-break.jsonl")
+    replay.receivers = receivers(slack, github)
+    slack.fail_next(1, 422)  # the first message is refused; the receiver takes the rest
+    session = Session()
+    try:
+        session.start(replay.deployment(session.hud.url))
+        events = replay_into(session, replay)
+        published = [next(events)]  # the tick of the refused message, as it left the log
+        logs = [e for e in table_items("notification") if e["receiver"]["S"].startswith("slack")]
+        published += events
+    finally:
+        session.stop()
+    first = (published[0].message["status"], published[0].attributes["fingerprint"])
+
+    assert len(published) > 1 and slack.failures == 0
+    assert slack_posts(slack) == sns_messages(published) - Counter([first])  # the rest, once each
+    failed = {e["fingerprint"]["S"]: e["failed"]["S"] for e in logs if "failed" in e}
+    assert list(failed) == [first[1]] and "answered 422: scripted failure" in failed[first[1]]
+    refused = next(e for e in logs if e["fingerprint"]["S"] == first[1])
+    assert refused["last_status"]["S"] == "firing"  # done with: not due again at the next tick
+
+
+def test_a_tick_out_of_time_leaves_every_receiver_for_the_next_tick(
+    pipeline: Any, slack: SlackServer, github: GitHubIssuesServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime, hud, trunk = pipeline
+    with monkeypatch.context() as short:
+        short.setattr(LambdaContext, "get_remaining_time_in_millis", lambda self: 5_000)
+        assert run(runtime, hud, trunk, 4) == []  # firing by now, but no time to send
+    assert slack.posts == [] and github.requests == [] and table_items("notification") == []
+    sent = run(runtime, hud, trunk, 4.5, after=4)  # the next tick has the time: all of it goes
+    assert sent and slack_posts(slack) == sns_messages(sent) and len(github.issues) == 1
+
+
+def test_the_trunk_level_page_names_every_failing_jobs_culprit(
+    slack: SlackServer, github: GitHubIssuesServer
+) -> None:
+    replay = read_replay(SCENARIOS / "basic-break.jsonl")
+    replay.receivers = receivers(slack, github)
+    published = list(run_replay(replay))
+    culprits = {  # each job's culprit, as its own alert names it
+        p.message["commonLabels"]["job"]: p.message["commonAnnotations"]
+        for p in published
+        if p.attributes["alertname"] == "TrunkJobFailing"
+    }
+    pages = [p for p in published if p.attributes["alertname"] in ("TrunkBroken", "TrunkBadlyBroken")]
+    assert pages and any(p.message["status"] == "firing" for p in pages)
+    (issue,) = github.issues.values()
+    for page in pages:
+        jobs = page.message["commonAnnotations"]["failing_jobs"].splitlines()
+        assert jobs
+        for job in jobs:
+            notes = culprits[job]
+            said = (
+                f"culprit {notes['culprit_sha'][:12]} #{notes['culprit_pr']} by {notes['culprit_author']}, "
+            )
+            assert re.search(rf"- {re.escape(job)}\n  {re.escape(said)}\d+ commits in a row\n", page.email)
+            assert f"`{said}" in issue.body
+            assert any(said in json.dumps(post) for post in slack.posts)
+
+
+def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubIssuesServer) -> None:
+    replay = read_replay(SCENARIOS / "basic-break.jsonl")
+    replay.receivers = [{"type": "github_culprit", "api_url": github.url, "token": {"env": TOKEN_VARIABLE}}]
+    pr = github.add_pull_request(body="the culprit", number=160004)
+    session = Session()
+    try:
+        session.start(replay.deployment(session.hud.url))
+        published = []
+        for message in replay_into(session, replay):
+            published.append(message)
+            # After every message the log and the idempotency records are lost: only the
+            # marker on the pull request keeps the comment from being posted again.
+            for entry in table_items():
+                if entry.get("kind", {}).get("S") == "notification" or entry["pk"]["S"] == IDEMPOTENCY:
+                    session.runtime.dynamodb.delete_item(
+                        TableName="trunkwatch-local", Key={"pk": entry["pk"], "sk": entry["sk"]}
+                    )
+    finally:
+        session.stop()
+    firing = [
+        p.message["commonLabels"]["job"]
+        for p in published
+        if p.attributes["alertname"] == "TrunkJobFailing" and p.message["status"] == "firing"
+    ]
+    assert firing and len(github.pull_comments[pr]) == len(set(firing))  # one per job's episode
+    for job, comment in zip(sorted(set(firing)), sorted(github.pull_comments[pr]), strict=True):
+        assert f"this PR is the first commit on which `{job}` failed" in comment
+    assert [m for m, _ in github.requests].count("POST") == len(set(firing))

@@ -129,11 +129,12 @@ def timeline_line(published: Any) -> str:
 
 
 def _poll(args: argparse.Namespace) -> int:
+    from trunkwatch.channels import RECEIVER_TYPES
     from trunkwatch.domain import clock
     from trunkwatch.domain.config import load_file
     from trunkwatch_local.runtime import running
 
-    deployment = load_file(args.config)
+    deployment = load_file(args.config, RECEIVER_TYPES)
     with running(deployment, args.template) as runtime:
         now = clock.now()
         result = runtime.tick(now)
@@ -147,6 +148,7 @@ def _poll(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from trunkwatch.channels import RECEIVER_TYPES
     from trunkwatch.domain import clock
     from trunkwatch.domain.config import load_deployment, load_file
     from trunkwatch_local.replay import read_replay
@@ -157,7 +159,7 @@ def _serve(args: argparse.Namespace) -> int:
     session = Session(args.template, port=args.port, tokens=tokens)
     replay = read_replay(args.scenario) if args.scenario else None
     if args.config:
-        deployment = load_file(args.config)
+        deployment = load_file(args.config, RECEIVER_TYPES)
     elif replay is not None:
         deployment = replay.deployment(session.hud.url)
     else:

@@ -1,7 +1,7 @@
 """Stand-ins on 127.0.0.1 for the receivers: a Slack incoming webhook and GitHub's issues
-API. Each records what it was sent and can be told to misbehave for its next N requests
-(an HTTP status, or a 200 whose body is not JSON), so tests can see a receiver fail for a
-while and recover."""
+API (issues, and comments on issues and pull requests). Each records what it was sent and
+can be told to misbehave for its next N requests (an HTTP status, or a 200 whose body is
+not JSON), so tests can see a receiver fail for a while and recover."""
 
 from __future__ import annotations
 
@@ -89,19 +89,26 @@ _COMMENTS = re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/comments$")
 
 
 class GitHubIssuesServer(_Misbehaving):
-    """The issue endpoints the GitHub issues receiver uses, for any owner/name: list (open,
-    by labels, `page`/`per_page` with a Link header), create, comment, update state.
-    Pull requests can be added: the issues list returns them too, as GitHub's does."""
+    """The issue endpoints the GitHub receivers use, for any owner/name: list (open, by
+    labels, `page`/`per_page` with a Link header), create, comment, update state. Pull
+    requests can be added: the issues list returns them too, as GitHub's does, and their
+    comments are listed and posted at the same issues/{number}/comments endpoint."""
 
     def __init__(self) -> None:
         self.issues: dict[int, Issue] = {}
         self.pull_requests: list[dict[str, Any]] = []
+        self.pull_comments: dict[int, list[str]] = {}  # by pull request number
         self.authorizations: list[str] = []
         super().__init__()
 
-    def add_pull_request(self, body: str) -> None:
-        number = len(self.issues) + len(self.pull_requests) + 1
+    def add_pull_request(self, body: str, number: int | None = None) -> int:
+        number = number or len(self.issues) + len(self.pull_requests) + 1
         self.pull_requests.append({"number": number, "body": body, "state": "open", "pull_request": {}})
+        self.pull_comments[number] = []
+        return number
+
+    def _comments(self, number: int) -> list[str] | None:
+        return self.issues[number].comments if number in self.issues else self.pull_comments.get(number)
 
     def answer(self, path: str, if_none_match: str | None) -> Answer:
         with self.lock:
@@ -121,8 +128,8 @@ class GitHubIssuesServer(_Misbehaving):
                 ] + self.pull_requests
                 return self._page(items, parts.path, query, page, per_page)
             commented = _COMMENTS.match(parts.path)
-            if commented and int(commented.group(2)) in self.issues:
-                comments = self.issues[int(commented.group(2))].comments
+            comments = self._comments(int(commented.group(2))) if commented else None
+            if comments is not None:
                 items = [{"id": n + 1, "body": text} for n, text in enumerate(comments)]
                 return self._page(items, parts.path, query, page, per_page)
             return 404, JSON, b'{"message": "Not Found"}'
@@ -151,9 +158,10 @@ class GitHubIssuesServer(_Misbehaving):
                 self.issues[number] = issue
                 return 201, JSON, json.dumps(issue.as_json(self.url, created.group(1))).encode()
             commented = _COMMENTS.match(path)
-            if method == "POST" and commented and int(commented.group(2)) in self.issues:
-                self.issues[int(commented.group(2))].comments.append(sent["body"])
-                return 201, JSON, json.dumps({"id": 1, "body": sent["body"]}).encode()
+            comments = self._comments(int(commented.group(2))) if commented else None
+            if method == "POST" and comments is not None:
+                comments.append(sent["body"])
+                return 201, JSON, json.dumps({"id": len(comments), "body": sent["body"]}).encode()
             updated = _ISSUE.match(path)
             if method == "PATCH" and updated and int(updated.group(2)) in self.issues:
                 issue = self.issues[int(updated.group(2))]

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import ConfigError, Deployment, load_deployment
 
@@ -45,7 +46,7 @@ class Replay:
             "url": hud_url,
             "config": self.config,
         }
-        return load_deployment({"trunks": [trunk], "receivers": self.receivers})
+        return load_deployment({"trunks": [trunk], "receivers": self.receivers}, RECEIVER_TYPES)
 
 
 def read_replay(path: str | Path) -> Replay:

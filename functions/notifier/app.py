@@ -24,9 +24,14 @@ edge = settings.Edge.from_environ(settings.NOTIFIER)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     register_lambda_context(context)
-    deployment = edge.deployment()
+
+    # The batch's ticks share the invocation's time: receivers left when it runs short wait.
+    def remaining_s() -> float:
+        return context.get_remaining_time_in_millis() / 1000
 
     def settled(tick: dict[str, Any], _before: dict[str, Any]) -> None:
-        on_settled_tick(str(tick["trunk"]), clock.now(), edge.settings, deployment)
+        # Read per tick (cached): a configuration that cannot be read fails this tick, which
+        # comes again, with every record after it.
+        on_settled_tick(str(tick["trunk"]), clock.now(), edge.settings, edge.deployment(), remaining_s)
 
     return stream.response(stream.each_image(event["Records"], settled))

@@ -6,13 +6,21 @@ Stages per receiver, as in Alertmanager's notify pipeline: its matchers pick the
 due (dedup), and delivery goes through Powertools idempotency keyed on (receiver,
 fingerprint, the log's sequence number + 1), so a retried batch, a duplicate stream record
 or a concurrent tick cannot deliver it twice. A delivery that fails deletes its idempotency
-record and leaves the log as it was: the next tick tries again (retry). The log entry is
-advanced only after the delivery.
+record and leaves the log as it was: the next tick tries again, and the receiver's later
+messages wait behind it, in order (retry). A message the receiver refuses for good
+(ChannelRejected) is recorded in the log as failed, with the reason, and the next ones go on:
+one bad message cannot jam a receiver. The log entry is advanced only after the delivery.
+
+An invocation has one time budget for all its ticks and receivers (`remaining_s`, from the
+Lambda context): every request of a delivery ends before the budget does (the notification's
+deadline), no delivery starts with less than DELIVERY_RESERVE_S left, and what is left waits
+for the next tick, untouched.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,7 +32,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views
-from trunkwatch.channels.base import Channel, ChannelError, Notification
+from trunkwatch.channels.base import Channel, ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.sns import SnsChannel
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import Alert, AlertView, Links
@@ -38,6 +46,12 @@ logger = Logger(child=True)
 metrics = Metrics()
 
 IDEMPOTENCY_TTL_S = 7 * 24 * 3600
+# A delivery starts only with this much time left; each ends FINISH_RESERVE_S before the
+# budget does, leaving time to write the log and report the stream batch.
+DELIVERY_RESERVE_S = 10.0
+FINISH_RESERVE_S = 5.0
+
+RemainingSeconds = Callable[[], float]  # the invocation's time left (the Lambda context's)
 
 
 @dataclass
@@ -46,6 +60,8 @@ class TickResult:
     sent: list[dict[str, Any]] = field(default_factory=list)
     held: int = 0
     failed: int = 0
+    rejected: int = 0
+    deferred: int = 0  # receivers left for the next tick: the time budget was spent
 
 
 def notify_trunk(
@@ -56,6 +72,7 @@ def notify_trunk(
     links: Links,
     now: datetime,
     settings: Settings,
+    remaining_s: RemainingSeconds,
 ) -> TickResult:
     """Send the trunk's due transitions; `settings` name the table of the idempotency records."""
     result = TickResult(trunk.trunk_id)
@@ -65,7 +82,7 @@ def notify_trunk(
     trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
     trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
     for channel in channels:
-        _notify_channel(channel, trunk, rule, views, links, now, settings, result)
+        _notify_channel(channel, trunk, rule, views, links, now, settings, remaining_s, result)
     return result
 
 
@@ -77,6 +94,7 @@ def _notify_channel(
     links: Links,
     now: datetime,
     settings: Settings,
+    remaining_s: RemainingSeconds,
     result: TickResult,
 ) -> None:
     entries = logs.of_receiver(trunk.trunk_id, channel.name)
@@ -98,9 +116,30 @@ def _notify_channel(
         if decision is None:
             result.held += _record_hold(entry, view)
             continue
-        notification = Notification(alert, decision.status, decision.reason, links.api_url, channel.name)
+        if remaining_s() < DELIVERY_RESERVE_S:
+            logger.warning(
+                "time budget spent; the receiver's due messages wait for the next tick",
+                extra={"receiver": channel.name, "trunk": trunk.trunk_id},
+            )
+            metrics.add_metric(name="NotificationsDeferred", unit=MetricUnit.Count, value=1)
+            result.deferred += 1
+            return
+        deadline = time.monotonic() + remaining_s() - FINISH_RESERVE_S
+        notification = Notification(
+            alert, decision.status, decision.reason, links.api_url, channel.name, deadline
+        )
         try:
             _deliver(channel, notification, int(entry.seq) + 1, settings)
+        except ChannelRejected as err:
+            # Sending it again cannot help: record why, and go on with the next message.
+            logger.error(
+                "delivery rejected by the receiver; recorded as failed, not retried",
+                extra={"receiver": channel.name, "fingerprint": alert.fingerprint, "error": str(err)},
+            )
+            metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
+            result.rejected += 1
+            _advance(entry, alert, decision, now, failed=str(err))
+            continue
         except ChannelError as err:
             # Nothing recorded: the next tick (at the latest the next sweep) tries again.
             logger.error(
@@ -189,8 +228,12 @@ def _record_hold(entry: NotificationLog, view: AlertView) -> int:
     return 1
 
 
-def _advance(entry: NotificationLog, alert: Alert, decision: Decision, now: datetime) -> None:
+def _advance(
+    entry: NotificationLog, alert: Alert, decision: Decision, now: datetime, failed: str | None = None
+) -> None:
+    """The transition is done with: sent, or `failed` (refused for good, with the reason)."""
     entry.seq = int(entry.seq) + 1
+    entry.failed = failed
     entry.last_status = decision.status
     entry.last_sent_at = now
     entry.starts_at = alert.starts_at
@@ -219,7 +262,7 @@ def channels_for(settings: Settings, deployment: Deployment) -> list[Channel]:
 
 
 def on_settled_tick(
-    trunk_id: str, now: datetime, settings: Settings, deployment: Deployment
+    trunk_id: str, now: datetime, settings: Settings, deployment: Deployment, remaining_s: RemainingSeconds
 ) -> TickResult | None:
     """A poll's evaluation or a sweep finished: notify its trunk."""
     from trunkwatch.silences import store
@@ -237,4 +280,5 @@ def on_settled_tick(
         links,
         now,
         settings,
+        remaining_s,
     )

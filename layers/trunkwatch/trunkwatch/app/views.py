@@ -158,7 +158,7 @@ def trunk_level_alert(
         "team": rule.team,
     }
     ordered = sorted(firing, key=lambda i: i.job)
-    jobs = {i.job: f"{int(i.streak)} commits, culprit {_describe(i.first_fail)}" for i in ordered}
+    jobs = {i.job: alerts.job_detail(int(i.streak), _describe(i.first_fail)) for i in ordered}
     description = f"{plural(len(firing), 'job')} failing on {trunk.repo}@{trunk.branch}:\n" + "\n".join(
         f"- {job}: {detail}" for job, detail in jobs.items()
     )
@@ -180,8 +180,8 @@ def _present(annotations: dict[str, str]) -> dict[str, str]:
 
 
 def _describe(ref: CommitRef) -> str:
-    pr = f" (#{ref.pr})" if ref.pr else ""
-    return f"{ref.sha[:12]} {ref.title!r}{pr} by {ref.author or 'unknown'} at {format_time(ref.time)}"
+    pr = int(ref.pr) if ref.pr else None
+    return alerts.describe_commit(ref.sha, ref.title, pr, ref.author, format_time(ref.time))
 
 
 def _common_annotations(labels: dict[str, str], rule: RuleConfig, links: Links) -> dict[str, str]:

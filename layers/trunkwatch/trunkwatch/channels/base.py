@@ -7,15 +7,24 @@ notifier, once for every channel and with each channel's own notification log.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from trunkwatch.domain.alerts import Alert
+from trunkwatch.domain.config import TokenRef
 
 
 class ChannelError(Exception):
     """A delivery that did not happen; the notification log is not advanced, so the next
     tick tries again."""
+
+
+class ChannelRejected(ChannelError):
+    """The receiver refused this message for good (it answered that the message itself is
+    wrong): sending it again cannot help, so the notifier records the transition as failed,
+    with this reason, and goes on with the receiver's next message."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +36,8 @@ class Notification:
     reason: str  # Alertmanager's notification_reason: firing, resolved, reminder, update; ...
     external_url: str  # where the API and status page are
     receiver: str
+    # time.monotonic() by which the delivery must be done: the notifier tick's time budget.
+    deadline: float = math.inf
 
 
 class Channel(Protocol):
@@ -41,4 +52,22 @@ class Channel(Protocol):
 
     def send(self, notification: Notification) -> None:
         """Deliver, or raise ChannelError."""
+        ...
+
+
+Route = Callable[[dict[str, str]], bool]  # a receiver's matchers, as the silences' engine reads them
+Resolve = Callable[[TokenRef | None], str | None]  # reads a secret where a TokenRef says it is
+
+
+@runtime_checkable
+class Receiver(Protocol):
+    """What a receiver type's configuration (channels/<type>.py) does besides validating."""
+
+    def log_name(self) -> str:
+        """The receiver's name from what it is, not from its place in the list: it keys the
+        notification log, so reordering receivers or rotating a secret keeps the log."""
+        ...
+
+    def channel(self, name: str, route: Route, resolve: Resolve) -> Channel:
+        """Its channel; secrets are resolved (with `resolve`) only when a message is due."""
         ...

@@ -1,5 +1,6 @@
 """What a person is told about a notification, whatever the receiver: status and summary,
-when, the culprit, the failing jobs, the first failure lines, the links, the ids.
+when, the culprit, the failing jobs (each with its culprit and streak, for the trunk-level
+alerts people are paged with), the first failure lines, the links, the ids.
 
 Each receiver (email text, Slack blocks, a GitHub issue) lays this out in its own markup;
 the selection and the limits are decided once, here. Parts the alert has nothing for are
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from trunkwatch.channels.base import Notification
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import plural
+from trunkwatch.domain.alerts import JobCulprit, job_culprits, plural
 from trunkwatch.domain.clock import format_time
 
 FAILURE_LINES_SHOWN = 5
@@ -38,6 +39,7 @@ class Content:
     culprit: Culprit | None
     jobs: tuple[str, ...]  # the failing jobs shown (trunk-level alerts)
     jobs_total: int
+    culprits: dict[str, JobCulprit]  # of the jobs shown, those whose culprit is known
     failure_lines: tuple[str, ...]
     links: tuple[tuple[str, str], ...]  # (title, url): View, Runbook, Dashboard, Silence
     source: str  # repo@branch
@@ -46,6 +48,14 @@ class Content:
     @property
     def jobs_heading(self) -> str:
         return f"Failing: {plural(self.jobs_total, 'job')}"
+
+    def job_culprit(self, job: str) -> str:
+        """`culprit <sha12> #<pr> by <author>, <n> commits in a row`, or empty."""
+        found = self.culprits.get(job)
+        if found is None:
+            return ""
+        pr = f" #{found.pr}" if found.pr else ""
+        return f"culprit {found.sha}{pr} by {found.author}, {plural(found.streak, 'commit')} in a row"
 
     @property
     def more_jobs(self) -> str:
@@ -79,6 +89,7 @@ def content(notification: Notification) -> Content:
         culprit=_culprit(notes),
         jobs=tuple(jobs[:MAX_JOBS_SHOWN]),
         jobs_total=len(jobs),
+        culprits=job_culprits(notes.get("description", ""), jobs[:MAX_JOBS_SHOWN]),
         failure_lines=tuple(clip(line) for line in lines[:FAILURE_LINES_SHOWN]),
         links=tuple((title, url) for title, url in links if url),
         source=f"{labels.get('repo', '?')}@{labels.get('branch', '?')}",

@@ -18,7 +18,11 @@ def email_text(notification: Notification) -> str:
         sections.append(_culprit(told.culprit))
     if told.jobs:
         more = [f"- {told.more_jobs}"] if told.more_jobs else []
-        sections.append([told.jobs_heading, *(f"- {job}" for job in told.jobs), *more])
+        listed: list[str] = []
+        for job in told.jobs:
+            culprit = told.job_culprit(job)
+            listed += [f"- {job}", f"  {culprit}"] if culprit else [f"- {job}"]
+        sections.append([told.jobs_heading, *listed, *more])
     if told.failure_lines:
         sections.append(["First failure lines:", *told.failure_lines])
     if told.links:

@@ -18,21 +18,29 @@ import re
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from trunkwatch.channels import http
-from trunkwatch.channels.base import ChannelError, Notification
+from trunkwatch.channels.base import Notification, Resolve, Route
 from trunkwatch.channels.content import Content, content
+from trunkwatch.channels.github_rest import DEFAULT_API_URL, GitHubRest, host_suffix
 from trunkwatch.domain import alerts
-from trunkwatch.domain.config import ConfigError
+from trunkwatch.domain.config import (
+    _REPO,
+    Check,
+    ReceiverConfig,
+    TokenRef,
+    _items,
+    _nested,
+    _nonempty,
+    _optional,
+    _pattern,
+)
 
-API_VERSION = "2022-11-28"
-MAX_PAGES = 10  # 1,000 open issues with the labels, or comments on one issue
 MAX_TITLE_CHARS = 256
 _MARKER = "<!-- trunkwatch-fingerprint: {} -->"
 _COMMENT_MARKER = "<!-- trunkwatch-comment: {} -->"
 _COMMENT_KEY = re.compile(r"<!-- trunkwatch-comment: (\S+) -->")
-_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 
 
 def marker(fingerprint: str) -> str:
@@ -86,7 +94,10 @@ def _inline(text: str) -> str:
 
 
 def _jobs(told: Content) -> str:
-    lines = [f"{told.jobs_heading}:", *(f"- {_inline(job)}" for job in told.jobs)]
+    lines = [f"{told.jobs_heading}:"]
+    for job in told.jobs:
+        culprit = told.job_culprit(job)
+        lines.append(f"- {_inline(job)}" + (f": {_inline(culprit)}" if culprit else ""))
     return "\n".join([*lines, f"- {told.more_jobs}"] if told.more_jobs else lines)
 
 
@@ -128,91 +139,95 @@ class GitHubIssuesChannel:
         return not labels.get("job") and self.route(labels)
 
     def send(self, notification: Notification) -> None:
-        headers = self._headers()
-        fingerprint = notification.alert.fingerprint
-        issue = self._open_issue(fingerprint, headers)
+        what = f"GitHub issues receiver {self.name}"
+        rest = _Repo(
+            GitHubRest(self.api_url, self.token, what, self.timeout_s, notification.deadline), self.repo
+        )
+        issue = self._open_issue(rest, notification.alert.fingerprint)
         if notification.status == alerts.RESOLVED:
             if issue is None:
                 return  # closed already (by a person, or by an earlier try of this one)
-            self._comment_once(issue, resolved_comment(notification), headers)
-            self._call("PATCH", f"/issues/{issue}", headers, {"state": "closed", "state_reason": "completed"})
+            _comment_once(rest, issue, resolved_comment(notification))
+            rest.call("PATCH", f"/issues/{issue}", {"state": "closed", "state_reason": "completed"})
             return
         if issue is None:
             body: dict[str, Any] = {"title": issue_title(notification), "body": issue_body(notification)}
             if self.labels:
                 body["labels"] = list(self.labels)
-            self._call("POST", "/issues", headers, body)
+            rest.call("POST", "/issues", body)
         elif notification.reason.startswith("update"):
-            self._comment_once(issue, update_comment(notification), headers)
+            _comment_once(rest, issue, update_comment(notification))
         # A reminder, or a release from a silence, of an episode whose issue is open: the
         # issue already says it.
 
-    def _headers(self) -> dict[str, str]:
-        try:
-            token = self.token()
-        except ConfigError as err:
-            raise ChannelError(f"GitHub issues receiver {self.name}: {err}") from None
-        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        return headers
-
-    @property
-    def _repo_url(self) -> str:
-        return f"{self.api_url.rstrip('/')}/repos/{self.repo}"
-
-    def _open_issue(self, fingerprint: str, headers: dict[str, str]) -> int | None:
+    def _open_issue(self, rest: _Repo, fingerprint: str) -> int | None:
         """The open issue carrying the fingerprint's marker (pull requests skipped)."""
         query = {"state": "open", "per_page": "100"}
         if self.labels:
             query["labels"] = ",".join(self.labels)
         wanted = marker(fingerprint)
-        for item in self._pages(f"{self._repo_url}/issues?{urllib.parse.urlencode(query)}", headers):
+        for item in rest.pages(f"/issues?{urllib.parse.urlencode(query)}"):
             if "pull_request" in item or not isinstance(item.get("number"), int):
                 continue
             if wanted in str(item.get("body") or ""):
                 return int(item["number"])
         return None
 
-    def _comment_once(self, issue: int, text: str, headers: dict[str, str]) -> None:
-        """Post `text` unless the issue's newest trunkwatch comment carries the same key."""
-        wanted = _COMMENT_KEY.search(text)
-        last = None
-        for item in self._pages(f"{self._repo_url}/issues/{issue}/comments?per_page=100", headers):
-            found = _COMMENT_KEY.search(str(item.get("body") or ""))
-            last = found.group(1) if found else last
-        if wanted and last == wanted.group(1):
-            return
-        self._call("POST", f"/issues/{issue}/comments", headers, {"body": text})
 
-    def _pages(self, url: str, headers: dict[str, str]) -> Iterator[dict[str, Any]]:
-        for _ in range(MAX_PAGES):
-            answer = self._answer("GET", url, headers)
-            items = answer.json(self._what)
-            if not isinstance(items, list):
-                raise ChannelError(f"{self._what} answered a list request with no list")
-            yield from (item for item in items if isinstance(item, dict))
-            found = _NEXT.search(answer.headers.get("link", ""))
-            if not found:
-                return
-            url = found.group(1)
-            if not url.startswith(self.api_url.rstrip("/") + "/"):
-                raise ChannelError(f"{self._what} gave a next page on another host")
+class _Repo:
+    """One delivery's calls to the repository (the token is read once, when it starts)."""
 
-    def _call(self, method: str, path: str, headers: dict[str, str], payload: dict[str, Any]) -> None:
-        self._answer(method, f"{self._repo_url}{path}", headers, payload)
+    def __init__(self, rest: GitHubRest, repo: str) -> None:
+        self.rest, self.headers = rest, rest.headers()
+        self.base = rest.url(f"/repos/{repo}")
 
-    def _answer(
-        self, method: str, url: str, headers: dict[str, str], payload: dict[str, Any] | None = None
-    ) -> http.Answer:
-        answer = http.request(
-            method, url, what=self._what, payload=payload, headers=headers, timeout_s=self.timeout_s
+    def pages(self, path: str) -> Iterator[dict[str, Any]]:
+        return self.rest.pages(self.base + path, self.headers)
+
+    def call(self, method: str, path: str, payload: dict[str, Any]) -> None:
+        self.rest.call(method, self.base + path, self.headers, payload)
+
+
+def _comment_once(rest: _Repo, issue: int, text: str) -> None:
+    """Post `text` unless the issue's newest trunkwatch comment carries the same key."""
+    wanted = _COMMENT_KEY.search(text)
+    last = None
+    for item in rest.pages(f"/issues/{issue}/comments?per_page=100"):
+        found = _COMMENT_KEY.search(str(item.get("body") or ""))
+        last = found.group(1) if found else last
+    if wanted and last == wanted.group(1):
+        return
+    rest.call("POST", f"/issues/{issue}/comments", {"body": text})
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitHubIssuesReceiver(ReceiverConfig):
+    """`type: github_issues`: issues in `repo` (with `labels`), through `api_url` (GitHub
+    Enterprise: `https://<host>/api/v3`) with `token` (a reference, as for trunks)."""
+
+    repo: str
+    api_url: str = DEFAULT_API_URL
+    labels: tuple[str, ...] = ()
+    token: TokenRef | None = None
+
+    CHECKS: ClassVar[dict[str, Check]] = {
+        **ReceiverConfig.CHECKS,
+        "repo": _pattern(_REPO),
+        "api_url": _nonempty,
+        "labels": _items(_nonempty),
+        "token": _optional(_nested(TokenRef)),
+    }
+
+    def log_name(self) -> str:
+        return f"github_issues:{self.repo}{host_suffix(self.api_url)}"
+
+    def channel(self, name: str, route: Route, resolve: Resolve) -> GitHubIssuesChannel:
+        token = self.token
+        return GitHubIssuesChannel(
+            name=name,
+            api_url=self.api_url.rstrip("/"),
+            repo=self.repo,
+            labels=self.labels,
+            token=lambda: resolve(token),
+            route=route,
         )
-        if not 200 <= answer.status < 300:
-            path = urllib.parse.urlsplit(url).path
-            raise ChannelError(f"{self._what}: {method} {path} answered {answer.status}")
-        return answer
-
-    @property
-    def _what(self) -> str:
-        return f"GitHub issues receiver {self.name}"

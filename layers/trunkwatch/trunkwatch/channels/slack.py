@@ -8,14 +8,15 @@ webhook URL is a credential: it is resolved when sending and never appears in an
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from trunkwatch.channels import http
-from trunkwatch.channels.base import ChannelError, Notification
+from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
 from trunkwatch.channels.content import Content, content
-from trunkwatch.domain.config import ConfigError
+from trunkwatch.domain.config import Check, ConfigError, ReceiverConfig, TokenRef, _secret_or_string
 
 MAX_SECTION_CHARS = 3000
 MAX_HEADER_CHARS = 150
@@ -88,7 +89,10 @@ def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
             text += f"\n{_link(c.commit_url, 'commit ' + c.sha)}"
         blocks.append(_section(text))
     if told.jobs:
-        lines = [f"*{told.jobs_heading}*", *(f"• `{_code(job)}`" for job in told.jobs)]
+        lines = [f"*{told.jobs_heading}*"]
+        for job in told.jobs:
+            culprit = told.job_culprit(job)
+            lines.append(f"• `{_code(job)}`" + (f"\n    {escape(culprit)}" if culprit else ""))
         if told.more_jobs:
             lines.append(f"• {told.more_jobs}")
         blocks.append(_section("\n".join(lines)))
@@ -131,7 +135,34 @@ class SlackChannel:
         if not url:
             raise ChannelError(f"{what}: no webhook URL")
         answer = http.request(
-            "POST", url, what=what, payload=slack_message(notification), timeout_s=self.timeout_s
+            "POST",
+            url,
+            what=what,
+            payload=slack_message(notification),
+            timeout_s=self.timeout_s,
+            deadline=notification.deadline,
         )
         if not 200 <= answer.status < 300:
-            raise ChannelError(f"{what} answered {answer.status}")
+            raise http.failure(answer, what)  # e.g. 400 invalid_blocks: rejected for good
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlackReceiver(ReceiverConfig):
+    """`type: slack`: `url` is the incoming webhook's URL itself or a reference to where it
+    is kept (`{secret: name}`; `env` and `ssm` work too, as for tokens)."""
+
+    url: str | TokenRef
+
+    CHECKS: ClassVar[dict[str, Check]] = {**ReceiverConfig.CHECKS, "url": _secret_or_string}
+
+    def log_name(self) -> str:
+        """`slack:<where the secret is>`, or a digest of a literal URL (itself the credential)."""
+        url = self.url
+        if isinstance(url, TokenRef):
+            return "slack:" + (url.secret or (f"ssm:{url.ssm}" if url.ssm else f"env:{url.env}"))
+        return f"slack:{hashlib.sha256(url.encode()).hexdigest()[:12]}"
+
+    def channel(self, name: str, route: Route, resolve: Resolve) -> SlackChannel:
+        url = self.url
+        webhook_url = (lambda: resolve(url)) if isinstance(url, TokenRef) else (lambda: url)
+        return SlackChannel(name=name, webhook_url=webhook_url, route=route)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,6 +30,49 @@ _SEPARATOR = 0xFF
 def plural(count: int, noun: str) -> str:
     """`1 job`, `2 jobs`, `0 commits`: a count with its noun agreeing."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def describe_commit(sha: str, title: str, pr: int | None, author: str, time: str) -> str:
+    """`<sha12> '<title>' (#<pr>) by <author> at <time>`, as descriptions name a commit."""
+    number = f" (#{pr})" if pr else ""
+    return f"{sha[:12]} {title!r}{number} by {author or 'unknown'} at {time}"
+
+
+def job_detail(streak: int, culprit: str) -> str:
+    """A trunk-level alert's line for one failing job (its `jobs` value, and the text after
+    `- <job>: ` in its description): the streak, and the culprit as `describe_commit`."""
+    return f"{streak} commits, culprit {culprit}"
+
+
+@dataclass(frozen=True)
+class JobCulprit:
+    """One failing job of a trunk-level alert, read back from its description."""
+
+    streak: int
+    sha: str  # the first 12 characters
+    title: str
+    pr: str  # digits, or empty
+    author: str
+
+
+_JOB_DETAIL = re.compile(
+    r"^(\d+) commits, culprit (\S+) ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?: \(#(\d+)\))? by (.*) at \S+$"
+)
+
+
+def job_culprits(description: str, jobs: Iterable[str]) -> dict[str, JobCulprit]:
+    """The streak and culprit of each of `jobs` from a trunk-level alert's description (its
+    annotations are what the notification log keeps, so a resolution has them too)."""
+    wanted = {f"- {job}: ": job for job in jobs}
+    found: dict[str, JobCulprit] = {}
+    for line in description.splitlines():
+        for prefix, job in wanted.items():  # a job's name may start like another's: `lint`, `lint: 1`
+            matched = _JOB_DETAIL.match(line[len(prefix) :]) if line.startswith(prefix) else None
+            if matched:
+                streak, sha, title, pr, author = matched.groups()
+                found[job] = JobCulprit(int(streak), sha, ast.literal_eval(title), pr or "", author)
+                break
+    return found
 
 
 def fingerprint(labels: dict[str, str]) -> str:

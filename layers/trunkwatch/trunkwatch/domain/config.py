@@ -354,65 +354,41 @@ def _secret_or_string(value: Any) -> str | TokenRef:
     raise ValueError("Input should be a string or an object like {secret: name}")
 
 
-RECEIVER_TYPES = ("slack", "github_issues")
-# Keys each receiver type takes (beyond `type`); the others are unknown keys for it.
-_RECEIVER_KEYS = {
-    "slack": {"url", "matchers"},
-    "github_issues": {"api_url", "repo", "labels", "token", "matchers"},
-}
-_RECEIVER_REQUIRED = {"slack": ("url",), "github_issues": ("repo",)}
-
-
 @dataclass(frozen=True, kw_only=True)
 class ReceiverConfig(_Checked):
-    """Where alerts also go (top-level `receivers`): a Slack incoming webhook, or GitHub issues.
-
-    `url` (slack) is the webhook URL itself or a reference to where it is kept
-    (`{secret: name}`; `env` and `ssm` work too, as for tokens). `matchers` are Alertmanager
-    matcher strings; an alert goes to the receiver when it matches all of them.
+    """Where alerts also go (top-level `receivers`): what every receiver type has, its `type`
+    and its `matchers` (Alertmanager matcher strings; an alert goes to the receiver when it
+    matches all of them). Each type subclasses this with its own keys, in the module of its
+    channel (`channels/`), and is found by its `type` in the registry the loader is handed.
     """
 
     type: str
-    url: str | TokenRef | None = None
-    api_url: str = "https://api.github.com"
-    repo: str | None = None
-    labels: tuple[str, ...] = ()
-    token: TokenRef | None = None
     matchers: tuple[str, ...] = ()
 
-    CHECKS: ClassVar[dict[str, Check]] = {
-        "type": _choice(*RECEIVER_TYPES),
-        "url": _optional(_secret_or_string),
-        "api_url": _nonempty,
-        "repo": _optional(_pattern(_REPO)),
-        "labels": _items(_nonempty),
-        "token": _optional(_nested(TokenRef)),
-        "matchers": _items(_matcher),
-    }
+    CHECKS: ClassVar[dict[str, Check]] = {"type": _nonempty, "matchers": _items(_matcher)}
 
-    @classmethod
-    def from_dict(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and data.get("type") in _RECEIVER_KEYS:
-            kind = data["type"]
-            allowed = _RECEIVER_KEYS[kind] | {"type"}
-            problems = [(str(k), f"unknown key for a {kind} receiver") for k in data if k not in allowed]
-            problems += [(key, "Field required") for key in _RECEIVER_REQUIRED[kind] if key not in data]
-            if problems:
-                raise _Invalid(problems)
-        return super().from_dict(data)
 
-    def _check(self) -> None:
-        for key in _RECEIVER_REQUIRED.get(self.type, ()):
-            if getattr(self, key) is None:
-                raise _Invalid([(key, f"Field required for a {self.type} receiver")])
+# A receiver type's name -> its configuration class (the registry in channels/).
+ReceiverTypes = Mapping[str, type[ReceiverConfig]]
 
-    def to_dict(self) -> dict[str, Any]:
-        keys = _RECEIVER_KEYS[self.type] | {"type"}
-        return {key: value for key, value in super().to_dict().items() if key in keys}
 
-    @property
-    def api_base_url(self) -> str:
-        return self.api_url.rstrip("/")
+def receiver_config(data: Any, types: ReceiverTypes) -> ReceiverConfig:
+    """One entry of `receivers`, validated by its type's class (unknown keys are errors)."""
+    if not isinstance(data, Mapping):
+        raise ValueError("Input should be a valid dictionary or object")
+    kind = data.get("type")
+    if not isinstance(kind, str) or kind not in types:
+        known = ", ".join(sorted(types)) or "none"
+        raise _Invalid([("type", f"unknown receiver type {kind!r} (known: {known})")])
+    config: ReceiverConfig = types[kind].from_dict(data)
+    return config
+
+
+def _typed_receiver(value: Any) -> ReceiverConfig:
+    """Receivers reach the Deployment already read by their types (load_deployment)."""
+    if not isinstance(value, ReceiverConfig) or type(value) is ReceiverConfig:
+        raise ValueError("read receivers with load_deployment and the receiver registry")
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -422,22 +398,29 @@ class Deployment(_Checked):
     schedule: str = "rate(1 minute)"
     defaults: dict[str, Any] = field(default_factory=dict)
     trunks: tuple[TrunkConfig, ...]
-    receivers: tuple[ReceiverConfig, ...] = ()
+    receivers: tuple[ReceiverConfig, ...] = ()  # each an instance of its type's class
     rules: dict[str, RuleConfig] = field(init=False, repr=False, compare=False)
 
     CHECKS: ClassVar[dict[str, Check]] = {
         "schedule": _pattern(_SCHEDULE),
         "defaults": _mapping,
         "trunks": _items(_nested(TrunkConfig), min_length=1),
-        "receivers": _items(_nested(ReceiverConfig)),
+        "receivers": _items(_typed_receiver),
     }
 
     def _check(self) -> None:
-        rules = {}
+        rules: dict[str, RuleConfig] = {}
+        problems: list[tuple[str, str]] = []
         for index, trunk in enumerate(self.trunks):
             if trunk.trunk_id in rules:
-                raise _Invalid([(f"trunks.{index}", f"{trunk.repo} {trunk.branch} is configured twice")])
-            rules[trunk.trunk_id] = rule_config({**self.defaults, **trunk.config}, f"trunks.{index}.config.")
+                problems.append((f"trunks.{index}", f"{trunk.repo} {trunk.branch} is configured twice"))
+                continue
+            try:
+                rules[trunk.trunk_id] = RuleConfig.from_dict({**self.defaults, **trunk.config})
+            except _Invalid as err:
+                problems += [(_join(f"trunks.{index}.config", key), message) for key, message in err.problems]
+        if problems:
+            raise _Invalid(problems)
         object.__setattr__(self, "rules", rules)
 
     def rule_for(self, trunk: TrunkConfig) -> RuleConfig:
@@ -469,20 +452,35 @@ def trunk_config(values: dict[str, Any]) -> TrunkConfig:
         raise ConfigError(_describe(err, "")) from None
 
 
-def load_deployment(data: Any, base_defaults: Mapping[str, Any] | None = None) -> Deployment:
-    """The document, validated, with every trunk's rule resolved. A rule key's value is, in
-    order of precedence: the trunk's `config`, the document's `defaults`, `base_defaults` (in
-    AWS the template's RULE_DEFAULTS), `RuleConfig`'s own default. This is the one place that
-    decides it."""
+def load_deployment(
+    data: Any, receiver_types: ReceiverTypes | None = None, base_defaults: Mapping[str, Any] | None = None
+) -> Deployment:
+    """The document, validated, with every trunk's rule resolved; its `receivers` by their
+    types in `receiver_types` (the registry in channels/, which the domain cannot import;
+    without it a document may name no receivers).
+
+    A rule key's value is, in order of precedence: the trunk's `config`, the document's
+    `defaults`, `base_defaults` (in AWS the template's RULE_DEFAULTS), `RuleConfig`'s own
+    default. This is the one place that decides it."""
     if not isinstance(data, dict):
         raise ConfigError("configuration must be a mapping with a 'trunks' list")
     defaults = data.get("defaults") or {}
     if base_defaults and isinstance(defaults, Mapping):
         data = {**data, "defaults": {**base_defaults, **defaults}}
+    problems: list[tuple[str, str]] = []
+    if isinstance(data.get("receivers"), list):
+        try:
+            read = _items(lambda item: receiver_config(item, receiver_types or {}))
+            data = {**data, "receivers": read(data["receivers"])}
+        except _Invalid as err:
+            problems = [(_join("receivers", key), message) for key, message in err.problems]
+            data = {**data, "receivers": []}
     try:
         deployment: Deployment = Deployment.from_dict(data)
-    except ConfigError as err:
-        raise ConfigError(_describe(err, "") if isinstance(err, _Invalid) else str(err)) from None
+    except _Invalid as err:
+        problems += err.problems
+    if problems:
+        raise ConfigError(_describe(_Invalid(problems), ""))
     return deployment
 
 
@@ -502,12 +500,12 @@ def parse_document(text: str, name: str = "configuration") -> Any:
             raise ConfigError(f"{name} is not valid YAML/JSON: {err}") from None
 
 
-def load_file(path: str | Path) -> Deployment:
+def load_file(path: str | Path, receiver_types: ReceiverTypes | None = None) -> Deployment:
     try:
         text = Path(path).read_text()
     except OSError as err:
         raise ConfigError(f"cannot read configuration {path}: {err.strerror}") from None
-    return load_deployment(parse_document(text, str(path)))
+    return load_deployment(parse_document(text, str(path)), receiver_types)
 
 
 def to_json(deployment: Deployment) -> str:

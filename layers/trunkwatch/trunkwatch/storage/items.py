@@ -139,3 +139,5 @@ class NotificationLog(BaseItem, discriminator="notification"):
     held_by = JSONAttribute(null=True)  # silences/inhibitions holding it now
     labels = JSONAttribute(null=True)  # as last sent: a trunk-level alert resolves from these
     annotations = JSONAttribute(null=True)
+    # Why the receiver refused the last transition for good (not retried); None once sent.
+    failed = UnicodeAttribute(null=True)

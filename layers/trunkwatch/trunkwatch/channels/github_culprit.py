@@ -1,0 +1,117 @@
+"""GitHub culprit comments: when a job alert (TrunkJobFailing) fires with a culprit pull
+request, one comment on that pull request (in the trunk's own repository) saying it is the
+first commit on which the job failed N times in a row, with the failure lines and the links.
+
+One comment per episode. The notification log and the idempotency key already give one
+delivery per transition; reminders, updates and resolutions are delivered but post nothing
+(the author was told once). GitHub itself is the state against a lost log: each comment
+carries a hidden marker with the alert's fingerprint and startsAt, and the pull request's
+comments are read for it before posting, so a retry or a lost log never posts twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from trunkwatch.channels import http
+from trunkwatch.channels.base import Notification, Resolve, Route
+from trunkwatch.channels.content import content
+from trunkwatch.channels.github_rest import DEFAULT_API_URL, GitHubRest, host_suffix
+from trunkwatch.domain import alerts
+from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.config import Check, ReceiverConfig, TokenRef, _nested, _nonempty, _optional
+
+_MARKER = "<!-- trunkwatch-culprit: {} {} -->"
+
+
+def marker(notification: Notification) -> str:
+    alert = notification.alert
+    return _MARKER.format(alert.fingerprint, format_time(alert.starts_at))
+
+
+def first_notice(notification: Notification) -> bool:
+    """The episode's first firing message to this receiver (also when a silence that held it
+    from the start ends); not a reminder, an update or a resolution."""
+    return (
+        notification.status == alerts.FIRING
+        and notification.reason != "reminder"
+        and not notification.reason.startswith("update")
+    )
+
+
+def culprit_comment(notification: Notification) -> str:
+    told = content(notification)
+    labels = notification.alert.labels
+    streak = notification.alert.annotations.get("streak", "?")
+    job = _inline(labels.get("job", "?"))
+    parts = [
+        f"**trunkwatch**: this PR is the first commit on which {job} failed {streak} times in a row"
+        f" on `{told.source}`."
+    ]
+    if told.culprit and told.culprit.commit_url:
+        parts.append(f"Commit: {told.culprit.commit_url}")
+    if told.failure_lines:
+        code = "\n".join(line.replace("```", "'''") for line in told.failure_lines)
+        parts.append(f"First failure lines:\n```\n{code}\n```")
+    if told.links:
+        parts.append(" · ".join(f"[{title}]({url})" for title, url in told.links))
+    parts.append(marker(notification))
+    return "\n\n".join(parts) + "\n"
+
+
+def _inline(text: str) -> str:
+    return "`" + text.replace("`", "'") + "`"
+
+
+@dataclass
+class GitHubCulpritChannel:
+    """`token` resolves the API token when something is due; `route` is the matchers."""
+
+    name: str
+    api_url: str
+    token: Callable[[], str | None] = field(repr=False)
+    route: Callable[[dict[str, str]], bool]
+    timeout_s: float = http.DEFAULT_TIMEOUT_S
+
+    def accepts(self, labels: dict[str, str]) -> bool:
+        return labels.get("alertname") == alerts.JOB_FAILING and self.route(labels)
+
+    def send(self, notification: Notification) -> None:
+        pr = notification.alert.annotations.get("culprit_pr", "").lstrip("#")
+        if not first_notice(notification) or not pr.isdigit():
+            return  # told once per episode; a culprit commit without a PR has no one to tell
+        what = f"GitHub culprit receiver {self.name}"
+        rest = GitHubRest(self.api_url, self.token, what, self.timeout_s, notification.deadline)
+        headers = rest.headers()
+        comments = rest.url(f"/repos/{notification.alert.labels['repo']}/issues/{pr}/comments")
+        wanted = marker(notification)
+        posted = rest.pages(f"{comments}?per_page=100", headers)
+        if any(wanted in str(item.get("body") or "") for item in posted):
+            return  # posted by an earlier try whose log entry was lost
+        rest.call("POST", comments, headers, {"body": culprit_comment(notification)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitHubCulpritReceiver(ReceiverConfig):
+    """`type: github_culprit`: comments on the culprit pull requests of the trunks' own
+    repositories, through `api_url` with `token` (a reference, as for trunks)."""
+
+    api_url: str = DEFAULT_API_URL
+    token: TokenRef | None = None
+
+    CHECKS: ClassVar[dict[str, Check]] = {
+        **ReceiverConfig.CHECKS,
+        "api_url": _nonempty,
+        "token": _optional(_nested(TokenRef)),
+    }
+
+    def log_name(self) -> str:
+        return f"github_culprit{host_suffix(self.api_url)}"
+
+    def channel(self, name: str, route: Route, resolve: Resolve) -> GitHubCulpritChannel:
+        token = self.token
+        return GitHubCulpritChannel(
+            name=name, api_url=self.api_url.rstrip("/"), token=lambda: resolve(token), route=route
+        )
