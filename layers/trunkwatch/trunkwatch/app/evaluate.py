@@ -179,6 +179,7 @@ def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkR
     }
     if item is not None and was_firing:
         fields["starts_at"] = item.starts_at  # the same episode keeps its start
+        _keep_culprit(item, verdict, fields)
         if _same(item, fields):
             return
     item = item or alerts.new_job_alert(trunk, verdict.job)
@@ -186,6 +187,19 @@ def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkR
         setattr(item, name, value)
     alerts.save_with_failing_set(trunk, item, now_firing=None if was_firing else True)
     reads.remember(item)
+
+
+def _keep_culprit(item: AlertItem, verdict: JobVerdict, fields: dict[str, Any]) -> None:
+    """The episode keeps its culprit once the cells that showed it are gone (expired, or
+    beyond JOB_WINDOW): a walk that ran out of cells (no last pass) and starts no earlier
+    than the stored first failure cannot see where the run began, so the stored range
+    stands and the streak counts on from it."""
+    assert verdict.culprit is not None
+    if not verdict.culprit.clipped or int(item.first_fail.seq) > verdict.culprit.first_fail.seq:
+        return
+    newer = sum(1 for cell in verdict.failures if cell.seq > int(item.newest_fail.seq))
+    fields["first_fail"], fields["last_pass"] = item.first_fail, item.last_pass
+    fields["streak"] = int(item.streak) + newer
 
 
 def _plain(value: Any) -> Any:

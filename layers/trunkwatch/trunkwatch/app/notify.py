@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -33,11 +33,14 @@ from trunkwatch.domain.dedup import Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
 from trunkwatch.storage import keys, logs
 from trunkwatch.storage.items import NotificationLog
+from trunkwatch.storage.table import TTL_ATTRIBUTE
 
 logger = Logger(child=True)
 metrics = Metrics()
 
 IDEMPOTENCY_TTL_S = 7 * 24 * 3600
+# Powertools writes the record's expiry (epoch seconds) here: the table's TTL attribute.
+IDEMPOTENCY_EXPIRY_ATTRIBUTE = TTL_ATTRIBUTE
 
 
 @dataclass
@@ -93,7 +96,7 @@ def _notify_channel(
         )
         decision = decide(view, _log_state(entry), now, rule.repeat_interval)
         if decision is None:
-            result.held += _record_hold(entry, view)
+            result.held += _record_hold(entry, view, now, rule.retention)
             continue
         notification = Notification(alert, decision.status, decision.reason, links.api_url, channel.name)
         try:
@@ -107,7 +110,7 @@ def _notify_channel(
             metrics.add_metric(name="NotificationErrors", unit=MetricUnit.Count, value=1)
             result.failed += 1
             return  # this receiver is failing: its other transitions wait for the retry too
-        _advance(entry, alert, decision, now)
+        _advance(entry, alert, decision, now, rule.retention)
         result.sent.append(
             {
                 "receiver": channel.name,
@@ -155,7 +158,7 @@ def _idempotent(table: str, endpoint: str | None) -> Callable[..., Any]:
         key_attr="pk",
         sort_key_attr="sk",
         static_pk_value=keys.IDEMPOTENCY,
-        expiry_attr="expires_at",
+        expiry_attr=IDEMPOTENCY_EXPIRY_ATTRIBUTE,
     )
 
     @idempotent_function(
@@ -177,17 +180,19 @@ def _log_state(entry: NotificationLog) -> LogState:
     )
 
 
-def _record_hold(entry: NotificationLog, view: AlertView) -> int:
+def _record_hold(entry: NotificationLog, view: AlertView, now: datetime, retention: timedelta) -> int:
     """Remember what holds a firing alert back, so its release can say which silence ended."""
     held = list(holders(view)) or None
     if not view.suppressed or view.alert.status != alerts.FIRING or (entry.held_by or None) == held:
         return int(view.suppressed)
     entry.held_by = held
-    logs.save(entry)
+    logs.save(entry, now, retention)
     return 1
 
 
-def _advance(entry: NotificationLog, alert: Alert, decision: Decision, now: datetime) -> None:
+def _advance(
+    entry: NotificationLog, alert: Alert, decision: Decision, now: datetime, retention: timedelta
+) -> None:
     entry.seq = int(entry.seq) + 1
     entry.last_status = decision.status
     entry.last_sent_at = now
@@ -196,7 +201,7 @@ def _advance(entry: NotificationLog, alert: Alert, decision: Decision, now: date
     entry.labels = alert.labels
     entry.annotations = alert.annotations
     entry.held_by = None
-    logs.save(entry)
+    logs.save(entry, now, retention)
 
 
 def _resolved_from_log(entry: NotificationLog, trunk: TrunkConfig, now: datetime) -> AlertView:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from trunkwatch.domain.cells import Commit
@@ -26,13 +27,15 @@ def fields(commit: Commit) -> dict[str, Any]:
     }
 
 
-def item(trunk_id: str, seq: int, commit: Commit, states: str) -> CommitItem:
+def item(trunk_id: str, seq: int, commit: Commit, states: str, retention: timedelta) -> CommitItem:
+    """The commit's item; it expires `retention` after the commit's time, as its cells do."""
     return CommitItem(
         keys.commits(trunk_id),
         keys.seq_key(seq),
         seq=seq,
         states=states,
         autoreverted_by=commit.autoreverted_by,
+        expires_at=commit.time + retention,
         **fields(commit),
     )
 

@@ -58,6 +58,8 @@ class CommitItem(BaseItem, discriminator="commit"):
     autoreverted_by = UnicodeAttribute(null=True)
     # One CellState code per JobIndex column ('-' = no cell): what ingest compares against.
     states = UnicodeAttribute(default="")
+    # The commit's time + the rule's retention: the commit goes with its cells, oldest first.
+    expires_at = TTLAttribute(null=True)
 
 
 class CellItem(BaseItem, discriminator="cell"):
@@ -80,6 +82,9 @@ class CellItem(BaseItem, discriminator="cell"):
     # The job's newest cell before the poll that wrote this one (if among the commits the
     # ingest reads back): tells the evaluator whether this cell can end the job's staleness.
     prior_seq = NumberAttribute(null=True)
+    # The commit's time + the rule's retention, as its commit item's: expiring oldest commit
+    # first only ever clips the far end of the rule's walk.
+    expires_at = TTLAttribute(null=True)
 
 
 class CommitRef(MapAttribute[str, object]):
@@ -139,3 +144,6 @@ class NotificationLog(BaseItem, discriminator="notification"):
     held_by = JSONAttribute(null=True)  # silences/inhibitions holding it now
     labels = JSONAttribute(null=True)  # as last sent: a trunk-level alert resolves from these
     annotations = JSONAttribute(null=True)
+    # None while it was last sent firing (its resolution is still to be sent), else the last
+    # write + the rule's retention.
+    expires_at = TTLAttribute(null=True)
