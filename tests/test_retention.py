@@ -46,6 +46,16 @@ def pipeline() -> Iterator[tuple[LocalRuntime, HudServer, Trunk]]:
         hud.stop()
 
 
+def page(trunk: Trunk, at: datetime) -> dict[str, Any]:
+    """The HUD page at `at`; the autorevert bot reverted the culprit, to no avail (the job
+    stays broken until FIXED)."""
+    snapshot = trunk.snapshot(at)
+    for row in snapshot["shaGrid"]:
+        if row["sha"] == trunk.sha(FIRST_FAIL):
+            row.update(isAutoreverted=True, autorevertSignals=[BROKEN])
+    return snapshot
+
+
 def tick_at(commit: int, trunk: Trunk) -> datetime:
     """Two hours after `commit` landed: its jobs are done."""
     return trunk.start + commit * EVERY + timedelta(hours=2)
@@ -123,7 +133,7 @@ def test_expired_items_change_no_alert(pipeline: Any) -> None:
     for commit in range(FIXED + 3):
         at = tick_at(commit, trunk)
         deleted += expire(at)
-        hud.serve(trunk.snapshot(at))  # the page still lists commits whose items are gone
+        hud.serve(page(trunk, at))  # the page still lists commits whose items are gone
         runtime.tick(at)
         messages += runtime.published(at)
         # Nothing is written already expired: commits past the horizon are not stored again.
@@ -143,6 +153,7 @@ def test_expired_items_change_no_alert(pipeline: Any) -> None:
     assert job["annotations"]["culprit_sha"] == trunk.sha(FIRST_FAIL)
     assert job["annotations"]["last_pass_sha"] == trunk.sha(FIRST_FAIL - 1)
     assert job["annotations"]["streak"] == str(FIXED - FIRST_FAIL)
+    assert job["annotations"]["culprit_autoreverted_by"] == f"autorevert ({BROKEN})"
     assert job["startsAt"].startswith(clock.format_time(trunk.start + FIRST_FAIL * EVERY)[:19])
     assert any(a["labels"]["alertname"] == "TrunkBroken" for a in shown)
 

@@ -23,7 +23,7 @@ from pynamodb.exceptions import TransactWriteError
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
 from trunkwatch.domain.rule import JobVerdict, in_window, judge_job, may_change_verdict
-from trunkwatch.storage import alerts, cells, ticks, trunks
+from trunkwatch.storage import alerts, cells, commits, ticks, trunks
 from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
 
 JOB_WINDOW = 100  # cells of one job the rule may walk back through
@@ -185,6 +185,10 @@ def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkR
     item = item or alerts.new_job_alert(trunk, verdict.job)
     for name, value in fields.items():
         setattr(item, name, value)
+    # Only when the alert is written anyway: a copy that outlives the culprit's commit item.
+    culprit = commits.stored(trunk, int(item.first_fail.seq))
+    if culprit is not None:
+        item.culprit_autoreverted_by = culprit.autoreverted_by
     alerts.save_with_failing_set(trunk, item, now_firing=None if was_firing else True)
     reads.remember(item)
 

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from pynamodb.exceptions import DoesNotExist
+
 from trunkwatch.domain.cells import Commit
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CommitItem
@@ -61,6 +63,16 @@ def autoreverted(trunk_id: str, seqs: Iterable[int]) -> dict[int, str]:
         attributes_to_get=["seq", "autoreverted_by"],
     )
     return {int(c.seq): str(c.autoreverted_by) for c in found if c.autoreverted_by}
+
+
+def stored(trunk_id: str, seq: int) -> CommitItem | None:
+    """The commit item at `seq` (its revert mark only), None once it has expired."""
+    try:
+        return CommitItem.get(
+            keys.commits(trunk_id), keys.seq_key(seq), attributes_to_get=["autoreverted_by"]
+        )
+    except DoesNotExist:
+        return None
 
 
 def save_all(items: Iterable[CommitItem]) -> None:

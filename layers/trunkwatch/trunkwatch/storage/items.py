@@ -111,6 +111,9 @@ class AlertItem(BaseItem, discriminator="alert"):
     newest_fail = CommitRef()
     failure_lines = JSONAttribute(null=True)
     failing_urls = JSONAttribute(null=True)
+    # The culprit commit's `autoreverted_by` when the alert was last written: shown once the
+    # commit item has expired (while it exists, it is read live: reverts land late).
+    culprit_autoreverted_by = UnicodeAttribute(null=True)
     version = VersionAttribute()
 
 
