@@ -24,8 +24,8 @@ from trunkwatch_local.scenario import Trunk
 RETENTION = timedelta(hours=200)
 BROKEN = "pull / linux-jammy / test (default, linux.2xlarge)"
 LINT = "lint / lint"
-FIRST_FAIL, FIXED = 2, 36  # commit 2 breaks the job, commit 36 fixes it
-EVERY = timedelta(hours=12)  # a commit every 12 h: commits expire while the job is broken
+FIRST_FAIL, FIXED = 2, 20  # commit 2 breaks the job, commit 20 fixes it
+EVERY = timedelta(hours=24)  # a commit a day: commits expire while the job is broken
 API_EVENT = Path(__file__).resolve().parents[1] / "events" / "api_get_silences.json"
 
 
