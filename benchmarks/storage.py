@@ -20,8 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from benchmarks.evaluator import Cycle
 from benchmarks.usage import item_bytes
-from trunkwatch.app.notify import IDEMPOTENCY_TTL_S
-from trunkwatch.domain.config import RuleConfig
+from trunkwatch.domain.config import IDEMPOTENCY_TTL, RuleConfig
 from trunkwatch.silences.items import SilenceAuditItem, SilenceItem
 from trunkwatch.silences.matchers import Matcher
 from trunkwatch.silences.model import Silence
@@ -86,8 +85,8 @@ def steady_state(
         ),
         "notification_logs": (logs * days(retention), log_bytes * days(retention)),
         "idempotency": (
-            keys * days(timedelta(seconds=IDEMPOTENCY_TTL_S)),
-            key_bytes * days(timedelta(seconds=IDEMPOTENCY_TTL_S)),
+            keys * days(IDEMPOTENCY_TTL),
+            key_bytes * days(IDEMPOTENCY_TTL),
         ),
         "alerts": (float(job_columns), job_columns * alert_bytes / alerts if alerts else 0.0),
         "trunk": (
@@ -118,7 +117,7 @@ def steady_state(
         basis=(
             f"cells and commits {retention / DAY:g} days (retention), resolved alerts' logs the "
             f"same, ticks {TICK_TTL / DAY:g} days, idempotency records "
-            f"{IDEMPOTENCY_TTL_S / 86400:g} days, each plus {TTL_DELETION_LAG / DAY:g} days until "
+            f"{IDEMPOTENCY_TTL / DAY:g} days, each plus {TTL_DELETION_LAG / DAY:g} days until "
             f"DynamoDB deletes it; one alert item per job column; {SILENCES_PER_DAY} silences a day "
             f"assumed, each lasting {SILENCE_LASTS / timedelta(hours=1):g} h and kept 120 h more"
         ),

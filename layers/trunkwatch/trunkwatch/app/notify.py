@@ -28,7 +28,7 @@ from trunkwatch.channels.base import Channel, ChannelError, Notification
 from trunkwatch.channels.sns import SnsChannel
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import Alert, AlertView, Links
-from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
+from trunkwatch.domain.config import IDEMPOTENCY_TTL, Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
 from trunkwatch.storage import keys, logs
@@ -38,7 +38,7 @@ from trunkwatch.storage.table import TTL_ATTRIBUTE
 logger = Logger(child=True)
 metrics = Metrics()
 
-IDEMPOTENCY_TTL_S = 7 * 24 * 3600
+IDEMPOTENCY_TTL_S = int(IDEMPOTENCY_TTL.total_seconds())
 # Powertools writes the record's expiry (epoch seconds) here: the table's TTL attribute.
 IDEMPOTENCY_EXPIRY_ATTRIBUTE = TTL_ATTRIBUTE
 

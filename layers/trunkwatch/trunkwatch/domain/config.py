@@ -225,8 +225,9 @@ class TeamRoute(_Checked):
     CHECKS: ClassVar[dict[str, Check]] = {"match": _regex, "team": _nonempty}
 
 
-# The notifier's idempotency records expire after 7 days (app/notify.py).
-RETENTION_MIN = timedelta(days=7)
+# How long the notifier remembers a delivery (its idempotency records' expiry); a retention
+# must outlast it.
+IDEMPOTENCY_TTL = timedelta(days=7)
 
 
 def _hours(value: timedelta) -> str:
@@ -282,7 +283,7 @@ class RuleConfig(_Checked):
         # A firing job's newest failure is younger than max_failure_age, so a longer retention
         # never takes a cell the rule fires on; a notification log outlives the idempotency
         # records of its deliveries, so a log written anew never reuses a live key.
-        floor = max(self.max_failure_age, RETENTION_MIN)
+        floor = max(self.max_failure_age, IDEMPOTENCY_TTL)
         if self.retention <= floor:
             message = f"must be longer than {_hours(floor)} (both max_failure_age and 7 days)"
             raise _Invalid([("retention", message)])
