@@ -14,6 +14,7 @@ from typing import Any
 import boto3
 import pytest
 
+from tests import test_trunk_alerts as trunk_alerts
 from trunkwatch.domain import clock
 from trunkwatch.storage.ticks import TICK_TTL
 from trunkwatch_local.hud_server import HudServer
@@ -171,3 +172,26 @@ def test_expired_items_change_no_alert(pipeline: Any) -> None:
     assert {log["last_status"]["S"] for log in logs} == {"resolved"}
     assert all(int(log["expires_at"]["N"]) == epoch(resolved_at + RETENTION) for log in logs)
     assert runtime.dead_letters() == []
+
+
+def test_a_log_expires_unless_it_was_last_sent_firing() -> None:
+    hud = HudServer()
+    trunk = Trunk(jobs=trunk_alerts.JOBS, outcome=trunk_alerts.outcome)
+    runtime = LocalRuntime().start(Replay("pytorch/pytorch", "main", {}).deployment(hud.url))
+    try:
+        trunk_alerts.run(runtime, hud, trunk, hours=5)
+        logs = {(log["alertname"]["S"], log.get("job", {}).get("S")): log for log in items("notification")}
+    finally:
+        runtime.stop()
+        hud.stop()
+    horizon = epoch(trunk.start + timedelta(hours=720))
+    for log in logs.values():
+        if log.get("last_status", {}).get("S") == "firing":
+            assert "expires_at" not in log
+        else:
+            assert int(log["expires_at"]["N"]) > horizon
+    # Resolved once sent, firing still, and held (inhibited) but never sent before it recovered.
+    assert "expires_at" in logs[("TrunkJobFailing", "pull / job0")]
+    assert "expires_at" not in logs[("TrunkJobFailing", "pull / job6")]
+    held = logs[("TrunkJobFailing", "pull / job5")]
+    assert "last_status" not in held and "held_by" in held and "expires_at" in held
