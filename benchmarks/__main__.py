@@ -120,7 +120,7 @@ def run(scale: Scale) -> dict[str, Any]:
     day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours, scale.coarse))
     cold = _step("cold start", lambda: cold_start(scale.import_runs, scale.build_layer))
     notifications_per_day = day.notifications * 24 / scale.hours
-    cost = project(cycle, notifications_per_day, scale.pytorch.columns)
+    cost = project(cycle, notifications_per_day, scale.pytorch.columns, day.stored, scale.hours)
     summary: dict[str, Any] = {
         "ingest_hud": {phase: figures.as_dict() for phase, figures in hud.items()},
         "ingest_github": {phase: figures.as_dict() for phase, figures in github.items()},

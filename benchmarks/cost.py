@@ -8,9 +8,9 @@ also costs the evaluator's scheduled sweep and the notifier woken by the settled
 sweep writes. SNS publishes are the notifications of the
 simulated day. Lambda duration is each invocation's own measured time in-process, scaled
 to the CPU share of the function's MemorySize, plus moto's time answering its requests
-(standing in for DynamoDB's latency). Storage is what a month of commits adds to the table
-for good (cells and commits carry no TTL), billed with point-in-time recovery; it is
-charged again every later month. A 30-day month; free tiers ignored.
+(standing in for DynamoDB's latency). Storage is the table's steady-state size (storage.py:
+every kind of item for as long as its TTL keeps it), billed with point-in-time recovery.
+A 30-day month; free tiers ignored.
 
 `items` prices every resource template.yaml deploys, at its parameters' defaults (Tracing,
 CreateDashboard): the fixed monthly charges (the dashboard, the alarm topic's KMS key, each
@@ -24,6 +24,7 @@ traces, CloudWatch Logs kept for the LogRetentionDays default, KMS requests).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from typing import Any
 
 from benchmarks import prices
 from benchmarks.evaluator import Cycle
+from benchmarks.storage import steady_state
 from benchmarks.trunk import COMMITS_PER_DAY
 from benchmarks.usage import Usage
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
@@ -77,6 +79,7 @@ class CostFigures:
     prices_source: str = ""
     usd_per_month_by_item: dict[str, float] = field(default_factory=dict)
     per_day: dict[str, float] = field(default_factory=dict)
+    storage: dict[str, Any] = field(default_factory=dict)  # storage.StorageFigures
     basis: str = ""
 
 
@@ -138,10 +141,14 @@ def project(
     cycle: Cycle,
     notifications_per_day: float,
     job_columns: int,
+    day_stored: dict[str, list[int]],
+    day_hours: float,
     dashboard: bool | None = None,
     tracing: bool | None = None,
 ) -> CostFigures:
-    """The month; `dashboard` and `tracing` default to template.yaml's parameter defaults."""
+    """The month; `day_stored` is what the simulated day of `day_hours` left in its table
+    (per kind, see end_to_end); `dashboard` and `tracing` default to template.yaml's
+    parameter defaults."""
     dashboard = _parameter_default("CreateDashboard") == "true" if dashboard is None else dashboard
     tracing = _parameter_default("Tracing") == "Active" if tracing is None else tracing
     ticks = ticks_per_day()
@@ -160,7 +167,7 @@ def project(
         per_function[function] = usage
     total = sum(per_function.values(), Usage())
     gb_seconds = sum(lambda_seconds(u, _memory_gb(f)) * _memory_gb(f) for f, u in per_function.items())
-    stored_gb_per_month = cycle.stored_bytes_per_commit * commits * DAYS_PER_MONTH / GB
+    storage = steady_state(cycle, day_stored, day_hours, commits, ticks, job_columns)
 
     def monthly(daily: float, usd_per_million: float) -> float:
         return daily * DAYS_PER_MONTH / 1e6 * usd_per_million
@@ -168,8 +175,7 @@ def project(
     month = {
         "dynamodb_writes": monthly(total.write_units, prices.DYNAMODB_WRITE_REQUEST_UNITS_PER_MILLION),
         "dynamodb_reads": monthly(total.read_units, prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION),
-        "dynamodb_storage_added": stored_gb_per_month
-        * (prices.DYNAMODB_STORAGE_GB_MONTH + prices.DYNAMODB_PITR_GB_MONTH),
+        "dynamodb_storage": storage.gb * (prices.DYNAMODB_STORAGE_GB_MONTH + prices.DYNAMODB_PITR_GB_MONTH),
         "lambda_requests": monthly(total.invocations, prices.LAMBDA_REQUESTS_PER_MILLION),
         "lambda_compute": gb_seconds * DAYS_PER_MONTH * prices.LAMBDA_ARM_GB_SECOND,
         "sns_publishes": monthly(notifications_per_day, prices.SNS_PUBLISHES_PER_MILLION),
@@ -229,7 +235,7 @@ def project(
         "secrets": {"secrets": fixed["secrets"], "api_calls": month["secrets_api_calls"]},
         "dynamodb": {
             k.removeprefix("dynamodb_"): month[k]
-            for k in ("dynamodb_writes", "dynamodb_reads", "dynamodb_storage_added")
+            for k in ("dynamodb_writes", "dynamodb_reads", "dynamodb_storage")
         },
         "lambda": {
             "requests": month["lambda_requests"],
@@ -261,6 +267,7 @@ def project(
         prices=prices.as_dict(),
         prices_source=prices.source(),
         usd_per_month_by_item=month,
+        storage=dataclasses.asdict(storage),
         per_day={
             "ticks": ticks,
             "write_request_units": round(total.write_units),
@@ -269,7 +276,6 @@ def project(
             "lambda_invocations": total.invocations,
             "lambda_gb_seconds": round(gb_seconds, 1),
             "sns_publishes": notifications_per_day,
-            "stored_gb_added": round(stored_gb_per_month / DAYS_PER_MONTH, 4),
             **{
                 f"{f}_lambda_seconds": round(lambda_seconds(u, _memory_gb(f)), 1)
                 for f, u in per_function.items()
@@ -281,7 +287,7 @@ def project(
             f"{commits} commits/day x (a commit finishing + a commit landing, measured at "
             f"{job_columns} job columns) + {quiet_polls:g} quiet polls + {ticks:g} sweeps (the "
             "evaluator's, then the notifier on the settled tick it writes); "
-            "SNS from the simulated day; storage: one month of cells, charged again each later month; "
+            f"SNS from the simulated day; storage: {storage.gb:g} GB in the steady state ({storage.basis}); "
             f"API: {API_REQUESTS_PER_DAY} requests/day assumed ({API_INVOCATION_S:g} s API, "
             f"{AUTHORIZER_INVOCATION_S:g} s authorizer invocations); logs: {PLATFORM_LOG_BYTES} + "
             f"{APP_LOG_BYTES} bytes per invocation + {EMF_LOG_BYTES} bytes of EMF, kept "

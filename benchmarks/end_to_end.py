@@ -42,11 +42,12 @@ from unittest import mock
 
 from benchmarks.ingest import deployment
 from benchmarks.trunk import DAY_START, EPISODES, Day, episode_of
+from benchmarks.usage import stored_by_kind
 from trunkwatch.app import settings
 from trunkwatch.domain import alerts, clock
 from trunkwatch.domain.config import RuleConfig
 from trunkwatch_local.hud_server import HudServer
-from trunkwatch_local.runtime import LocalRuntime, Published
+from trunkwatch_local.runtime import NAME, REGION, LocalRuntime, Published
 from trunkwatch_local.wiring import StreamSource
 
 FIRST_FIRING = "firing"  # notification_reason of an alert's first firing message
@@ -94,6 +95,9 @@ class DayFigures:
     polls_with_changes: int = 0
     hud_window: int = 0
     wall_s: float = 0.0
+    # (items, bytes) per kind in the table after the day: the cost's notification logs,
+    # alerts, idempotency records and the trunk's own items.
+    stored: dict[str, list[int]] = field(default_factory=dict)
 
 
 def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta | None = None) -> DayFigures:
@@ -113,6 +117,7 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta 
             deciding = [day.finished(e.deciding_commit(rule.failures_to_open)) for e in EPISODES]
             times = list(tick_times(period, hours, deciding, coarse or period))
             sent, ticks, changed, pipeline_s = _replay(runtime, hud, day, times, sources)
+            stored = stored_by_kind(REGION, NAME)
         finally:
             runtime.stop()
             hud.stop()
@@ -123,6 +128,7 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta 
     figures.pipeline_s_max = round(pipeline_s, 3)
     figures.detection_delay_s_bound = round(period.total_seconds() + pipeline_s, 3)
     figures.wall_s = round((datetime.now() - started).total_seconds(), 2)
+    figures.stored = {kind: list(counts) for kind, counts in sorted(stored.items())}
     return figures
 
 

@@ -59,8 +59,10 @@ class Cycle:
     land: Phase
     quiet: Phase
     evaluator: EvaluatorFigures
+    # What a commit adds to the table for the retention: its cells and its commit item.
     stored_items_per_commit: float
     stored_bytes_per_commit: float
+    tick_bytes: float  # one tick item (they expire after TICK_TTL)
 
 
 def evaluator_figures(phase: Phase) -> EvaluatorFigures:
@@ -128,11 +130,20 @@ def commit_cycle(
         (_tick(aws, meter, landed_at + timedelta(minutes=m), sweep=True) for m in (1, 2, 3)),
         key=lambda phase: sum(usage.seconds for usage in phase.usage.values()),
     )
+    items_added, bytes_added = (
+        sum(stored_after.get(kind, (0, 0))[n] - stored_before.get(kind, (0, 0))[n] for kind in RETAINED)
+        for n in (0, 1)
+    )
+    ticks, tick_bytes = aws.stored().get("tick", (0, 0))
     return Cycle(
         finish=finish,
         land=land,
         quiet=quiet,
         evaluator=evaluator_figures(finish),
-        stored_items_per_commit=stored_after[0] - stored_before[0],
-        stored_bytes_per_commit=stored_after[1] - stored_before[1],
+        stored_items_per_commit=items_added,
+        stored_bytes_per_commit=bytes_added,
+        tick_bytes=round(tick_bytes / max(ticks, 1), 1),
     )
+
+
+RETAINED = ("cell", "commit")  # the kinds that expire with the rule's retention

@@ -29,10 +29,9 @@ from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 
-from benchmarks.usage import Meter, stored
+from benchmarks.usage import Meter, stored_by_kind
 from trunkwatch import storage
 from trunkwatch.domain.config import Deployment, to_json
-from trunkwatch.storage.table import TTL_ATTRIBUTE
 from trunkwatch_local.emulator import fast_dynamodb
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.runtime import LambdaContext, scheduled_event
@@ -179,9 +178,9 @@ class InProcessAws:
                     StreamArn=self.stream_arn, ShardId=shard, ShardIteratorType="LATEST"
                 )["ShardIterator"]
 
-    def stored(self) -> tuple[int, int]:
-        """(items, bytes) the table keeps for good (see `usage.stored`)."""
-        return stored(REGION, self.name, TTL_ATTRIBUTE)
+    def stored(self) -> dict[str, tuple[int, int]]:
+        """(items, bytes) the table holds now, per kind (see `usage.stored_by_kind`)."""
+        return stored_by_kind(REGION, self.name)
 
 
 def load_handler(path: Path) -> ModuleType:

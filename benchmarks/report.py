@@ -86,6 +86,13 @@ def render(summary: dict[str, Any]) -> str:
         + [["usage (usd_per_month)", _n(cost["usd_per_month"])]]
         + [["all in (usd_per_month_all_in)", _n(cost["usd_per_month_all_in"])]],
     )
+    storage = cost["storage"]
+    lines += _table(
+        f"table size in the steady state ({_n(storage['gb'])} GB; cells and commits kept "
+        f"{_n(storage['retention_days'])} days)",
+        ["items", "count", "GB"],
+        [[part, f"{count:,}", _n(storage["gb_by_part"][part])] for part, count in storage["items"].items()],
+    )
     lines += _table(
         "budgets",
         ["budget", "limit", "measured", "result"],

@@ -37,6 +37,8 @@ from botocore.exceptions import ClientError
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.botocore_stubber import BotocoreStubber
 from moto.dynamodb.models import dynamodb_backends
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
+from pynamodb.models import Model
 
 WRITE_UNIT_BYTES = 1024
 STORAGE_OVERHEAD_BYTES = 100
@@ -305,10 +307,20 @@ def _read_units(size: int, consistent: bool) -> float:
     return units if consistent else units / 2
 
 
-def stored(region: str, table_name: str, ttl_attribute: str) -> tuple[int, int]:
-    """(items, bytes) of the table's items that never expire (no TTL attribute), with
-    DynamoDB's 100 bytes of overhead per item that storage is billed for."""
+def stored_by_kind(region: str, table_name: str) -> dict[str, tuple[int, int]]:
+    """(items, bytes) of the table's items per `kind` (Powertools' idempotency records have
+    none: `idempotency`), with the 100 bytes of overhead per item that storage is billed for."""
     table = _table(region, table_name)
-    items = [item for partition in table.items.values() for item in partition.values()]
-    kept = [item for item in items if ttl_attribute not in item.attrs]
-    return len(kept), sum(item.size() + STORAGE_OVERHEAD_BYTES for item in kept)
+    found: dict[str, tuple[int, int]] = {}
+    for partition in table.items.values():
+        for item in partition.values():
+            kind = item.attrs["kind"].value if "kind" in item.attrs else "idempotency"
+            count, size = found.get(kind, (0, 0))
+            found[kind] = (count + 1, size + item.size() + STORAGE_OVERHEAD_BYTES)
+    return found
+
+
+def item_bytes(model: Model) -> int:
+    """The billed size of one PynamoDB item as DynamoDB would store it (sized as moto does)."""
+    attrs = {name: DynamoType(value) for name, value in model.serialize().items()}
+    return Item(attrs["pk"], attrs["sk"], attrs).size() + STORAGE_OVERHEAD_BYTES

@@ -97,8 +97,17 @@ def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     assert summary["ingest_github"]["steady_poll"]["http_unconditional_requests"] == 0
     assert summary["evaluator"]["changed_cells"] > 0
     assert summary["cost"]["usd_per_month"] > 0
+    # Storage is the steady state of every kind, each kept as long as its TTL keeps it.
+    storage = summary["cost"]["storage"]
+    assert storage["retention_days"] == 30
+    assert all(storage["gb_by_part"][part] > 0 for part in ("cells_and_commits", "ticks", "silences"))
+    assert storage["gb"] == pytest.approx(sum(storage["gb_by_part"].values()), abs=1e-3)
+    price = summary["cost"]["prices"]
+    monthly = storage["gb"] * (price["dynamodb_storage_gb_month"] + price["dynamodb_pitr_gb_month"])
+    assert summary["cost"]["items_detail"]["dynamodb"]["storage"] == pytest.approx(monthly, abs=1e-4)
     table = render(summary)
     assert "budgets" in table and "projected usage cost at PyTorch scale" in table
+    assert "table size in the steady state" in table
 
 
 def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None:

@@ -152,3 +152,14 @@ def test_to_json_round_trips() -> None:
     assert load_deployment(json.loads(to_json(deployment)), RECEIVER_TYPES) == deployment
     assert "null" not in to_json(deployment)
     assert TrunkConfig.from_dict(TRUNK).trunk_id == "pytorch/pytorch#main"
+
+
+def test_retention_defaults_to_30_days_and_must_outlast_the_rule_and_idempotency() -> None:
+    assert rule_config({}).retention == timedelta(hours=720)
+    assert rule_config({"retention": "169h"}).retention == timedelta(hours=169)
+    with pytest.raises(ConfigError, match=r"config\.retention: must be longer than 168h"):
+        rule_config({"retention": "168h"})
+    with pytest.raises(ConfigError, match=r"config\.retention: must be longer than 200h"):
+        rule_config({"retention": "190h", "max_failure_age": "200h"})
+    with pytest.raises(ConfigError, match=r"trunks\.0\.config\.retention: invalid duration"):
+        load_deployment({"trunks": [{**TRUNK, "config": {"retention": "30d"}}]})

@@ -158,3 +158,37 @@ def test_a_new_job_scope_reads_the_same_page_again(aws: Any, httpserver: HTTPSer
     poll(httpserver, grid(), config={"exclude": "^lint"})
     assert poll(httpserver, grid(), config={"exclude": "^lint"}).commits == 0  # skipped
     assert poll(httpserver, grid()).commits == 2  # same page, another scope: parsed
+
+
+def test_a_commit_past_the_retention_is_not_stored_again(aws: Any, httpserver: HTTPServer) -> None:
+    body = grid()
+    body["shaGrid"][1]["time"] = "2026-10-19T19:59:59Z"  # NOW - 720h - 1s: its items would be expired
+    result = poll(httpserver, body)
+    assert {i["sha"]["S"] for i in table_items("commit")} == {"bbb"}
+    assert {sha for _, sha in cells()} == {"bbb"} and result.cells_written == 1
+    (commit,) = table_items("commit")
+    assert int(commit["expires_at"]["N"]) == int(datetime(2026, 12, 18, 19, 30, tzinfo=UTC).timestamp())
+    # With a longer retention the same commit is within reach: the next page stores it,
+    # below the commit it came before.
+    newer = copy.deepcopy(body["shaGrid"][0])
+    newer.update(sha="ccc", time="2026-11-18T19:45:00Z")
+    body["shaGrid"].insert(0, newer)
+    poll(httpserver, body, config={"retention": "721h"})
+    assert ("lint / l", "aaa") in cells()
+    seqs = {i["sha"]["S"]: int(i["seq"]["N"]) for i in table_items("commit")}
+    assert seqs["aaa"] + 1 == seqs["bbb"] == seqs["ccc"] - 1
+
+
+def test_new_commits_never_take_the_seqs_of_expired_cells(aws: Any, httpserver: HTTPServer) -> None:
+    poll(httpserver, grid())
+    old_seqs = {int(i["seq"]["N"]) for i in table_items("cell")}
+    dynamodb = boto3.client("dynamodb")
+    for item in table_items("commit"):  # TTL deleted every commit item, not yet their cells
+        dynamodb.delete_item(TableName=aws["table"], Key={"pk": item["pk"], "sk": item["sk"]})
+    body = grid()
+    newer = copy.deepcopy(body["shaGrid"][0])
+    newer.update(sha="ccc", time="2026-11-18T19:45:00Z")
+    body["shaGrid"] = [newer]
+    poll(httpserver, body)
+    (ccc,) = table_items("commit")
+    assert int(ccc["seq"]["N"]) == max(old_seqs) + 1

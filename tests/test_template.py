@@ -21,10 +21,15 @@ from aws_lambda_powertools.utilities.data_classes import (
 from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event import (
     APIGatewayAuthorizerTokenEvent,
 )
+from pynamodb.attributes import TTLAttribute
 from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
 
+from trunkwatch.app.notify import IDEMPOTENCY_EXPIRY_ATTRIBUTE
 from trunkwatch.domain.config import load_deployment, parse_duration
+from trunkwatch.silences.items import SilenceAuditItem, SilenceItem
+from trunkwatch.storage.items import CellItem, CommitItem, NotificationLog, TickItem
+from trunkwatch.storage.table import TTL_ATTRIBUTE
 from trunkwatch_local import template as template_module
 from trunkwatch_local.template import TEMPLATE_ENV, TemplateError, find_template, load_template
 
@@ -454,6 +459,22 @@ def test_table_keys_stream_ttl_recovery_and_encryption(resources: dict[str, Any]
     assert props["SSESpecification"] == {"SSEEnabled": True}
     assert table["DeletionPolicy"] == table["UpdateReplacePolicy"] == "Retain"
     assert props["DeletionProtectionEnabled"] is True
+
+
+def test_every_expiring_item_expires_through_the_tables_ttl(resources: dict[str, Any]) -> None:
+    """DynamoDB deletes only what carries the one TTL attribute the table names, as epoch
+    seconds (PynamoDB's TTLAttribute); every kind that must not accumulate carries it."""
+    ttl = resources["Table"]["Properties"]["TimeToLiveSpecification"]
+    assert ttl["Enabled"] is True
+    expiring = (CellItem, CommitItem, TickItem, NotificationLog, SilenceItem, SilenceAuditItem)
+    for model in expiring:
+        (attribute,) = [a for a in model.get_attributes().values() if isinstance(a, TTLAttribute)]
+        assert attribute.attr_name == ttl["AttributeName"] == TTL_ATTRIBUTE, model.__name__
+    assert ttl["AttributeName"] == IDEMPOTENCY_EXPIRY_ATTRIBUTE
+    # A TTL deletion is a REMOVE record: it wakes neither the evaluator nor the notifier.
+    for function in ("EvaluatorFunction", "NotifierFunction"):
+        (pattern,) = _stream_mapping(resources, function)["FilterCriteria"]["Filters"]
+        assert json.loads(pattern["Pattern"])["eventName"] == ["INSERT", "MODIFY"]
 
 
 def test_config_parameter_holds_the_config_document(resources: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ from pynamodb.exceptions import TransactWriteError
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
 from trunkwatch.domain.rule import JobVerdict, in_window, judge_job, may_change_verdict
-from trunkwatch.storage import alerts, cells, ticks, trunks
+from trunkwatch.storage import alerts, cells, commits, ticks, trunks
 from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
 
 JOB_WINDOW = 100  # cells of one job the rule may walk back through
@@ -179,13 +179,31 @@ def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkR
     }
     if item is not None and was_firing:
         fields["starts_at"] = item.starts_at  # the same episode keeps its start
+        _keep_culprit(item, verdict, fields)
         if _same(item, fields):
             return
     item = item or alerts.new_job_alert(trunk, verdict.job)
     for name, value in fields.items():
         setattr(item, name, value)
+    # Only when the alert is written anyway: a copy that outlives the culprit's commit item.
+    culprit = commits.stored(trunk, int(item.first_fail.seq))
+    if culprit is not None:
+        item.culprit_autoreverted_by = culprit.autoreverted_by
     alerts.save_with_failing_set(trunk, item, now_firing=None if was_firing else True)
     reads.remember(item)
+
+
+def _keep_culprit(item: AlertItem, verdict: JobVerdict, fields: dict[str, Any]) -> None:
+    """The episode keeps its culprit once the cells that showed it are gone (expired, or
+    beyond JOB_WINDOW): a walk that ran out of cells (no last pass) and starts no earlier
+    than the stored first failure cannot see where the run began, so the stored range
+    stands and the streak counts on from it."""
+    assert verdict.culprit is not None
+    if not verdict.culprit.clipped or int(item.first_fail.seq) > verdict.culprit.first_fail.seq:
+        return
+    newer = sum(1 for cell in verdict.failures if cell.seq > int(item.newest_fail.seq))
+    fields["first_fail"], fields["last_pass"] = item.first_fail, item.last_pass
+    fields["streak"] = int(item.streak) + newer
 
 
 def _plain(value: Any) -> Any:

@@ -7,6 +7,9 @@ only where a merged state changed. A poll that changed nothing writes nothing.
 Write order makes a crash harmless: the tick barrier first, then cells, then commit items
 (the record of what is stored), then the source state. A poll cut short is redone by the
 next one, which still sees the old commit states and rewrites the same cells.
+
+Cells and commit items expire (DynamoDB TTL) the rule's `retention` after the commit's
+time; a commit already that old on a source page is skipped.
 """
 
 from __future__ import annotations
@@ -67,14 +70,21 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
     stored_names = trunks.job_names(trunk_id)
     names = list(stored_names)
     known = {c.sha: c for c in commits.newest(trunk_id, COMMITS_KEPT)}
+    state = trunks.state(trunk_id)  # one read serves numbering, staleness and source health
+    # A commit past the retention horizon is not stored again: its items would be born
+    # expired, and its failures are older than any the rule fires on (retention >
+    # max_failure_age). So a page still showing commits whose items expired writes nothing.
+    retained = [r for r in snapshot.commits if r.commit.time + rule.retention > now]
     seqs = _assign_seqs(
-        [r.commit.sha for r in snapshot.commits], {sha: int(c.seq) for sha, c in known.items()}
+        [r.commit.sha for r in retained],
+        {sha: int(c.seq) for sha, c in known.items()},
+        max((int(s) for s in state.recent_seqs or []), default=None),
     )
 
     columns = {name: i for i, name in enumerate(names)}
     commit_writes: list[CommitItem] = []
     cell_writes: list[tuple[Cell, CommitResult, int]] = []
-    for commit_result in snapshot.commits:
+    for commit_result in retained:
         commit_cells = build_cells(commit_result.commit.sha, commit_result.runs, rule.cancelled)
         for key in sorted(commit_cells):
             if key not in columns:
@@ -96,7 +106,9 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
             or existing.states != stored_states
             or commits.metadata_changed(existing, commit_result.commit)
         ):
-            commit_writes.append(commits.item(trunk_id, seq, commit_result.commit, stored_states))
+            commit_writes.append(
+                commits.item(trunk_id, seq, commit_result.commit, stored_states, rule.retention)
+            )
 
     # Job by job: a job's stream records then arrive together, and the evaluator, which judges
     # a job once per batch, reads each changed job about once instead of once per commit.
@@ -107,7 +119,15 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
         result.items_written += 2
     prior = _newest_seqs(known.values(), columns, {cell.job for cell, _, _ in cell_writes})
     cells.save_all(
-        cells.item(trunk_id, cell, commit_result.commit, seq, result.poll or "", prior.get(cell.job))
+        cells.item(
+            trunk_id,
+            cell,
+            commit_result.commit,
+            seq,
+            result.poll or "",
+            prior.get(cell.job),
+            retention=rule.retention,
+        )
         for cell, commit_result, seq in cell_writes
     )
     commits.save_all(commit_writes)
@@ -118,7 +138,6 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
     if names != stored_names:
         trunks.save_job_names(trunk_id, names)
         result.items_written += 1
-    state = trunks.state(trunk_id)  # one read serves the staleness window and the source health
     result.items_written += _save_recent_seqs(trunk_id, state, known, commit_writes)
     result.items_written += trunks.record_poll_success(trunk_id, now, state)
     new_source_state = {**snapshot.state, SCOPE: scope}
@@ -133,13 +152,18 @@ def _scope_digest(rule: RuleConfig) -> str:
     return hashlib.sha256(repr((rule.include, rule.exclude, rule.cancelled)).encode()).hexdigest()[:16]
 
 
-def _assign_seqs(shas_newest_first: list[str], known: dict[str, int]) -> dict[str, int]:
-    """Keep known commits' seqs; number new ones along the branch order."""
+def _assign_seqs(
+    shas_newest_first: list[str], known: dict[str, int], recent_top: int | None
+) -> dict[str, int]:
+    """Keep known commits' seqs; number new ones along the branch order. New numbers also
+    stay above `recent_top` (the newest seq that had cells, kept in the trunk's state), so
+    that once every commit item read back has expired a new commit still never takes the
+    seq of expired cells DynamoDB has not deleted yet."""
     seqs = dict(known)
+    top = max([*known.values(), *([] if recent_top is None else [recent_top])], default=FIRST_SEQ - 1)
     oldest_first = list(reversed(shas_newest_first))
     first_known = next((i for i, sha in enumerate(oldest_first) if sha in known), None)
     if first_known is None:
-        top = max(known.values(), default=FIRST_SEQ - 1)
         for sha in oldest_first:
             top += 1
             seqs[sha] = top
@@ -148,7 +172,6 @@ def _assign_seqs(shas_newest_first: list[str], known: dict[str, int]) -> dict[st
     for sha in reversed(oldest_first[:first_known]):
         bottom -= 1
         seqs[sha] = bottom
-    top = max(known.values())
     for sha in oldest_first[first_known:]:
         if sha not in seqs:
             top += 1

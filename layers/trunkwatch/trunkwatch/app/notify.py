@@ -23,7 +23,7 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -36,16 +36,19 @@ from trunkwatch.channels.base import Channel, ChannelError, ChannelRejected, Not
 from trunkwatch.channels.sns import SnsChannel
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import Alert, AlertView, Links
-from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
+from trunkwatch.domain.config import IDEMPOTENCY_TTL, Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
 from trunkwatch.storage import keys, logs
 from trunkwatch.storage.items import NotificationLog
+from trunkwatch.storage.table import TTL_ATTRIBUTE
 
 logger = Logger(child=True)
 metrics = Metrics()
 
-IDEMPOTENCY_TTL_S = 7 * 24 * 3600
+IDEMPOTENCY_TTL_S = int(IDEMPOTENCY_TTL.total_seconds())
+# Powertools writes the record's expiry (epoch seconds) here: the table's TTL attribute.
+IDEMPOTENCY_EXPIRY_ATTRIBUTE = TTL_ATTRIBUTE
 # A delivery starts only with this much time left; each ends FINISH_RESERVE_S before the
 # budget does, leaving time to write the log and report the stream batch.
 DELIVERY_RESERVE_S = 10.0
@@ -114,7 +117,7 @@ def _notify_channel(
         )
         decision = decide(view, _log_state(entry), now, rule.repeat_interval)
         if decision is None:
-            result.held += _record_hold(entry, view)
+            result.held += _record_hold(entry, view, now, rule.retention)
             continue
         if remaining_s() < DELIVERY_RESERVE_S:
             logger.warning(
@@ -138,7 +141,7 @@ def _notify_channel(
             )
             metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
             result.rejected += 1
-            _advance(entry, alert, decision, now, failed=str(err))
+            _advance(entry, alert, decision, now, rule.retention, failed=str(err))
             continue
         except ChannelError as err:
             # Nothing recorded: the next tick (at the latest the next sweep) tries again.
@@ -149,7 +152,7 @@ def _notify_channel(
             metrics.add_metric(name="NotificationErrors", unit=MetricUnit.Count, value=1)
             result.failed += 1
             return  # this receiver is failing: its other transitions wait for the retry too
-        _advance(entry, alert, decision, now)
+        _advance(entry, alert, decision, now, rule.retention)
         result.sent.append(
             {
                 "receiver": channel.name,
@@ -196,7 +199,7 @@ def _idempotent(table: str, endpoint: str | None) -> Callable[..., Any]:
         key_attr="pk",
         sort_key_attr="sk",
         static_pk_value=keys.IDEMPOTENCY,
-        expiry_attr="expires_at",
+        expiry_attr=IDEMPOTENCY_EXPIRY_ATTRIBUTE,
     )
 
     @idempotent_function(
@@ -218,18 +221,23 @@ def _log_state(entry: NotificationLog) -> LogState:
     )
 
 
-def _record_hold(entry: NotificationLog, view: AlertView) -> int:
+def _record_hold(entry: NotificationLog, view: AlertView, now: datetime, retention: timedelta) -> int:
     """Remember what holds a firing alert back, so its release can say which silence ended."""
     held = list(holders(view)) or None
     if not view.suppressed or view.alert.status != alerts.FIRING or (entry.held_by or None) == held:
         return int(view.suppressed)
     entry.held_by = held
-    logs.save(entry)
+    logs.save(entry, now, retention)
     return 1
 
 
 def _advance(
-    entry: NotificationLog, alert: Alert, decision: Decision, now: datetime, failed: str | None = None
+    entry: NotificationLog,
+    alert: Alert,
+    decision: Decision,
+    now: datetime,
+    retention: timedelta,
+    failed: str | None = None,
 ) -> None:
     """The transition is done with: sent, or `failed` (refused for good, with the reason)."""
     entry.seq = int(entry.seq) + 1
@@ -241,7 +249,7 @@ def _advance(
     entry.labels = alert.labels
     entry.annotations = alert.annotations
     entry.held_by = None
-    logs.save(entry)
+    logs.save(entry, now, retention)
 
 
 def _resolved_from_log(entry: NotificationLog, trunk: TrunkConfig, now: datetime) -> AlertView:

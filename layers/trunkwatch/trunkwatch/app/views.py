@@ -39,9 +39,7 @@ def trunk_views(
     shown = items if include_resolved else firing
     shown = [item for item in shown if rule.in_scope(item.job)]
     reverted = commits.autoreverted(trunk.trunk_id, (int(item.first_fail.seq) for item in shown))
-    job_alerts = [
-        job_alert(item, trunk, rule, links, reverted.get(int(item.first_fail.seq))) for item in shown
-    ]
+    job_alerts = [job_alert(item, trunk, rule, links, _reverted_by(item, reverted)) for item in shown]
     level = trunk_level_alert(firing, trunk, rule, links)
     down = source_down_alert(trunks.state(trunk.trunk_id), trunk, rule, links, now)
     views = [AlertView(a, trunk.trunk_id) for a in [*job_alerts, level, down] if a is not None]
@@ -51,6 +49,12 @@ def trunk_views(
         if badly and view.alert.name == alerts.JOB_FAILING and view.alert.status == alerts.FIRING:
             view.inhibited_by = [badly]
     return views
+
+
+def _reverted_by(item: AlertItem, live: dict[int, str]) -> str | None:
+    """As the culprit's commit item says now, or as it said when the alert was last written
+    (after the commit item expired)."""
+    return live.get(int(item.first_fail.seq)) or item.culprit_autoreverted_by
 
 
 def source_down_alert(

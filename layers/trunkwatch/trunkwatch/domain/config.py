@@ -227,6 +227,15 @@ class TeamRoute(_Checked):
     CHECKS: ClassVar[dict[str, Check]] = {"match": _regex, "team": _nonempty}
 
 
+# How long the notifier remembers a delivery (its idempotency records' expiry); a retention
+# must outlast it.
+IDEMPOTENCY_TTL = timedelta(days=7)
+
+
+def _hours(value: timedelta) -> str:
+    return f"{value.total_seconds() / 3600:g}h"
+
+
 DEFAULT_EXCLUDE = "unstable|rerun_disabled_tests|mem_leak_check"
 PYTORCH_INCLUDE = "^(pull|trunk|docs-build|linux-binary-)"
 
@@ -246,6 +255,9 @@ class RuleConfig(_Checked):
     repeat_interval: timedelta = timedelta(hours=4)
     # A source that has failed every poll for this long raises TrunkSourceDown.
     source_down_after: timedelta = timedelta(minutes=15)
+    # How long cells, commits and resolved alerts' notification logs stay in the table
+    # (DynamoDB TTL), counted from the commit's time or the log's last write.
+    retention: timedelta = timedelta(hours=720)
     team: str = "ci-oncall"
     teams: tuple[TeamRoute, ...] = ()
     runbook_url: str | None = None
@@ -262,11 +274,21 @@ class RuleConfig(_Checked):
         "trunk_band_max_jobs": _integer(1),
         "repeat_interval": parse_duration,
         "source_down_after": parse_duration,
+        "retention": parse_duration,
         "team": _nonempty,
         "teams": _items(_nested(TeamRoute)),
         "runbook_url": _optional(_string),
         "dashboard_url": _optional(_string),
     }
+
+    def _check(self) -> None:
+        # A firing job's newest failure is younger than max_failure_age, so a longer retention
+        # never takes a cell the rule fires on; a notification log outlives the idempotency
+        # records of its deliveries, so a log written anew never reuses a live key.
+        floor = max(self.max_failure_age, IDEMPOTENCY_TTL)
+        if self.retention <= floor:
+            message = f"must be longer than {_hours(floor)} (both max_failure_age and 7 days)"
+            raise _Invalid([("retention", message)])
 
     def in_scope(self, job: str) -> bool:
         if self.include and not re.search(self.include, job):

@@ -21,6 +21,12 @@ one partition per job.
 | silence audit    | `SILENCE#AUDIT`                  | `<time>#<uuid>#<action>`   | audit        |
 | idempotency      | `IDEMPOTENCY`                    | `<hash of the transition>` | (Powertools) |
 
+Expiry (`expires_at`, epoch seconds), set by each kind's writer: commits and cells the rule's
+`retention` after the commit's time; notification logs `retention` after their last write,
+except while last sent firing; ticks TICK_TTL after their poll; idempotency records after
+the notifier's 7 days; silences and their audit records `endsAt` + 120 h. Trunk items and
+alerts never expire (one per trunk or job).
+
 `seq` is the commit's position on the branch's first-parent history (grows with newer
 commits), so one Query newest-first on a job's cell partition reads its window, and one on
 the commits partition reads the trunk's newest commits. Cell and tick items carry `trunk`

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 
 from trunkwatch.domain.cells import Cell, CellState, Commit, StoredCell
 from trunkwatch.storage import keys
@@ -12,8 +13,16 @@ TITLE_MAX = 200
 
 
 def item(
-    trunk_id: str, cell: Cell, commit: Commit, seq: int, poll: str, prior_seq: int | None = None
+    trunk_id: str,
+    cell: Cell,
+    commit: Commit,
+    seq: int,
+    poll: str,
+    prior_seq: int | None = None,
+    *,
+    retention: timedelta,
 ) -> CellItem:
+    """The cell's item; it expires `retention` after its commit's time, with the commit."""
     return CellItem(
         keys.cells(trunk_id, cell.job),
         keys.seq_key(seq),
@@ -32,6 +41,7 @@ def item(
         pr=commit.pr,
         commit_url=commit.url,
         prior_seq=prior_seq,
+        expires_at=commit.time + retention,
     )
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
+
+from pynamodb.exceptions import DoesNotExist
 
 from trunkwatch.domain.cells import Commit
 from trunkwatch.storage import keys
@@ -26,13 +29,15 @@ def fields(commit: Commit) -> dict[str, Any]:
     }
 
 
-def item(trunk_id: str, seq: int, commit: Commit, states: str) -> CommitItem:
+def item(trunk_id: str, seq: int, commit: Commit, states: str, retention: timedelta) -> CommitItem:
+    """The commit's item; it expires `retention` after the commit's time, as its cells do."""
     return CommitItem(
         keys.commits(trunk_id),
         keys.seq_key(seq),
         seq=seq,
         states=states,
         autoreverted_by=commit.autoreverted_by,
+        expires_at=commit.time + retention,
         **fields(commit),
     )
 
@@ -58,6 +63,16 @@ def autoreverted(trunk_id: str, seqs: Iterable[int]) -> dict[int, str]:
         attributes_to_get=["seq", "autoreverted_by"],
     )
     return {int(c.seq): str(c.autoreverted_by) for c in found if c.autoreverted_by}
+
+
+def stored(trunk_id: str, seq: int) -> CommitItem | None:
+    """The commit item at `seq` (its revert mark only), None once it has expired."""
+    try:
+        return CommitItem.get(
+            keys.commits(trunk_id), keys.seq_key(seq), attributes_to_get=["autoreverted_by"]
+        )
+    except DoesNotExist:
+        return None
 
 
 def save_all(items: Iterable[CommitItem]) -> None:

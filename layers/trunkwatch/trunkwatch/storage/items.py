@@ -58,6 +58,8 @@ class CommitItem(BaseItem, discriminator="commit"):
     autoreverted_by = UnicodeAttribute(null=True)
     # One CellState code per JobIndex column ('-' = no cell): what ingest compares against.
     states = UnicodeAttribute(default="")
+    # The commit's time + the rule's retention: the commit goes with its cells, oldest first.
+    expires_at = TTLAttribute(null=True)
 
 
 class CellItem(BaseItem, discriminator="cell"):
@@ -80,6 +82,9 @@ class CellItem(BaseItem, discriminator="cell"):
     # The job's newest cell before the poll that wrote this one (if among the commits the
     # ingest reads back): tells the evaluator whether this cell can end the job's staleness.
     prior_seq = NumberAttribute(null=True)
+    # The commit's time + the rule's retention, as its commit item's: expiring oldest commit
+    # first only ever clips the far end of the rule's walk.
+    expires_at = TTLAttribute(null=True)
 
 
 class CommitRef(MapAttribute[str, object]):
@@ -106,6 +111,9 @@ class AlertItem(BaseItem, discriminator="alert"):
     newest_fail = CommitRef()
     failure_lines = JSONAttribute(null=True)
     failing_urls = JSONAttribute(null=True)
+    # The culprit commit's `autoreverted_by` when the alert was last written: shown once the
+    # commit item has expired (while it exists, it is read live: reverts land late).
+    culprit_autoreverted_by = UnicodeAttribute(null=True)
     version = VersionAttribute()
 
 
@@ -141,3 +149,6 @@ class NotificationLog(BaseItem, discriminator="notification"):
     annotations = JSONAttribute(null=True)
     # Why the receiver refused the last transition for good (not retried); None once sent.
     failed = UnicodeAttribute(null=True)
+    # None while it was last sent firing (its resolution is still to be sent), else the last
+    # write + the rule's retention.
+    expires_at = TTLAttribute(null=True)

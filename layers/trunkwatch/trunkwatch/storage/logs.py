@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
+from trunkwatch.domain.alerts import FIRING
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import NotificationLog
 
@@ -25,5 +28,8 @@ def new(trunk_id: str, receiver: str, fingerprint: str, alertname: str, job: str
     )
 
 
-def save(entry: NotificationLog) -> None:
+def save(entry: NotificationLog, now: datetime, retention: timedelta) -> None:
+    """Write the entry; one last sent firing never expires (its resolution is still due),
+    any other expires `retention` after this write."""
+    entry.expires_at = None if entry.last_status == FIRING else now + retention
     entry.save()
