@@ -75,6 +75,7 @@ class LocalRuntime:
         self.template = template or find_template()
         self.wiring: Wiring = read_wiring(self.template)
         self._emulation: Any = None  # moto's mock while started; its patches otherwise off
+        self._environ_before: dict[str, str] | None = None
         self.modules: dict[str, ModuleType] = {}
         self.names: dict[str, str] = {}  # functions/<name> folder -> logical id
 
@@ -82,7 +83,10 @@ class LocalRuntime:
     def start(self, deployment: Deployment, api_url: str | None = None) -> LocalRuntime:
         """Create the template's resources, set the functions' environment and load their
         handlers (each resolves its environment as it loads, as in a new Lambda container).
-        `api_url` is where the local API is served (the deployed notifier's API_URL)."""
+        `api_url` is where the local API is served (the deployed notifier's API_URL).
+        The process's environment is the functions' while the runtime runs; `stop` puts back
+        what it was."""
+        self._environ_before = dict(os.environ)
         os.environ.update(
             AWS_ACCESS_KEY_ID="local",
             AWS_SECRET_ACCESS_KEY="local",  # noqa: S106 - moto accepts any credentials
@@ -126,6 +130,10 @@ class LocalRuntime:
         return self
 
     def stop(self) -> None:
+        if self._environ_before is not None:
+            os.environ.clear()
+            os.environ.update(self._environ_before)
+            self._environ_before = None
         if self._emulation is not None:
             self._emulation.__exit__(None, None, None)  # and leaves the account empty
             self._emulation = None
