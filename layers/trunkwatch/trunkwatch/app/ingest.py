@@ -22,7 +22,7 @@ from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.sources.base import CommitResult, Snapshot
 from trunkwatch.storage import cells, commits, ticks, trunks
-from trunkwatch.storage.items import CommitItem, TrunkState
+from trunkwatch.storage.items import CommitItem, CommitPointer, TrunkState
 
 COMMITS_KEPT = 200  # commit items read back per poll: well over any source window
 RECENT_SEQS_KEPT = 20
@@ -78,6 +78,7 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
 
     columns = {name: i for i, name in enumerate(names)}
     commit_writes: list[CommitItem] = []
+    pointers: list[CommitPointer] = []
     cell_writes: list[tuple[Cell, CommitResult, int]] = []
     for commit_result in snapshot.commits:
         commit_cells = build_cells(commit_result.commit.sha, commit_result.runs, rule.cancelled)
@@ -102,6 +103,8 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
             or commits.metadata_changed(existing, commit_result.commit)
         ):
             commit_writes.append(commits.item(trunk_id, seq, commit_result.commit, stored_states))
+        if existing is None:
+            pointers.append(commits.pointer(trunk_id, seq, commit_result.commit.sha))
 
     # Job by job: a job's stream records then arrive together, and the evaluator, which judges
     # a job once per batch, reads each changed job about once instead of once per commit.
@@ -116,8 +119,9 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
         for cell, commit_result, seq in cell_writes
     )
     commits.save_all(commit_writes)
+    commits.save_pointers(pointers)  # webhook deliveries find the commits by sha
     result.cells_written = len(cell_writes)
-    result.items_written += len(cell_writes) + len(commit_writes)
+    result.items_written += len(cell_writes) + len(commit_writes) + len(pointers)
     result.changed_jobs = sorted({cell.job for cell, _, _ in cell_writes})
 
     if names != stored_names:

@@ -76,6 +76,12 @@ def _nonempty(value: Any) -> str:
     return value
 
 
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("Input should be a valid boolean")
+    return value
+
+
 def _optional(check: Check) -> Check:
     return lambda value: None if value is None else check(value)
 
@@ -225,6 +231,7 @@ class TeamRoute(_Checked):
     CHECKS: ClassVar[dict[str, Check]] = {"match": _regex, "team": _nonempty}
 
 
+DEFAULT_WEBHOOK_POLL_EVERY = timedelta(minutes=10)
 DEFAULT_EXCLUDE = "unstable|rerun_disabled_tests|mem_leak_check"
 PYTORCH_INCLUDE = "^(pull|trunk|docs-build|linux-binary-)"
 
@@ -303,6 +310,10 @@ class TrunkConfig(_Checked):
     token: TokenRef | None = None
     per_page: int = 50
     config: dict[str, Any] = field(default_factory=dict)
+    # Fed by GitHub webhook deliveries; the source is then polled only every `poll_every`
+    # (0: never), as the backstop for deliveries that never came.
+    webhook: bool = False
+    poll_every: timedelta | None = None
 
     CHECKS: ClassVar[dict[str, Check]] = {
         "repo": _pattern(_REPO),
@@ -312,7 +323,20 @@ class TrunkConfig(_Checked):
         "token": _optional(_nested(TokenRef)),
         "per_page": _integer(1, 100),
         "config": _mapping,
+        "webhook": _boolean,
+        "poll_every": _optional(parse_duration),
     }
+
+    def _check(self) -> None:
+        if self.poll_every is not None and not self.webhook:
+            raise _Invalid([("poll_every", "only for a webhook-fed trunk (webhook: true)")])
+
+    @property
+    def poll_period(self) -> timedelta | None:
+        """How often the schedule polls this trunk: None for every tick; 0 for never."""
+        if not self.webhook:
+            return None
+        return self.poll_every if self.poll_every is not None else DEFAULT_WEBHOOK_POLL_EVERY
 
     @property
     def trunk_id(self) -> str:

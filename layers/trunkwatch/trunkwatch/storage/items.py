@@ -7,6 +7,7 @@ from pynamodb.attributes import (
     JSONAttribute,
     MapAttribute,
     NumberAttribute,
+    NumberSetAttribute,
     TTLAttribute,
     UnicodeAttribute,
     UnicodeSetAttribute,
@@ -58,6 +59,31 @@ class CommitItem(BaseItem, discriminator="commit"):
     autoreverted_by = UnicodeAttribute(null=True)
     # One CellState code per JobIndex column ('-' = no cell): what ingest compares against.
     states = UnicodeAttribute(default="")
+
+
+class CommitPointer(BaseItem, discriminator="commit_sha"):
+    """A trunk commit's seq by sha: how a webhook delivery finds the commit it is about."""
+
+    seq = NumberAttribute()
+
+
+class ShardItem(BaseItem, discriminator="shard"):
+    """One shard of a job on one commit as webhook deliveries reported it (sk: the shard's
+    job name): the job's cell merges every shard of its key, as the poll merges runs."""
+
+    attempt = NumberAttribute()
+    completed = BooleanAttribute()
+    conclusion = UnicodeAttribute()  # the status while not completed
+    url = UnicodeAttribute(default="")
+    failed_attempts = NumberSetAttribute(null=True)  # attempts that failed: a later pass is flaky
+    expires_at = TTLAttribute()
+
+
+class DeliveryItem(BaseItem, discriminator="delivery"):
+    """A webhook delivery handled once (GitHub keeps X-GitHub-Delivery on redelivery)."""
+
+    event = UnicodeAttribute()
+    expires_at = TTLAttribute()
 
 
 class CellItem(BaseItem, discriminator="cell"):
@@ -121,6 +147,9 @@ class TickItem(BaseItem, discriminator="tick"):
     settled = BooleanAttribute(null=True)
     at = UTCDateTimeAttribute()
     expires_at = TTLAttribute()
+    # A group of webhook deliveries: deliveries join it until then, and it settles no earlier.
+    closes_at = UTCDateTimeAttribute(null=True)
+    opened_by = UnicodeAttribute(null=True)  # the delivery that opened the group
 
 
 class NotificationLog(BaseItem, discriminator="notification"):

@@ -89,6 +89,19 @@ def save_job_names(trunk_id: str, names: list[str]) -> None:
     JobIndex(keys.trunk(trunk_id), keys.JOBS, names=names).save()
 
 
+def add_job_name(trunk_id: str, known: list[str], name: str) -> bool:
+    """Append `name` as a new column if the index is still `known` (False: it changed, read
+    it again), so concurrent writers never give two jobs one column."""
+    condition = JobIndex.names.does_not_exist() if not known else JobIndex.names == known
+    try:
+        JobIndex.upsert(keys.trunk(trunk_id), keys.JOBS, [JobIndex.names.set([*known, name])], condition)
+    except UpdateError as err:
+        if err.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
 def source_state(trunk_id: str) -> dict[str, Any]:
     try:
         return dict(SourceState.get(keys.trunk(trunk_id), keys.SOURCE).state or {})
