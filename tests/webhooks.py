@@ -37,6 +37,7 @@ def workflow_job(
     job_id: int = 9001,
     branch: str | None = BRANCH,
     repo: str = REPO,
+    url: str | None = None,
 ) -> dict[str, Any]:
     payload = copy.deepcopy(_fixture(f"workflow_job.{status if status != 'waiting' else 'queued'}"))
     _repository(payload, repo)
@@ -52,7 +53,7 @@ def workflow_job(
         workflow_name=workflow,
         status=status,
         conclusion=conclusion if status == "completed" else None,
-        html_url=f"https://github.com/{repo}/actions/runs/{run_id}/job/{job_id}",
+        html_url=url or f"https://github.com/{repo}/actions/runs/{run_id}/job/{job_id}",
     )
     return payload
 
@@ -137,3 +138,77 @@ def push(
 
 def sign(body: bytes, secret: str) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def as_github_knows_it(lines: list[str]) -> list[str]:
+    """A HUD-fed replay file with only what GitHub says about the history: no failure lines
+    (neither GitHub's API nor its deliveries carry log lines; the HUD extracts them), and a
+    merged pull request's number at the end of its commit's title, as in the commit message."""
+    out = [lines[0]]
+    for line in lines[1:]:
+        event = json.loads(line)
+        for row in event.get("hud", {}).get("shaGrid", []):
+            if row.get("prNum"):
+                row["commitTitle"] = f"{row.get('commitTitle') or ''} (#{row['prNum']})"
+            for cell in row["jobs"]:
+                cell.pop("failureLines", None)
+        out.append(json.dumps(event))
+    return out
+
+
+def replay_as_deliveries(lines: list[str], branch: str = BRANCH) -> list[str]:
+    """A HUD-fed replay file as the webhook deliveries GitHub would have sent for the same
+    history: each snapshot's new commits as one push, each cell that changed as its job's
+    delivery (a retried-to-green cell as a failed first attempt and a passing second), then
+    the schedule's tick at the same instant (the sweep runs in either case)."""
+    header = json.loads(lines[0])
+    out = [json.dumps(header)]
+    placed: set[str] = set()
+    reported: dict[tuple[str, str], tuple[str, bool]] = {}
+    job_ids: dict[tuple[str, str], int] = {}
+    for line in lines[1:]:
+        event = json.loads(line)
+        if "hud" not in event:
+            out.append(line)
+            continue
+        at, names, grid = event["at"], event["hud"]["jobNames"], event["hud"]["shaGrid"]
+        new = [row for row in reversed(grid) if row["sha"] not in placed]
+        if new:
+            payload = push([r["sha"] for r in new], [r["time"] for r in new], branch, header["repo"])
+            for commit, row in zip(payload["commits"], new, strict=True):
+                title = row.get("commitTitle") or ""
+                commit["message"] = f"{title} (#{row['prNum']})" if row.get("prNum") else title
+                commit["author"]["username"] = row.get("author") or ""
+            out.append(json.dumps({"at": at, "webhook": {"event": "push", "payload": payload}}))
+            placed.update(r["sha"] for r in new)
+        for row in grid:
+            for name, cell in zip(names, row["jobs"], strict=True):
+                if not cell:
+                    continue
+                status = cell.get("status") or "completed"
+                outcome = (cell.get("conclusion") if status == "completed" else status) or status
+                flaky = bool(cell.get("failedPreviousRun"))
+                if reported.get((row["sha"], name)) == (outcome, flaky):
+                    continue
+                reported[(row["sha"], name)] = (outcome, flaky)
+                job_id = job_ids.setdefault((row["sha"], name), 10_000 + len(job_ids))
+                workflow, _, job = name.partition(" / ")
+                attempts = [("failure", 1), (outcome, 2)] if flaky else [(outcome, 1)]
+                for conclusion, attempt in attempts:
+                    done = status == "completed"
+                    payload = workflow_job(
+                        row["sha"],
+                        job,
+                        workflow,
+                        conclusion=conclusion if done else None,
+                        status="completed" if done else status,
+                        attempt=attempt,
+                        job_id=job_id,
+                        branch=branch,
+                        repo=header["repo"],
+                        url=cell.get("htmlUrl"),
+                    )
+                    delivery = {"event": "workflow_job", "payload": payload}
+                    out.append(json.dumps({"at": at, "webhook": delivery}))
+        out.append(json.dumps({"at": at, "tick": True}))
+    return out

@@ -94,12 +94,18 @@ def run_replay(replay: Replay, template: Path | None = None) -> Iterator[Publish
 def replay_into(session: Session, replay: Replay) -> Iterator[Published]:
     """Run every event of `replay` on a started session, each at its own time."""
     refs: dict[str, str] = {}
-    for event in replay.events:
+    for index, event in enumerate(replay.events):
         with clock.frozen(event.at):
             try:
                 _apply(session, event.kind, event.payload, event.ref, refs, event.at)
             except ReplayError as err:
                 raise ReplayError(f"line {event.line}: {err}") from None
+        following = replay.events[index + 1] if index + 1 < len(replay.events) else None
+        if event.kind == "webhook" and (
+            following is None or (following.kind, following.at) != ("webhook", event.at)
+        ):
+            # The deliveries of one instant arrive together; then their group settles.
+            session.runtime.settle_deliveries(event.at)
         yield from session.runtime.published(event.at)
 
 
@@ -115,6 +121,11 @@ def _apply(
         session.hud.fail_with(200)  # only this poll: later ticks get the last snapshot again
     elif kind == "tick":
         session.runtime.tick(at)
+    elif kind == "webhook":
+        body = json.dumps(payload["payload"]).encode()
+        answer = session.runtime.deliver(payload["event"], body, at)
+        if int(answer["statusCode"]) >= 300:
+            raise ReplayError(f"the webhook endpoint answered {answer['statusCode']}: {answer.get('body')}")
     elif kind == "silence":
         created = session.call_api("POST", "/api/v2/silences", payload)
         if ref:

@@ -21,7 +21,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from trunkwatch.app import settings
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.trunk_metrics import SECONDS_SINCE_GOOD_POLL, trunk_gauge
-from trunkwatch.domain.config import ConfigError
+from trunkwatch.domain.config import ConfigError, TrunkConfig
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.http import HttpClient
@@ -43,7 +43,7 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
     deployment = settings.deployment()
     results: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
-    configured = list(deployment.trunks)
+    configured = [trunk for trunk in deployment.trunks if _due(trunk, now)]
     for position, trunk in enumerate(configured):
         if deadline is None:
             trunk_deadline = time.monotonic() + TRUNK_BUDGET_S
@@ -65,6 +65,8 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
             continue
         finally:
             http.close()
+            if trunk.webhook:
+                trunks.record_polled(trunk.trunk_id, now)
         if result.rate_limited:
             cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
             logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)
@@ -72,8 +74,23 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
         trunk_gauge(SECONDS_SINCE_GOOD_POLL, trunk.trunk_id, 0, MetricUnit.Seconds)
         logger.info("polled", extra=asdict(result))
         metrics.add_metric(name="CellsIngested", unit=MetricUnit.Count, value=result.cells_written)
+        if trunk.webhook:
+            # Results no delivery brought: deliveries GitHub failed to make (or made too late).
+            missed = result.cells_written
+            metrics.add_metric(name="CellsMissedByWebhooks", unit=MetricUnit.Count, value=missed)
         results.append(asdict(result))
     return {"polled": results, "errors": errors}
+
+
+def _due(trunk: TrunkConfig, now: datetime) -> bool:
+    """A webhook-fed trunk is polled only every `poll_every` (never when 0), as a backstop."""
+    period = trunk.poll_period
+    if period is None:
+        return True
+    if not period:
+        return False
+    last = trunks.state(trunk.trunk_id).last_polled_at
+    return last is None or now - last >= period
 
 
 def _seconds_since_good_poll(trunk_id: str, now: datetime) -> None:

@@ -31,6 +31,7 @@ _VARIABLES = (
     "DASHBOARD_URL",
     "API_URL",
     "API_TOKENS_PARAMETER",
+    "WEBHOOK_SECRET_NAME",
 )
 
 
@@ -47,6 +48,8 @@ class Settings:
     # request it serves instead (its own function cannot reference the API: a cycle).
     api_url: str
     api_tokens_parameter: str
+    # The Secrets Manager secret GitHub signs webhook deliveries with.
+    webhook_secret_name: str
 
     @classmethod
     def from_values(cls, values: dict[str, str | None]) -> Settings:
@@ -60,6 +63,7 @@ class Settings:
             dashboard_url=values.get("DASHBOARD_URL") or "",
             api_url=(values.get("API_URL") or "").rstrip("/"),
             api_tokens_parameter=values.get("API_TOKENS_PARAMETER") or "",
+            webhook_secret_name=values.get("WEBHOOK_SECRET_NAME") or "",
         )
 
 

@@ -76,6 +76,13 @@ def _nonempty(value: Any) -> str:
     return value
 
 
+def _duration_or_seconds(value: Any) -> timedelta:
+    """A Go-style duration, or seconds as a number (how `to_dict` writes durations back)."""
+    if isinstance(value, float | int) and not isinstance(value, bool) and value >= 0:
+        return timedelta(seconds=value)
+    return parse_duration(value)
+
+
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError("Input should be a valid boolean")
@@ -324,7 +331,7 @@ class TrunkConfig(_Checked):
         "per_page": _integer(1, 100),
         "config": _mapping,
         "webhook": _boolean,
-        "poll_every": _optional(parse_duration),
+        "poll_every": _optional(_duration_or_seconds),
     }
 
     def _check(self) -> None:

@@ -33,6 +33,8 @@ class TrunkState(BaseItem, discriminator="trunk"):
     polls_failing_since = UTCDateTimeAttribute(null=True)
     poll_error_cause = UnicodeAttribute(null=True)
     poll_error = UnicodeAttribute(null=True)
+    # When a webhook-fed trunk was last polled (it is polled only every `poll_every`).
+    last_polled_at = UTCDateTimeAttribute(null=True)
 
 
 class JobIndex(BaseItem, discriminator="jobs"):

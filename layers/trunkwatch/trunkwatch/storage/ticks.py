@@ -3,7 +3,7 @@ settled tick (stream, kind=tick) is what the notifier runs on.
 
 Webhook deliveries share a group tick per trunk and time bucket (`GROUP_WINDOW`): each
 delivery that writes cells adds them to the bucket's `expected` while the bucket is open
-(`closes_at` in the future, not settled), and the tick settles only once every expected cell
+(`closes_at` not past, not settled), and the tick settles only once every expected cell
 is evaluated and the bucket has closed. Joining and settling are each one conditional
 update, so a delivery either joins before the tick can settle or finds it settled and joins
 the next bucket's group: deliveries of the same instant settle together, like one poll's
@@ -102,10 +102,10 @@ def join_group(trunk_id: str, cells: int, now: datetime) -> Group:
                     TickItem.kind.set(TickItem),
                 ],
                 condition=TickItem.settled.does_not_exist()
-                & (TickItem.closes_at.does_not_exist() | (TickItem.closes_at > now)),
+                & (TickItem.closes_at.does_not_exist() | (TickItem.closes_at >= now)),
             )
         except UpdateError:
-            at = closes_at  # settled, or closed by the clock: the next bucket
+            at = closes_at + timedelta(microseconds=1)  # settled, or closed by the clock: the next bucket
             continue
         opened = tick.opened_by == token
         if opened:
@@ -119,9 +119,11 @@ def settle_group(trunk_id: str, group: str, now: datetime) -> bool:
 
 
 def _bucket(at: datetime) -> tuple[str, datetime]:
+    """The bucket (end - GROUP_WINDOW, end] holding `at`: its id and its end. A delivery at a
+    whole second closes its own bucket at once (the evaluator settles it at its last cell)."""
     step = GROUP_WINDOW.total_seconds()
-    start = datetime.fromtimestamp(at.timestamp() // step * step, UTC)
-    return f"hook-{start.strftime('%Y%m%dT%H%M%S')}", start + GROUP_WINDOW
+    end = datetime.fromtimestamp(-(-at.timestamp() // step) * step, UTC)
+    return f"hook-{end.strftime('%Y%m%dT%H%M%S')}", end
 
 
 def settle_sweep(trunk_id: str, sweep: str, now: datetime) -> None:

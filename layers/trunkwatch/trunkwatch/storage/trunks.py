@@ -46,6 +46,10 @@ def close_poll(trunk_id: str, poll: str) -> None:
         )
 
 
+def record_polled(trunk_id: str, at: datetime) -> None:
+    TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, [TrunkState.last_polled_at.set(at)])
+
+
 def record_poll_failure(trunk_id: str, at: datetime, cause: str, error: str) -> None:
     """A failed poll: keep when failures started (the first of a run), and the latest cause."""
     TrunkState.upsert(

@@ -1,0 +1,31 @@
+"""Webhook Lambda (function URL): GitHub `push`, `workflow_run` and `workflow_job` deliveries
+of the webhook-fed trunks, written as the cells the poll writes."""
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.utilities import parameters
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from trunkwatch.app import settings
+from trunkwatch.app.delivery import handle_request
+from trunkwatch.domain import clock
+from trunkwatch.tracing import traced
+
+SECRET_CACHE_SECONDS = 300
+
+logger = Logger()
+metrics = Metrics()
+
+
+@logger.inject_lambda_context
+@traced
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    current = settings.current()
+    return handle_request(
+        event,
+        secret=lambda: str(parameters.get_secret(current.webhook_secret_name, max_age=SECRET_CACHE_SECONDS)),
+        deployment=lambda: settings.deployment(current),
+        now=clock.now(),
+    )
