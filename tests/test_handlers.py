@@ -122,3 +122,37 @@ def test_notifier_reports_a_failing_tick_with_every_record_after_it(configured: 
     assert handler("notifier").lambda_handler(event, context("notifier")) == {
         "batchItemFailures": [{"itemIdentifier": r["dynamodb"]["SequenceNumber"]} for r in (broken, tick)]
     }
+
+
+def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    from tests import webhooks
+    from trunkwatch_local.function_url import function_url_event
+
+    config = {"trunks": [{"repo": "pytorch/pytorch", "source": "github", "webhook": True}]}
+    boto3.client("ssm").put_parameter(
+        Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True
+    )
+    # The sample is signed with GitHub's documented test-vector secret.
+    boto3.client("secretsmanager").create_secret(Name="webhook", SecretString="It's a Secret to Everybody")
+    monkeypatch.setenv("WEBHOOK_SECRET_NAME", "webhook")
+    parameters.clear_caches()
+    webhook = handler("webhook")
+    event = sample("webhook_function_url")
+    sha = json.loads(event["body"])["workflow_job"]["head_sha"]
+    body = json.dumps(webhooks.push([sha])).encode()
+    headers = {
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": "push-1",
+        "X-Hub-Signature-256": webhooks.sign(body, "It's a Secret to Everybody"),
+    }
+    pushed = webhook.lambda_handler(function_url_event("POST", "/", headers, body), context("webhook"))
+    assert pushed["statusCode"] == 200
+    answer = webhook.lambda_handler(event, context("webhook"))
+    assert (answer["statusCode"], json.loads(answer["body"])) == (200, {"message": "stored"})
+    states = {i["job"]["S"]: i["state"]["S"] for i in table_items("cell")}
+    assert states == {
+        "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)": "fail",
+        "pull / (workflow)": "pass",
+    }

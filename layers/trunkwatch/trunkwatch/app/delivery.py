@@ -83,7 +83,7 @@ def handle_request(
         # This delivery opened its second's group: wait for the second to end, then settle
         # the group if the evaluator has already counted every cell of it.
         clock.call_at(group.closes_at, lambda: settle(trunk.trunk_id, group, clock.now()))
-    return _answer(200, "stored")
+    return _answer(200, f"ignored: {result.ignored}" if result.ignored else "stored")
 
 
 def _report(delivery_id: str, result: DeliveryResult) -> None:
