@@ -78,14 +78,15 @@ class Published:
 
 
 class LocalRuntime:
-    def __init__(self, template: Path | None = None) -> None:
+    def __init__(self, template: Path | None = None, webhook_secret: str | None = None) -> None:
         self.template = template or find_template()
         self.wiring: Wiring = read_wiring(self.template)
         self._emulation: Any = None  # moto's mock while started; its patches otherwise off
         self.modules: dict[str, ModuleType] = {}
         self.names: dict[str, str] = {}  # functions/<name> folder -> logical id
-        # What GitHub signs deliveries with here: random per run, held only in memory.
-        self.webhook_secret = secrets.token_hex(20)
+        # What GitHub signs deliveries with here: the caller's, else random per run; held
+        # only in memory, never printed.
+        self.webhook_secret = webhook_secret or secrets.token_hex(20)
         # Schedule ticks and webhook deliveries (serve takes them from two threads) run one
         # at a time, each with the stream records it causes.
         self.lock = threading.RLock()
@@ -265,6 +266,15 @@ class LocalRuntime:
         }
         with self.lock, clock.frozen(at):
             return dict(self.invoke("webhook", function_url_event("POST", "/", headers, body)))
+
+    def receive(self, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+        """A delivery from GitHub (or `gh webhook forward`) on the real clock: the webhook
+        function, then the stream records it causes (evaluation, and the notifier once its
+        group settles)."""
+        with self.lock:
+            answer = dict(self.invoke("webhook", function_url_event("POST", "/", headers, body)))
+            self.pump.drain()
+            return answer
 
     def settle_deliveries(self, at: datetime) -> None:
         """Evaluate what the deliveries of `at` wrote, then, once their second has closed, let

@@ -24,9 +24,13 @@ class Session:
     """A local runtime plus the HUD stand-in and the API server, started together."""
 
     def __init__(
-        self, template: Path | None = None, port: int = 0, tokens: dict[str, Any] | None = None
+        self,
+        template: Path | None = None,
+        port: int = 0,
+        tokens: dict[str, Any] | None = None,
+        webhook_secret: str | None = None,
     ) -> None:
-        self.runtime = LocalRuntime(template)
+        self.runtime = LocalRuntime(template, webhook_secret)
         self.hud = HudServer()
         self.port = port
         self.tokens = tokens
@@ -42,6 +46,7 @@ class Session:
             port=self.port,
             tokens=self.tokens,
             internal_token=self._internal_token,
+            webhook=self.runtime.receive,
         )
         os.environ["API_URL"] = self.api_url
         return self
