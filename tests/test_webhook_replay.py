@@ -70,3 +70,23 @@ def test_a_replay_webhook_event_must_name_a_github_event() -> None:
     bad = json.dumps({"at": "2026-11-18T15:00:00Z", "webhook": {"event": "issues", "payload": {}}})
     with pytest.raises(ReplayError, match="'webhook' must be"):
         parse_replay([header, bad], "test")
+
+
+def test_webhooks_down_fires_when_the_poll_finds_what_deliveries_did_not_bring() -> None:
+    lines = webhooks.as_github_knows_it(_history())
+    header = json.loads(lines[0])
+    header["config"] = {"webhooks_down_after": "30m"}
+    events = [json.loads(line) for line in lines[1:]]
+    first, later = events[0], events[5]  # 15:09, then 15:59 with newer commits and results
+    delivered = webhooks.replay_as_deliveries([json.dumps(header), json.dumps(first)])[1:]
+    resumed = webhooks.replay_as_deliveries([json.dumps(header), json.dumps(later)])[1:]
+    resumed_at = "2026-11-18T16:09:00Z"
+    resumed = [json.dumps({**json.loads(line), "at": resumed_at}) for line in resumed]
+    # Deliveries at 15:09; at 15:59 the poll finds results no delivery brought (the HUD's
+    # snapshot stands in for the backstop poll); deliveries come back at 16:09.
+    replay = [json.dumps(header), *delivered, json.dumps(later), *resumed]
+    messages = [(m["at"], m["attributes"]["alertname"], m["attributes"]["status"]) for m in _messages(replay)]
+    assert messages == [
+        (later["at"], "WebhooksDown", "firing"),
+        (resumed_at, "WebhooksDown", "resolved"),
+    ]

@@ -22,6 +22,7 @@ from trunkwatch.app import settings
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.trunk_metrics import SECONDS_SINCE_GOOD_POLL, trunk_gauge
 from trunkwatch.domain.config import ConfigError, TrunkConfig
+from trunkwatch.domain.rule import webhooks_down
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.http import HttpClient
@@ -50,6 +51,7 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
         else:
             trunk_deadline = time.monotonic() + (deadline - time.monotonic()) / (len(configured) - position)
         http = HttpClient(deadline=trunk_deadline)
+        result = None
         try:
             result = poll_trunk(trunk, deployment.rule_for(trunk), make_source(trunk, http), now)
         except Exception as err:  # one trunk's failure must not stop the others
@@ -65,8 +67,8 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
             continue
         finally:
             http.close()
-            if trunk.webhook:
-                trunks.record_polled(trunk.trunk_id, now)
+            if trunk.webhook and result is None:
+                trunks.record_polled(trunk.trunk_id, now, missed=None)
         if result.rate_limited:
             cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
             logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)
@@ -78,6 +80,9 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
             # Results no delivery brought: deliveries GitHub failed to make (or made too late).
             missed = result.cells_written
             metrics.add_metric(name="CellsMissedByWebhooks", unit=MetricUnit.Count, value=missed)
+            last = trunks.state(trunk.trunk_id).last_delivery_at
+            down = bool(missed) and webhooks_down(last, now, deployment.rule_for(trunk))
+            trunks.record_polled(trunk.trunk_id, now, missed=down)
         results.append(asdict(result))
     return {"polled": results, "errors": errors}
 

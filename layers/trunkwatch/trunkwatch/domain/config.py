@@ -258,6 +258,9 @@ class RuleConfig(_Checked):
     repeat_interval: timedelta = timedelta(hours=4)
     # A source that has failed every poll for this long raises TrunkSourceDown.
     source_down_after: timedelta = timedelta(minutes=15)
+    # A webhook-fed trunk whose poll finds results no delivery brought for this long (since
+    # the last delivery) raises WebhooksDown.
+    webhooks_down_after: timedelta = timedelta(minutes=30)
     team: str = "ci-oncall"
     teams: tuple[TeamRoute, ...] = ()
     runbook_url: str | None = None
@@ -274,6 +277,7 @@ class RuleConfig(_Checked):
         "trunk_band_max_jobs": _integer(1),
         "repeat_interval": parse_duration,
         "source_down_after": parse_duration,
+        "webhooks_down_after": parse_duration,
         "team": _nonempty,
         "teams": _items(_nested(TeamRoute)),
         "runbook_url": _optional(_string),

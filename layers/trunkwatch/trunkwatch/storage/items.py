@@ -35,6 +35,10 @@ class TrunkState(BaseItem, discriminator="trunk"):
     poll_error = UnicodeAttribute(null=True)
     # When a webhook-fed trunk was last polled (it is polled only every `poll_every`).
     last_polled_at = UTCDateTimeAttribute(null=True)
+    # The last second a delivery wrote cells (kept by the group that second opened), and
+    # since when the poll finds results without deliveries (WebhooksDown).
+    last_delivery_at = UTCDateTimeAttribute(null=True)
+    deliveries_missing_since = UTCDateTimeAttribute(null=True)
 
 
 class JobIndex(BaseItem, discriminator="jobs"):

@@ -109,7 +109,7 @@ def join_group(trunk_id: str, cells: int, now: datetime) -> Group:
             continue
         opened = tick.opened_by == token
         if opened:
-            trunks.open_poll(trunk_id, group, now)
+            trunks.open_poll(trunk_id, group, now, delivered=True)
         return Group(group, closes_at, opened)
 
 

@@ -29,10 +29,13 @@ def save_recent_seqs(trunk_id: str, recent: list[int]) -> None:
     TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, [TrunkState.recent_seqs.set(recent)])
 
 
-def open_poll(trunk_id: str, poll: str, at: datetime) -> None:
-    TrunkState.upsert(
-        keys.trunk(trunk_id), keys.STATE, [TrunkState.open_poll.set(poll), TrunkState.open_poll_at.set(at)]
-    )
+def open_poll(trunk_id: str, poll: str, at: datetime, delivered: bool = False) -> None:
+    """The poll (or delivery group) whose tick a sweep waits for; a delivery group also
+    records that deliveries arrive."""
+    actions: list[Action] = [TrunkState.open_poll.set(poll), TrunkState.open_poll_at.set(at)]
+    if delivered:
+        actions.append(TrunkState.last_delivery_at.set(at))
+    TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, actions)
 
 
 def close_poll(trunk_id: str, poll: str) -> None:
@@ -46,8 +49,16 @@ def close_poll(trunk_id: str, poll: str) -> None:
         )
 
 
-def record_polled(trunk_id: str, at: datetime) -> None:
-    TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, [TrunkState.last_polled_at.set(at)])
+def record_polled(trunk_id: str, at: datetime, missed: bool | None) -> None:
+    """A poll of a webhook-fed trunk; `missed`: it found results that no delivery brought
+    for `webhooks_down_after` (True), found them in time or found none (False), or failed
+    (None: says nothing about deliveries)."""
+    actions: list[Action] = [TrunkState.last_polled_at.set(at)]
+    if missed:
+        actions.append(TrunkState.deliveries_missing_since.set(TrunkState.deliveries_missing_since | at))
+    elif missed is False:
+        actions.append(TrunkState.deliveries_missing_since.remove())
+    TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, actions)
 
 
 def record_poll_failure(trunk_id: str, at: datetime, cause: str, error: str) -> None:
