@@ -60,7 +60,7 @@ def test_push_places_commits_in_order_and_a_job_becomes_its_cell(aws: dict[str, 
 def test_shards_merge_and_a_redelivery_writes_nothing(aws: dict[str, Any]) -> None:
     deliver("push", webhooks.push([A]))
     deliver("workflow_job", webhooks.workflow_job(A, SHARD_1, job_id=1))
-    assert cells()[(KEY, A)] == "pass"
+    assert cells()[(KEY, A)] == "pending"  # shard 2 of 2 has not reported
     failed = webhooks.workflow_job(A, SHARD_2, conclusion="failure", job_id=2)
     assert deliver("workflow_job", failed).cells_written == 1
     assert deliver("workflow_job", failed).cells_written == 0
@@ -71,28 +71,35 @@ def test_shards_merge_and_a_redelivery_writes_nothing(aws: dict[str, Any]) -> No
 def test_completed_before_queued_keeps_the_result(aws: dict[str, Any]) -> None:
     deliver("push", webhooks.push([A]))
     deliver("workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="failure"))
-    for status in ("in_progress", "queued"):
-        assert deliver("workflow_job", webhooks.workflow_job(A, SHARD_1, status=status)).cells_written == 0
+    for status in ("in_progress", "queued", "waiting"):
+        late = webhooks.workflow_job(A, SHARD_1, status=status)
+        assert trunk_of(DEPLOYMENT, "workflow_job", late) == "a job without its result yet"
     assert cells()[(KEY, A)] == "fail" and states(A)[KEY] == "F"
 
 
-def test_queued_first_is_pending_then_the_result(aws: dict[str, Any]) -> None:
-    deliver("push", webhooks.push([A]))
-    deliver("workflow_job", webhooks.workflow_job(A, SHARD_1, status="queued"))
+def test_a_sharded_job_is_pending_until_every_shard_reported(aws: dict[str, Any]) -> None:
+    deliver("push", webhooks.push([A, B]))
+    deliver("workflow_job", webhooks.workflow_job(A, SHARD_2, conclusion="success", job_id=2))
     assert cells()[(KEY, A)] == "pending"
-    deliver("workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="success"))
-    assert cells()[(KEY, A)] == "pass"
+    deliver("workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="success", job_id=1))
+    assert cells()[(KEY, A)] == "pass" and states(A)[KEY] == "P"
+    # A failing shard decides at once, as in the poll (any fail wins).
+    deliver("workflow_job", webhooks.workflow_job(B, SHARD_1, conclusion="failure", job_id=3))
+    assert cells()[(KEY, B)] == "fail"
+
+
+BUILD = "pull / linux-jammy / build"
 
 
 def test_retried_to_green_is_flaky_in_either_order(aws: dict[str, Any]) -> None:
     deliver("push", webhooks.push([A, B]))
-    deliver("workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="failure", attempt=1))
-    deliver("workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="success", attempt=2))
+    deliver("workflow_job", webhooks.workflow_job(A, "linux-jammy / build", conclusion="failure", attempt=1))
+    deliver("workflow_job", webhooks.workflow_job(A, "linux-jammy / build", conclusion="success", attempt=2))
     # Out of order: the re-run's pass first, the failed first attempt late.
-    deliver("workflow_job", webhooks.workflow_job(B, SHARD_1, conclusion="success", attempt=2))
-    assert cells()[(KEY, B)] == "pass"
-    deliver("workflow_job", webhooks.workflow_job(B, SHARD_1, conclusion="failure", attempt=1))
-    assert cells()[(KEY, A)] == "flaky" and cells()[(KEY, B)] == "flaky"
+    deliver("workflow_job", webhooks.workflow_job(B, "linux-jammy / build", conclusion="success", attempt=2))
+    assert cells()[(BUILD, B)] == "pass"
+    deliver("workflow_job", webhooks.workflow_job(B, "linux-jammy / build", conclusion="failure", attempt=1))
+    assert cells()[(BUILD, A)] == "flaky" and cells()[(BUILD, B)] == "flaky"
 
 
 def test_an_older_attempt_never_overwrites_a_newer_one(aws: dict[str, Any]) -> None:
@@ -104,9 +111,9 @@ def test_an_older_attempt_never_overwrites_a_newer_one(aws: dict[str, Any]) -> N
 
 def test_cancelled_and_skipped_are_no_data(aws: dict[str, Any]) -> None:
     deliver("push", webhooks.push([A]))
-    deliver("workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="cancelled", job_id=1))
+    deliver("workflow_job", webhooks.workflow_job(A, "linux-jammy / build", conclusion="cancelled", job_id=1))
     deliver("workflow_job", webhooks.workflow_job(A, "lint / lintrunner", conclusion="skipped", job_id=2))
-    assert cells()[(KEY, A)] == "nodata" and cells()[("pull / lint / lintrunner", A)] == "nodata"
+    assert cells()[(BUILD, A)] == "nodata" and cells()[("pull / lint / lintrunner", A)] == "nodata"
 
 
 def test_startup_failure_run_is_the_workflow_cell(aws: dict[str, Any]) -> None:

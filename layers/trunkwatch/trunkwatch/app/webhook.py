@@ -42,6 +42,8 @@ def trunk_of(deployment: Deployment, event: str, payload: dict[str, Any]) -> Tru
     payload alone, before any table access."""
     if event not in webhook.EVENTS:
         return f"event {event!r} is not ingested"
+    if not webhook.completed(event, payload):
+        return "a job without its result yet"
     repo = webhook.repository(payload)
     branch = webhook.branch_of(event, payload)
     for trunk in deployment.trunks:

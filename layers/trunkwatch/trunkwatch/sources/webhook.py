@@ -14,8 +14,12 @@ Pure functions over the decoded payloads; nothing here reads the table. A delive
 - `workflow_job`: one shard report (one job, one attempt). `workflow_job` has no `event`
   field: the caller keeps it only when its commit is a known trunk commit.
 
-A shard's reports merge like the poll's runs: the latest attempt decides, a success after a
-failed attempt is flaky, and a completed attempt is never replaced by a pending one.
+Only a job's `completed` delivery is stored: `queued`, `waiting` and `in_progress` (two
+thirds of all deliveries) are dropped before any table access. A job is pending until its
+result comes: a sharded job's name says how many shards it has (`test (default, 2, 5,
+runner)` is shard 2 of 5), so the shards not reported yet count as pending, as the poll's
+in-progress runs do. A shard's reports merge like the poll's runs: the latest attempt
+decides, a success after a failed attempt is flaky.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from trunkwatch.domain.cells import WORKFLOW_JOB, Commit, JobRun, name_from_path
+from trunkwatch.domain.cells import WORKFLOW_JOB, Commit, JobRun, job_key, name_from_path
 from trunkwatch.domain.clock import parse_time
 
 EVENTS = frozenset({"push", "workflow_run", "workflow_job"})
+# `(<config>, <shard>, <shards>[, <runner>])` at the end of a sharded job's name.
+_SHARD = re.compile(r"^(.*\([^()]*?, )(\d+), (\d+)((?:, [^()]*)?\))$")
 _PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 MAX_TITLE_CHARS = 300
 _FAILED_TO_START = "startup_failure"
@@ -157,6 +163,33 @@ def workflow_job(payload: dict[str, Any]) -> list[ShardReport]:
         url=_run_url(str(job.get("html_url") or ""), shard.run_id),
     )
     return [shard, started]
+
+
+def completed(event: str, payload: dict[str, Any]) -> bool:
+    """False for a job delivery that carries no result yet (dropped before the table)."""
+    if event != "workflow_job":
+        return True
+    job = payload.get("workflow_job")
+    return isinstance(job, dict) and job.get("status") == "completed"
+
+
+def pending_shards(names: Iterable[str]) -> list[JobRun]:
+    """The shards of the reported sharded jobs that have not reported: pending runs. Shards
+    of one job run on different runner fleets are one job (`job_key`)."""
+    seen: dict[tuple[str, int], tuple[str, str, set[int]]] = {}
+    for name in names:
+        found = _SHARD.match(name)
+        if found is None:
+            continue
+        head, index, count, tail = found.groups()
+        _, _, indexes = seen.setdefault((job_key(name), int(count)), (head, tail, set()))
+        indexes.add(int(index))
+    return [
+        JobRun(name=f"{head}{i}, {count}{tail}", conclusion="in_progress")
+        for (_, count), (head, tail, indexes) in sorted(seen.items())
+        for i in range(1, count + 1)
+        if i not in indexes
+    ]
 
 
 def shard_run(name: str, attempt: int, conclusion: str, url: str, failed_attempts: Iterable[int]) -> JobRun:

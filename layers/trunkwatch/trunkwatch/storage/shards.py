@@ -9,7 +9,7 @@ from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.update import Action
 
 from trunkwatch.domain.cells import JobRun, job_key
-from trunkwatch.sources.webhook import ShardReport, shard_run
+from trunkwatch.sources.webhook import ShardReport, pending_shards, shard_run
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import ShardItem
 
@@ -52,8 +52,9 @@ def report(trunk_id: str, shard: ShardReport, now: datetime) -> bool:
 
 
 def runs(trunk_id: str, sha: str, job: str) -> list[JobRun]:
-    """Every stored shard of `job` on `sha`, as the runs the poll would report."""
-    return [
+    """Every stored shard of `job` on `sha`, as the runs the poll would report, and the
+    shards not reported yet as pending runs."""
+    reported = [
         shard_run(
             str(item.sk),
             int(item.attempt),
@@ -63,3 +64,4 @@ def runs(trunk_id: str, sha: str, job: str) -> list[JobRun]:
         )
         for item in ShardItem.query(keys.shards(trunk_id, sha, job), consistent_read=True)
     ]
+    return [*reported, *pending_shards(run.name for run in reported)]
