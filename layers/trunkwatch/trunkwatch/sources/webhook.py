@@ -25,17 +25,15 @@ decides, a success after a failed attempt is flaky.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from trunkwatch.domain.cells import WORKFLOW_JOB, Commit, JobRun, job_key, name_from_path
+from trunkwatch.domain.cells import WORKFLOW_JOB, Commit, name_from_path
 from trunkwatch.domain.clock import parse_time
+from trunkwatch.domain.shards import ShardReport
 
 EVENTS = frozenset({"push", "workflow_run", "workflow_job"})
-# `(<config>, <shard>, <shards>[, <runner>])` at the end of a sharded job's name.
-_SHARD = re.compile(r"^(.*\([^()]*?, )(\d+), (\d+)((?:, [^()]*)?\))$")
 _PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 MAX_TITLE_CHARS = 300
 _FAILED_TO_START = "startup_failure"
@@ -43,19 +41,6 @@ _FAILED_TO_START = "startup_failure"
 
 class PayloadError(ValueError):
     """A delivery whose payload lacks a field ingest needs (answered 400, nothing written)."""
-
-
-@dataclass(frozen=True)
-class ShardReport:
-    """One job (one shard) of one run attempt on one commit."""
-
-    sha: str
-    name: str  # `<workflow> / <job>`, the poll's job name
-    run_id: int
-    attempt: int
-    completed: bool
-    conclusion: str  # the conclusion once completed, else the status (queued, in_progress...)
-    url: str = ""
 
 
 @dataclass(frozen=True)
@@ -171,37 +156,6 @@ def completed(event: str, payload: dict[str, Any]) -> bool:
         return True
     job = payload.get("workflow_job")
     return isinstance(job, dict) and job.get("status") == "completed"
-
-
-def pending_shards(names: Iterable[str]) -> list[JobRun]:
-    """The shards of the reported sharded jobs that have not reported: pending runs. Shards
-    of one job run on different runner fleets are one job (`job_key`)."""
-    seen: dict[tuple[str, int], tuple[str, str, set[int]]] = {}
-    for name in names:
-        found = _SHARD.match(name)
-        if found is None:
-            continue
-        head, index, count, tail = found.groups()
-        _, _, indexes = seen.setdefault((job_key(name), int(count)), (head, tail, set()))
-        indexes.add(int(index))
-    return [
-        JobRun(name=f"{head}{i}, {count}{tail}", conclusion="in_progress")
-        for (_, count), (head, tail, indexes) in sorted(seen.items())
-        for i in range(1, count + 1)
-        if i not in indexes
-    ]
-
-
-def shard_run(name: str, attempt: int, conclusion: str, url: str, failed_attempts: Iterable[int]) -> JobRun:
-    """A stored shard as the `JobRun` the poll would report: flaky when it passed after an
-    earlier attempt failed."""
-    return JobRun(
-        name=name,
-        conclusion=conclusion,
-        url=url,
-        attempt=attempt,
-        failed_before=conclusion == "success" and any(a < attempt for a in failed_attempts),
-    )
 
 
 def _workflow_name(run: dict[str, Any]) -> str:

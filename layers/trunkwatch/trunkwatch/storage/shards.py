@@ -9,7 +9,7 @@ from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.update import Action
 
 from trunkwatch.domain.cells import JobRun, job_key
-from trunkwatch.sources.webhook import ShardReport, pending_shards, shard_run
+from trunkwatch.domain.shards import ShardReport, pending_shards, shard_run
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import ShardItem
 
