@@ -3,14 +3,14 @@ the SNS publish, and what the webhook path costs at PyTorch's delivery volume.
 
 The synthetic trunk's episodes (benchmarks.trunk) run through the local runtime fed by
 webhook deliveries alone (no poll): each commit's `push` when it lands, then, when its jobs
-finish, every job's `completed` delivery, all in one second at an offset within it (seeded,
-the same run every time). The deliveries of one second settle together (storage.ticks).
+finish, every job's `completed` delivery, all at one seeded offset within a second (the
+same run every time). Deliveries of one GROUP_WINDOW bucket settle together (storage.ticks).
 
-Deployed timeline after a second's deliveries, from its first delivery: the webhook
+Deployed timeline after an instant's deliveries, from its first delivery: the webhook
 invocations run side by side (the longest counts), then the stream path as in
 `end_to_end.deployed_times` (one STREAM_HOP_S per stream invocation, the mapping's batching
 window when its batch is not full, the invocation's measured duration); the group's tick
-settles no earlier than its second's end, and the notifier's invocation on it publishes.
+settles no earlier than its bucket's end, and the notifier's invocation on it publishes.
 The delay of a first `firing` message runs from the deciding job's delivery to its publish.
 
 Cost at the assumed volume (DELIVERIES_PER_DAY, see there): every delivery is one Lambda
@@ -203,7 +203,7 @@ def _record(runtime: LocalRuntime, calls: list[Call]) -> None:
 
 
 def _deployed(at: datetime, calls: list[Call], sources: dict[str, Any]) -> list[Published]:
-    """The second's messages at their deployed publish time (see the module's docstring)."""
+    """The instant's messages at their deployed publish time (see the module's docstring)."""
     closes = (
         -(-at.timestamp() // GROUP_WINDOW.total_seconds())
     ) * GROUP_WINDOW.total_seconds() - at.timestamp()
@@ -214,7 +214,7 @@ def _deployed(at: datetime, calls: list[Call], sources: dict[str, Any]) -> list[
         if call.records is None or source is None:
             continue
         if call.function == "NotifierFunction":
-            chain = max(chain, closes)  # the group settles no earlier than its second's end
+            chain = max(chain, closes)  # the group settles no earlier than its bucket's end
         window = source.batching_window_s if call.records < source.batch_size else 0.0
         chain += STREAM_HOP_S + window + call.seconds
         out += [

@@ -2,7 +2,8 @@
 
 Cheapest checks first, so that the deliveries trunkwatch does not ingest (every pull
 request's jobs) cost no table access: size, the event header, the signature (HMAC-SHA256 of
-the raw body, compared in constant time), the JSON, then the repository and branch. Only a
+the raw body, compared in constant time), the JSON, then the repository and branch (and a
+job's status: only `completed` carries a result). Only a
 delivery about a webhook-fed trunk is claimed by its `X-GitHub-Delivery` (a redelivery is
 answered without being stored again) and written.
 """
@@ -25,7 +26,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, settle, trunk_of
 from trunkwatch.domain import clock
 from trunkwatch.domain.config import Deployment
-from trunkwatch.sources.webhook import PayloadError
+from trunkwatch.sources.webhook import EVENTS, PayloadError
 from trunkwatch.storage import deliveries
 
 # GitHub caps payloads at 25 MB; the deliveries ingested are far smaller (a push lists at
@@ -48,6 +49,8 @@ def handle_request(
     if len(body) > MAX_BODY_BYTES:
         return _answer(413, f"payload over {MAX_BODY_BYTES} bytes")
     name = headers.get("x-github-event", "")
+    if name not in EVENTS and name != "ping":
+        return _answer(202, f"ignored: event {name!r} is not ingested")
     if not _signed(body, headers.get("x-hub-signature-256", ""), secret()):
         logger.warning("webhook delivery refused: bad or missing signature", extra={"event": name})
         return _answer(401, "bad or missing X-Hub-Signature-256")
@@ -80,8 +83,8 @@ def handle_request(
     _report(delivery_id, result)
     group = result.group
     if group is not None and group.opened:
-        # This delivery opened its second's group: wait for the second to end, then settle
-        # the group if the evaluator has already counted every cell of it.
+        # This delivery opened its bucket's group: wait for the bucket to end (at most
+        # GROUP_WINDOW), then settle the group if the evaluator counted every cell of it.
         clock.call_at(group.closes_at, lambda: settle(trunk.trunk_id, group, clock.now()))
     return _answer(200, f"ignored: {result.ignored}" if result.ignored else "stored")
 

@@ -23,7 +23,7 @@ from trunkwatch.storage import keys, trunks
 from trunkwatch.storage.items import TickItem
 
 TICK_TTL = timedelta(days=2)
-GROUP_WINDOW = timedelta(seconds=1)
+GROUP_WINDOW = timedelta(milliseconds=500)
 
 
 def open_poll(trunk_id: str, poll: str, expected: int, now: datetime) -> None:
@@ -120,10 +120,10 @@ def settle_group(trunk_id: str, group: str, now: datetime) -> bool:
 
 def _bucket(at: datetime) -> tuple[str, datetime]:
     """The bucket (end - GROUP_WINDOW, end] holding `at`: its id and its end. A delivery at a
-    whole second closes its own bucket at once (the evaluator settles it at its last cell)."""
+    bucket's end closes it at once (the evaluator settles it at its last cell)."""
     step = GROUP_WINDOW.total_seconds()
     end = datetime.fromtimestamp(-(-at.timestamp() // step) * step, UTC)
-    return f"hook-{end.strftime('%Y%m%dT%H%M%S')}", end
+    return f"hook-{end.strftime('%Y%m%dT%H%M%S')}.{end.microsecond // 1000:03d}", end
 
 
 def settle_sweep(trunk_id: str, sweep: str, now: datetime) -> None:
