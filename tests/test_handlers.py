@@ -156,3 +156,31 @@ def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pyt
         "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)": "fail",
         "pull / (workflow)": "pass",
     }
+
+
+def test_a_webhook_fed_trunk_is_polled_only_every_poll_every(configured: HTTPServer) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from aws_lambda_powertools.utilities import parameters
+
+    from trunkwatch.domain import clock
+
+    url = configured.url_for("/").rstrip("/")
+    config = {"trunks": [{"repo": "pytorch/pytorch", "url": url, "webhook": True, "poll_every": "10m"}]}
+    boto3.client("ssm").put_parameter(
+        Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True
+    )
+    parameters.clear_caches()
+    configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_json(grid())
+    ingest = handler("ingest")
+    start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
+    polled = []
+    for minutes in (0, 1, 9, 10, 11):
+        with clock.frozen(start + timedelta(minutes=minutes)):
+            result = ingest.lambda_handler(sample("ingest_schedule"), context("ingest"))
+        polled.append(len(result["polled"]))
+    assert polled == [1, 0, 0, 1, 0]
+    # The first poll found results that no delivery (none ever came) had brought.
+    assert len(table_items("cell")) == 3
+    (state,) = [item for item in table_items("trunk") if item["sk"]["S"] == "STATE"]
+    assert state["deliveries_missing_since"]["S"].startswith("2026-11-18T12:00:00")

@@ -21,7 +21,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from trunkwatch.app import settings
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.trunk_metrics import SECONDS_SINCE_GOOD_POLL, trunk_gauge
-from trunkwatch.domain.config import ConfigError, TrunkConfig
+from trunkwatch.domain.config import ConfigError, RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import webhooks_down
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
@@ -68,7 +68,7 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
         finally:
             http.close()
             if trunk.webhook and result is None:
-                trunks.record_polled(trunk.trunk_id, now, missed=None)
+                trunks.record_polled(trunk.trunk_id, now)
         if result.rate_limited:
             cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
             logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)
@@ -80,11 +80,21 @@ def poll_all(now: datetime, deadline: float | None = None) -> dict[str, Any]:
             # Results no delivery brought: deliveries GitHub failed to make (or made too late).
             missed = result.cells_written
             metrics.add_metric(name="CellsMissedByWebhooks", unit=MetricUnit.Count, value=missed)
-            last = trunks.state(trunk.trunk_id).last_delivery_at
-            down = bool(missed) and webhooks_down(last, now, deployment.rule_for(trunk))
-            trunks.record_polled(trunk.trunk_id, now, missed=down)
+            since = _deliveries_missing_since(trunk.trunk_id, deployment.rule_for(trunk), missed, now)
+            trunks.record_polled(trunk.trunk_id, now, since)
         results.append(asdict(result))
     return {"polled": results, "errors": errors}
+
+
+def _deliveries_missing_since(trunk_id: str, rule: RuleConfig, missed: int, now: datetime) -> datetime | None:
+    """When a poll that found `missed` results no delivery brought makes WebhooksDown's
+    start: now, or the start of a run of such polls no delivery has ended; None if the
+    deliveries are not missing (none found, or a delivery came recently)."""
+    state = trunks.state(trunk_id)
+    last, since = state.last_delivery_at, state.deliveries_missing_since
+    if not missed or not webhooks_down(last, now, rule):
+        return None
+    return since if since is not None and (last is None or last <= since) else now
 
 
 def _due(trunk: TrunkConfig, now: datetime) -> bool:

@@ -90,8 +90,7 @@ def webhooks_down_alert(
     state: TrunkState, trunk: TrunkConfig, rule: RuleConfig, links: Links
 ) -> Alert | None:
     """A webhook-fed trunk whose poll finds what no delivery brought: detection is back to
-    the backstop poll's period. Resolves when a delivery writes cells again (or a poll finds
-    nothing missing)."""
+    the backstop poll's period. Resolves when a delivery writes cells again."""
     since, last = state.deliveries_missing_since, state.last_delivery_at
     if since is None or (last is not None and last > since):
         return None

@@ -49,15 +49,12 @@ def close_poll(trunk_id: str, poll: str) -> None:
         )
 
 
-def record_polled(trunk_id: str, at: datetime, missed: bool | None) -> None:
-    """A poll of a webhook-fed trunk; `missed`: it found results that no delivery brought
-    for `webhooks_down_after` (True), found them in time or found none (False), or failed
-    (None: says nothing about deliveries)."""
+def record_polled(trunk_id: str, at: datetime, missing_since: datetime | None = None) -> None:
+    """A poll of a webhook-fed trunk, and since when deliveries are missing if it found
+    results that none brought (a delivery with results ends that: `last_delivery_at`)."""
     actions: list[Action] = [TrunkState.last_polled_at.set(at)]
-    if missed:
-        actions.append(TrunkState.deliveries_missing_since.set(TrunkState.deliveries_missing_since | at))
-    elif missed is False:
-        actions.append(TrunkState.deliveries_missing_since.remove())
+    if missing_since is not None:
+        actions.append(TrunkState.deliveries_missing_since.set(missing_since))
     TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, actions)
 
 
