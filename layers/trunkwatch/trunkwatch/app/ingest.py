@@ -198,9 +198,15 @@ def _save_recent_seqs(
     """Keep the seqs of the newest commits that ran any job (staleness window). Items written."""
     states = {int(c.seq): c.states for c in known.values()}
     states.update({int(c.seq): c.states for c in written})
-    recent = sorted((seq for seq, codes in states.items() if codes.strip(ABSENT_CODE)), reverse=True)[
-        :RECENT_SEQS_KEPT
-    ]
+    return save_recent_seqs(
+        trunk_id, state, (seq for seq, codes in states.items() if codes.strip(ABSENT_CODE))
+    )
+
+
+def save_recent_seqs(trunk_id: str, state: TrunkState, ran_jobs: Iterable[int]) -> int:
+    """Keep the newest RECENT_SEQS_KEPT of `ran_jobs`, the seqs of commits that ran any job
+    (the staleness window), unless `state` already holds them. Items written."""
+    recent = sorted(set(ran_jobs), reverse=True)[:RECENT_SEQS_KEPT]
     if [int(s) for s in state.recent_seqs or []] == recent:
         return 0
     trunks.save_recent_seqs(trunk_id, recent)

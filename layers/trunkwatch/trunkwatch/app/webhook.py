@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from trunkwatch.app.ingest import FIRST_SEQ, RECENT_SEQS_KEPT
+from trunkwatch.app.ingest import FIRST_SEQ, save_recent_seqs
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, Commit, build_cells, job_key, replaces
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.sources import webhook
@@ -163,7 +163,4 @@ def _column(trunk_id: str, job: str) -> tuple[int, list[str]]:
 
 def _add_recent_seq(trunk_id: str, seq: int) -> None:
     state = trunks.state(trunk_id)
-    current = [int(s) for s in state.recent_seqs or []]
-    recent = sorted({*current, seq}, reverse=True)[:RECENT_SEQS_KEPT]
-    if recent != current:
-        trunks.save_recent_seqs(trunk_id, recent)
+    save_recent_seqs(trunk_id, state, [*(int(s) for s in state.recent_seqs or []), seq])
