@@ -33,6 +33,7 @@ from benchmarks.evaluator import commit_cycle
 from benchmarks.github_budget import github_budget
 from benchmarks.ingest import ingest_github, ingest_hud
 from benchmarks.local_scale import local_scale
+from benchmarks.push import run_push
 from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, PYTORCH_SCALE, Day
 from trunkwatch.app.evaluate import JOB_WINDOW
 
@@ -43,6 +44,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "local_scale": local_scale,
     "github_budget": lambda: _fresh(github_budget),
     "cold_start": lambda: dataclasses.asdict(cold_start(FULL.import_runs, FULL.build_layer)),
+    "push": lambda: dataclasses.asdict(run_push(FULL.day)),  # also part of the full run
 }
 
 
@@ -118,6 +120,7 @@ def run(scale: Scale) -> dict[str, Any]:
     )
     github = _step("ingest (GitHub)", lambda: _fresh(ingest_github, scale.pytorch, DAY_START))
     day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours, scale.coarse))
+    push = _step("push (webhook deliveries)", lambda: run_push(scale.day))
     cold = _step("cold start", lambda: cold_start(scale.import_runs, scale.build_layer))
     notifications_per_day = day.notifications * 24 / scale.hours
     cost = project(cycle, notifications_per_day, scale.pytorch.columns, day.stored, scale.hours)
@@ -126,6 +129,7 @@ def run(scale: Scale) -> dict[str, Any]:
         "ingest_github": {phase: figures.as_dict() for phase, figures in github.items()},
         "evaluator": dataclasses.asdict(cycle.evaluator),
         "end_to_end": dataclasses.asdict(day),
+        "push": dataclasses.asdict(push),
         "cold_start": dataclasses.asdict(cold),
         "cost": dataclasses.asdict(cost),
         "scale": {

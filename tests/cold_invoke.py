@@ -52,6 +52,10 @@ def _create_resources(spec: dict[str, Any], environ: dict[str, str]) -> None:
         ssm.put_parameter(
             Name=environ["API_TOKENS_PARAMETER"], Type="SecureString", Value=json.dumps(spec["tokens"])
         )
+    if environ.get("WEBHOOK_SECRET_NAME"):
+        boto3.client("secretsmanager").create_secret(
+            Name=environ["WEBHOOK_SECRET_NAME"], SecretString=spec["webhook_secret"]
+        )
     if environ.get("TOPIC_ARN"):
         boto3.client("sns").create_topic(Name=environ["TOPIC_ARN"].rsplit(":", 1)[-1])
 

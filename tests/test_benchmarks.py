@@ -46,6 +46,7 @@ SPEC_KEYS = {
         "detection_delay_s_max",
         "schedule_period_s",
     ],
+    "push": ["detection_delay_s_p50", "detection_delay_s_p95", "detection_delay_s_max", "usd_per_month"],
     "cold_start": ["boto3_import_s", "layer_mb", "api_layer_mb"],
     "cold_start.handler_import_ratio": ["ingest", "evaluator", "notifier", "authorizer", "api"],
     "cost": ["usd_per_month", "usd_per_month_all_in", "commits_per_day", "job_columns"],
@@ -105,6 +106,7 @@ def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     price = summary["cost"]["prices"]
     monthly = storage["gb"] * (price["dynamodb_storage_gb_month"] + price["dynamodb_pitr_gb_month"])
     assert summary["cost"]["items_detail"]["dynamodb"]["storage"] == pytest.approx(monthly, abs=1e-4)
+    assert summary["push"]["notifications"] > 0 and summary["push"]["deliveries"] > 0
     table = render(summary)
     assert "budgets" in table and "projected usage cost at PyTorch scale" in table
     assert "table size in the steady state" in table

@@ -41,6 +41,8 @@ DEPLOYED = {
     "AWS::URLSuffix": "amazonaws.com",
     "AWS::Partition": "aws",
 }
+# The webhook sample is signed with GitHub's documented test-vector secret.
+WEBHOOK_SECRET = "It's a Secret to Everybody"
 SAMPLE_TOKENS = {"example-write-token": "write", "example-read-token": "read"}
 TRUNK = {"repo": "pytorch/pytorch", "branch": "main"}
 
@@ -85,8 +87,9 @@ def _event_time(event: dict[str, Any]) -> float:
         return datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
     if "Records" in event:
         return float(max(r["dynamodb"]["ApproximateCreationDateTime"] for r in event["Records"]))
-    if "requestContext" in event:
-        return event["requestContext"]["requestTimeEpoch"] / 1000
+    if "requestContext" in event:  # API Gateway's REST event, or a function URL's (2.0)
+        context = event["requestContext"]
+        return (context.get("requestTimeEpoch") or context["timeEpoch"]) / 1000
     return datetime.fromisoformat("2024-05-01T12:00:00+00:00").timestamp()
 
 
@@ -99,7 +102,9 @@ def cold_invoke(function: str, sample: str, hud_url: str, environ: dict[str, str
         "event": event,
         "at": _event_time(event),
         "table": wiring.table,
-        "config": {"trunks": [{**TRUNK, "source": "hud", "url": hud_url}]},
+        # Polled and fed by webhooks (a webhook-fed trunk's first poll runs at once).
+        "config": {"trunks": [{**TRUNK, "source": "hud", "url": hud_url, "webhook": True}]},
+        "webhook_secret": WEBHOOK_SECRET,
         "tokens": {
             "tokens": [
                 {"sha256": hashlib.sha256(token.encode()).hexdigest(), "principal": "sample", "scope": scope}

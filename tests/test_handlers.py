@@ -156,3 +156,65 @@ def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_k
     # The logged error names the key (Powertools prints it, or hands it to logging's
     # handlers when an earlier local runtime in the process has set them up).
     assert said in capsys.readouterr().out + caplog.text
+
+
+def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    from tests import webhooks
+    from trunkwatch_local.function_url import function_url_event
+
+    config = {"trunks": [{"repo": "pytorch/pytorch", "source": "github", "webhook": True}]}
+    boto3.client("ssm").put_parameter(
+        Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True
+    )
+    # The sample is signed with GitHub's documented test-vector secret.
+    boto3.client("secretsmanager").create_secret(Name="webhook", SecretString="It's a Secret to Everybody")
+    monkeypatch.setenv("WEBHOOK_SECRET_NAME", "webhook")
+    parameters.clear_caches()
+    webhook = handler("webhook")
+    event = sample("webhook_function_url")
+    sha = json.loads(event["body"])["workflow_job"]["head_sha"]
+    body = json.dumps(webhooks.push([sha])).encode()
+    headers = {
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": "push-1",
+        "X-Hub-Signature-256": webhooks.sign(body, "It's a Secret to Everybody"),
+    }
+    pushed = webhook.lambda_handler(function_url_event("POST", "/", headers, body), context("webhook"))
+    assert pushed["statusCode"] == 200
+    answer = webhook.lambda_handler(event, context("webhook"))
+    assert (answer["statusCode"], json.loads(answer["body"])) == (200, {"message": "stored"})
+    states = {i["job"]["S"]: i["state"]["S"] for i in table_items("cell")}
+    assert states == {
+        "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)": "fail",
+        "pull / (workflow)": "pass",
+    }
+
+
+def test_a_webhook_fed_trunk_is_polled_only_every_poll_every(configured: HTTPServer) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from aws_lambda_powertools.utilities import parameters
+
+    from trunkwatch.domain import clock
+
+    url = configured.url_for("/").rstrip("/")
+    config = {"trunks": [{"repo": "pytorch/pytorch", "url": url, "webhook": True, "poll_every": "10m"}]}
+    boto3.client("ssm").put_parameter(
+        Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True
+    )
+    parameters.clear_caches()
+    configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_json(grid())
+    ingest = handler("ingest")
+    start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
+    polled = []
+    for minutes in (0, 1, 9, 10, 11):
+        with clock.frozen(start + timedelta(minutes=minutes)):
+            result = ingest.lambda_handler(sample("ingest_schedule"), context("ingest"))
+        polled.append(len(result["polled"]))
+    assert polled == [1, 0, 0, 1, 0]
+    # The first poll found results that no delivery (none ever came) had brought.
+    assert len(table_items("cell")) == 3
+    (state,) = [item for item in table_items("trunk") if item["sk"]["S"] == "STATE"]
+    assert state["deliveries_missing_since"]["S"].startswith("2026-11-18T12:00:00")

@@ -18,7 +18,13 @@ from trunkwatch.domain import alerts
 from trunkwatch_local import apigw
 
 ROOT = Path(__file__).resolve().parents[1]
-ALERTNAMES = (alerts.JOB_FAILING, alerts.TRUNK_BROKEN, alerts.TRUNK_BADLY_BROKEN, alerts.SOURCE_DOWN)
+ALERTNAMES = (
+    alerts.JOB_FAILING,
+    alerts.TRUNK_BROKEN,
+    alerts.TRUNK_BADLY_BROKEN,
+    alerts.SOURCE_DOWN,
+    alerts.WEBHOOKS_DOWN,
+)
 
 
 def test_the_packaged_runbook_is_docs_runbook() -> None:

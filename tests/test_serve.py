@@ -136,3 +136,42 @@ def test_serve_with_tokens_replays_silences_as_the_internal_principal(tmp_path: 
     output = "".join(seen) + out + err
     assert "Bearer" not in output and "trunkwatch: error" not in output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario", "tokens.json"]
+
+
+def test_serve_takes_signed_github_deliveries_on_its_port() -> None:
+    from tests import webhooks
+    from trunkwatch.domain.config import load_deployment
+    from trunkwatch_local.session import Session
+
+    secret = "a webhook secret for this test"
+    trunk = {"repo": "pytorch/pytorch", "source": "github", "webhook": True, "poll_every": "0"}
+    session = Session(webhook_secret=secret).start(load_deployment({"trunks": [trunk]}))
+    try:
+
+        def deliver(event: str, payload: dict[str, Any], signed_with: str = secret) -> tuple[int, str]:
+            body = json.dumps(payload).encode()
+            request = urllib.request.Request(  # noqa: S310 - 127.0.0.1
+                f"{session.api_url}/webhooks/github",
+                data=body,
+                method="POST",
+                headers={
+                    "Content-Type": "application/json",
+                    "X-GitHub-Event": event,
+                    "X-GitHub-Delivery": hashlib.sha256(body).hexdigest(),
+                    "X-Hub-Signature-256": webhooks.sign(body, signed_with),
+                },
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+                    return response.status, json.loads(response.read())["message"]
+            except urllib.error.HTTPError as err:
+                return err.code, json.loads(err.read())["message"]
+
+        sha = "c" * 40
+        assert deliver("push", webhooks.push([sha]), signed_with="not the secret")[0] == 401
+        assert deliver("push", webhooks.push([sha])) == (200, "stored")
+        failed = webhooks.workflow_job(sha, "linux-jammy / build", conclusion="failure")
+        assert deliver("workflow_job", failed) == (200, "stored")
+        assert get(f"{session.api_url}/api/v2/alerts") == []  # one failure opens nothing
+    finally:
+        session.stop()

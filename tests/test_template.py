@@ -36,7 +36,14 @@ from trunkwatch_local.template import TEMPLATE_ENV, TemplateError, find_template
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"
 EVENTS = ROOT / "events"
-FUNCTIONS = ("IngestFunction", "EvaluatorFunction", "NotifierFunction", "ApiFunction", "AuthorizerFunction")
+FUNCTIONS = (
+    "IngestFunction",
+    "EvaluatorFunction",
+    "NotifierFunction",
+    "ApiFunction",
+    "AuthorizerFunction",
+    "WebhookFunction",
+)
 TABLE_ARN = {"Fn::GetAtt": ["Table", "Arn"]}
 DLQ_ARN = {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
 STREAM_ARN = {"Fn::GetAtt": ["Table", "StreamArn"]}
@@ -257,6 +264,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "SecretsPrefix": "trunkwatch/",
         "ReceiverSecretsPrefix": "trunkwatch/receivers/",
         "ApiTokensParameter": "/trunkwatch/api-tokens",
+        "WebhookSecretName": "trunkwatch/github-webhook",
         "LogLevel": "INFO",
         "LogRetentionDays": 30,
         "Tracing": "PassThrough",
@@ -542,6 +550,10 @@ def test_stream_readers_read_only_the_tables_stream(resources: dict[str, Any], f
         ("NotifierFunction", {"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}),
         ("ApiFunction", {"GetItem", "Query", "PutItem"}),
         ("AuthorizerFunction", set()),
+        (
+            "WebhookFunction",
+            {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem", "DeleteItem"},
+        ),
     ],
 )
 def test_table_actions_per_function(resources: dict[str, Any], function: str, actions: set[str]) -> None:
@@ -661,6 +673,31 @@ def test_ingest_reads_source_tokens_but_never_the_api_tokens(
     assert _may(resources["AuthorizerFunctionRole"], "ssm:GetParameter", f"{ssm}{tokens}", source)
     (deny,) = [s for s in _statements(role) if s["Effect"] == "Deny"]
     assert _sub_text(deny["Resource"]).endswith(":parameter${ApiTokensParameter}")
+
+
+def test_webhooks_come_through_an_unauthenticated_function_url_that_alone_reads_the_secret(
+    resources: dict[str, Any],
+) -> None:
+    # The function checks each delivery's signature; a URL costs nothing beyond the function.
+    url = resources["WebhookFunctionUrl"]
+    assert url["Type"] == "AWS::Lambda::Url"
+    assert url["Properties"]["AuthType"] == "NONE"
+    assert url["Properties"]["TargetFunctionArn"] == {"Ref": "WebhookFunction"}
+    assert resources["WebhookFunction"]["Properties"]["Timeout"] == 10  # GitHub waits 10 s
+    secret = "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
+    secret += "${WebhookSecretName}-??????"
+
+    def reads_secret(statement: dict[str, Any]) -> bool:
+        return statement.get("Effect") == "Allow" and any(
+            isinstance(r, dict) and "Fn::Sub" in r and _sub_text(r) == secret
+            for r in _resources_of(statement)
+        )
+
+    readers = {f for f in FUNCTIONS for s in _statements(resources[f"{f}Role"]) if reads_secret(s)}
+    assert readers == {"WebhookFunction"}
+    role = resources["WebhookFunctionRole"]
+    (statement,) = [s for s in _statements(role) if "secretsmanager:GetSecretValue" in _actions(s)]
+    assert [_sub_text(r) for r in _resources_of(statement)] == [secret]
 
 
 def test_every_function_logs_to_its_own_group_with_a_retention(resources: dict[str, Any]) -> None:
@@ -815,6 +852,7 @@ def test_outputs(source: dict[str, Any]) -> None:
     assert outputs["AlertTopicArn"] == {"Ref": "AlertTopic"}
     assert outputs["AlarmTopicArn"] == {"Ref": "AlarmTopic"}
     assert outputs["TableName"] == {"Ref": "Table"}
+    assert outputs["WebhookUrl"] == {"Fn::GetAtt": ["WebhookFunctionUrl", "FunctionUrl"]}
     assert _sub_text(outputs["DashboardUrl"]).endswith("#dashboards/dashboard/${Dashboard}")
 
 
@@ -827,7 +865,8 @@ def test_sample_events_only_use_the_documentation_account() -> None:
         accounts = set(re.findall(r"arn:aws:[\w-]+:[\w-]*:(\d{12}):", text)) | set(
             re.findall(r'"(?:account|accountId)": "(\d+)"', text)
         )
-        assert accounts == {EXAMPLE_ACCOUNT}, path.name
+        # A function URL without IAM auth names no account ("anonymous").
+        assert accounts <= {EXAMPLE_ACCOUNT}, path.name
 
 
 def test_stream_samples_parse_as_dynamodb_stream_events() -> None:

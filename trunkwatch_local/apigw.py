@@ -33,6 +33,8 @@ PREFIX = "/api/v2/"
 # The status page's resources, which have no authorizer.
 PAGE_RESOURCE, STATIC_RESOURCE, STATIC_PREFIX = "/", "/static/{file}", "/static/"
 RUNBOOK_RESOURCE = "/runbook"
+# GitHub webhook deliveries: served by the webhook function (its function URL when deployed).
+WEBHOOK_PATH = "/webhooks/github"
 STAGE = "v1"
 # API Gateway's own payload limit.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
@@ -40,6 +42,8 @@ LOCAL_CALLER = auth.Caller(principal="local", scope="write")
 INTERNAL_CALLER = auth.Caller(principal="trunkwatch-replay", scope="write")
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+# A webhook delivery's headers and raw body -> the function URL's response.
+WebhookHandler = Callable[[dict[str, str], bytes], dict[str, Any]]
 
 
 def proxy_event(
@@ -130,8 +134,10 @@ def serve_api(
     port: int = 9093,
     tokens: dict[str, Any] | None = None,
     internal_token: str | None = None,
+    webhook: WebhookHandler | None = None,
 ) -> ThreadingHTTPServer:
-    """Serve `handler` on host:port from a daemon thread; the caller calls `.shutdown()`."""
+    """Serve `handler` on host:port from a daemon thread, and `webhook` at `POST
+    /webhooks/github` (signed deliveries need no API token); the caller calls `.shutdown()`."""
     document = auth.parse_tokens(tokens) if tokens is not None else None
     # One event at a time, as one Lambda execution environment handles them.
     invoke_lock = threading.Lock()
@@ -139,6 +145,12 @@ def serve_api(
     def respond(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
         parsed = urllib.parse.urlsplit(target)
         path = urllib.parse.unquote(parsed.path)
+        if webhook is not None and method == "POST" and path == WEBHOOK_PATH:
+            try:
+                return webhook(headers, body)
+            except Exception:
+                logger.exception("webhook handler failed")
+                return _gateway_error(502, "Internal server error")
         public = method == "GET" and (
             path in (PAGE_RESOURCE, RUNBOOK_RESOURCE)
             or (path.startswith(STATIC_PREFIX) and "/" not in path[len(STATIC_PREFIX) :])

@@ -14,6 +14,8 @@ from typing import Any, NoReturn
 
 from trunkwatch.domain.config import ConfigError
 
+WEBHOOK_SECRET_VARIABLE = "TRUNKWATCH_WEBHOOK_SECRET"  # noqa: S105 - the variable's name
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
@@ -156,7 +158,9 @@ def _serve(args: argparse.Namespace) -> int:
     from trunkwatch_local.session import Session
 
     tokens = _tokens(args.tokens) if args.tokens else None
-    session = Session(args.template, port=args.port, tokens=tokens)
+    # Deliveries to POST /webhooks/github are signed with this (GitHub's webhook secret).
+    secret = os.environ.get(WEBHOOK_SECRET_VARIABLE) or None
+    session = Session(args.template, port=args.port, tokens=tokens, webhook_secret=secret)
     replay = read_replay(args.scenario) if args.scenario else None
     if args.config:
         deployment = load_file(args.config, RECEIVER_TYPES)
@@ -175,6 +179,17 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+        if any(trunk.webhook for trunk in deployment.trunks):
+            print(
+                f"trunkwatch: GitHub webhook deliveries at {session.api_url}/webhooks/github"
+                + (
+                    ""
+                    if secret
+                    else f" (set {WEBHOOK_SECRET_VARIABLE} to the webhook's secret to accept them)"
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
         if replay is not None:
             from trunkwatch_local.session import replay_into
 

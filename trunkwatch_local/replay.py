@@ -1,4 +1,5 @@
-"""Replay files (design.md §6): a header line, then HUD snapshots, silences and ticks in time order."""
+"""Replay files (design.md §6): a header line, then HUD snapshots, webhook deliveries, silences
+and ticks in time order."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import ConfigError, Deployment, load_deployment
 
-EVENT_KINDS = ("hud", "hud_status", "silence", "expire", "tick")
+EVENT_KINDS = ("hud", "hud_status", "silence", "expire", "tick", "webhook")
+WEBHOOK_EVENTS = ("push", "workflow_run", "workflow_job")
 
 
 class ReplayError(ConfigError):
@@ -39,13 +41,18 @@ class Replay:
     receivers: list[Any] = field(default_factory=list)
 
     def deployment(self, hud_url: str) -> Deployment:
-        trunk = {
+        trunk: dict[str, Any] = {
             "repo": self.repo,
             "branch": self.branch,
             "source": "hud",
             "url": hud_url,
             "config": self.config,
         }
+        kinds = {event.kind for event in self.events}
+        if "webhook" in kinds:
+            # Fed by the file's deliveries; polled only where the file has HUD snapshots
+            # (each is a poll), never otherwise: an idle poll is not a source outage.
+            trunk.update(webhook=True, poll_every="1s" if kinds & {"hud", "hud_status"} else "0")
         return load_deployment({"trunks": [trunk], "receivers": self.receivers}, RECEIVER_TYPES)
 
 
@@ -127,6 +134,14 @@ def _events(numbered: list[tuple[int, str]], name: str) -> Iterator[ReplayEvent]
             isinstance(payload, bool) or not isinstance(payload, int) or not 100 <= payload <= 599
         ):
             raise ReplayError(f"{name}:{number}: 'hud_status' must be an HTTP status code (100-599)")
+        if kind == "webhook" and (
+            not isinstance(payload, dict)
+            or payload.get("event") not in WEBHOOK_EVENTS
+            or not isinstance(payload.get("payload"), dict)
+            or set(payload) - {"event", "payload"}
+        ):
+            shape = '{"event": ' + " | ".join(WEBHOOK_EVENTS) + ', "payload": {...}}'
+            raise ReplayError(f"{name}:{number}: 'webhook' must be {shape}")
         if kind == "tick" and payload is not True:
             raise ReplayError(f"{name}:{number}: 'tick' must be true")
         ref = event.get("ref")

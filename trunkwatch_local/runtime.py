@@ -9,11 +9,15 @@ the pipeline repeats most (see there)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import importlib.util
 import json
 import logging
 import os
+import secrets
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +33,9 @@ from aws_lambda_powertools.utilities import parameters
 from trunkwatch.domain import clock
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import ConfigError, Deployment, to_json
+from trunkwatch.storage.ticks import GROUP_WINDOW
 from trunkwatch_local.emulator import emulation
+from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import Wiring, read_wiring
@@ -71,13 +77,19 @@ class Published:
 
 
 class LocalRuntime:
-    def __init__(self, template: Path | None = None) -> None:
+    def __init__(self, template: Path | None = None, webhook_secret: str | None = None) -> None:
         self.template = template or find_template()
         self.wiring: Wiring = read_wiring(self.template)
         self._emulation: Any = None  # moto's mock while started; its patches otherwise off
         self._environ_before: dict[str, str] | None = None
         self.modules: dict[str, ModuleType] = {}
         self.names: dict[str, str] = {}  # functions/<name> folder -> logical id
+        # What GitHub signs deliveries with here: the caller's, else random per run; held
+        # only in memory, never printed.
+        self.webhook_secret = webhook_secret or secrets.token_hex(20)
+        # Schedule ticks and webhook deliveries (serve takes them from two threads) run one
+        # at a time, each with the stream records it causes.
+        self.lock = threading.RLock()
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self, deployment: Deployment, api_url: str | None = None) -> LocalRuntime:
@@ -116,6 +128,9 @@ class LocalRuntime:
             POWERTOOLS_LOG_LEVEL=level,
             POWERTOOLS_METRICS_DISABLED="false" if level in ("DEBUG", "INFO") else "true",
         )
+        secret_name = os.environ.get("WEBHOOK_SECRET_NAME")
+        if secret_name:
+            boto3.client("secretsmanager").create_secret(Name=secret_name, SecretString=self.webhook_secret)
         self._load_handlers()
         stream_arn = self.dynamodb.describe_table(TableName=refs["Table"])["Table"]["LatestStreamArn"]
         self.pump = StreamPump(
@@ -243,11 +258,49 @@ class LocalRuntime:
         order (ingest polls, then the evaluator sweeps), each followed by the streams it
         causes (evaluation, notification). Returns the first (ingest's) result."""
         results = []
-        with clock.frozen(at):
+        with self.lock, clock.frozen(at):
             for logical_id in self.wiring.schedules:
                 results.append(self.invoke(logical_id, scheduled_event(f"{NAME}-{logical_id}")))
                 self.pump.drain()
         return results[0] if results else None
+
+    def deliver(
+        self, event: str, body: bytes, at: datetime, signature: str | None = None, delivery: str | None = None
+    ) -> dict[str, Any]:
+        """A GitHub webhook delivery at `at` through the webhook function's URL, signed with
+        the runtime's secret unless `signature` is given. The stream records it causes wait
+        for `settle_deliveries`, as concurrent deliveries of one instant would."""
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "GitHub-Hookshot/local",
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+            "X-Hub-Signature-256": signature if signature is not None else self.sign(body),
+        }
+        with self.lock, clock.frozen(at):
+            return dict(self.invoke("webhook", function_url_event("POST", "/", headers, body)))
+
+    def receive(self, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+        """A delivery from GitHub (or `gh webhook forward`) on the real clock: the webhook
+        function, then the stream records it causes (evaluation, and the notifier once its
+        group settles)."""
+        with self.lock:
+            answer = dict(self.invoke("webhook", function_url_event("POST", "/", headers, body)))
+            self.pump.drain()
+            return answer
+
+    def settle_deliveries(self, at: datetime) -> None:
+        """Evaluate what the deliveries of `at` wrote, then, once their second has closed, let
+        the delivery that opened its group settle it (`storage.ticks`) and notify."""
+        with self.lock:
+            with clock.frozen(at):
+                self.pump.drain()
+            with clock.frozen(at + GROUP_WINDOW):
+                clock.run_due()
+                self.pump.drain()
+
+    def sign(self, body: bytes) -> str:
+        return "sha256=" + hmac.new(self.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
 
     def published(self, at: datetime) -> list[Published]:
         """Messages the topic delivered since the last call, oldest first."""

@@ -23,9 +23,13 @@ class Session:
     """A local runtime plus the HUD stand-in and the API server, started together."""
 
     def __init__(
-        self, template: Path | None = None, port: int = 0, tokens: dict[str, Any] | None = None
+        self,
+        template: Path | None = None,
+        port: int = 0,
+        tokens: dict[str, Any] | None = None,
+        webhook_secret: str | None = None,
     ) -> None:
-        self.runtime = LocalRuntime(template)
+        self.runtime = LocalRuntime(template, webhook_secret)
         self.hud = HudServer()
         self.port = port
         self.tokens = tokens
@@ -41,6 +45,7 @@ class Session:
             port=self.port,
             tokens=self.tokens,
             internal_token=self._internal_token,
+            webhook=self.runtime.receive,
         )
         self.runtime.start(deployment, api_url=self.api_url)
         return self
@@ -93,12 +98,18 @@ def run_replay(replay: Replay, template: Path | None = None) -> Iterator[Publish
 def replay_into(session: Session, replay: Replay) -> Iterator[Published]:
     """Run every event of `replay` on a started session, each at its own time."""
     refs: dict[str, str] = {}
-    for event in replay.events:
+    for index, event in enumerate(replay.events):
         with clock.frozen(event.at):
             try:
                 _apply(session, event.kind, event.payload, event.ref, refs, event.at)
             except ReplayError as err:
                 raise ReplayError(f"line {event.line}: {err}") from None
+        following = replay.events[index + 1] if index + 1 < len(replay.events) else None
+        if event.kind == "webhook" and (
+            following is None or (following.kind, following.at) != ("webhook", event.at)
+        ):
+            # The deliveries of one instant arrive together; then their group settles.
+            session.runtime.settle_deliveries(event.at)
         yield from session.runtime.published(event.at)
 
 
@@ -114,6 +125,11 @@ def _apply(
         session.hud.fail_with(200)  # only this poll: later ticks get the last snapshot again
     elif kind == "tick":
         session.runtime.tick(at)
+    elif kind == "webhook":
+        body = json.dumps(payload["payload"]).encode()
+        answer = session.runtime.deliver(payload["event"], body, at)
+        if int(answer["statusCode"]) >= 300:
+            raise ReplayError(f"the webhook endpoint answered {answer['statusCode']}: {answer.get('body')}")
     elif kind == "silence":
         created = session.call_api("POST", "/api/v2/silences", payload)
         if ref:

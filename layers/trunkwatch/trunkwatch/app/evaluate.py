@@ -144,7 +144,9 @@ class BatchEvaluation:
             poll
             for (trunk, poll), sequence in groups.items()
             # A redelivered batch has the same first and last sequence numbers: counted once.
-            if ticks.count(trunk, poll, f"{sequence[0]}-{sequence[-1]}-{len(sequence)}", len(sequence))
+            if ticks.count(
+                trunk, poll, f"{sequence[0]}-{sequence[-1]}-{len(sequence)}", len(sequence), self.now
+            )
         ]
 
 

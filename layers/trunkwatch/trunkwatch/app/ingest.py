@@ -24,7 +24,7 @@ from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.sources.base import CommitResult, Source
 from trunkwatch.storage import cells, commits, ticks, trunks
-from trunkwatch.storage.items import CommitItem, TrunkState
+from trunkwatch.storage.items import CommitItem, CommitPointer, TrunkState
 
 COMMITS_KEPT = 200  # commit items read back per poll: well over any source window
 RECENT_SEQS_KEPT = 20
@@ -83,6 +83,7 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
 
     columns = {name: i for i, name in enumerate(names)}
     commit_writes: list[CommitItem] = []
+    pointers: list[CommitPointer] = []
     cell_writes: list[tuple[Cell, CommitResult, int]] = []
     for commit_result in retained:
         commit_cells = build_cells(commit_result.commit.sha, commit_result.runs, rule.cancelled)
@@ -109,6 +110,8 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
             commit_writes.append(
                 commits.item(trunk_id, seq, commit_result.commit, stored_states, rule.retention)
             )
+        if existing is None:
+            pointers.append(commits.pointer(trunk_id, seq, commit_result.commit, rule.retention))
 
     # Job by job: a job's stream records then arrive together, and the evaluator, which judges
     # a job once per batch, reads each changed job about once instead of once per commit.
@@ -131,8 +134,9 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
         for cell, commit_result, seq in cell_writes
     )
     commits.save_all(commit_writes)
+    commits.save_pointers(pointers)  # webhook deliveries find the commits by sha
     result.cells_written = len(cell_writes)
-    result.items_written += len(cell_writes) + len(commit_writes)
+    result.items_written += len(cell_writes) + len(commit_writes) + len(pointers)
     result.changed_jobs = sorted({cell.job for cell, _, _ in cell_writes})
 
     if names != stored_names:
@@ -212,9 +216,15 @@ def _save_recent_seqs(
     """Keep the seqs of the newest commits that ran any job (staleness window). Items written."""
     states = {int(c.seq): c.states for c in known.values()}
     states.update({int(c.seq): c.states for c in written})
-    recent = sorted((seq for seq, codes in states.items() if codes.strip(ABSENT_CODE)), reverse=True)[
-        :RECENT_SEQS_KEPT
-    ]
+    return save_recent_seqs(
+        trunk_id, state, (seq for seq, codes in states.items() if codes.strip(ABSENT_CODE))
+    )
+
+
+def save_recent_seqs(trunk_id: str, state: TrunkState, ran_jobs: Iterable[int]) -> int:
+    """Keep the newest RECENT_SEQS_KEPT of `ran_jobs`, the seqs of commits that ran any job
+    (the staleness window), unless `state` already holds them. Items written."""
+    recent = sorted(set(ran_jobs), reverse=True)[:RECENT_SEQS_KEPT]
     if [int(s) for s in state.recent_seqs or []] == recent:
         return 0
     trunks.save_recent_seqs(trunk_id, recent)

@@ -20,7 +20,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.trunk_metrics import SECONDS_SINCE_GOOD_POLL, trunk_gauge
-from trunkwatch.domain.config import ConfigError, Deployment
+from trunkwatch.domain.config import ConfigError, Deployment, RuleConfig, TrunkConfig
+from trunkwatch.domain.rule import webhooks_down
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.http import HttpClient
@@ -41,13 +42,14 @@ def poll_all(deployment: Deployment, now: datetime, deadline: float | None = Non
     """
     results: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
-    configured = list(deployment.trunks)
+    configured = [trunk for trunk in deployment.trunks if _due(trunk, now)]
     for position, trunk in enumerate(configured):
         if deadline is None:
             trunk_deadline = time.monotonic() + TRUNK_BUDGET_S
         else:
             trunk_deadline = time.monotonic() + (deadline - time.monotonic()) / (len(configured) - position)
         http = HttpClient(deadline=trunk_deadline)
+        result = None
         try:
             result = poll_trunk(trunk, deployment.rule_for(trunk), make_source(trunk, http), now)
         except Exception as err:  # one trunk's failure must not stop the others
@@ -63,6 +65,8 @@ def poll_all(deployment: Deployment, now: datetime, deadline: float | None = Non
             continue
         finally:
             http.close()
+            if trunk.webhook and result is None:
+                trunks.record_polled(trunk.trunk_id, now)
         if result.rate_limited:
             cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
             logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)
@@ -70,8 +74,36 @@ def poll_all(deployment: Deployment, now: datetime, deadline: float | None = Non
         trunk_gauge(SECONDS_SINCE_GOOD_POLL, trunk.trunk_id, 0, MetricUnit.Seconds)
         logger.info("polled", extra=asdict(result))
         metrics.add_metric(name="CellsIngested", unit=MetricUnit.Count, value=result.cells_written)
+        if trunk.webhook:
+            # Results no delivery brought: deliveries GitHub failed to make (or made too late).
+            missed = result.cells_written
+            metrics.add_metric(name="CellsMissedByWebhooks", unit=MetricUnit.Count, value=missed)
+            since = _deliveries_missing_since(trunk.trunk_id, deployment.rule_for(trunk), missed, now)
+            trunks.record_polled(trunk.trunk_id, now, since)
         results.append(asdict(result))
     return {"polled": results, "errors": errors}
+
+
+def _deliveries_missing_since(trunk_id: str, rule: RuleConfig, missed: int, now: datetime) -> datetime | None:
+    """When a poll that found `missed` results no delivery brought makes WebhooksDown's
+    start: now, or the start of a run of such polls no delivery has ended; None if the
+    deliveries are not missing (none found, or a delivery came recently)."""
+    state = trunks.state(trunk_id)
+    last, since = state.last_delivery_at, state.deliveries_missing_since
+    if not missed or not webhooks_down(last, now, rule):
+        return None
+    return since if since is not None and (last is None or last <= since) else now
+
+
+def _due(trunk: TrunkConfig, now: datetime) -> bool:
+    """A webhook-fed trunk is polled only every `poll_every` (never when 0), as a backstop."""
+    period = trunk.poll_period
+    if period is None:
+        return True
+    if not period:
+        return False
+    last = trunks.state(trunk.trunk_id).last_polled_at
+    return last is None or now - last >= period
 
 
 def _seconds_since_good_poll(trunk_id: str, now: datetime) -> None:

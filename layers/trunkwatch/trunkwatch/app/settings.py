@@ -33,6 +33,7 @@ CACHE_SECONDS = 60
 # What each kind of function needs from its environment (template.yaml gives it).
 PIPELINE = ("TABLE_NAME", "AWS_REGION", "CONFIG_PARAMETER")
 NOTIFIER = (*PIPELINE, "TOPIC_ARN")
+WEBHOOK = (*PIPELINE, "WEBHOOK_SECRET_NAME")
 API = PIPELINE
 AUTHORIZER = ("AWS_REGION", "API_TOKENS_PARAMETER")
 
@@ -50,6 +51,8 @@ class Settings:
     # request it serves instead (its own function cannot reference the API: a cycle).
     api_url: str
     api_tokens_parameter: str
+    # The Secrets Manager secret GitHub signs webhook deliveries with.
+    webhook_secret_name: str
 
     @classmethod
     def from_environ(cls, required: Iterable[str], environ: Mapping[str, str] | None = None) -> Settings:
@@ -74,6 +77,7 @@ class Settings:
             dashboard_url=values.get("DASHBOARD_URL", ""),
             api_url=values.get("API_URL", "").rstrip("/"),
             api_tokens_parameter=values.get("API_TOKENS_PARAMETER", ""),
+            webhook_secret_name=values.get("WEBHOOK_SECRET_NAME", ""),
         )
 
 

@@ -41,8 +41,10 @@ def trunk_views(
     reverted = commits.autoreverted(trunk.trunk_id, (int(item.first_fail.seq) for item in shown))
     job_alerts = [job_alert(item, trunk, rule, links, _reverted_by(item, reverted)) for item in shown]
     level = trunk_level_alert(firing, trunk, rule, links)
-    down = source_down_alert(trunks.state(trunk.trunk_id), trunk, rule, links, now)
-    views = [AlertView(a, trunk.trunk_id) for a in [*job_alerts, level, down] if a is not None]
+    state = trunks.state(trunk.trunk_id)
+    down = source_down_alert(state, trunk, rule, links, now)
+    deliveries = webhooks_down_alert(state, trunk, rule, links)
+    views = [AlertView(a, trunk.trunk_id) for a in [*job_alerts, level, down, deliveries] if a is not None]
     badly = level.fingerprint if level and level.name == alerts.TRUNK_BADLY_BROKEN else None
     for view in views:
         view.silenced_by = [s.id for s in silences if s.matches(view.alert.labels)]
@@ -83,6 +85,39 @@ def source_down_alert(
         "cause": cause,
         "error": state.poll_error or "",
         "last_successful_poll": last_ok,
+        **_common_annotations(labels, rule, links),
+    }
+    return Alert(labels, _present(annotations), starts_at=since, generator_url=sources.trunk_link(trunk))
+
+
+def webhooks_down_alert(
+    state: TrunkState, trunk: TrunkConfig, rule: RuleConfig, links: Links
+) -> Alert | None:
+    """A webhook-fed trunk whose poll finds what no delivery brought: detection is back to
+    the backstop poll's period. Resolves when a delivery writes cells again."""
+    since, last = state.deliveries_missing_since, state.last_delivery_at
+    if since is None or (last is not None and last > since):
+        return None
+    labels = {
+        "alertname": alerts.WEBHOOKS_DOWN,
+        "repo": trunk.repo,
+        "branch": trunk.branch,
+        "priority": "P2",
+        "team": rule.team,
+    }
+    last_seen = format_time(last) if last else "none recorded"
+    every = trunk.poll_period
+    annotations = {
+        "summary": f"GitHub webhook deliveries for {trunk.repo}@{trunk.branch} are not arriving",
+        "description": (
+            f"Since {format_time(since)} the backstop poll of {trunk.repo}@{trunk.branch} finds job "
+            f"results no webhook delivery brought; breaks are seen only at the poll"
+            + (f" (every {every})" if every else "")
+            + f".\nLast delivery with results: {last_seen}\n"
+            "Check the webhook's recent deliveries on GitHub (failed ones are not retried) and the "
+            "WebhookUrl output it should point at."
+        ),
+        "last_delivery": last_seen,
         **_common_annotations(labels, rule, links),
     }
     return Alert(labels, _present(annotations), starts_at=since, generator_url=sources.trunk_link(trunk))

@@ -15,6 +15,7 @@ JOB_FAILING = "TrunkJobFailing"
 TRUNK_BROKEN = "TrunkBroken"
 TRUNK_BADLY_BROKEN = "TrunkBadlyBroken"
 SOURCE_DOWN = "SourceDown"
+WEBHOOKS_DOWN = "WebhooksDown"
 
 RECEIVER = "trunkwatch-sns"  # the SNS topic's receiver name, in messages and in the API
 

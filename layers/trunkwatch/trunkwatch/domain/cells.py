@@ -77,6 +77,17 @@ def workflow_of(key: str) -> str:
     return key.split(" / ", 1)[0]
 
 
+# The job of a GitHub workflow run itself: it fails when the run ended without starting any
+# job (`startup_failure`), and passes once the run started one.
+WORKFLOW_JOB = "(workflow)"
+
+
+def name_from_path(path: str) -> str:
+    """`.github/workflows/trunk.yml` -> `trunk` (the last resort for a nameless run)."""
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    return (base.rsplit(".", 1)[0] if "." in base else base) or path or "(unnamed workflow)"
+
+
 @dataclass(frozen=True)
 class Commit:
     sha: str
@@ -151,6 +162,14 @@ def merge_shards(states: Iterable[CellState]) -> CellState:
     if CellState.PASS in seen:
         return CellState.PASS
     return CellState.NODATA
+
+
+def replaces(old_code: str, new: CellState) -> bool:
+    """Whether a pushed result changes a stored cell: never to the same state, and never
+    back to pending once the job has a result."""
+    if old_code == new.code:
+        return False
+    return new != CellState.PENDING or old_code in (ABSENT_CODE, CellState.PENDING.code)
 
 
 def build_cells(sha: str, runs: Iterable[JobRun], cancelled: str = "nodata") -> dict[str, Cell]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 _frozen: datetime | None = None
+_deferred: list[tuple[datetime, Callable[[], object]]] = []
 
 
 def now() -> datetime:
@@ -22,6 +24,26 @@ def frozen(at: datetime) -> Iterator[None]:
         yield
     finally:
         _frozen = previous
+
+
+def call_at(when: datetime, action: Callable[[], object]) -> None:
+    """Run `action` at `when`, sleeping until then. A frozen clock never gets there by
+    itself: the action waits for whoever moves the clock to call `run_due` (the local
+    runtime, which simulates time)."""
+    if _frozen is None:
+        time.sleep(max(0.0, (when - now()).total_seconds()))
+        action()
+    else:
+        _deferred.append((when, action))
+
+
+def run_due() -> int:
+    """Run the actions `call_at` deferred on a frozen clock whose time has come; how many."""
+    due = [entry for entry in _deferred if entry[0] <= now()]
+    for entry in due:
+        _deferred.remove(entry)
+        entry[1]()
+    return len(due)
 
 
 def parse_time(value: str) -> datetime:

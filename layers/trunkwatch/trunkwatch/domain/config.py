@@ -76,6 +76,19 @@ def _nonempty(value: Any) -> str:
     return value
 
 
+def _duration_or_seconds(value: Any) -> timedelta:
+    """A Go-style duration, or seconds as a number (how `to_dict` writes durations back)."""
+    if isinstance(value, float | int) and not isinstance(value, bool) and value >= 0:
+        return timedelta(seconds=value)
+    return parse_duration(value)
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("Input should be a valid boolean")
+    return value
+
+
 def _optional(check: Check) -> Check:
     return lambda value: None if value is None else check(value)
 
@@ -236,6 +249,7 @@ def _hours(value: timedelta) -> str:
     return f"{value.total_seconds() / 3600:g}h"
 
 
+DEFAULT_WEBHOOK_POLL_EVERY = timedelta(minutes=10)
 DEFAULT_EXCLUDE = "unstable|rerun_disabled_tests|mem_leak_check"
 PYTORCH_INCLUDE = "^(pull|trunk|docs-build|linux-binary-)"
 
@@ -258,6 +272,9 @@ class RuleConfig(_Checked):
     # How long cells, commits and resolved alerts' notification logs stay in the table
     # (DynamoDB TTL), counted from the commit's time or the log's last write.
     retention: timedelta = timedelta(hours=720)
+    # A webhook-fed trunk whose poll finds results no delivery brought for this long (since
+    # the last delivery) raises WebhooksDown.
+    webhooks_down_after: timedelta = timedelta(minutes=30)
     team: str = "ci-oncall"
     teams: tuple[TeamRoute, ...] = ()
     runbook_url: str | None = None
@@ -275,6 +292,7 @@ class RuleConfig(_Checked):
         "repeat_interval": parse_duration,
         "source_down_after": parse_duration,
         "retention": parse_duration,
+        "webhooks_down_after": parse_duration,
         "team": _nonempty,
         "teams": _items(_nested(TeamRoute)),
         "runbook_url": _optional(_string),
@@ -327,6 +345,10 @@ class TrunkConfig(_Checked):
     token: TokenRef | None = None
     per_page: int = 50
     config: dict[str, Any] = field(default_factory=dict)
+    # Fed by GitHub webhook deliveries; the source is then polled only every `poll_every`
+    # (0: never), as the backstop for deliveries that never came.
+    webhook: bool = False
+    poll_every: timedelta | None = None
 
     CHECKS: ClassVar[dict[str, Check]] = {
         "repo": _pattern(_REPO),
@@ -336,7 +358,20 @@ class TrunkConfig(_Checked):
         "token": _optional(_nested(TokenRef)),
         "per_page": _integer(1, 100),
         "config": _mapping,
+        "webhook": _boolean,
+        "poll_every": _optional(_duration_or_seconds),
     }
+
+    def _check(self) -> None:
+        if self.poll_every is not None and not self.webhook:
+            raise _Invalid([("poll_every", "only for a webhook-fed trunk (webhook: true)")])
+
+    @property
+    def poll_period(self) -> timedelta | None:
+        """How often the schedule polls this trunk: None for every tick; 0 for never."""
+        if not self.webhook:
+            return None
+        return self.poll_every if self.poll_every is not None else DEFAULT_WEBHOOK_POLL_EVERY
 
     @property
     def trunk_id(self) -> str:

@@ -155,3 +155,9 @@ def source_down(failing_since: datetime | None, now: datetime, rule: RuleConfig)
     """design.md §3.5: the trunk's polls have failed, with no success in between, for at least
     `source_down_after` counted from the first failed poll."""
     return failing_since is not None and now - failing_since >= rule.source_down_after
+
+
+def webhooks_down(last_delivery: datetime | None, missed_at: datetime, rule: RuleConfig) -> bool:
+    """The poll found results no delivery brought at `missed_at`, and no delivery came for at
+    least `webhooks_down_after` before then (or none ever did)."""
+    return last_delivery is None or missed_at - last_delivery >= rule.webhooks_down_after

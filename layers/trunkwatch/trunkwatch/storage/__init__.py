@@ -16,7 +16,10 @@ one partition per job.
 | job cell         | `CELLS#<repo>#<branch>#<job>`    | `<seq:08d>`                | cell         |
 | alert            | `ALERTS#<repo>#<branch>`         | `<alertname>#<job or ->`   | alert        |
 | notification log | `LOG#<repo>#<branch>`            | `<receiver>#<fingerprint>` | notification |
-| tick barrier     | `TICK#<repo>#<branch>`           | `<poll id>`                | tick         |
+| tick barrier     | `TICK#<repo>#<branch>`           | `<poll or group id>`       | tick         |
+| commit by sha    | `SHA#<repo>#<branch>#<sha>`      | `SEQ`                      | commit_sha   |
+| webhook shard    | `SHARDS#<repo>#<branch>#<sha>#<job>` | `<shard's job name>`   | shard        |
+| webhook delivery | `DELIVERY#<X-GitHub-Delivery>`   | `DELIVERY`                 | delivery     |
 | silence          | `SILENCE`                        | `<uuid>`                   | silence      |
 | silence audit    | `SILENCE#AUDIT`                  | `<time>#<uuid>#<action>`   | audit        |
 | idempotency      | `IDEMPOTENCY`                    | `<hash of the transition>` | (Powertools) |

@@ -51,6 +51,12 @@ def save_all(items: Iterable[CellItem]) -> None:
             batch.save(cell_item)
 
 
+def newest_seq(trunk_id: str, job: str) -> int | None:
+    """The seq of the job's newest stored cell (None before its first)."""
+    query = CellItem.query(keys.cells(trunk_id, job), scan_index_forward=False, limit=1)
+    return next((int(cell.seq) for cell in query), None)
+
+
 def newest_first(trunk_id: str, job: str, limit: int, page_size: int) -> Iterator[StoredCell]:
     """The job's cells newest first, fetched a page at a time as the caller walks them."""
     query = CellItem.query(

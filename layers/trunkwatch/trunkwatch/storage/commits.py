@@ -6,11 +6,11 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 
 from trunkwatch.domain.cells import Commit
 from trunkwatch.storage import keys
-from trunkwatch.storage.items import CommitItem
+from trunkwatch.storage.items import CommitItem, CommitPointer
 
 
 def newest(trunk_id: str, limit: int) -> list[CommitItem]:
@@ -79,3 +79,59 @@ def save_all(items: Iterable[CommitItem]) -> None:
     with CommitItem.batch_write() as batch:
         for commit_item in items:
             batch.save(commit_item)
+
+
+def pointer(trunk_id: str, seq: int, commit: Commit, retention: timedelta) -> CommitPointer:
+    """Written with a new commit item, and expiring with it: webhook deliveries find commits
+    by sha."""
+    return CommitPointer(
+        keys.commit_sha(trunk_id, commit.sha), keys.SEQ, seq=seq, expires_at=commit.time + retention
+    )
+
+
+def save_pointers(items: Iterable[CommitPointer]) -> None:
+    with CommitPointer.batch_write() as batch:
+        for item in items:
+            batch.save(item)
+
+
+def seqs_of(trunk_id: str, shas: Iterable[str]) -> dict[str, int]:
+    """The seqs of those of `shas` that are known trunk commits."""
+    wanted = sorted(set(shas))
+    if not wanted:
+        return {}
+    found = CommitPointer.batch_get([(keys.commit_sha(trunk_id, sha), keys.SEQ) for sha in wanted])
+    return {item.pk.rsplit("#", 1)[1]: int(item.seq) for item in found}
+
+
+def get(trunk_id: str, seq: int) -> CommitItem | None:
+    try:
+        return CommitItem.get(keys.commits(trunk_id), keys.seq_key(seq), consistent_read=True)
+    except DoesNotExist:
+        return None
+
+
+def save_states(trunk_id: str, seq: int, old: str, new: str) -> bool:
+    """Replace the commit's state string if it is still `old` (another writer changed it:
+    False, the caller reads again)."""
+    try:
+        CommitItem(keys.commits(trunk_id), keys.seq_key(seq)).update(
+            actions=[CommitItem.states.set(new)],
+            condition=CommitItem.sha.exists() & (CommitItem.states == old),
+        )
+    except UpdateError as err:
+        if err.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
+def place(commit_item: CommitItem) -> bool:
+    """Save a new commit item unless its seq is taken (False)."""
+    try:
+        commit_item.save(condition=CommitItem.pk.does_not_exist())
+    except PutError as err:
+        if err.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True

@@ -7,6 +7,7 @@ from pynamodb.attributes import (
     JSONAttribute,
     MapAttribute,
     NumberAttribute,
+    NumberSetAttribute,
     TTLAttribute,
     UnicodeAttribute,
     UnicodeSetAttribute,
@@ -32,6 +33,12 @@ class TrunkState(BaseItem, discriminator="trunk"):
     polls_failing_since = UTCDateTimeAttribute(null=True)
     poll_error_cause = UnicodeAttribute(null=True)
     poll_error = UnicodeAttribute(null=True)
+    # When a webhook-fed trunk was last polled (it is polled only every `poll_every`).
+    last_polled_at = UTCDateTimeAttribute(null=True)
+    # The last second a delivery wrote cells (kept by the group that second opened), and
+    # since when the poll finds results without deliveries (WebhooksDown).
+    last_delivery_at = UTCDateTimeAttribute(null=True)
+    deliveries_missing_since = UTCDateTimeAttribute(null=True)
 
 
 class JobIndex(BaseItem, discriminator="jobs"):
@@ -60,6 +67,32 @@ class CommitItem(BaseItem, discriminator="commit"):
     states = UnicodeAttribute(default="")
     # The commit's time + the rule's retention: the commit goes with its cells, oldest first.
     expires_at = TTLAttribute(null=True)
+
+
+class CommitPointer(BaseItem, discriminator="commit_sha"):
+    """A trunk commit's seq by sha: how a webhook delivery finds the commit it is about."""
+
+    seq = NumberAttribute()
+    expires_at = TTLAttribute(null=True)  # with its commit item
+
+
+class ShardItem(BaseItem, discriminator="shard"):
+    """One shard of a job on one commit as webhook deliveries reported it (sk: the shard's
+    job name): the job's cell merges every shard of its key, as the poll merges runs."""
+
+    attempt = NumberAttribute()
+    completed = BooleanAttribute()
+    conclusion = UnicodeAttribute()  # the status while not completed
+    url = UnicodeAttribute(default="")
+    failed_attempts = NumberSetAttribute(null=True)  # attempts that failed: a later pass is flaky
+    expires_at = TTLAttribute()
+
+
+class DeliveryItem(BaseItem, discriminator="delivery"):
+    """A webhook delivery handled once (GitHub keeps X-GitHub-Delivery on redelivery)."""
+
+    event = UnicodeAttribute()
+    expires_at = TTLAttribute()
 
 
 class CellItem(BaseItem, discriminator="cell"):
@@ -129,6 +162,9 @@ class TickItem(BaseItem, discriminator="tick"):
     settled = BooleanAttribute(null=True)
     at = UTCDateTimeAttribute()
     expires_at = TTLAttribute()
+    # A group of webhook deliveries: deliveries join it until then, and it settles no earlier.
+    closes_at = UTCDateTimeAttribute(null=True)
+    opened_by = UnicodeAttribute(null=True)  # the delivery that opened the group
 
 
 class NotificationLog(BaseItem, discriminator="notification"):

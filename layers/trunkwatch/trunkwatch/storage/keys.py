@@ -24,6 +24,21 @@ def cells(trunk_id: str, job: str) -> str:
     return f"CELLS#{trunk_id}#{job}"
 
 
+def commit_sha(trunk_id: str, sha: str) -> str:
+    """A trunk commit's seq by its sha (what a webhook delivery names it by)."""
+    return f"SHA#{trunk_id}#{sha}"
+
+
+def shards(trunk_id: str, sha: str, job: str) -> str:
+    """The shards a job ran as on one commit, as webhook deliveries reported them."""
+    return f"SHARDS#{trunk_id}#{sha}#{job}"
+
+
+def delivery(delivery_id: str) -> str:
+    """A webhook delivery already handled (X-GitHub-Delivery, kept on redelivery)."""
+    return f"DELIVERY#{delivery_id}"
+
+
 def alerts(trunk_id: str) -> str:
     return f"ALERTS#{trunk_id}"
 
@@ -51,6 +66,7 @@ def ticks(trunk_id: str) -> str:
 STATE = "STATE"
 JOBS = "JOBS"
 SOURCE = "SOURCE"
+SEQ = "SEQ"
 SILENCES = "SILENCE"
 SILENCE_AUDIT = "SILENCE#AUDIT"
 IDEMPOTENCY = "IDEMPOTENCY"

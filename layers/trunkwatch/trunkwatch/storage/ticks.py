@@ -1,9 +1,21 @@
 """Tick barriers: a poll's tick settles once every cell it wrote has been evaluated; the
-settled tick (stream, kind=tick) is what the notifier runs on."""
+settled tick (stream, kind=tick) is what the notifier runs on.
+
+Webhook deliveries share a group tick per trunk and time bucket (`GROUP_WINDOW`): each
+delivery that writes cells adds them to the bucket's `expected` while the bucket is open
+(`closes_at` not past, not settled), and the tick settles only once every expected cell
+is evaluated and the bucket has closed. Joining and settling are each one conditional
+update, so a delivery either joins before the tick can settle or finds it settled and joins
+the next bucket's group: deliveries of the same instant settle together, like one poll's
+cells. Whoever comes last settles: the evaluator counting the last cell after the bucket
+closed, or the delivery that opened the group, which waits for `closes_at` and settles it if
+its cells were already evaluated."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from pynamodb.exceptions import UpdateError
 
@@ -11,6 +23,7 @@ from trunkwatch.storage import keys, trunks
 from trunkwatch.storage.items import TickItem
 
 TICK_TTL = timedelta(days=2)
+GROUP_WINDOW = timedelta(milliseconds=500)
 
 
 def open_poll(trunk_id: str, poll: str, expected: int, now: datetime) -> None:
@@ -28,7 +41,7 @@ def open_poll(trunk_id: str, poll: str, expected: int, now: datetime) -> None:
     trunks.open_poll(trunk_id, poll, now)
 
 
-def count(trunk_id: str, poll: str, batch_key: str, evaluated: int) -> bool:
+def count(trunk_id: str, poll: str, batch_key: str, evaluated: int, now: datetime) -> bool:
     """Add one stream batch's records to the poll's tick, once per batch (a redelivered batch
     has the same key). True when this settled the tick."""
     tick = TickItem(keys.ticks(trunk_id), poll)
@@ -41,12 +54,76 @@ def count(trunk_id: str, poll: str, batch_key: str, evaluated: int) -> bool:
         return False  # counted before, or the tick expired: nothing more to do
     if tick.settled or int(tick.evaluated or 0) < int(tick.expected):
         return False
+    return _settle(trunk_id, poll, now)
+
+
+def _settle(trunk_id: str, poll: str, now: datetime) -> bool:
+    """Settle the tick if every expected cell is evaluated and (for a group) its bucket has
+    closed, in one conditional update: a delivery joining at the same moment either counts
+    before this (and the tick waits for its cell) or finds the tick settled."""
     try:
-        tick.update(actions=[TickItem.settled.set(True)], condition=TickItem.settled.does_not_exist())
+        TickItem(keys.ticks(trunk_id), poll).update(
+            actions=[TickItem.settled.set(True)],
+            condition=TickItem.settled.does_not_exist()
+            & (TickItem.evaluated >= TickItem.expected)
+            & (TickItem.closes_at.does_not_exist() | (TickItem.closes_at <= now)),
+        )
     except UpdateError:
-        return False  # a concurrent evaluation settled it
+        return False  # settled already, cells still to evaluate, or the bucket still open
     trunks.close_poll(trunk_id, poll)
     return True
+
+
+@dataclass(frozen=True)
+class Group:
+    id: str
+    closes_at: datetime
+    opened: bool  # this delivery opened it: it waits for `closes_at`, then `settle_group`
+
+
+def join_group(trunk_id: str, cells: int, now: datetime) -> Group:
+    """Add `cells` to the webhook group of `now`'s bucket, opening it if new. A bucket that
+    settled already (a late delivery) sends its cells to the next bucket's group."""
+    at, token = now, uuid.uuid4().hex
+    while True:
+        group, closes_at = _bucket(at)
+        tick = TickItem(keys.ticks(trunk_id), group)
+        try:
+            tick.update(
+                actions=[
+                    TickItem.expected.add(cells),
+                    TickItem.evaluated.set(TickItem.evaluated | 0),
+                    TickItem.trunk.set(trunk_id),
+                    TickItem.poll.set(group),
+                    TickItem.at.set(TickItem.at | now),
+                    TickItem.opened_by.set(TickItem.opened_by | token),
+                    TickItem.closes_at.set(closes_at),
+                    TickItem.expires_at.set(closes_at + TICK_TTL),
+                    TickItem.kind.set(TickItem),
+                ],
+                condition=TickItem.settled.does_not_exist()
+                & (TickItem.closes_at.does_not_exist() | (TickItem.closes_at >= now)),
+            )
+        except UpdateError:
+            at = closes_at + timedelta(microseconds=1)  # settled, or closed by the clock: the next bucket
+            continue
+        opened = tick.opened_by == token
+        if opened:
+            trunks.open_poll(trunk_id, group, now, delivered=True)
+        return Group(group, closes_at, opened)
+
+
+def settle_group(trunk_id: str, group: str, now: datetime) -> bool:
+    """After the group's bucket closed: settle it if its cells were all evaluated before."""
+    return _settle(trunk_id, group, now)
+
+
+def _bucket(at: datetime) -> tuple[str, datetime]:
+    """The bucket (end - GROUP_WINDOW, end] holding `at`: its id and its end. A delivery at a
+    bucket's end closes it at once (the evaluator settles it at its last cell)."""
+    step = GROUP_WINDOW.total_seconds()
+    end = datetime.fromtimestamp(-(-at.timestamp() // step) * step, UTC)
+    return f"hook-{end.strftime('%Y%m%dT%H%M%S')}.{end.microsecond // 1000:03d}", end
 
 
 def settle_sweep(trunk_id: str, sweep: str, now: datetime) -> None:

@@ -29,10 +29,13 @@ def save_recent_seqs(trunk_id: str, recent: list[int]) -> None:
     TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, [TrunkState.recent_seqs.set(recent)])
 
 
-def open_poll(trunk_id: str, poll: str, at: datetime) -> None:
-    TrunkState.upsert(
-        keys.trunk(trunk_id), keys.STATE, [TrunkState.open_poll.set(poll), TrunkState.open_poll_at.set(at)]
-    )
+def open_poll(trunk_id: str, poll: str, at: datetime, delivered: bool = False) -> None:
+    """The poll (or delivery group) whose tick a sweep waits for; a delivery group also
+    records that deliveries arrive."""
+    actions: list[Action] = [TrunkState.open_poll.set(poll), TrunkState.open_poll_at.set(at)]
+    if delivered:
+        actions.append(TrunkState.last_delivery_at.set(at))
+    TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, actions)
 
 
 def close_poll(trunk_id: str, poll: str) -> None:
@@ -44,6 +47,15 @@ def close_poll(trunk_id: str, poll: str) -> None:
             [TrunkState.open_poll.remove(), TrunkState.open_poll_at.remove()],
             condition=TrunkState.open_poll == poll,
         )
+
+
+def record_polled(trunk_id: str, at: datetime, missing_since: datetime | None = None) -> None:
+    """A poll of a webhook-fed trunk, and since when deliveries are missing if it found
+    results that none brought (a delivery with results ends that: `last_delivery_at`)."""
+    actions: list[Action] = [TrunkState.last_polled_at.set(at)]
+    if missing_since is not None:
+        actions.append(TrunkState.deliveries_missing_since.set(missing_since))
+    TrunkState.upsert(keys.trunk(trunk_id), keys.STATE, actions)
 
 
 def record_poll_failure(trunk_id: str, at: datetime, cause: str, error: str) -> None:
@@ -87,6 +99,19 @@ def job_names(trunk_id: str) -> list[str]:
 
 def save_job_names(trunk_id: str, names: list[str]) -> None:
     JobIndex(keys.trunk(trunk_id), keys.JOBS, names=names).save()
+
+
+def add_job_name(trunk_id: str, known: list[str], name: str) -> bool:
+    """Append `name` as a new column if the index is still `known` (False: it changed, read
+    it again), so concurrent writers never give two jobs one column."""
+    condition = JobIndex.names.does_not_exist() if not known else JobIndex.names == known
+    try:
+        JobIndex.upsert(keys.trunk(trunk_id), keys.JOBS, [JobIndex.names.set([*known, name])], condition)
+    except UpdateError as err:
+        if err.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
 
 
 def source_state(trunk_id: str) -> dict[str, Any]:

@@ -76,7 +76,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from trunkwatch.domain.cells import Commit, JobRun
+from trunkwatch.domain.cells import WORKFLOW_JOB, Commit, JobRun, name_from_path
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.base import CommitResult, Snapshot, SourceError
@@ -90,8 +90,6 @@ RUNS_PER_PAGE = 100
 MAX_RUN_PAGES = 10
 MAX_TITLE_CHARS = 300
 _FAILED = frozenset({"failure", "timed_out", "startup_failure"})
-# The job of a run that did (pass) or did not (fail) start its jobs.
-WORKFLOW_JOB = "(workflow)"
 DEFAULT_BUDGET_S = 40.0
 _PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 
@@ -137,12 +135,6 @@ def _given_name(run: WorkflowRun) -> str | None:
     """The run's workflow name, unless GitHub gave none (null, empty or the file's path)."""
     name = (run.name or "").strip()
     return name if name and name != run.path else None
-
-
-def _name_from_path(path: str) -> str:
-    """`.github/workflows/trunk.yml` -> `trunk` (the last resort for a nameless run)."""
-    base = path.rstrip("/").rsplit("/", 1)[-1]
-    return (base.rsplit(".", 1)[0] if "." in base else base) or path or "(unnamed workflow)"
 
 
 def _by_commit(runs: Iterable[tuple[_Run, bool]]) -> dict[str, list[list[Any]]]:
@@ -315,7 +307,7 @@ class GitHubSource:
 
         def resolve(run: WorkflowRun) -> str:
             key = str(run.workflow_id)
-            return _given_name(run) or given.get(key) or fetched.get(key) or _name_from_path(run.path)
+            return _given_name(run) or given.get(key) or fetched.get(key) or name_from_path(run.path)
 
         return resolve
 
@@ -328,11 +320,11 @@ class GitHubSource:
         except SourceError as err:
             if err.kind != "http_4xx":
                 raise
-            return _name_from_path(run.path)
+            return name_from_path(run.path)
         assert page.data is not None
         workflow = page.data
         name = (workflow.name or "").strip()
-        return name if name and name not in (workflow.path, run.path) else _name_from_path(run.path)
+        return name if name and name not in (workflow.path, run.path) else name_from_path(run.path)
 
     def _job_runs(self, api: GitHubApi, run: _Run) -> list[JobRun]:
         """Every job of the run, plus its `(workflow)` job; all of them or OutOfTime."""

@@ -1,0 +1,291 @@
+"""Workload: the push path. Detection delay from the deciding job's `completed` delivery to
+the SNS publish, and what the webhook path costs at PyTorch's delivery volume.
+
+The synthetic trunk's episodes (benchmarks.trunk) run through the local runtime fed by
+webhook deliveries alone (no poll): each commit's `push` when it lands, then, when its jobs
+finish, every job's `completed` delivery, all at one seeded offset within a second (the
+same run every time). Deliveries of one GROUP_WINDOW bucket settle together (storage.ticks).
+
+Deployed timeline after an instant's deliveries, from its first delivery: the webhook
+invocations run side by side (the longest counts), then the stream path as in
+`end_to_end.deployed_times` (one STREAM_HOP_S per stream invocation, the mapping's batching
+window when its batch is not full, the invocation's measured duration); the group's tick
+settles no earlier than its bucket's end, and the notifier's invocation on it publishes.
+The delay of a first `firing` message runs from the deciding job's delivery to its publish.
+
+Cost at the assumed volume (DELIVERIES_PER_DAY, see there): every delivery is one Lambda
+invocation through the function URL (no request charge beyond Lambda's); the deliveries
+dropped before the table cost their measured duration only; a trunk job's `completed`
+delivery costs the DynamoDB request units and duration measured here per delivery.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from unittest import mock
+
+from benchmarks import prices
+from benchmarks.end_to_end import STREAM_HOP_S, Call
+from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, EPISODES, PYTORCH_SCALE, Day
+from benchmarks.usage import Meter
+from tests import webhooks
+from trunkwatch.domain import alerts, clock
+from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
+from trunkwatch.storage.ticks import GROUP_WINDOW
+from trunkwatch_local.runtime import LocalRuntime, Published
+
+# Assumed delivery volume (nothing here measures it): PyTorch's trunk as benchmarks.trunk
+# models it (COMMITS_PER_DAY commits of PYTORCH_SCALE's 2,000 job columns), plus pull
+# requests at PR_JOBS_PER_TRUNK_JOB times that many jobs (a few PR pushes per trunk commit,
+# each running a large share of the jobs), each job sending `queued`, `in_progress` and
+# `completed`, and RUN_DELIVERIES_PER_JOB `workflow_run` deliveries per job (a run of
+# about 20 jobs sends `requested`, `in_progress` and `completed`).
+PR_JOBS_PER_TRUNK_JOB = 3.0
+JOB_DELIVERIES = 3
+RUN_DELIVERIES_PER_JOB = 3 / 20
+DAYS_PER_MONTH = 30
+MEMORY_GB = 256 / 1024  # the template's MemorySize
+FULL_VCPU_MB = 1769  # one vCPU at 1,769 MB: a 256 MB function runs this much slower
+SEED = 5
+
+
+@dataclass
+class PushFigures:
+    deliveries: int
+    notifications: int
+    detection_delay_s_p50: float
+    detection_delay_s_p95: float
+    detection_delay_s_max: float
+    usd_per_month: float
+    # beyond the summary's required keys
+    deliveries_per_day_assumed: float = 0.0
+    trunk_completed_per_day: float = 0.0
+    usd_per_month_items: dict[str, float] = field(default_factory=dict)
+    api_gateway_rest_usd_per_month: float = 0.0  # the alternative front door, not deployed
+    per_trunk_delivery: dict[str, float] = field(default_factory=dict)
+    per_dropped_delivery_s: float = 0.0
+    group_window_s: float = GROUP_WINDOW.total_seconds()
+    detections: list[dict[str, Any]] = field(default_factory=list)
+    basis: str = ""
+    wall_s: float = 0.0
+
+
+def run_push(day: Day) -> PushFigures:
+    started = time.perf_counter()
+    rng = random.Random(SEED)
+    trunk = {
+        "repo": webhooks.REPO,
+        "branch": webhooks.BRANCH,
+        "source": "github",
+        "webhook": True,
+        "poll_every": "0",
+        "config": {"include": PYTORCH_INCLUDE},
+    }
+    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
+        runtime = LocalRuntime().start(load_deployment({"trunks": [trunk]}))
+        try:
+            sources = {source.function: source for source in runtime.wiring.streams}
+            calls: list[Call] = []
+            _record(runtime, calls)
+            meter = Meter()
+            sent: list[tuple[Published, datetime]] = []
+            deliveries = trunk_deliveries = 0
+            trunk_usage_s = 0.0
+            with meter:
+                for at, events in _instants(day, rng):
+                    calls.clear()
+                    for event, payload in events:
+                        body = webhooks_body(payload)
+                        with meter.as_("trunk"):
+                            runtime.deliver(event, body, at)
+                        deliveries += 1
+                        trunk_deliveries += event == "workflow_job"
+                    runtime.settle_deliveries(at)
+                    sent += [(m, at) for m in _deployed(at, calls, sources)]
+                    trunk_usage_s += sum(c.seconds for c in calls if c.function == "WebhookFunction")
+                trunk_usage = meter.get("trunk")
+                dropped_s = _dropped_delivery_s(runtime)
+        finally:
+            runtime.stop()
+    delays = _delays(sent, day)
+    per_trunk = {
+        "ddb_read_units": trunk_usage.read_units / max(1, deliveries),
+        "ddb_write_units": trunk_usage.write_units / max(1, deliveries),
+        "duration_s": trunk_usage_s / max(1, deliveries),
+    }
+    items, per_day, trunk_per_day = _cost(per_trunk, dropped_s)
+    return PushFigures(
+        deliveries=deliveries,
+        notifications=len(sent),
+        detection_delay_s_p50=round(statistics.median(delays), 3) if delays else 0.0,
+        detection_delay_s_p95=round(_percentile(delays, 95), 3),
+        detection_delay_s_max=round(max(delays, default=0.0), 3),
+        usd_per_month=round(sum(items.values()), 2),
+        deliveries_per_day_assumed=round(per_day),
+        trunk_completed_per_day=round(trunk_per_day),
+        usd_per_month_items=items,
+        api_gateway_rest_usd_per_month=api_gateway_usd_per_month(per_day),
+        per_trunk_delivery={k: round(v, 4) for k, v in per_trunk.items()},
+        per_dropped_delivery_s=round(dropped_s, 5),
+        detections=[{"alertname": a, "delay_s": round(d, 3)} for a, d in _named(sent, day)],
+        basis=(
+            f"{per_day:,.0f} deliveries a day assumed: {COMMITS_PER_DAY} trunk commits x "
+            f"{PYTORCH_SCALE.columns} jobs, x{1 + PR_JOBS_PER_TRUNK_JOB:g} with pull requests, "
+            f"{JOB_DELIVERIES} deliveries per job plus {RUN_DELIVERIES_PER_JOB:g} workflow_run "
+            "deliveries per job; only trunk jobs' `completed` deliveries reach the table"
+        ),
+        wall_s=round(time.perf_counter() - started, 2),
+    )
+
+
+def webhooks_body(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload).encode()
+
+
+def _instants(day: Day, rng: random.Random) -> list[tuple[datetime, list[tuple[str, dict[str, Any]]]]]:
+    """The deliveries around the episodes, by second: a commit's push when it lands, its
+    jobs' `completed` deliveries when they finish."""
+    trunk = day.trunk
+    first = min(e.commits[0] for e in EPISODES) - 6
+    last = max(e.commits[-1] for e in EPISODES) + 4
+    moments: dict[datetime, list[tuple[str, dict[str, Any]]]] = {}
+    for index in range(first, last + 1):
+        landed = day.landed(index) + timedelta(seconds=rng.random())
+        snapshot = trunk.snapshot(day.finished(index))
+        row = next(r for r in snapshot["shaGrid"] if r["sha"] == trunk.sha(index))
+        push = webhooks.push([row["sha"]], [row["time"]])
+        moments.setdefault(landed, []).append(("push", push))
+        finished = day.finished(index) + timedelta(seconds=rng.random())
+        for job_id, (name, cell) in enumerate(zip(snapshot["jobNames"], row["jobs"], strict=True)):
+            if not cell or cell.get("status") != "completed":
+                continue
+            workflow, _, job = name.partition(" / ")
+            attempts = [("failure", 1), ("success", 2)] if cell.get("failedPreviousRun") else []
+            attempts = attempts or [(cell.get("conclusion") or "success", 1)]
+            for conclusion, attempt in attempts:
+                payload = webhooks.workflow_job(
+                    row["sha"],
+                    job,
+                    workflow,
+                    conclusion=conclusion,
+                    attempt=attempt,
+                    job_id=index * 10_000 + job_id,
+                )
+                moments.setdefault(finished, []).append(("workflow_job", payload))
+    return sorted(moments.items())
+
+
+def _record(runtime: LocalRuntime, calls: list[Call]) -> None:
+    invoke = runtime.invoke
+
+    def timed(function: str, event: dict[str, Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            return invoke(function, event)
+        finally:
+            records = len(event["Records"]) if "Records" in event else None
+            logical_id = runtime.names.get(function, function)
+            calls.append(
+                Call(logical_id, records, time.perf_counter() - started, runtime.published(clock.now()))
+            )
+
+    runtime.invoke = timed  # type: ignore[method-assign]
+    runtime.pump.invoke = timed
+
+
+def _deployed(at: datetime, calls: list[Call], sources: dict[str, Any]) -> list[Published]:
+    """The instant's messages at their deployed publish time (see the module's docstring)."""
+    closes = (
+        -(-at.timestamp() // GROUP_WINDOW.total_seconds())
+    ) * GROUP_WINDOW.total_seconds() - at.timestamp()
+    chain = max((c.seconds for c in calls if c.function == "WebhookFunction"), default=0.0)
+    out: list[Published] = []
+    for call in calls:
+        source = sources.get(call.function)
+        if call.records is None or source is None:
+            continue
+        if call.function == "NotifierFunction":
+            chain = max(chain, closes)  # the group settles no earlier than its bucket's end
+        window = source.batching_window_s if call.records < source.batch_size else 0.0
+        chain += STREAM_HOP_S + window + call.seconds
+        out += [
+            Published(at + timedelta(seconds=chain), m.subject, m.attributes, m.message)
+            for m in call.published
+        ]
+    return out
+
+
+def _firsts(sent: list[tuple[Published, datetime]]) -> list[tuple[str, Published, datetime]]:
+    return [
+        (m.attributes.get("alertname", ""), m, delivered)
+        for m, delivered in sent
+        if m.message.get("status") == alerts.FIRING and m.message.get("notification_reason") == "firing"
+    ]
+
+
+def _named(sent: list[tuple[Published, datetime]], day: Day) -> list[tuple[str, float]]:
+    return [(name, (m.at - delivered).total_seconds()) for name, m, delivered in _firsts(sent)]
+
+
+def _delays(sent: list[tuple[Published, datetime]], day: Day) -> list[float]:
+    """Every first firing message is published by the second whose deliveries decided it."""
+    return [delay for _, delay in _named(sent, day)]
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def _dropped_delivery_s(runtime: LocalRuntime) -> float:
+    """Mean duration of a delivery dropped before the table (a pull request's job)."""
+    payload = webhooks.workflow_job("f" * 40, "linux-jammy / build", branch="some-feature")
+    body = webhooks_body(payload)
+    started = time.perf_counter()
+    rounds = 50
+    for _ in range(rounds):
+        runtime.deliver("workflow_job", body, DAY_START)
+    return (time.perf_counter() - started) / rounds
+
+
+def _cost(per_trunk: dict[str, float], dropped_s: float) -> tuple[dict[str, float], float, float]:
+    trunk_jobs = COMMITS_PER_DAY * PYTORCH_SCALE.columns
+    jobs = trunk_jobs * (1 + PR_JOBS_PER_TRUNK_JOB)
+    per_day = jobs * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB)
+    month = DAYS_PER_MONTH
+    slower = FULL_VCPU_MB / 256  # measured on a full core; the function gets a seventh
+    gb_s = (per_day - trunk_jobs) * dropped_s * slower * MEMORY_GB + trunk_jobs * per_trunk[
+        "duration_s"
+    ] * slower * MEMORY_GB
+    items = {
+        "lambda_requests": per_day * month / 1e6 * prices.LAMBDA_REQUESTS_PER_MILLION,
+        "lambda_duration": gb_s * month * prices.LAMBDA_ARM_GB_SECOND,
+        "dynamodb_writes": trunk_jobs
+        * per_trunk["ddb_write_units"]
+        * month
+        / 1e6
+        * prices.DYNAMODB_WRITE_REQUEST_UNITS_PER_MILLION,
+        "dynamodb_reads": trunk_jobs
+        * per_trunk["ddb_read_units"]
+        * month
+        / 1e6
+        * prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION,
+        "secret": prices.SECRETS_MANAGER_SECRET_MONTH,
+    }
+    return {k: round(v, 2) for k, v in items.items()}, per_day, trunk_jobs
+
+
+def api_gateway_usd_per_month(per_day: float) -> float:
+    """What an API Gateway REST route in front would add per month: its request charge."""
+    return round(per_day * DAYS_PER_MONTH / 1e6 * prices.API_GATEWAY_REST_REQUESTS_PER_MILLION, 2)

@@ -1,0 +1,33 @@
+"""Webhook Lambda (function URL): GitHub `push`, `workflow_run` and `workflow_job` deliveries
+of the webhook-fed trunks, written as the cells the poll writes."""
+
+import warnings
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.utilities import parameters
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from trunkwatch.app import settings
+from trunkwatch.app.delivery import handle_request
+from trunkwatch.domain import clock
+from trunkwatch.tracing import traced
+
+SECRET_CACHE_SECONDS = 300
+
+logger = Logger()
+metrics = Metrics()
+# Not every invocation has a metric to publish: Powertools' documented way to say so.
+warnings.filterwarnings("ignore", "No application metrics to publish*")
+edge = settings.Edge.from_environ(settings.WEBHOOK)
+
+
+def _secret() -> str:
+    return str(parameters.get_secret(edge.settings.webhook_secret_name, max_age=SECRET_CACHE_SECONDS))
+
+
+@logger.inject_lambda_context
+@traced
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return handle_request(event, secret=_secret, deployment=edge.deployment, now=clock.now())

@@ -1,0 +1,120 @@
+"""A GitHub webhook request (a Lambda function URL event, payload version 2.0) -> a response.
+
+Cheapest checks first, so that the deliveries trunkwatch does not ingest (every pull
+request's jobs) cost no table access: size, the event header, the signature (HMAC-SHA256 of
+the raw body, compared in constant time), the JSON, then the repository and branch (and a
+job's status: only `completed` carries a result). Only a
+delivery about a webhook-fed trunk is claimed by its `X-GitHub-Delivery` (a redelivery is
+answered without being stored again) and written.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, settle, trunk_of
+from trunkwatch.domain import clock
+from trunkwatch.domain.config import Deployment
+from trunkwatch.sources.webhook import EVENTS, PayloadError
+from trunkwatch.storage import deliveries
+
+# GitHub caps payloads at 25 MB; the deliveries ingested are far smaller (a push lists at
+# most 20 commits). A larger body is refused before it is hashed or parsed.
+MAX_BODY_BYTES = 2 * 1024 * 1024
+SIGNATURE_PREFIX = "sha256="
+
+logger = Logger(child=True)
+metrics = Metrics()
+
+
+def handle_request(
+    event: dict[str, Any], secret: Callable[[], str], deployment: Callable[[], Deployment], now: datetime
+) -> dict[str, Any]:
+    """Answer one delivery. `secret` and `deployment` are read only when needed."""
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    body = _body(event)
+    if body is None:
+        return _answer(400, "the body is not valid base64")
+    if len(body) > MAX_BODY_BYTES:
+        return _answer(413, f"payload over {MAX_BODY_BYTES} bytes")
+    name = headers.get("x-github-event", "")
+    if name not in EVENTS and name != "ping":
+        return _answer(202, f"ignored: event {name!r} is not ingested")
+    if not _signed(body, headers.get("x-hub-signature-256", ""), secret()):
+        logger.warning("webhook delivery refused: bad or missing signature", extra={"event": name})
+        return _answer(401, "bad or missing X-Hub-Signature-256")
+    if name == "ping":
+        return _answer(200, "pong")
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return _answer(400, "the body is not valid JSON (or is nested too deeply)")
+    if not isinstance(payload, dict):
+        return _answer(400, "the body must be a JSON object")
+    current = deployment()
+    trunk = trunk_of(current, name, payload)
+    if isinstance(trunk, str):
+        return _answer(202, f"ignored: {trunk}")
+    delivery_id = headers.get("x-github-delivery", "")
+    if not delivery_id:
+        return _answer(400, "missing X-GitHub-Delivery")
+    if not deliveries.claim(delivery_id, name, now):
+        return _answer(200, "already handled")
+    try:
+        result = ingest_delivery(trunk, current.rule_for(trunk), name, payload, now)
+    except PayloadError as err:
+        deliveries.release(delivery_id)
+        logger.warning("webhook delivery refused", extra={"event": name, "error": str(err)})
+        return _answer(400, str(err))
+    except Exception:
+        deliveries.release(delivery_id)  # its redelivery is handled afresh
+        raise
+    _report(delivery_id, result)
+    group = result.group
+    if group is not None and group.opened:
+        # This delivery opened its bucket's group: wait for the bucket to end (at most
+        # GROUP_WINDOW), then settle the group if the evaluator counted every cell of it.
+        clock.call_at(group.closes_at, lambda: settle(trunk.trunk_id, group, clock.now()))
+    return _answer(200, f"ignored: {result.ignored}" if result.ignored else "stored")
+
+
+def _report(delivery_id: str, result: DeliveryResult) -> None:
+    fields = {k: v for k, v in asdict(result).items() if k != "group"}
+    logger.info("webhook delivery", extra={"delivery": delivery_id, **fields})
+    metrics.add_metric(name="WebhookCellsIngested", unit=MetricUnit.Count, value=result.cells_written)
+
+
+def _body(event: dict[str, Any]) -> bytes | None:
+    raw = event.get("body") or ""
+    if not event.get("isBase64Encoded"):
+        return str(raw).encode()
+    try:
+        return base64.b64decode(str(raw), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _signed(body: bytes, signature: str, secret: str) -> bool:
+    if not signature.startswith(SIGNATURE_PREFIX) or not secret:
+        return False
+    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(signature.removeprefix(SIGNATURE_PREFIX).encode(), expected.encode())
+
+
+def _answer(status: int, message: str) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps({"message": message}),
+    }

@@ -1,0 +1,215 @@
+"""GitHub webhook deliveries (`push`, `workflow_run`, `workflow_job`) as the facts ingest stores.
+
+Pure functions over the decoded payloads; nothing here reads the table. A delivery becomes:
+
+- `push` to the trunk: the commits it places, oldest first. GitHub lists a push's commits
+  (at most 20) oldest first; a merge push also lists the merged branch's commits, which
+  were pushed before and so are not `distinct`: only distinct ones are placed. A forced
+  push places only its head (what it rewrote is not first-parent history the push can
+  describe); the poll fixes what a push cannot know.
+- `workflow_run` of a push to the trunk: its head commit (placed if no push delivery did),
+  and for a run that ended without starting any job (`startup_failure`, which sends no
+  `workflow_job`) the failing shard of `<workflow> / (workflow)`, as the GitHub source
+  names it.
+- `workflow_job`: one shard report (one job, one attempt). `workflow_job` has no `event`
+  field: the caller keeps it only when its commit is a known trunk commit.
+
+Only a job's `completed` delivery is stored: `queued`, `waiting` and `in_progress` (two
+thirds of all deliveries) are dropped before any table access. A job is pending until its
+result comes: a sharded job's name says how many shards it has (`test (default, 2, 5,
+runner)` is shard 2 of 5), so the shards not reported yet count as pending, as the poll's
+in-progress runs do. A shard's reports merge like the poll's runs: the latest attempt
+decides, a success after a failed attempt is flaky.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from trunkwatch.domain.cells import WORKFLOW_JOB, Commit, name_from_path
+from trunkwatch.domain.clock import parse_time
+from trunkwatch.domain.shards import ShardReport
+
+EVENTS = frozenset({"push", "workflow_run", "workflow_job"})
+_PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
+MAX_TITLE_CHARS = 300
+_FAILED_TO_START = "startup_failure"
+
+
+class PayloadError(ValueError):
+    """A delivery whose payload lacks a field ingest needs (answered 400, nothing written)."""
+
+
+@dataclass(frozen=True)
+class PushReport:
+    branch: str
+    commits: tuple[Commit, ...]  # oldest first
+
+
+@dataclass(frozen=True)
+class RunReport:
+    branch: str | None
+    event: str
+    commit: Commit
+    # The `(workflow)` shard: a failure for a run that never started a job, else None (a
+    # run that starts jobs reports its `(workflow)` pass with its first job).
+    shard: ShardReport | None
+
+
+def repository(payload: dict[str, Any]) -> str:
+    """`owner/name` of the delivery's repository ("" if the payload has none)."""
+    repo = payload.get("repository")
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def branch_of(event: str, payload: dict[str, Any]) -> str | None:
+    """The branch a delivery is about, read without building anything (the cheap filter
+    before any table access); None when the payload does not say (a job's `head_branch`
+    is nullable)."""
+    if event == "push":
+        ref = payload.get("ref")
+        heads = "refs/heads/"
+        return ref.removeprefix(heads) if isinstance(ref, str) and ref.startswith(heads) else ""
+    body = payload.get(event)
+    branch = body.get("head_branch") if isinstance(body, dict) else None
+    return branch if isinstance(branch, str) else None
+
+
+def push(payload: dict[str, Any], repo_url: str) -> PushReport:
+    ref = _text(payload, "ref")
+    forced = bool(payload.get("forced"))
+    listed = payload.get("commits")
+    if not isinstance(listed, list):
+        raise PayloadError("push: 'commits' must be a list")
+    head = payload.get("head_commit")
+    if forced or not listed:
+        chosen = [head] if isinstance(head, dict) else []
+    else:
+        chosen = [c for c in listed if isinstance(c, dict) and c.get("distinct", True)]
+    return PushReport(ref.removeprefix("refs/heads/"), tuple(_commit(c, repo_url) for c in chosen))
+
+
+def workflow_run(payload: dict[str, Any], repo_url: str) -> RunReport:
+    run = _object(payload, "workflow_run")
+    head = _object(run, "head_commit")
+    commit = _commit(head, repo_url)
+    shard = None
+    if run.get("status") == "completed" and run.get("conclusion") == _FAILED_TO_START:
+        shard = ShardReport(
+            sha=commit.sha,
+            name=f"{_workflow_name(run)} / {WORKFLOW_JOB}",
+            run_id=_integer(run, "id"),
+            attempt=_integer(run, "run_attempt", 1),
+            completed=True,
+            conclusion=_FAILED_TO_START,
+            url=str(run.get("html_url") or ""),
+        )
+    branch = run.get("head_branch")
+    return RunReport(
+        branch=branch if isinstance(branch, str) else None,
+        event=str(run.get("event") or ""),
+        commit=commit,
+        shard=shard,
+    )
+
+
+def workflow_job(payload: dict[str, Any]) -> list[ShardReport]:
+    """The job's shard, and once the job has started, its run's `(workflow)` pass (a run
+    that starts jobs passes that job, as in the GitHub source). [] for a job without a
+    workflow name (nothing to key it by; the poll records it)."""
+    job = _object(payload, "workflow_job")
+    workflow = job.get("workflow_name")
+    if not isinstance(workflow, str) or not workflow.strip():
+        return []
+    status = _text(job, "status")
+    completed = status == "completed"
+    shard = ShardReport(
+        sha=_text(job, "head_sha"),
+        name=f"{workflow} / {_text(job, 'name')}",
+        run_id=_integer(job, "run_id"),
+        attempt=_integer(job, "run_attempt", 1),
+        completed=completed,
+        conclusion=str(job.get("conclusion") or "") if completed else status,
+        url=str(job.get("html_url") or ""),
+    )
+    if status in ("queued", "waiting"):
+        return [shard]
+    started = ShardReport(
+        sha=shard.sha,
+        name=f"{workflow} / {WORKFLOW_JOB}",
+        run_id=shard.run_id,
+        attempt=shard.attempt,
+        completed=True,
+        conclusion="success",
+        url=_run_url(str(job.get("html_url") or ""), shard.run_id),
+    )
+    return [shard, started]
+
+
+def completed(event: str, payload: dict[str, Any]) -> bool:
+    """False for a job delivery that carries no result yet (dropped before the table)."""
+    if event != "workflow_job":
+        return True
+    job = payload.get("workflow_job")
+    return isinstance(job, dict) and job.get("status") == "completed"
+
+
+def _workflow_name(run: dict[str, Any]) -> str:
+    """The run's workflow name; a run that failed to start is named by its file's path,
+    which the GitHub source turns into the file's name too."""
+    name = str(run.get("name") or "").strip()
+    path = str(run.get("path") or "")
+    return name if name and name != path else name_from_path(path)
+
+
+def _run_url(job_url: str, run_id: int) -> str:
+    """`https://github.com/o/r/actions/runs/<run>/job/<id>` or `.../runs/<job id>` -> the run's page."""
+    base, found, _ = job_url.partition("/actions/runs/")
+    if not found:
+        base, found, _ = job_url.partition("/runs/")
+    return f"{base}/actions/runs/{run_id}" if found else ""
+
+
+def _commit(data: dict[str, Any], repo_url: str) -> Commit:
+    sha = _text(data, "id")
+    title = str(data.get("message") or "").split("\n", 1)[0].strip()[:MAX_TITLE_CHARS]
+    found = data.get("author")
+    author: dict[str, Any] = found if isinstance(found, dict) else {}
+    pr = _PR_SUFFIX.search(title)
+    try:
+        time: datetime = parse_time(_text(data, "timestamp"))
+    except ValueError:
+        raise PayloadError(f"commit {sha}: 'timestamp' is not an RFC 3339 time") from None
+    return Commit(
+        sha=sha,
+        time=time,
+        title=title,
+        author=str(author.get("username") or author.get("name") or ""),
+        pr=int(pr.group(1)) if pr else None,
+        url=str(data.get("url") or f"{repo_url}/commit/{sha}"),
+    )
+
+
+def _object(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise PayloadError(f"'{key}' must be an object")
+    return value
+
+
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value:
+        raise PayloadError(f"'{key}' must be a non-empty string")
+    return value
+
+
+def _integer(data: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PayloadError(f"'{key}' must be an integer")
+    return value
