@@ -30,7 +30,7 @@ from trunkwatch import storage
 from trunkwatch.domain import clock
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import ConfigError, Deployment, to_json
-from trunkwatch_local.emulator import emulation
+from trunkwatch_local.emulator import emulation, release_stream
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import Wiring, read_wiring
@@ -117,6 +117,7 @@ class LocalRuntime:
             REGION,
             self.wiring.streams,
             self.invoke,
+            release_stream,
         )
         return self
 
