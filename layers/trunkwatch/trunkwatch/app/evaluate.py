@@ -5,7 +5,11 @@ the rule walks. Per trunk and invocation: one GetItem of the trunk's state (rece
 failing jobs); an alert item is read only for a job that fires or was firing. It is written
 only when its content changes, with a version check, in one transaction with the trunk's
 set of failing jobs (K of SPEC 3.3). Each invocation then counts its records towards
-their poll's tick with one idempotent update per poll, and settles the tick at the last one.
+their poll's tick with one idempotent update per poll. The one that counts a poll's last
+record re-judges the trunk's other firing jobs at the poll's time (what the scheduled sweep
+would change at that instant: failure age, staleness) and only then settles the tick, so
+the notification that the settled tick runs sees the state at the tick's end; the sweep
+the same schedule triggers then finds nothing new at that instant.
 Only the evaluator writes alert items and the failing set.
 """
 
@@ -140,12 +144,43 @@ class BatchEvaluation:
             poll = (image.get("poll") or {}).get("S")
             if poll:
                 groups[(image["trunk"]["S"], poll)].append(record["dynamodb"]["SequenceNumber"])
-        return [
-            poll
+        counted = [
+            (trunk, poll)
             for (trunk, poll), sequence in groups.items()
             # A redelivered batch has the same first and last sequence numbers: counted once.
             if ticks.count(trunk, poll, f"{sequence[0]}-{sequence[-1]}-{len(sequence)}", len(sequence))
         ]
+        settled = []
+        for trunk_id, poll in counted:
+            # What changes with the clock alone is re-judged at the poll's time before its
+            # tick settles, so that the tick's messages reflect the state at its end.
+            self.rejudge_firing(trunk_id)
+            if ticks.settle(trunk_id, poll):
+                settled.append(poll)
+        return settled
+
+    def rejudge_firing(self, trunk_id: str) -> int:
+        """Re-judge the trunk's firing jobs that this invocation has not judged (age and
+        staleness change with the clock alone); returns how many."""
+        trunk = next((t for t in self.deployment.trunks if t.trunk_id == trunk_id), None)
+        if trunk is None:
+            return 0
+        reads = self.reads.setdefault(trunk_id, TrunkReads(trunk_id))
+        return rejudge_firing(trunk_id, self.deployment.rule_for(trunk), self.now, reads, self.judged)
+
+
+def rejudge_firing(
+    trunk: str, rule: RuleConfig, now: datetime, reads: TrunkReads, judged: set[tuple[str, str]]
+) -> int:
+    """Re-judge every firing job of `trunk` at `now` but those in `judged` (adding them)."""
+    rejudged = 0
+    for item in alerts.of_trunk(trunk, firing_only=True):
+        if (trunk, item.job) in judged:
+            continue
+        evaluate_job(trunk, item.job, rule, now, reads)
+        judged.add((trunk, item.job))
+        rejudged += 1
+    return rejudged
 
 
 def failed_ids(response: dict[str, Any]) -> set[str]:

@@ -1,5 +1,6 @@
-"""Tick barriers: a poll's tick settles once every cell it wrote has been evaluated; the
-settled tick (stream, kind=tick) is what the notifier runs on."""
+"""Tick barriers: a poll's tick settles once every cell it wrote has been evaluated (and the
+trunk's firing jobs re-judged at the poll's time); the settled tick (stream, kind=tick) is
+what the notifier runs on."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def open_poll(trunk_id: str, poll: str, expected: int, now: datetime) -> None:
 
 def count(trunk_id: str, poll: str, batch_key: str, evaluated: int) -> bool:
     """Add one stream batch's records to the poll's tick, once per batch (a redelivered batch
-    has the same key). True when this settled the tick."""
+    has the same key). True when every cell of the poll has now been counted and the tick is
+    not settled yet: the caller finishes the poll's work, then `settle`s it."""
     tick = TickItem(keys.ticks(trunk_id), poll)
     try:
         tick.update(
@@ -39,12 +41,18 @@ def count(trunk_id: str, poll: str, batch_key: str, evaluated: int) -> bool:
         )
     except UpdateError:
         return False  # counted before, or the tick expired: nothing more to do
-    if tick.settled or int(tick.evaluated or 0) < int(tick.expected):
-        return False
+    return not tick.settled and int(tick.evaluated or 0) >= int(tick.expected)
+
+
+def settle(trunk_id: str, poll: str) -> bool:
+    """Mark a fully counted poll's tick settled (its stream record runs the notifier) and
+    close the trunk's open poll. False if a concurrent evaluation settled it first."""
     try:
-        tick.update(actions=[TickItem.settled.set(True)], condition=TickItem.settled.does_not_exist())
+        TickItem(keys.ticks(trunk_id), poll).update(
+            actions=[TickItem.settled.set(True)], condition=TickItem.settled.does_not_exist()
+        )
     except UpdateError:
-        return False  # a concurrent evaluation settled it
+        return False
     trunks.close_poll(trunk_id, poll)
     return True
 
