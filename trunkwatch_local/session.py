@@ -16,7 +16,7 @@ from trunkwatch.domain import clock
 from trunkwatch.domain.config import ConfigError, Deployment
 from trunkwatch_local.apigw import serve_api
 from trunkwatch_local.hud_server import HudServer
-from trunkwatch_local.replay import Replay, ReplayError
+from trunkwatch_local.replay import Replay, ReplayError, ReplayEvent
 from trunkwatch_local.runtime import LocalRuntime, Published
 
 
@@ -93,6 +93,12 @@ def run_replay(replay: Replay, template: Path | None = None) -> Iterator[Publish
 
 def replay_into(session: Session, replay: Replay) -> Iterator[Published]:
     """Run every event of `replay` on a started session, each at its own time."""
+    for _, published in replay_steps(session, replay):
+        yield from published
+
+
+def replay_steps(session: Session, replay: Replay) -> Iterator[tuple[ReplayEvent, list[Published]]]:
+    """Run `replay`'s events one at a time: each with the messages it published."""
     refs: dict[str, str] = {}
     for event in replay.events:
         with clock.frozen(event.at):
@@ -100,7 +106,7 @@ def replay_into(session: Session, replay: Replay) -> Iterator[Published]:
                 _apply(session, event.kind, event.payload, event.ref, refs, event.at)
             except ReplayError as err:
                 raise ReplayError(f"line {event.line}: {err}") from None
-        yield from session.runtime.published(event.at)
+        yield event, session.runtime.published(event.at)
 
 
 def _apply(
