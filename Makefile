@@ -43,6 +43,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks local_scale
 	$(BIN)/python -m benchmarks github_budget
 	$(BIN)/python -m benchmarks long_history
+	$(BIN)/python -m benchmarks serve_week
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam benchmarks/out

@@ -11,6 +11,8 @@ it again on a quieter machine), and checks the budgets again.
 `python -m benchmarks long_history [PATH]` replays a real trunk's history (the repository's
 cut by default, or PATH, e.g. a `.jsonl.gz` of weeks) through the local runtime and puts
 its per-poll times, peak memory and messages under `long_history`.
+`python -m benchmarks serve_week` runs `trunkwatch serve`'s tick loop for a simulated week
+against a page that changes every tick and records its memory day by day.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from benchmarks.github_budget import github_budget
 from benchmarks.ingest import ingest_github, ingest_hud
 from benchmarks.local_scale import local_scale
 from benchmarks.long_history import REPOSITORY_HISTORY, long_history
+from benchmarks.serve_week import serve_week
 from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, PYTORCH_SCALE, Day
 from trunkwatch.app.evaluate import JOB_WINDOW
 
@@ -48,6 +51,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "github_budget": lambda: _fresh(github_budget),
     "cold_start": lambda: dataclasses.asdict(cold_start(FULL.import_runs, FULL.build_layer)),
     "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
+    "serve_week": lambda: _fresh(serve_week),
 }
 
 

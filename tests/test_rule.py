@@ -12,7 +12,14 @@ import pytest
 
 from trunkwatch.domain.cells import CellState, Commit
 from trunkwatch.domain.config import rule_config
-from trunkwatch.domain.rule import StoredCell, in_window, judge_job, may_change_verdict, trunk_alertname
+from trunkwatch.domain.rule import (
+    StoredCell,
+    clock_may_change_verdict,
+    in_window,
+    judge_job,
+    may_change_verdict,
+    trunk_alertname,
+)
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 STATES = {
@@ -181,6 +188,34 @@ def test_a_change_judged_unable_to_alter_the_verdict_never_does(passes_to_close:
                 after = judge_job("job", cells(changed + "-"), window, rule, NOW)
                 assert after.firing == before.firing, (history, changed)
     assert skipped > 1000  # the check covered many skipped changes
+
+
+@pytest.mark.parametrize("passes_to_close", [1, 2])
+def test_a_firing_job_the_clock_cannot_change_keeps_its_verdict(passes_to_close: int) -> None:
+    """Every history of 6 commits that fires, judged later (up to a day) on a trunk whose
+    newest commits moved on (0 to 4 more): whenever `clock_may_change_verdict` says no for
+    the newest failure the verdict records, judging it again gives the same verdict."""
+    rule = rule_config(
+        {"stale_after_commits": 3, "passes_to_close": passes_to_close, "max_failure_age": "6h"}
+    )
+    skipped = 0
+    for history in map("".join, itertools.product("FPf.n-", repeat=6)):
+        stored = cells(history)
+        before = judge_job("job", stored, recent(history), rule, NOW)
+        if not before.firing:
+            continue
+        newest_fail = before.failures[0]
+        for later, moved_on in itertools.product(
+            (timedelta(0), timedelta(hours=2), timedelta(hours=24)), range(5)
+        ):
+            window = [seq + moved_on for seq in recent(history)]
+            now = NOW + later
+            if clock_may_change_verdict(newest_fail.seq, newest_fail.commit.time, window, rule, now):
+                continue
+            skipped += 1
+            after = judge_job("job", stored, window, rule, now)
+            assert after == before, (history, later, moved_on)
+    assert skipped > 500  # the check covered many skipped re-judgings
 
 
 @pytest.mark.parametrize(

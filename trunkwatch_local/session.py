@@ -64,6 +64,11 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def serve_tick(self, now: datetime) -> list[Published]:
+        """One tick of `trunkwatch serve`'s loop: the schedule at `now`, then its messages."""
+        self.runtime.tick(now)
+        return self.runtime.published(now)
+
     def call_api(self, method: str, path: str, body: Any = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(  # noqa: S310 - the local API on 127.0.0.1

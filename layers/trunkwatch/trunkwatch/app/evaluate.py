@@ -26,12 +26,21 @@ from pynamodb.exceptions import TransactWriteError
 
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
-from trunkwatch.domain.rule import JobVerdict, in_window, judge_job, may_change_verdict
+from trunkwatch.domain.rule import (
+    JobVerdict,
+    clock_may_change_verdict,
+    in_window,
+    judge_job,
+    may_change_verdict,
+)
 from trunkwatch.storage import alerts, cells, ticks, trunks
 from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
 
 JOB_WINDOW = 100  # cells of one job the rule may walk back through
 PAGE_SIZE = 8  # cells per Query page: a passing job's verdict needs the first few
+# A firing job's verdict walks its whole run of failures (to the pass before it, the culprit's
+# bound), which lasts days on a real trunk: one page for the window instead of a dozen.
+FIRING_PAGE_SIZE = JOB_WINDOW
 VERSION_RETRIES = 3
 
 metrics = Metrics()
@@ -82,7 +91,8 @@ def evaluate_job(
     """Judge `job` from its stored cells and store the resulting alert state."""
     reads = reads or TrunkReads(trunk)
     for attempt in range(VERSION_RETRIES):
-        stored = cells.newest_first(trunk, job, JOB_WINDOW, PAGE_SIZE)
+        page_size = FIRING_PAGE_SIZE if reads.failing(job) else PAGE_SIZE
+        stored = cells.newest_first(trunk, job, JOB_WINDOW, page_size)
         verdict = judge_job(job, stored, reads.recent_seqs, rule, now)
         try:
             _store_verdict(trunk, verdict, now, reads)
@@ -160,8 +170,8 @@ class BatchEvaluation:
         return settled
 
     def rejudge_firing(self, trunk_id: str) -> int:
-        """Re-judge the trunk's firing jobs that this invocation has not judged (age and
-        staleness change with the clock alone); returns how many."""
+        """Re-judge the trunk's firing jobs that this invocation has not judged and whose
+        verdict the clock may have changed (failure age, staleness); returns how many."""
         trunk = next((t for t in self.deployment.trunks if t.trunk_id == trunk_id), None)
         if trunk is None:
             return 0
@@ -172,15 +182,23 @@ class BatchEvaluation:
 def rejudge_firing(
     trunk: str, rule: RuleConfig, now: datetime, reads: TrunkReads, judged: set[tuple[str, str]]
 ) -> int:
-    """Re-judge every firing job of `trunk` at `now` but those in `judged` (adding them)."""
+    """Re-judge the firing jobs of `trunk` at `now` (but those in `judged`, adding them) whose
+    verdict the clock may have changed; the others' cells are not read. Returns how many."""
     rejudged = 0
     for item in alerts.of_trunk(trunk, firing_only=True):
-        if (trunk, item.job) in judged:
+        if (trunk, item.job) in judged or not _clock_may_change(item, rule, now, reads):
             continue
         evaluate_job(trunk, item.job, rule, now, reads)
         judged.add((trunk, item.job))
         rejudged += 1
     return rejudged
+
+
+def _clock_may_change(item: AlertItem, rule: RuleConfig, now: datetime, reads: TrunkReads) -> bool:
+    newest_fail = item.newest_fail
+    if newest_fail is None:
+        return True
+    return clock_may_change_verdict(int(newest_fail.seq), newest_fail.time, reads.recent_seqs, rule, now)
 
 
 def failed_ids(response: dict[str, Any]) -> set[str]:

@@ -144,6 +144,21 @@ def may_change_verdict(old: CellState | None, new: CellState, firing: bool, fres
 _NEVER_FAILING = {CellState.PENDING, CellState.PASS, CellState.FLAKY}
 
 
+def clock_may_change_verdict(
+    newest_fail_seq: int,
+    newest_fail_time: datetime,
+    recent_seqs: Sequence[int],
+    rule: RuleConfig,
+    now: datetime,
+) -> bool:
+    """Whether a firing job whose cells have not changed can be judged differently at `now`
+    (the sweep's question): only if its failures may have aged out or its cells may have
+    left the staleness window. Asked of the newest failure its alert records, which is no
+    newer than the walk's newest failure nor than the job's newest cell, so a no is exact
+    and the job need not be read."""
+    return now - newest_fail_time >= rule.max_failure_age or not in_window(newest_fail_seq, recent_seqs, rule)
+
+
 def trunk_alertname(failing_jobs: int, rule: RuleConfig) -> str | None:
     """SPEC 3.3: no alert, TrunkBroken (1..band) or TrunkBadlyBroken (> band)."""
     if failing_jobs == 0:
