@@ -12,7 +12,7 @@ from moto.dynamodbstreams.models import dynamodbstreams_backends
 
 from tests.conftest import PLAIN_TABLE, padded_item
 from trunkwatch.domain import clock
-from trunkwatch_local.emulator import fast_dynamodb, release_stream
+from trunkwatch_local.emulator import emulation, fast_dynamodb, release_stream
 
 
 def test_fast_dynamodb_answers_every_query_as_moto_does(plain_table: Any) -> None:
@@ -287,3 +287,22 @@ def test_shard_iterators_expire_after_15_minutes(plain_table: Any) -> None:
             streams.get_records(ShardIterator=iterator["ShardIterator"])
         # moto's backend no longer holds the iterator issued at the start.
         assert len(dynamodbstreams_backends["123456789012"]["us-east-1"].shard_iterators) == 1
+
+
+def test_the_emulation_keeps_no_model_objects_beyond_what_its_backends_hold() -> None:
+    from moto.dynamodb.models.dynamo_type import Item
+    from moto.dynamodb.models.table import StreamRecord
+
+    with emulation():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        )
+        for n in range(20):
+            client.put_item(TableName="t", Item={"pk": {"S": f"k{n % 5}"}, "n": {"N": str(n)}})
+        assert client.scan(TableName="t")["Count"] == 5  # the backend holds the items, as before
+        assert list(Item.instances_tracked) == [] and list(StreamRecord.instances_tracked) == []  # type: ignore[attr-defined]

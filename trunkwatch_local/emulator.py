@@ -32,6 +32,10 @@ What moto keeps that grows with the run, where DynamoDB's cost stays flat:
   and an iterator behind it gets DynamoDB's TrimmedDataAccessException.
 - every GetRecords call leaves a new shard iterator in moto's backend, forever. DynamoDB's
   iterators expire 15 minutes after they are issued (ExpiredIteratorException); so do these.
+- moto keeps every model object it ever made (each item version, each item copied into a
+  response, each stream record and iterator) in a class-level list for its server's
+  dashboard, until the account is reset. Inside `emulation()` the services the local
+  runtime uses keep none (`untracked_models`); what the backends hold is unchanged.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import bisect
 import calendar
 import contextlib
 import copy
+import importlib
 import json
 import threading
 from collections.abc import Iterator
@@ -48,6 +53,7 @@ from typing import Any
 
 from moto import mock_aws
 from moto.core.exceptions import JsonRESTError
+from moto.core.model_instances import model_data
 from moto.core.responses import ActionResult
 from moto.dynamodb.exceptions import ItemSizeTooLarge
 from moto.dynamodb.models import DynamoDBBackend, dynamodb_backends
@@ -70,8 +76,35 @@ ITERATOR_LIFETIME = timedelta(minutes=15)  # and a shard iterator is good for th
 def emulation() -> Iterator[None]:
     """moto for every AWS client made in this process, from an empty account, with
     `fast_dynamodb`; the account is emptied again on the way out."""
-    with mock_aws(), fast_dynamodb():
+    with mock_aws(), fast_dynamodb(), untracked_models():
         yield
+
+
+# The services the local runtime uses.
+SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "sns", "ssm")
+
+
+class _NotKept(list[Any]):
+    """A model class's instance list that keeps nothing."""
+
+    def append(self, instance: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def untracked_models() -> Iterator[None]:
+    """moto's models of `SERVICES` stop collecting their instances while this runs."""
+    for service in SERVICES:  # their model classes exist (and are listed) once imported
+        importlib.import_module(f"moto.{service}.models")
+    classes = [model for service in SERVICES for model in model_data.get(service, {}).values()]
+    kept = [(model, model.__dict__.get("instances_tracked")) for model in classes]
+    for model in classes:
+        model.instances_tracked = _NotKept()  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for model, instances in kept:
+            model.instances_tracked = instances if instances is not None else []  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager
