@@ -306,3 +306,31 @@ def test_the_emulation_keeps_no_model_objects_beyond_what_its_backends_hold() ->
             client.put_item(TableName="t", Item={"pk": {"S": f"k{n % 5}"}, "n": {"N": str(n)}})
         assert client.scan(TableName="t")["Count"] == 5  # the backend holds the items, as before
         assert list(Item.instances_tracked) == [] and list(StreamRecord.instances_tracked) == []  # type: ignore[attr-defined]
+
+
+def test_items_a_query_returned_stay_the_table_s_own_and_updates_keep_their_old_image(
+    plain_table: Any,
+) -> None:
+    """Inside a Query the results are the stored items themselves; an update afterwards
+    still records the item as it was (its stream record's OldImage), as with moto's copy."""
+    with fast_dynamodb():
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "a", 5, n={"N": "1"}))
+        first = plain_table.query(
+            TableName=PLAIN_TABLE,
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": {"S": "A"}},
+        )["Items"]
+        plain_table.update_item(
+            TableName=PLAIN_TABLE,
+            Key={"pk": {"S": "A"}, "sk": {"S": "a"}},
+            UpdateExpression="SET n = :n",
+            ExpressionAttributeValues={":n": {"N": "2"}},
+        )
+        again = plain_table.query(
+            TableName=PLAIN_TABLE,
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": {"S": "A"}},
+        )["Items"]
+        modify = _stream(plain_table)[-1]["dynamodb"]
+    assert first[0]["n"] == {"N": "1"} and again[0]["n"] == {"N": "2"}
+    assert modify["OldImage"]["n"] == {"N": "1"} and modify["NewImage"]["n"] == {"N": "2"}

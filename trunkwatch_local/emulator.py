@@ -15,6 +15,9 @@ runtime spends at PyTorch scale (tens of thousands of cell items, as many stream
   reads and of the stream's GetRecords, which are DynamoDB JSON already, are written with
   `json.dumps` instead (a record's creation time as epoch seconds to the millisecond, the
   wire format); the bytes parse to the same response.
+- a Query deep-copies every item it returns and measures each twice (for the 1 MB page
+  limit). Within a Query the items are measured once and returned as they are stored (the
+  response is built from them, nothing changes them).
 Every answer and every count stays what it would have been.
 
 What moto keeps that grows with the run, where DynamoDB's cost stays flat:
@@ -155,10 +158,12 @@ def fast_dynamodb() -> Iterator[None]:
             candidates = list(partition.values())
         with lock:
             self.all_items = lambda: candidates  # type: ignore[method-assign]
+            _reading.sizes = {}
             try:
                 return original(self, hash_key, range_comparison, range_objs, *args, **kwargs)
             finally:
                 del self.all_items
+                _reading.sizes = None
 
     def execute_result(self: DynamoResult, context: Any) -> Any:
         if context.operation_model.name not in PLAIN_JSON_READS:
@@ -194,6 +199,8 @@ def fast_dynamodb() -> Iterator[None]:
         (DynamoResult, "execute_result", execute_result),
         (Item, "__init__", _build_item),
         (Table, "query", query),
+        (Item, "__deepcopy__", _read_only_copy(Item.__deepcopy__)),
+        (Item, "size", _measured_once(Item.size)),
         (Table, "put_item", forgetting(Table.put_item)),
         (Table, "delete_item", forgetting(Table.delete_item)),
         (DynamoDBBackend, "transact_write_items", transact_write_items),
@@ -214,6 +221,34 @@ def fast_dynamodb() -> Iterator[None]:
                 delattr(owner, name)
             else:
                 setattr(owner, name, was)
+
+
+# While this thread runs a table Query: {id(item): size}, else None.
+_reading = threading.local()
+
+
+def _read_only_copy(deepcopy: Any) -> Any:
+    """Item.__deepcopy__, but a Query's results are the stored items themselves: moto copies
+    them only to build the response (and a projection makes new items), never to change them."""
+
+    def wrapped(self: Item, memo: dict[int, Any]) -> Item:
+        return self if getattr(_reading, "sizes", None) is not None else deepcopy(self, memo)
+
+    return wrapped
+
+
+def _measured_once(size: Any) -> Any:
+    """Item.size, measured once per item within a Query (moto measures each result twice)."""
+
+    def wrapped(self: Item) -> int:
+        sizes = getattr(_reading, "sizes", None)
+        if sizes is None:
+            return int(size(self))
+        if id(self) not in sizes:
+            sizes[id(self)] = int(size(self))
+        return int(sizes[id(self)])
+
+    return wrapped
 
 
 def _page(
