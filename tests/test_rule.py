@@ -236,4 +236,23 @@ def test_which_changes_may_change_a_quiet_jobs_verdict(
     old: CellState | None, new: CellState, fresh_before: bool, may_change: bool
 ) -> None:
     assert may_change_verdict(old, new, False, fresh_before) is may_change
-    assert may_change_verdict(old, new, True, fresh_before) is True  # a firing job: always
+    # A firing job: always, but for a new commit's pending cell.
+    assert may_change_verdict(old, new, True, fresh_before) is (old is not None or new != CellState.PENDING)
+
+
+def test_a_new_pending_cell_never_changes_a_firing_jobs_verdict() -> None:
+    """Every firing history of 6 commits, with a new commit on top whose run of the job is
+    pending (the trunk's window moves on with it): judged the same."""
+    rule = rule_config({"stale_after_commits": 3, "max_failure_age": "6h"})
+    checked = 0
+    for history in map("".join, itertools.product("FPf.n-", repeat=6)):
+        before = judge_job("job", cells(history), recent(history), rule, NOW)
+        if not before.firing:
+            continue
+        assert not may_change_verdict(None, CellState.PENDING, True, True)
+        # The same cells (same seqs and commit times) under a newer pending one.
+        on_top = cells("." + history, newest_age=timedelta(minutes=30))
+        after = judge_job("job", on_top, recent("." + history), rule, NOW)
+        assert after == before, history
+        checked += 1
+    assert checked > 100

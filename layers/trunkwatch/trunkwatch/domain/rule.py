@@ -133,8 +133,11 @@ def may_change_verdict(old: CellState | None, new: CellState, firing: bool, fres
     a pass, flaky or pending cell can only end runs of failures, never start one, so the
     verdict stays unless the change removes a pass or flaky cell (runs may merge) or the new
     cell ends the job's staleness (`fresh_before`: it already had a cell in the window).
-    A firing job is always re-judged."""
-    if firing or new not in _NEVER_FAILING:
+    A firing job is re-judged on every change but a new pending cell (a commit whose run has
+    not finished): the walk skips it and a firing job is in the window already."""
+    if firing:
+        return not (old is None and new == CellState.PENDING)
+    if new not in _NEVER_FAILING:
         return True
     if old is None:
         return not fresh_before
