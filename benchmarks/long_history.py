@@ -12,7 +12,7 @@ fresh local runtime, in a fresh process, and reports:
   time may come in any order).
 
 Budget (benchmarks/budgets.py): total <= 10 s + 0.25 s per poll and peak <= 1 GiB for every
-real history; for the shared two-week one also total <= 60 s and ratio <= 1.5.
+real history; for the full two-week one also total <= 60 s and ratio <= 1.5.
 """
 
 from __future__ import annotations
