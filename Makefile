@@ -42,6 +42,8 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks
 	$(BIN)/python -m benchmarks local_scale
 	$(BIN)/python -m benchmarks github_budget
+	$(BIN)/python -m benchmarks long_history
+	$(BIN)/python -m benchmarks serve_week
 
 # Refresh the README's status page screenshot (chromium + Playwright, like the browser tests).
 screenshot: $(VENV)/.installed

@@ -8,6 +8,11 @@ PyTorch scale against a slow stand-in, about five minutes) run one workload each
 its figures into DIR/summary.json under their name, keeping the rest of the file.
 `python -m benchmarks cold_start` does the same for the full run's cold start (to measure
 it again on a quieter machine), and checks the budgets again.
+`python -m benchmarks long_history [PATH]` replays a real trunk's history (the repository's
+cut by default, or PATH, e.g. a `.jsonl.gz` of weeks) through the local runtime and puts
+its per-poll times, peak memory and messages under `long_history`.
+`python -m benchmarks serve_week` runs `trunkwatch serve`'s tick loop for a simulated week
+against a page that changes every tick and records its memory day by day.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from benchmarks.evaluator import commit_cycle
 from benchmarks.github_budget import github_budget
 from benchmarks.ingest import ingest_github, ingest_hud
 from benchmarks.local_scale import local_scale
+from benchmarks.long_history import REPOSITORY_HISTORY, long_history
 from benchmarks.push import run_push
+from benchmarks.serve_week import serve_week
 from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, PYTORCH_SCALE, Day
 from trunkwatch.app.evaluate import JOB_WINDOW
 
@@ -45,6 +52,8 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "github_budget": lambda: _fresh(github_budget),
     "cold_start": lambda: dataclasses.asdict(cold_start(FULL.import_runs, FULL.build_layer)),
     "push": lambda: dataclasses.asdict(run_push(FULL.day)),  # also part of the full run
+    "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
+    "serve_week": lambda: _fresh(serve_week),
 }
 
 
@@ -159,6 +168,11 @@ def run(scale: Scale) -> dict[str, Any]:
     return summary
 
 
+def _paths(budget_name: str) -> str:
+    """The summary path a budget reads."""
+    return next(b.path for b in (*budgets.BUDGETS, *budgets.HISTORY_BUDGETS) if b.name == budget_name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny workloads (a smoke test), in seconds")
@@ -170,17 +184,27 @@ def main(argv: list[str] | None = None) -> int:
         choices=["all", *WORKLOADS],
         help="one workload only, merged into summary.json (default: all of the others)",
     )
+    parser.add_argument("path", nargs="?", type=Path, help="long_history: the replay file to run")
     args = parser.parse_args(argv)
+    if args.path is not None and args.workload != "long_history":
+        parser.error("a PATH is for long_history only")
+    if args.path is not None and not args.path.is_file():
+        parser.error(f"no replay file at {args.path}")
     if args.workload != "all":
-        section = _step(args.workload, WORKLOADS[args.workload])
+        run_workload = WORKLOADS[args.workload]
+        if args.path is not None:
+            run_workload = functools.partial(_fresh, long_history, args.path)
+        section = _step(args.workload, run_workload)
         path = args.out / "summary.json"
         summary = json.loads(path.read_text()) if path.exists() else {}
         summary[args.workload] = section
-        if "budgets" in summary:  # a full run's summary: its budgets with the new figures
-            summary["budgets"] = budgets.check(summary)
+        summary["budgets"] = budgets.check(summary)  # every budget the summary has figures for
         args.out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(summary, indent=2) + "\n")
-        print(json.dumps({args.workload: section}, indent=2))
+        checked = {
+            name: result for name, result in summary["budgets"].items() if args.workload in _paths(name)
+        }
+        print(json.dumps({args.workload: section, "budgets": checked}, indent=2))
         return 0
     summary = run(QUICK if args.quick else FULL)
     path = args.out / "summary.json"

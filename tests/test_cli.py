@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -96,6 +98,42 @@ def test_version() -> None:
 
 def test_missing_replay_file(tmp_path: Path) -> None:
     one_line_error(trunkwatch("replay", str(tmp_path / "absent.jsonl")), "cannot read", "absent.jsonl")
+
+
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+
+
+def test_a_gzipped_replay_gives_the_same_messages_as_the_plain_one(tmp_path: Path) -> None:
+    plain = SCENARIOS / "basic-break.jsonl"
+    zipped = tmp_path / "basic-break.jsonl.gz"
+    zipped.write_bytes(gzip.compress(plain.read_bytes()))
+    runs = [trunkwatch("replay", str(path), "--json") for path in (plain, zipped)]
+    assert all(run.returncode == 0 for run in runs), runs[1].stderr
+    plain_messages, zipped_messages = (
+        [
+            (m["at"], m["subject"], m["message"]["status"], m["message"]["alerts"][0]["labels"])
+            for m in map(json.loads, run.stdout.splitlines())
+        ]
+        for run in runs
+    )
+    assert len(plain_messages) >= 2 and zipped_messages == plain_messages  # each run has its own port
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        (lambda data: data[: len(data) // 2], ["corrupt gzip data"]),  # cut short
+        (lambda data: data[:20] + bytes(b ^ 0xFF for b in data[20:60]) + data[60:], ["corrupt gzip data"]),
+        (lambda data: gzip.compress(b"\xff\xfe not text"), ["not UTF-8"]),
+    ],
+    ids=["truncated", "garbled", "not-text"],
+)
+def test_a_corrupt_gzipped_replay_is_refused_before_anything_runs(
+    tmp_path: Path, damage: Callable[[bytes], bytes], words: list[str]
+) -> None:
+    path = tmp_path / "bad.jsonl.gz"
+    path.write_bytes(damage(gzip.compress((SCENARIOS / "basic-break.jsonl").read_bytes())))
+    one_line_error(trunkwatch("replay", str(path)), "bad.jsonl.gz", *words)
 
 
 def test_unknown_option() -> None:

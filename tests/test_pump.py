@@ -3,8 +3,14 @@ position read each record once (a fake streams client stands in for moto)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
+
+from tests.conftest import PLAIN_TABLE, padded_item
+from trunkwatch.domain import clock
+from trunkwatch_local.emulator import fast_dynamodb, release_stream
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.wiring import StreamSource
 
@@ -71,3 +77,40 @@ def test_a_drain_describes_once_and_reads_each_record_once_for_all_mappings() ->
     streams.write("P9")
     assert pump.drain() == 2 and delivered["b"][-1] == "P9"
     assert streams.calls["describe_stream"] == 2  # once per drain
+
+
+def test_on_the_emulation_a_pump_idle_for_hours_resumes_where_it_stopped_and_releases_what_it_read(
+    plain_table: Any,
+) -> None:
+    """Between two drains hours apart its iterators expire (as DynamoDB's do after 15
+    minutes): it takes new ones after the last record it read, and after each drain the
+    stream keeps nothing every mapping has read."""
+    delivered: list[str] = []
+
+    def invoke(function: str, event: dict[str, Any]) -> None:
+        delivered.extend(f"{function}:{r['dynamodb']['Keys']['sk']['S']}" for r in event["Records"])
+
+    start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
+    with fast_dynamodb():
+        arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
+        with clock.frozen(start):
+            pump = StreamPump(
+                boto3.client("dynamodbstreams"), None, arn, "dlq", "us-east-1",
+                [source("a"), source("b")], invoke, release_stream,
+            )  # fmt: skip
+            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "first", 5))
+            pump.drain()
+        kept_after_first = _stream_size(arn)
+        with clock.frozen(start + timedelta(hours=3)):
+            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "second", 5))
+            pump.drain()
+        kept_after_second = _stream_size(arn)
+    assert delivered == ["a:first", "b:first", "a:second", "b:second"]
+    assert kept_after_first == kept_after_second == 0
+
+
+def _stream_size(arn: str) -> int:
+    from moto.dynamodb.models import dynamodb_backends
+
+    table = dynamodb_backends["123456789012"]["us-east-1"].get_table(arn.split("/")[1])
+    return len(table.stream_shard.items)

@@ -12,7 +12,14 @@ import pytest
 
 from trunkwatch.domain.cells import CellState, Commit
 from trunkwatch.domain.config import rule_config
-from trunkwatch.domain.rule import StoredCell, in_window, judge_job, may_change_verdict, trunk_alertname
+from trunkwatch.domain.rule import (
+    StoredCell,
+    clock_may_change_verdict,
+    in_window,
+    judge_job,
+    may_change_verdict,
+    trunk_alertname,
+)
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 STATES = {
@@ -183,6 +190,34 @@ def test_a_change_judged_unable_to_alter_the_verdict_never_does(passes_to_close:
     assert skipped > 1000  # the check covered many skipped changes
 
 
+@pytest.mark.parametrize("passes_to_close", [1, 2])
+def test_a_firing_job_the_clock_cannot_change_keeps_its_verdict(passes_to_close: int) -> None:
+    """Every history of 6 commits that fires, judged later (up to a day) on a trunk whose
+    newest commits moved on (0 to 4 more): whenever `clock_may_change_verdict` says no for
+    the newest failure the verdict records, judging it again gives the same verdict."""
+    rule = rule_config(
+        {"stale_after_commits": 3, "passes_to_close": passes_to_close, "max_failure_age": "6h"}
+    )
+    skipped = 0
+    for history in map("".join, itertools.product("FPf.n-", repeat=6)):
+        stored = cells(history)
+        before = judge_job("job", stored, recent(history), rule, NOW)
+        if not before.firing:
+            continue
+        newest_fail = before.failures[0]
+        for later, moved_on in itertools.product(
+            (timedelta(0), timedelta(hours=2), timedelta(hours=24)), range(5)
+        ):
+            window = [seq + moved_on for seq in recent(history)]
+            now = NOW + later
+            if clock_may_change_verdict(newest_fail.seq, newest_fail.commit.time, window, rule, now):
+                continue
+            skipped += 1
+            after = judge_job("job", stored, window, rule, now)
+            assert after == before, (history, later, moved_on)
+    assert skipped > 500  # the check covered many skipped re-judgings
+
+
 @pytest.mark.parametrize(
     ("old", "new", "fresh_before", "may_change"),
     [
@@ -201,4 +236,23 @@ def test_which_changes_may_change_a_quiet_jobs_verdict(
     old: CellState | None, new: CellState, fresh_before: bool, may_change: bool
 ) -> None:
     assert may_change_verdict(old, new, False, fresh_before) is may_change
-    assert may_change_verdict(old, new, True, fresh_before) is True  # a firing job: always
+    # A firing job: always, but for a new commit's pending cell.
+    assert may_change_verdict(old, new, True, fresh_before) is (old is not None or new != CellState.PENDING)
+
+
+def test_a_new_pending_cell_never_changes_a_firing_jobs_verdict() -> None:
+    """Every firing history of 6 commits, with a new commit on top whose run of the job is
+    pending (the trunk's window moves on with it): judged the same."""
+    rule = rule_config({"stale_after_commits": 3, "max_failure_age": "6h"})
+    checked = 0
+    for history in map("".join, itertools.product("FPf.n-", repeat=6)):
+        before = judge_job("job", cells(history), recent(history), rule, NOW)
+        if not before.firing:
+            continue
+        assert not may_change_verdict(None, CellState.PENDING, True, True)
+        # The same cells (same seqs and commit times) under a newer pending one.
+        on_top = cells("." + history, newest_age=timedelta(minutes=30))
+        after = judge_job("job", on_top, recent("." + history), rule, NOW)
+        assert after == before, history
+        checked += 1
+    assert checked > 100

@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+REAL_HISTORY = (
+    Path(__file__).resolve().parent / "real-history" / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
+)
 BESIDE = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
 
 
@@ -91,3 +94,19 @@ def test_an_autoreverted_culprit_is_named_in_its_alert(tmp_path: Path) -> None:
         assert alert["annotations"]["culprit_pr"] == "160004"
         assert alert["annotations"]["culprit_autoreverted_by"] == "autorevert (pull)"
         assert "Already reverted: autorevert (pull)" in alert["annotations"]["description"]
+
+
+def test_a_real_trunks_history_replays_to_exactly_its_messages() -> None:
+    """The first 112 polls of a real trunk (gzipped): tools broken for days, breaking
+    again, and a TrunkBroken that resolves while due a reminder."""
+    published = replay_json(REAL_HISTORY)
+    expected_path = REAL_HISTORY.with_name(REAL_HISTORY.name.removesuffix(".jsonl.gz") + ".expected.jsonl")
+    expected = [json.loads(line) for line in expected_path.read_text().splitlines() if line.strip()]
+    got = [
+        summary({"at": m["at"], "status": m["message"]["status"], "job": labels.get("job"), **labels})
+        for m in published
+        for labels in [m["message"]["alerts"][0]["labels"]]
+    ]
+    assert len(expected) == 152
+    assert Counter(got) == Counter(map(summary, expected))
+    assert [p["at"] for p in published] == sorted(p["at"] for p in published)

@@ -203,9 +203,7 @@ def _serve(args: argparse.Namespace) -> int:
                 flush=True,
             )
             while not stop.is_set():
-                now = clock.now()
-                session.runtime.tick(now)
-                for published in session.runtime.published(now):
+                for published in session.serve_tick(clock.now()):
                     print(timeline_line(published), flush=True)
                 stop.wait(period)
         else:

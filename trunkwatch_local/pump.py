@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
 from moto.events.models import EventPattern
 
 from trunkwatch_local.wiring import StreamSource
 
 Invoke = Callable[[str, dict[str, Any]], Any]
+# Told, after each drain, the sequence number through which every mapping has read the stream.
+Release = Callable[[str, int], None]
 
 
 @dataclass
@@ -27,6 +30,7 @@ class Mapping:
     source: StreamSource
     patterns: list[EventPattern]
     iterators: dict[str, str] = field(default_factory=dict)  # shard id -> next iterator
+    read_through: dict[str, int] = field(default_factory=dict)  # shard id -> last sequence read
 
     def wants(self, record: dict[str, Any]) -> bool:
         return not self.patterns or any(p.matches_event(record) for p in self.patterns)  # type: ignore[arg-type]
@@ -50,6 +54,7 @@ class StreamPump:
         region: str,
         sources: list[StreamSource],
         invoke: Invoke,
+        release: Release | None = None,
     ) -> None:
         self.client = streams_client
         self.sqs = sqs_client
@@ -57,6 +62,7 @@ class StreamPump:
         self.dlq_url = dlq_url
         self.region = region
         self.invoke = invoke
+        self.release = release
         self.stats = PumpStats()
         self.mappings = [Mapping(s, [EventPattern.load(json.dumps(p)) for p in s.patterns]) for s in sources]
         self.describe_calls = 0
@@ -95,10 +101,20 @@ class StreamPump:
             seen += moved
             self._pages.clear()
             if not moved:
+                self._release()
                 return seen
         raise RuntimeError(
             f"stream did not go quiet after {max_rounds} rounds (a handler writing in a loop?)"
         )
+
+    def _release(self) -> None:
+        """Every mapping has read each shard at least this far: its consumers are done with it."""
+        if self.release is None:
+            return
+        for shard in {shard for mapping in self.mappings for shard in mapping.iterators}:
+            positions = [mapping.read_through.get(shard) for mapping in self.mappings]
+            if positions and None not in positions:
+                self.release(self.stream_arn, min(p for p in positions if p is not None))
 
     def _read(self, mapping: Mapping) -> list[dict[str, Any]]:
         records: list[dict[str, Any]] = []
@@ -107,7 +123,13 @@ class StreamPump:
                 read: list[dict[str, Any]] = []
                 iterator: str | None = start
                 while iterator:
-                    page = self.client.get_records(ShardIterator=iterator)
+                    try:
+                        page = self.client.get_records(ShardIterator=iterator)
+                    except ClientError as err:
+                        if err.response["Error"]["Code"] != "ExpiredIteratorException":
+                            raise
+                        iterator = self._renewed(mapping, shard)  # idle over 15 minutes
+                        continue
                     read.extend(self._lambda_record(r) for r in page["Records"])
                     iterator = page.get("NextShardIterator")
                     if not page["Records"]:
@@ -115,9 +137,26 @@ class StreamPump:
                 self._pages[shard, start] = (read, iterator)
             read, after = self._pages[shard, start]
             records.extend(read)
+            if read:
+                mapping.read_through[shard] = int(read[-1]["dynamodb"]["SequenceNumber"])
             if after:
                 mapping.iterators[shard] = after
         return records
+
+    def _renewed(self, mapping: Mapping, shard: str) -> str:
+        """A fresh iterator where the mapping stopped, as Lambda's poller gets one."""
+        if shard in mapping.read_through:
+            position = {
+                "ShardIteratorType": "AFTER_SEQUENCE_NUMBER",
+                "SequenceNumber": str(mapping.read_through[shard]),
+            }
+        else:
+            position = {"ShardIteratorType": mapping.source.starting_position}
+        return str(
+            self.client.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard, **position)[
+                "ShardIterator"
+            ]
+        )
 
     def _lambda_record(self, record: dict[str, Any]) -> dict[str, Any]:
         """The stream API's record in the shape Lambda delivers it."""

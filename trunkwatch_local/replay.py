@@ -1,9 +1,16 @@
 """Replay files (design.md §6): a header line, then HUD snapshots, webhook deliveries, silences
-and ticks in time order."""
+and ticks in time order.
+
+A file may be gzipped (`.jsonl.gz`, weeks of a real trunk). A file's events are checked in
+full when it is read, then read again from the file as they are replayed, so a long history
+is never all in memory at once."""
 
 from __future__ import annotations
 
+import gzip
+import itertools
 import json
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,7 +43,8 @@ class Replay:
     repo: str
     branch: str
     config: dict[str, Any]
-    events: list[ReplayEvent] = field(default_factory=list)
+    # A list, or a file's events read again on each pass (`read_replay`).
+    events: Iterable[ReplayEvent] = field(default_factory=list)
     # The configuration's `receivers` (Slack, GitHub issues), e.g. stand-ins on 127.0.0.1.
     receivers: list[Any] = field(default_factory=list)
 
@@ -56,36 +64,91 @@ class Replay:
         return load_deployment({"trunks": [trunk], "receivers": self.receivers}, RECEIVER_TYPES)
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
 def read_replay(path: str | Path) -> Replay:
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise ReplayError(f"cannot read replay file {path}: {err.strerror}") from None
-    return parse_replay(text.splitlines(), str(path))
+    """The replay in `path` (JSON Lines, gzipped or not), every line checked."""
+    lines = _FileLines(Path(path))
+    numbered = _numbered(lines)
+    header = next(numbered, None)
+    if header is None:
+        raise ReplayError(f"{path}: empty file (expected a header line with repo and branch)")
+    replay = _header(header, str(path))
+    replay.events = _FileEvents(lines, str(path))
+    for _ in replay.events:  # every event checked now, before anything runs
+        pass
+    return replay
+
+
+@dataclass(frozen=True)
+class _FileLines:
+    """The lines of a replay file, read afresh on each pass."""
+
+    path: Path
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            with self.path.open("rb") as raw:
+                zipped = raw.read(2) == GZIP_MAGIC
+            if zipped:
+                with gzip.open(self.path, "rt") as text:
+                    yield from text
+            else:
+                with self.path.open() as text:
+                    yield from text
+        except OSError as err:
+            if isinstance(err, gzip.BadGzipFile) or not err.strerror:
+                raise ReplayError(f"cannot read replay file {self.path}: corrupt gzip data ({err})") from None
+            raise ReplayError(f"cannot read replay file {self.path}: {err.strerror}") from None
+        except (EOFError, zlib.error) as err:
+            raise ReplayError(
+                f"cannot read replay file {self.path}: corrupt gzip data ({err or 'truncated'})"
+            ) from None
+        except UnicodeDecodeError as err:
+            raise ReplayError(f"cannot read replay file {self.path}: not UTF-8 text ({err})") from None
+
+
+@dataclass(frozen=True)
+class _FileEvents:
+    lines: _FileLines
+    name: str
+
+    def __iter__(self) -> Iterator[ReplayEvent]:
+        return _events(itertools.islice(_numbered(self.lines), 1, None), self.name)
+
+
+def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    return ((n, line) for n, line in enumerate(lines, start=1) if line.strip())
 
 
 def parse_replay(lines: Iterable[str], name: str = "replay") -> Replay:
-    numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
+    numbered = list(_numbered(lines))
     if not numbered:
         raise ReplayError(f"{name}: empty file (expected a header line with repo and branch)")
-    header = _object(numbered[0], name)
+    replay = _header(numbered[0], name)
+    replay.events = list(_events(numbered[1:], name))
+    return replay
+
+
+def _header(first: tuple[int, str], name: str) -> Replay:
+    header = _object(first, name)
     unknown = set(header) - {"repo", "branch", "config", "receivers"}
     if unknown:
-        raise ReplayError(f"{name}:{numbered[0][0]}: unknown header key(s) {sorted(unknown)}")
+        raise ReplayError(f"{name}:{first[0]}: unknown header key(s) {sorted(unknown)}")
     if not isinstance(header.get("repo"), str) or not isinstance(header.get("branch", "main"), str):
-        raise ReplayError(f"{name}:{numbered[0][0]}: header needs string 'repo' (and optional 'branch')")
+        raise ReplayError(f"{name}:{first[0]}: header needs string 'repo' (and optional 'branch')")
     config = header.get("config") or {}
     if not isinstance(config, dict):
-        raise ReplayError(f"{name}:{numbered[0][0]}: header 'config' must be an object")
+        raise ReplayError(f"{name}:{first[0]}: header 'config' must be an object")
     receivers = header.get("receivers") or []
     if not isinstance(receivers, list):
-        raise ReplayError(f"{name}:{numbered[0][0]}: header 'receivers' must be a list")
+        raise ReplayError(f"{name}:{first[0]}: header 'receivers' must be a list")
     replay = Replay(header["repo"], header.get("branch", "main"), config, receivers=receivers)
     try:
         replay.deployment("http://127.0.0.1")
     except ConfigError as err:
-        raise ReplayError(f"{name}:{numbered[0][0]}: {err}") from None
-    replay.events = list(_events(numbered[1:], name))
+        raise ReplayError(f"{name}:{first[0]}: {err}") from None
     return replay
 
 
@@ -100,7 +163,7 @@ def _object(numbered: tuple[int, str], name: str) -> dict[str, Any]:
     return value
 
 
-def _events(numbered: list[tuple[int, str]], name: str) -> Iterator[ReplayEvent]:
+def _events(numbered: Iterable[tuple[int, str]], name: str) -> Iterator[ReplayEvent]:
     previous: datetime | None = None
     for number, line in numbered:
         event = _object((number, line), name)

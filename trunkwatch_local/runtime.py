@@ -34,7 +34,7 @@ from trunkwatch.domain import clock
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import ConfigError, Deployment, to_json
 from trunkwatch.storage.ticks import GROUP_WINDOW
-from trunkwatch_local.emulator import emulation
+from trunkwatch_local.emulator import emulation, release_stream
 from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.template import find_template
@@ -141,6 +141,7 @@ class LocalRuntime:
             REGION,
             self.wiring.streams,
             self.invoke,
+            release_stream,
         )
         return self
 

@@ -15,7 +15,7 @@ from trunkwatch.domain import clock
 from trunkwatch.domain.config import ConfigError, Deployment
 from trunkwatch_local.apigw import serve_api
 from trunkwatch_local.hud_server import HudServer
-from trunkwatch_local.replay import Replay, ReplayError
+from trunkwatch_local.replay import Replay, ReplayError, ReplayEvent
 from trunkwatch_local.runtime import LocalRuntime, Published
 
 
@@ -68,6 +68,11 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def serve_tick(self, now: datetime) -> list[Published]:
+        """One tick of `trunkwatch serve`'s loop: the schedule at `now`, then its messages."""
+        self.runtime.tick(now)
+        return self.runtime.published(now)
+
     def call_api(self, method: str, path: str, body: Any = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(  # noqa: S310 - the local API on 127.0.0.1
@@ -97,20 +102,29 @@ def run_replay(replay: Replay, template: Path | None = None) -> Iterator[Publish
 
 def replay_into(session: Session, replay: Replay) -> Iterator[Published]:
     """Run every event of `replay` on a started session, each at its own time."""
+    for _, published in replay_steps(session, replay):
+        yield from published
+
+
+def replay_steps(session: Session, replay: Replay) -> Iterator[tuple[ReplayEvent, list[Published]]]:
+    """Run `replay`'s events one at a time: each with the messages it published. The
+    deliveries of one instant arrive together, then their group settles."""
     refs: dict[str, str] = {}
-    for index, event in enumerate(replay.events):
+    events = iter(replay.events)
+    event = next(events, None)
+    while event is not None:
+        following = next(events, None)
         with clock.frozen(event.at):
             try:
                 _apply(session, event.kind, event.payload, event.ref, refs, event.at)
             except ReplayError as err:
                 raise ReplayError(f"line {event.line}: {err}") from None
-        following = replay.events[index + 1] if index + 1 < len(replay.events) else None
         if event.kind == "webhook" and (
             following is None or (following.kind, following.at) != ("webhook", event.at)
         ):
-            # The deliveries of one instant arrive together; then their group settles.
             session.runtime.settle_deliveries(event.at)
-        yield from session.runtime.published(event.at)
+        yield event, session.runtime.published(event.at)
+        event = following
 
 
 def _apply(

@@ -5,7 +5,11 @@ the rule walks. Per trunk and invocation: one GetItem of the trunk's state (rece
 failing jobs); an alert item is read only for a job that fires or was firing. It is written
 only when its content changes, with a version check, in one transaction with the trunk's
 set of failing jobs (K of design.md §3.3). Each invocation then counts its records towards
-their poll's tick with one idempotent update per poll, and settles the tick at the last one.
+their poll's tick with one idempotent update per poll. The one that counts a poll's last
+record re-judges the trunk's other firing jobs at the poll's time (what the scheduled sweep
+would change at that instant: failure age, staleness) and only then settles the tick, so
+the notification that the settled tick runs sees the state at the tick's end; the sweep
+the same schedule triggers then finds nothing new at that instant.
 Only the evaluator writes alert items and the failing set.
 """
 
@@ -22,12 +26,21 @@ from pynamodb.exceptions import TransactWriteError
 
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
-from trunkwatch.domain.rule import JobVerdict, in_window, judge_job, may_change_verdict
+from trunkwatch.domain.rule import (
+    JobVerdict,
+    clock_may_change_verdict,
+    in_window,
+    judge_job,
+    may_change_verdict,
+)
 from trunkwatch.storage import alerts, cells, commits, ticks, trunks
 from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
 
 JOB_WINDOW = 100  # cells of one job the rule may walk back through
 PAGE_SIZE = 8  # cells per Query page: a passing job's verdict needs the first few
+# A firing job's verdict walks its whole run of failures (to the pass before it, the culprit's
+# bound), which lasts days on a real trunk: one page for the window instead of a dozen.
+FIRING_PAGE_SIZE = JOB_WINDOW
 VERSION_RETRIES = 3
 
 metrics = Metrics()
@@ -78,7 +91,8 @@ def evaluate_job(
     """Judge `job` from its stored cells and store the resulting alert state."""
     reads = reads or TrunkReads(trunk)
     for attempt in range(VERSION_RETRIES):
-        stored = cells.newest_first(trunk, job, JOB_WINDOW, PAGE_SIZE)
+        page_size = FIRING_PAGE_SIZE if reads.failing(job) else PAGE_SIZE
+        stored = cells.newest_first(trunk, job, JOB_WINDOW, page_size)
         verdict = judge_job(job, stored, reads.recent_seqs, rule, now)
         try:
             _store_verdict(trunk, verdict, now, reads)
@@ -140,14 +154,53 @@ class BatchEvaluation:
             poll = (image.get("poll") or {}).get("S")
             if poll:
                 groups[(image["trunk"]["S"], poll)].append(record["dynamodb"]["SequenceNumber"])
-        return [
-            poll
+        counted = [
+            (trunk, poll)
             for (trunk, poll), sequence in groups.items()
             # A redelivered batch has the same first and last sequence numbers: counted once.
             if ticks.count(
                 trunk, poll, f"{sequence[0]}-{sequence[-1]}-{len(sequence)}", len(sequence), self.now
             )
         ]
+        settled = []
+        for trunk_id, poll in counted:
+            # What changes with the clock alone is re-judged at the poll's time before its
+            # tick settles, so that the tick's messages reflect the state at its end.
+            self.rejudge_firing(trunk_id)
+            if ticks.settle(trunk_id, poll, self.now):
+                settled.append(poll)
+        return settled
+
+    def rejudge_firing(self, trunk_id: str) -> int:
+        """Re-judge the trunk's firing jobs that this invocation has not judged and whose
+        verdict the clock may have changed (failure age, staleness); returns how many."""
+        trunk = self.deployment.trunk(trunk_id)
+        if trunk is None:
+            return 0
+        reads = self.reads.setdefault(trunk_id, TrunkReads(trunk_id))
+        return rejudge_firing(trunk_id, self.deployment.rule_for(trunk), self.now, reads, self.judged)
+
+
+def rejudge_firing(
+    trunk: str, rule: RuleConfig, now: datetime, reads: TrunkReads, judged: set[tuple[str, str]]
+) -> int:
+    """Re-judge the firing jobs of `trunk` at `now` (but those in `judged`, adding them) whose
+    verdict the clock may have changed; the others' cells are not read. Returns how many."""
+    rejudged = 0
+    for item in alerts.of_trunk(trunk, firing_only=True):
+        if (trunk, item.job) in judged or not _clock_may_change(item, rule, now, reads):
+            continue
+        evaluate_job(trunk, item.job, rule, now, reads)
+        judged.add((trunk, item.job))
+        rejudged += 1
+    return rejudged
+
+
+def _clock_may_change(item: AlertItem, rule: RuleConfig, now: datetime, reads: TrunkReads) -> bool:
+    newest_fail = item.newest_fail
+    if newest_fail is None:
+        return True
+    return clock_may_change_verdict(int(newest_fail.seq), newest_fail.time, reads.recent_seqs, rule, now)
 
 
 def failed_ids(response: dict[str, Any]) -> set[str]:

@@ -151,7 +151,7 @@ def write_cell(trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, now: datet
 def settle(trunk_id: str, group: ticks.Group, now: datetime) -> bool:
     """The opener of a group, once its bucket closed: settle it if its cells were all
     evaluated already (else the evaluator settles it at the last one)."""
-    return ticks.settle_group(trunk_id, group.id, now)
+    return ticks.settle(trunk_id, group.id, now)
 
 
 def _column(trunk_id: str, job: str) -> tuple[int, list[str]]:

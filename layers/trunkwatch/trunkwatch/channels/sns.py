@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,10 +70,17 @@ class SnsChannel:
 
     def send(self, notification: Notification) -> None:
         if self._client is None:
-            import boto3
-
-            self._client = boto3.client("sns")
+            self._client = _sns_client(os.environ.get("AWS_REGION"), os.environ.get("AWS_ENDPOINT_URL"))
         try:
             self._client.publish(TopicArn=self.topic_arn, **publish_arguments(notification))
         except Exception as err:  # botocore's ClientError and connection errors alike
             raise ChannelError(f"SNS publish to {self.topic_arn} failed: {err}") from err
+
+
+@functools.cache
+def _sns_client(region: str | None, endpoint: str | None) -> Any:
+    """One SNS client per warm container (a channel is made per invocation); the region and
+    endpoint are the key because boto3 reads them from the environment when it makes one."""
+    import boto3
+
+    return boto3.client("sns")

@@ -133,8 +133,11 @@ def may_change_verdict(old: CellState | None, new: CellState, firing: bool, fres
     a pass, flaky or pending cell can only end runs of failures, never start one, so the
     verdict stays unless the change removes a pass or flaky cell (runs may merge) or the new
     cell ends the job's staleness (`fresh_before`: it already had a cell in the window).
-    A firing job is always re-judged."""
-    if firing or new not in _NEVER_FAILING:
+    A firing job is re-judged on every change but a new pending cell (a commit whose run has
+    not finished): the walk skips it and a firing job is in the window already."""
+    if firing:
+        return not (old is None and new == CellState.PENDING)
+    if new not in _NEVER_FAILING:
         return True
     if old is None:
         return not fresh_before
@@ -142,6 +145,21 @@ def may_change_verdict(old: CellState | None, new: CellState, firing: bool, fres
 
 
 _NEVER_FAILING = {CellState.PENDING, CellState.PASS, CellState.FLAKY}
+
+
+def clock_may_change_verdict(
+    newest_fail_seq: int,
+    newest_fail_time: datetime,
+    recent_seqs: Sequence[int],
+    rule: RuleConfig,
+    now: datetime,
+) -> bool:
+    """Whether a firing job whose cells have not changed can be judged differently at `now`
+    (the sweep's question): only if its failures may have aged out or its cells may have
+    left the staleness window. Asked of the newest failure its alert records, which is no
+    newer than the walk's newest failure nor than the job's newest cell, so a no is exact
+    and the job need not be read."""
+    return now - newest_fail_time >= rule.max_failure_age or not in_window(newest_fail_seq, recent_seqs, rule)
 
 
 def trunk_alertname(failing_jobs: int, rule: RuleConfig) -> str | None:

@@ -63,10 +63,9 @@ def bind(table_name: str, region: str | None = None, host: str | None = None) ->
 
 
 def connection() -> Connection:
-    """A connection to the bound table's endpoint, for transactions."""
-    if not BaseItem.Meta.table_name:
-        raise StorageNotBound("a transaction before the storage was bound to a table (storage.bind)")
-    return Connection(region=BaseItem.Meta.region, host=BaseItem.Meta.host)
+    """The models' own connection to the bound table, for transactions: its botocore client
+    is made once per binding (per warm container), not once per transaction."""
+    return BaseItem._get_connection().connection
 
 
 __all__ = ["TTL_ATTRIBUTE", "BaseItem", "StorageNotBound", "bind", "connection"]

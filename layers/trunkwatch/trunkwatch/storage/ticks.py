@@ -1,5 +1,6 @@
-"""Tick barriers: a poll's tick settles once every cell it wrote has been evaluated; the
-settled tick (stream, kind=tick) is what the notifier runs on.
+"""Tick barriers: a poll's tick settles once every cell it wrote has been evaluated (and the
+trunk's firing jobs re-judged at the poll's time); the settled tick (stream, kind=tick) is
+what the notifier runs on.
 
 Webhook deliveries share a group tick per trunk and time bucket (`GROUP_WINDOW`): each
 delivery that writes cells adds them to the bucket's `expected` while the bucket is open
@@ -43,7 +44,9 @@ def open_poll(trunk_id: str, poll: str, expected: int, now: datetime) -> None:
 
 def count(trunk_id: str, poll: str, batch_key: str, evaluated: int, now: datetime) -> bool:
     """Add one stream batch's records to the poll's tick, once per batch (a redelivered batch
-    has the same key). True when this settled the tick."""
+    has the same key). True when every cell of the tick has now been counted, the tick is not
+    settled yet and (for a group) its bucket has closed: the caller finishes the poll's work,
+    then `settle`s it."""
     tick = TickItem(keys.ticks(trunk_id), poll)
     try:
         tick.update(
@@ -52,15 +55,19 @@ def count(trunk_id: str, poll: str, batch_key: str, evaluated: int, now: datetim
         )
     except UpdateError:
         return False  # counted before, or the tick expired: nothing more to do
-    if tick.settled or int(tick.evaluated or 0) < int(tick.expected):
-        return False
-    return _settle(trunk_id, poll, now)
+    return (
+        not tick.settled
+        and int(tick.evaluated or 0) >= int(tick.expected)
+        and (tick.closes_at is None or tick.closes_at <= now)
+    )
 
 
-def _settle(trunk_id: str, poll: str, now: datetime) -> bool:
-    """Settle the tick if every expected cell is evaluated and (for a group) its bucket has
+def settle(trunk_id: str, poll: str, now: datetime) -> bool:
+    """Mark a fully counted tick settled (its stream record runs the notifier) and close the
+    trunk's open poll, if every expected cell is evaluated and (for a group) its bucket has
     closed, in one conditional update: a delivery joining at the same moment either counts
-    before this (and the tick waits for its cell) or finds the tick settled."""
+    before this (and the tick waits for its cell) or finds the tick settled. False if it
+    cannot settle yet or a concurrent evaluation settled it first."""
     try:
         TickItem(keys.ticks(trunk_id), poll).update(
             actions=[TickItem.settled.set(True)],
@@ -78,7 +85,7 @@ def _settle(trunk_id: str, poll: str, now: datetime) -> bool:
 class Group:
     id: str
     closes_at: datetime
-    opened: bool  # this delivery opened it: it waits for `closes_at`, then `settle_group`
+    opened: bool  # this delivery opened it: it waits for `closes_at`, then `settle`s it
 
 
 def join_group(trunk_id: str, cells: int, now: datetime) -> Group:
@@ -111,11 +118,6 @@ def join_group(trunk_id: str, cells: int, now: datetime) -> Group:
         if opened:
             trunks.open_poll(trunk_id, group, now, delivered=True)
         return Group(group, closes_at, opened)
-
-
-def settle_group(trunk_id: str, group: str, now: datetime) -> bool:
-    """After the group's bucket closed: settle it if its cells were all evaluated before."""
-    return _settle(trunk_id, group, now)
 
 
 def _bucket(at: datetime) -> tuple[str, datetime]:
