@@ -249,7 +249,7 @@ def test_email_for_a_trunk_level_alert_gives_each_jobs_culprit_and_streak() -> N
 def test_publish_delivers_the_webhook_to_sqs_and_the_text_under_email(aws: dict[str, Any]) -> None:
     sqs = boto3.client("sqs")
     sent = notification(JOB_ANNOTATIONS)
-    SnsChannel(aws["topic"]).send(sent)
+    SnsChannel(aws["topic"], "us-east-1").send(sent)
     (received,) = sqs.receive_message(QueueUrl=aws["queue"], MaxNumberOfMessages=10)["Messages"]
     envelope = json.loads(received["Body"])
     body = json.loads(envelope["Message"])  # sqs falls back to `default`: the webhook JSON

@@ -109,6 +109,34 @@ def test_on_the_emulation_a_pump_idle_for_hours_resumes_where_it_stopped_and_rel
     assert kept_after_first == kept_after_second == 0
 
 
+def test_on_the_emulation_records_nobody_read_for_a_day_are_gone_and_the_pump_goes_on(
+    plain_table: Any,
+) -> None:
+    """Records the stream trimmed (over 24 hours old) before a mapping read them are lost, as
+    for Lambda's poller; the pump goes on from the oldest record kept."""
+    delivered: list[str] = []
+
+    def invoke(function: str, event: dict[str, Any]) -> None:
+        delivered.extend(f"{function}:{r['dynamodb']['Keys']['sk']['S']}" for r in event["Records"])
+
+    start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
+    with fast_dynamodb():
+        arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
+        with clock.frozen(start):
+            pump = StreamPump(
+                boto3.client("dynamodbstreams"), None, arn, "dlq", "us-east-1",
+                [source("a")], invoke, release_stream,
+            )  # fmt: skip
+            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "read", 5))
+            pump.drain()
+            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "never-read", 5))
+        with clock.frozen(start + timedelta(hours=25)):
+            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "new", 5))
+            pump.drain()
+    assert delivered == ["a:read", "a:new"]
+    assert pump.stats.trimmed == 1
+
+
 def _stream_size(arn: str) -> int:
     from moto.dynamodb.models import dynamodb_backends
 

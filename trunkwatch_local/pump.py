@@ -42,6 +42,7 @@ class PumpStats:
     records: int = 0
     retries: int = 0
     dead_lettered: int = 0
+    trimmed: int = 0  # times a mapping found records trimmed before it read them
 
 
 class StreamPump:
@@ -126,9 +127,16 @@ class StreamPump:
                     try:
                         page = self.client.get_records(ShardIterator=iterator)
                     except ClientError as err:
-                        if err.response["Error"]["Code"] != "ExpiredIteratorException":
+                        code = err.response["Error"]["Code"]
+                        if code == "ExpiredIteratorException":
+                            iterator = self._renewed(mapping, shard)  # idle over 15 minutes
+                        elif code == "TrimmedDataAccessException":
+                            # Records older than the stream keeps (24 hours) that nobody read:
+                            # gone, as for Lambda's poller, which goes on from the oldest kept.
+                            self.stats.trimmed += 1
+                            iterator = self._oldest(shard)
+                        else:
                             raise
-                        iterator = self._renewed(mapping, shard)  # idle over 15 minutes
                         continue
                     read.extend(self._lambda_record(r) for r in page["Records"])
                     iterator = page.get("NextShardIterator")
@@ -142,6 +150,13 @@ class StreamPump:
             if after:
                 mapping.iterators[shard] = after
         return records
+
+    def _oldest(self, shard: str) -> str:
+        return str(
+            self.client.get_shard_iterator(
+                StreamArn=self.stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+            )["ShardIterator"]
+        )
 
     def _renewed(self, mapping: Mapping, shard: str) -> str:
         """A fresh iterator where the mapping stopped, as Lambda's poller gets one."""

@@ -262,11 +262,12 @@ def _resolved_from_log(entry: NotificationLog, trunk: TrunkConfig, now: datetime
 
 def channels_for(settings: Settings, deployment: Deployment) -> list[Channel]:
     """The SNS topic, then each configured receiver."""
+    topic = SnsChannel(settings.topic_arn, settings.region, settings.endpoint_url)
     if not deployment.receivers:
-        return [SnsChannel(settings.topic_arn)]
+        return [topic]
     from trunkwatch.app.receivers import receiver_channels
 
-    return [SnsChannel(settings.topic_arn), *receiver_channels(deployment.receivers)]
+    return [topic, *receiver_channels(deployment.receivers)]
 
 
 def on_settled_tick(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +61,8 @@ def per_protocol_message(notification: Notification, max_bytes: int) -> str:
 @dataclass
 class SnsChannel:
     topic_arn: str
+    region: str
+    endpoint_url: str | None = None  # set only against a local emulation
     name: str = RECEIVER
     _client: Any = field(default=None, repr=False)
 
@@ -70,7 +71,7 @@ class SnsChannel:
 
     def send(self, notification: Notification) -> None:
         if self._client is None:
-            self._client = _sns_client(os.environ.get("AWS_REGION"), os.environ.get("AWS_ENDPOINT_URL"))
+            self._client = _sns_client(self.region, self.endpoint_url)
         try:
             self._client.publish(TopicArn=self.topic_arn, **publish_arguments(notification))
         except Exception as err:  # botocore's ClientError and connection errors alike
@@ -78,9 +79,8 @@ class SnsChannel:
 
 
 @functools.cache
-def _sns_client(region: str | None, endpoint: str | None) -> Any:
-    """One SNS client per warm container (a channel is made per invocation); the region and
-    endpoint are the key because boto3 reads them from the environment when it makes one."""
+def _sns_client(region: str, endpoint: str | None) -> Any:
+    """One SNS client per warm container (a channel is made per invocation)."""
     import boto3
 
-    return boto3.client("sns")
+    return boto3.client("sns", region_name=region, endpoint_url=endpoint)
