@@ -132,7 +132,7 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta 
     return figures
 
 
-def _timed(runtime: LocalRuntime, calls: list[Call]) -> None:
+def time_invocations(runtime: LocalRuntime, calls: list[Call]) -> None:
     """Record every invocation of the runtime (scheduled and the pump's) with its duration and
     the messages it published."""
     invoke = runtime.invoke
@@ -195,7 +195,7 @@ def _replay(
     ticks = changed = 0
     pipeline_s = 0.0
     calls: list[Call] = []
-    _timed(runtime, calls)
+    time_invocations(runtime, calls)
     for at in times:
         # The snapshot changes only when a commit lands or finishes.
         moment = (day.commits_landed(at), day.commits_landed(at - trunk.job_duration))

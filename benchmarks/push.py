@@ -34,11 +34,11 @@ from typing import Any
 from unittest import mock
 
 from benchmarks import prices
-from benchmarks.end_to_end import STREAM_HOP_S, Call
+from benchmarks.end_to_end import STREAM_HOP_S, Call, time_invocations
 from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, EPISODES, PYTORCH_SCALE, Day
 from benchmarks.usage import Meter
 from tests import webhooks
-from trunkwatch.domain import alerts, clock
+from trunkwatch.domain import alerts
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
 from trunkwatch.storage.ticks import GROUP_WINDOW
 from trunkwatch_local.runtime import LocalRuntime, Published
@@ -95,7 +95,7 @@ def run_push(day: Day) -> PushFigures:
         try:
             sources = {source.function: source for source in runtime.wiring.streams}
             calls: list[Call] = []
-            _record(runtime, calls)
+            time_invocations(runtime, calls)
             meter = Meter()
             sent: list[tuple[Published, datetime]] = []
             deliveries = trunk_deliveries = 0
@@ -182,24 +182,6 @@ def _instants(day: Day, rng: random.Random) -> list[tuple[datetime, list[tuple[s
                 )
                 moments.setdefault(finished, []).append(("workflow_job", payload))
     return sorted(moments.items())
-
-
-def _record(runtime: LocalRuntime, calls: list[Call]) -> None:
-    invoke = runtime.invoke
-
-    def timed(function: str, event: dict[str, Any]) -> Any:
-        started = time.perf_counter()
-        try:
-            return invoke(function, event)
-        finally:
-            records = len(event["Records"]) if "Records" in event else None
-            logical_id = runtime.names.get(function, function)
-            calls.append(
-                Call(logical_id, records, time.perf_counter() - started, runtime.published(clock.now()))
-            )
-
-    runtime.invoke = timed  # type: ignore[method-assign]
-    runtime.pump.invoke = timed
 
 
 def _deployed(at: datetime, calls: list[Call], sources: dict[str, Any]) -> list[Published]:
