@@ -1,7 +1,9 @@
 """Evaluator: re-derive a job's alert from its stored cells whenever one of them changes.
 
 Per changed cell: one Query, paged lazily, reads the job's cells newest first only as far as
-the rule walks. Per trunk and invocation: one GetItem of the trunk's state (recent commits,
+the rule walks; for a firing job whose changed cells in the batch are all newer than its
+alert's newest failure, only as far as that failure (its run has only grown, or the whole
+walk decides). Per trunk and invocation: one GetItem of the trunk's state (recent commits,
 failing jobs); an alert item is read only for a job that fires or was firing. It is written
 only when its content changes, with a version check, in one transaction with the trunk's
 set of failing jobs (K of design.md §3.3). Each invocation then counts its records towards

@@ -110,6 +110,8 @@ def extend_firing_run(
     for cell in itertools.chain([newest] if newest else [], cells):
         if cell.state not in _VERDICT_STATES:
             continue
+        # A pass or flaky cell above the failure ends the run; a cell below it means the
+        # failure no longer fails (or is gone): either way the whole walk decides.
         if cell.state != CellState.FAIL or cell.seq < newest_fail_seq:
             return None
         failures.append(cell)
