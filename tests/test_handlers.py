@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -15,6 +16,9 @@ from pytest_httpserver import HTTPServer
 
 from tests.conftest import table_items
 from tests.test_hud_source import grid
+from trunkwatch.domain import clock
+from trunkwatch.domain.cells import Cell, CellState, Commit
+from trunkwatch.storage import cells
 from trunkwatch_local.runtime import LambdaContext
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -218,3 +222,55 @@ def test_a_webhook_fed_trunk_is_polled_only_every_poll_every(configured: HTTPSer
     assert len(table_items("cell")) == 3
     (state,) = [item for item in table_items("trunk") if item["sk"]["S"] == "STATE"]
     assert state["deliveries_missing_since"]["S"].startswith("2026-11-18T12:00:00")
+
+
+JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
+TRUNK_ID = "pytorch/pytorch#main"
+
+
+def cell_record(seq: int, state: str, event_name: str = "INSERT") -> dict[str, Any]:
+    """The stream record of job JOB's cell at `seq`, as it is stored now (written first)."""
+    commit = Commit(sha=f"{seq:040x}", time=datetime(2026, 11, 18, tzinfo=UTC) + timedelta(hours=seq))
+    cell = Cell(job=JOB, sha=commit.sha, state=CellState(state), url=f"https://ci.example/{seq}")
+    item = cells.item(TRUNK_ID, cell, commit, seq, "poll-1", retention=timedelta(days=30))
+    cells.save_all([item])
+    image = item.serialize()
+    keys = {"pk": image["pk"], "sk": image["sk"]}
+    return {
+        "eventID": f"e{seq}{state}",
+        "eventName": event_name,
+        "eventSource": "aws:dynamodb",
+        "dynamodb": {"Keys": keys, "NewImage": image, "SequenceNumber": f"{seq:021d}{len(state)}"},
+    }
+
+
+def job_alert() -> dict[str, Any]:
+    (alert,) = [a for a in table_items("alert") if a["job"]["S"] == JOB]
+    return {
+        "streak": int(alert["streak"]["N"]),
+        "first_fail": int(alert["first_fail"]["M"]["seq"]["N"]),
+        "last_pass": int(alert["last_pass"]["M"]["seq"]["N"]),
+        "newest_fail": int(alert["newest_fail"]["M"]["seq"]["N"]),
+    }
+
+
+def test_a_firing_job_is_read_only_down_to_its_alerts_newest_failure(configured: HTTPServer) -> None:
+    """A batch whose cells of a firing job are all newer than its alert's newest failure
+    reads the job only down to that failure: a cell below it that changed without a record
+    (here written behind the stream's back) is not seen. A batch with a record at or below
+    it, anywhere in the batch, walks the whole run again."""
+    evaluator = handler("evaluator")
+
+    def evaluate(*records: dict[str, Any]) -> None:
+        with clock.frozen(datetime(2026, 11, 18, 10, tzinfo=UTC)):
+            response = evaluator.lambda_handler({"Records": list(records)}, context("evaluator"))
+        assert response == {"batchItemFailures": []}
+
+    cell_record(1, "pass")
+    evaluate(*(cell_record(seq, "fail") for seq in range(2, 7)))
+    assert job_alert() == {"streak": 5, "first_fail": 2, "last_pass": 1, "newest_fail": 6}
+    hidden = cell_record(3, "pass", "MODIFY")  # the table changes; the record is held back
+    evaluate(cell_record(7, "fail"))
+    assert job_alert() == {"streak": 6, "first_fail": 2, "last_pass": 1, "newest_fail": 7}
+    evaluate(cell_record(8, "fail"), hidden)
+    assert job_alert() == {"streak": 5, "first_fail": 4, "last_pass": 3, "newest_fail": 8}

@@ -15,6 +15,7 @@ from trunkwatch.domain.config import rule_config
 from trunkwatch.domain.rule import (
     StoredCell,
     clock_may_change_verdict,
+    extend_firing_run,
     in_window,
     judge_job,
     may_change_verdict,
@@ -216,6 +217,58 @@ def test_a_firing_job_the_clock_cannot_change_keeps_its_verdict(passes_to_close:
             after = judge_job("job", stored, window, rule, now)
             assert after == before, (history, later, moved_on)
     assert skipped > 500  # the check covered many skipped re-judgings
+
+
+@pytest.mark.parametrize("passes_to_close", [1, 2])
+def test_an_extended_firing_run_gives_the_full_walks_alert(passes_to_close: int) -> None:
+    """Every firing history of 5 commits, then 0 to 2 new commits on top (every state, or no
+    cell) and any one cell above the alert's newest failure or that failure changed (to every
+    state, or no cell): whenever
+    `extend_firing_run` extends the stored run, the alert it gives (the stored culprit, the
+    streak counted on from the stored one, the newest failure, the URLs, the verdict) is the
+    one the full walk gives; it never extends past a pass or flaky cell or a lost failure."""
+    rule = rule_config(
+        {"stale_after_commits": 3, "passes_to_close": passes_to_close, "max_failure_age": "2h"}
+    )
+    spacing = timedelta(minutes=30)
+    extended = declined = 0
+    for history in map("".join, itertools.product("FPf.n-", repeat=5)):
+        before = judge_job("job", cells(history), recent(history), rule, NOW)
+        if not before.firing:
+            continue
+        newest_fail = before.failures[0]
+        above = len(history) - 1 - (newest_fail.seq - 101)  # positions above it in `history`
+        for top in map(
+            "".join, itertools.chain.from_iterable(itertools.product("FPf.n-", repeat=n) for n in range(3))
+        ):
+            # Any one cell above the newest failure or the failure itself changes (or none).
+            for position, code in itertools.product(range(above + 1), "FPf.n-"):
+                changed = history[:position] + code + history[position + 1 :]
+                after = top + changed
+                # The same seqs and commit times as before, under the new commits.
+                stored = cells(after, newest_age=timedelta(hours=1) - len(top) * spacing)
+                full = judge_job("job", stored, recent(after), rule, NOW)
+                urls = before.failing_urls
+                extension = extend_firing_run("job", stored, newest_fail.seq, urls, recent(after), rule, NOW)
+                if extension is None:
+                    declined += 1
+                    continue
+                extended += 1
+                case = (history, after)
+                assert "P" not in after[: len(top) + above] and "f" not in after[: len(top) + above], case
+                assert changed[above] == "F", case
+                assert (extension.firing, extension.stale, extension.too_old) == (
+                    full.firing,
+                    full.stale,
+                    full.too_old,
+                ), case
+                assert extension.failures == full.failures[: len(extension.failures)], case
+                assert extension.failures[-1] == newest_fail, case
+                newer = sum(1 for cell in extension.failures if cell.seq > newest_fail.seq)
+                assert full.streak == before.streak + newer, case
+                assert full.culprit == before.culprit, case
+                assert extension.failing_urls == full.failing_urls, case
+    assert extended > 5000 and declined > 30000  # both ways, many times
 
 
 @pytest.mark.parametrize(

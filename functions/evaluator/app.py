@@ -8,7 +8,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings, stream
-from trunkwatch.app.evaluate import BatchEvaluation
+from trunkwatch.app.evaluate import BatchEvaluation, oldest_changes
 from trunkwatch.app.sweep import sweep_all
 from trunkwatch.domain import clock
 from trunkwatch.tracing import traced
@@ -31,7 +31,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             "rejudged": sum(r.rejudged for r in results),
             "waiting": [r.trunk for r in results if r.waiting_for_poll],
         }
-    evaluation = BatchEvaluation(deployment, clock.now())
+    evaluation = BatchEvaluation(deployment, clock.now(), oldest_changes(event["Records"]))
     failed = stream.each_image(event["Records"], evaluation.cell)
     # The records before the first failure count towards their polls' ticks.
     evaluation.settle(event["Records"], set(failed))

@@ -1,7 +1,9 @@
 """Evaluator: re-derive a job's alert from its stored cells whenever one of them changes.
 
 Per changed cell: one Query, paged lazily, reads the job's cells newest first only as far as
-the rule walks. Per trunk and invocation: one GetItem of the trunk's state (recent commits,
+the rule walks; for a firing job whose changed cells in the batch are all newer than its
+alert's newest failure, only as far as that failure (its run has only grown, or the whole
+walk decides). Per trunk and invocation: one GetItem of the trunk's state (recent commits,
 failing jobs); an alert item is read only for a job that fires or was firing. It is written
 only when its content changes, with a version check, in one transaction with the trunk's
 set of failing jobs (K of design.md §3.3). Each invocation then counts its records towards
@@ -24,11 +26,13 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pynamodb.exceptions import TransactWriteError
 
+from trunkwatch.app import stream
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
 from trunkwatch.domain.rule import (
     JobVerdict,
     clock_may_change_verdict,
+    extend_firing_run,
     in_window,
     judge_job,
     may_change_verdict,
@@ -86,14 +90,24 @@ class TrunkReads:
 
 
 def evaluate_job(
-    trunk: str, job: str, rule: RuleConfig, now: datetime, reads: TrunkReads | None = None
+    trunk: str,
+    job: str,
+    rule: RuleConfig,
+    now: datetime,
+    reads: TrunkReads | None = None,
+    oldest_change: int | None = None,
 ) -> JobVerdict:
-    """Judge `job` from its stored cells and store the resulting alert state."""
+    """Judge `job` from its stored cells and store the resulting alert state. `oldest_change`
+    is the lowest seq among the job's cells that changed since its last judgement (None:
+    not known); when it is above a firing alert's newest failure, only the cells above that
+    failure are read."""
     reads = reads or TrunkReads(trunk)
     for attempt in range(VERSION_RETRIES):
-        page_size = FIRING_PAGE_SIZE if reads.failing(job) else PAGE_SIZE
-        stored = cells.newest_first(trunk, job, JOB_WINDOW, page_size)
-        verdict = judge_job(job, stored, reads.recent_seqs, rule, now)
+        verdict = _extended(trunk, job, rule, now, reads, oldest_change)
+        if verdict is None:
+            page_size = FIRING_PAGE_SIZE if reads.failing(job) else PAGE_SIZE
+            stored = cells.newest_first(trunk, job, JOB_WINDOW, page_size)
+            verdict = judge_job(job, stored, reads.recent_seqs, rule, now)
         try:
             _store_verdict(trunk, verdict, now, reads)
             return verdict
@@ -105,12 +119,46 @@ def evaluate_job(
     raise AssertionError("unreachable")
 
 
+def _extended(
+    trunk: str, job: str, rule: RuleConfig, now: datetime, reads: TrunkReads, oldest_change: int | None
+) -> JobVerdict | None:
+    """The firing run extended by the cells above its alert's newest failure, when no cell at
+    or below that failure changed (None: the whole walk decides)."""
+    if oldest_change is None or not reads.failing(job):
+        return None
+    item = reads.alert(job)
+    if item is None or item.status != "firing" or oldest_change <= int(item.newest_fail.seq):
+        return None
+    # The new cells of a batch are few: small pages, read only as far as the stored failure.
+    stored = cells.newest_first(trunk, job, JOB_WINDOW, PAGE_SIZE)
+    urls = [str(url) for url in item.failing_urls or []]
+    return extend_firing_run(job, stored, int(item.newest_fail.seq), urls, reads.recent_seqs, rule, now)
+
+
+def oldest_changes(records: list[dict[str, Any]]) -> dict[tuple[str, str], int | None]:
+    """Per (trunk, job), the lowest seq among the batch's changed cells (None if a record has
+    no seq: not known): the batch judges a job at its first record, so whether the stored
+    run may be extended depends on them all."""
+    oldest: dict[tuple[str, str], int | None] = {}
+    for record in records:
+        image = stream.image(record)
+        if not image:
+            continue
+        key, seq = (str(image.get("trunk")), str(image.get("job"))), str(image.get("seq"))
+        if key in oldest and oldest[key] is None:
+            continue
+        earlier = oldest.get(key)
+        oldest[key] = None if not seq.isdigit() else int(seq) if earlier is None else min(int(seq), earlier)
+    return oldest
+
+
 @dataclass
 class BatchEvaluation:
     """One evaluator invocation over a batch of cell stream records."""
 
     deployment: Deployment
     now: datetime
+    oldest_change: dict[tuple[str, str], int | None]  # oldest_changes() of the batch
     reads: dict[str, TrunkReads] = field(default_factory=dict)
     judged: set[tuple[str, str]] = field(default_factory=set)
     unchanged: int = 0  # records that could not change their job's verdict
@@ -135,7 +183,7 @@ class BatchEvaluation:
         if not may_change_verdict(old, CellState(image["state"]), reads.failing(job), fresh_before):
             self.unchanged += 1
             return
-        evaluate_job(trunk_id, job, rule, self.now, reads)
+        evaluate_job(trunk_id, job, rule, self.now, reads, self.oldest_change.get((trunk_id, job)))
         self.judged.add((trunk_id, job))
 
     def settle(self, records: list[dict[str, Any]], failed: set[str]) -> list[str]:
@@ -230,7 +278,7 @@ def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkR
         "last_pass": alerts.ref(verdict.culprit.last_pass) if verdict.culprit.last_pass else None,
         "newest_fail": alerts.ref(verdict.failures[0]),
         "failure_lines": list(verdict.failures[0].failure_lines) or None,
-        "failing_urls": [c.url for c in verdict.failures if c.url][:10] or None,
+        "failing_urls": list(verdict.failing_urls[:10]) or None,
     }
     if item is not None and was_firing:
         fields["starts_at"] = item.starts_at  # the same episode keeps its start

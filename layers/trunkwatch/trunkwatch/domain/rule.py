@@ -39,6 +39,13 @@ class JobVerdict:
     culprit: Culprit | None
     stale: bool = False
     too_old: bool = False
+    # Job URLs of the run's cells beyond `failures`, newest first: an extended run's stored ones.
+    older_urls: tuple[str, ...] = ()
+
+    @property
+    def failing_urls(self) -> tuple[str, ...]:
+        """The run's job URLs, newest first."""
+        return tuple(cell.url for cell in self.failures if cell.url) + self.older_urls
 
 
 def judge_job(
@@ -76,6 +83,54 @@ def judge_job(
         culprit=culprit,
         stale=stale,
         too_old=too_old,
+    )
+
+
+def extend_firing_run(
+    job: str,
+    cells: Iterable[StoredCell],
+    newest_fail_seq: int,
+    stored_urls: Sequence[str],
+    recent_seqs: Sequence[int],
+    rule: RuleConfig,
+    now: datetime,
+) -> JobVerdict | None:
+    """A firing job's verdict from its newest cells down to the newest failure its alert
+    records (`newest_fail_seq`, with the run's job URLs `stored_urls`), valid only when none
+    of its cells at or below that seq changed since the alert was derived. If every pass,
+    flaky or fail cell above it fails and it still fails, the run that fired has only grown:
+    `failures` are its cells down to that failure and the culprit is clipped there (the
+    alert keeps its stored culprit and counts its streak on from the stored one), so the
+    walk costs the new cells, not the run's length. None when the run did not simply grow:
+    `judge_job` decides."""
+    cells = iter(cells)
+    newest = next(cells, None)
+    stale = not in_window(newest.seq if newest else None, recent_seqs, rule)
+    failures: list[StoredCell] = []
+    for cell in itertools.chain([newest] if newest else [], cells):
+        if cell.state not in _VERDICT_STATES:
+            continue
+        # A pass or flaky cell above the failure ends the run; a cell below it means the
+        # failure no longer fails (or is gone): either way the whole walk decides.
+        if cell.state != CellState.FAIL or cell.seq < newest_fail_seq:
+            return None
+        failures.append(cell)
+        if cell.seq == newest_fail_seq:
+            break
+    else:
+        return None
+    too_old = now - failures[0].commit.time >= rule.max_failure_age
+    # The stored URLs start with the newest failure's own, which `failures` ends with.
+    older_urls = tuple(stored_urls[1:] if failures[-1].url else stored_urls)
+    return JobVerdict(
+        job=job,
+        firing=not too_old and not stale,
+        streak=len(failures),
+        failures=tuple(failures),
+        culprit=Culprit(first_fail=failures[-1], last_pass=None),
+        stale=stale,
+        too_old=too_old,
+        older_urls=older_urls,
     )
 
 
