@@ -85,19 +85,11 @@ def test_on_the_emulation_a_pump_idle_for_hours_resumes_where_it_stopped_and_rel
     """Between two drains hours apart its iterators expire (as DynamoDB's do after 15
     minutes): it takes new ones after the last record it read, and after each drain the
     stream keeps nothing every mapping has read."""
-    delivered: list[str] = []
-
-    def invoke(function: str, event: dict[str, Any]) -> None:
-        delivered.extend(f"{function}:{r['dynamodb']['Keys']['sk']['S']}" for r in event["Records"])
-
     start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
     with fast_dynamodb():
         arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
         with clock.frozen(start):
-            pump = StreamPump(
-                boto3.client("dynamodbstreams"), None, arn, "dlq", "us-east-1",
-                [source("a"), source("b")], invoke, release_stream,
-            )  # fmt: skip
+            pump, delivered = _emulated_pump(arn, "a", "b")
             plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "first", 5))
             pump.drain()
         kept_after_first = _stream_size(arn)
@@ -114,19 +106,11 @@ def test_on_the_emulation_records_nobody_read_for_a_day_are_gone_and_the_pump_go
 ) -> None:
     """Records the stream trimmed (over 24 hours old) before a mapping read them are lost, as
     for Lambda's poller; the pump goes on from the oldest record kept."""
-    delivered: list[str] = []
-
-    def invoke(function: str, event: dict[str, Any]) -> None:
-        delivered.extend(f"{function}:{r['dynamodb']['Keys']['sk']['S']}" for r in event["Records"])
-
     start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
     with fast_dynamodb():
         arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
         with clock.frozen(start):
-            pump = StreamPump(
-                boto3.client("dynamodbstreams"), None, arn, "dlq", "us-east-1",
-                [source("a")], invoke, release_stream,
-            )  # fmt: skip
+            pump, delivered = _emulated_pump(arn, "a")
             plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "read", 5))
             pump.drain()
             plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "never-read", 5))
@@ -135,6 +119,19 @@ def test_on_the_emulation_records_nobody_read_for_a_day_are_gone_and_the_pump_go
             pump.drain()
     assert delivered == ["a:read", "a:new"]
     assert pump.stats.trimmed == 1
+
+
+def _emulated_pump(arn: str, *functions: str) -> tuple[StreamPump, list[str]]:
+    """A pump on the emulation's stream with a mapping per function; what it delivers, as
+    `function:sort key`."""
+    delivered: list[str] = []
+
+    def invoke(function: str, event: dict[str, Any]) -> None:
+        delivered.extend(f"{function}:{r['dynamodb']['Keys']['sk']['S']}" for r in event["Records"])
+
+    sources = [source(function) for function in functions]
+    client = boto3.client("dynamodbstreams")
+    return StreamPump(client, None, arn, "dlq", "us-east-1", sources, invoke, release_stream), delivered
 
 
 def _stream_size(arn: str) -> int:
