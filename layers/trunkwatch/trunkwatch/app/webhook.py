@@ -1,4 +1,4 @@
-"""Webhook ingest (SPEC 2, `webhook`): a GitHub delivery written as the cells the poll writes.
+"""Webhook ingest (design.md §2, `webhook`): a GitHub delivery written as the cells the poll writes.
 
 A delivery about a webhook-fed trunk is stored through the same records as a poll: the
 commit item's state string (one code per job column of the trunk's job index) says what is
@@ -124,16 +124,14 @@ def write_cell(trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, now: datet
     group = None
     if rule.in_scope(cell.job):
         group = ticks.join_group(trunk_id, 1, now)
-        commit = Commit(
-            sha=str(stored.sha),
-            time=stored.time,
-            title=str(stored.title),
-            author=str(stored.author),
-            pr=int(stored.pr) if stored.pr is not None else None,
-            url=str(stored.url),
-        )
         prior = cells.newest_seq(trunk_id, cell.job)
-        cells.save_all([cells.item(trunk_id, cell, commit, seq, group.id, prior, retention=rule.retention)])
+        cells.save_all(
+            [
+                cells.item(
+                    trunk_id, cell, commits.commit_of(stored), seq, group.id, prior, retention=rule.retention
+                )
+            ]
+        )
     while True:
         new = (old[:column] + cell.state.code + old[column + 1 :]).rstrip(ABSENT_CODE)
         if commits.save_states(trunk_id, seq, str(stored.states), new):

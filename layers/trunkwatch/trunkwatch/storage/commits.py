@@ -29,6 +29,18 @@ def fields(commit: Commit) -> dict[str, Any]:
     }
 
 
+def commit_of(stored: CommitItem) -> Commit:
+    """The commit a commit item stores (the inverse of `fields`)."""
+    return Commit(
+        sha=str(stored.sha),
+        time=stored.time,
+        title=str(stored.title),
+        author=str(stored.author),
+        pr=int(stored.pr) if stored.pr is not None else None,
+        url=str(stored.url),
+    )
+
+
 def item(trunk_id: str, seq: int, commit: Commit, states: str, retention: timedelta) -> CommitItem:
     """The commit's item; it expires `retention` after the commit's time, as its cells do."""
     return CommitItem(
