@@ -59,6 +59,17 @@ def _reverted_by(item: AlertItem, live: dict[int, str]) -> str | None:
     return live.get(int(item.first_fail.seq)) or item.culprit_autoreverted_by
 
 
+def _trunk_labels(alertname: str, priority: str, trunk: TrunkConfig, rule: RuleConfig) -> dict[str, str]:
+    """The labels of a trunk-level alert (no job): it goes to the trunk's team."""
+    return {
+        "alertname": alertname,
+        "repo": trunk.repo,
+        "branch": trunk.branch,
+        "priority": priority,
+        "team": rule.team,
+    }
+
+
 def source_down_alert(
     state: TrunkState, trunk: TrunkConfig, rule: RuleConfig, links: Links, now: datetime
 ) -> Alert | None:
@@ -66,13 +77,7 @@ def source_down_alert(
     since = state.polls_failing_since
     if since is None or not source_down(since, now, rule):
         return None
-    labels = {
-        "alertname": alerts.SOURCE_DOWN,
-        "repo": trunk.repo,
-        "branch": trunk.branch,
-        "priority": "P2",
-        "team": rule.team,
-    }
+    labels = _trunk_labels(alerts.SOURCE_DOWN, "P2", trunk, rule)
     last_ok = format_time(state.last_poll_ok_at) if state.last_poll_ok_at else "none recorded"
     cause = state.poll_error_cause or "unknown"
     annotations = {
@@ -98,13 +103,7 @@ def webhooks_down_alert(
     since, last = state.deliveries_missing_since, state.last_delivery_at
     if since is None or (last is not None and last > since):
         return None
-    labels = {
-        "alertname": alerts.WEBHOOKS_DOWN,
-        "repo": trunk.repo,
-        "branch": trunk.branch,
-        "priority": "P2",
-        "team": rule.team,
-    }
+    labels = _trunk_labels(alerts.WEBHOOKS_DOWN, "P2", trunk, rule)
     last_seen = format_time(last) if last else "none recorded"
     every = trunk.poll_period
     annotations = {
@@ -189,13 +188,7 @@ def trunk_level_alert(
             "P1",
             f"HUD is badly broken - likely infra related (>{plural(band, 'job')} failing)",
         )
-    labels = {
-        "alertname": name,
-        "repo": trunk.repo,
-        "branch": trunk.branch,
-        "priority": priority,
-        "team": rule.team,
-    }
+    labels = _trunk_labels(name, priority, trunk, rule)
     ordered = sorted(firing, key=lambda i: i.job)
     jobs = {i.job: alerts.job_detail(int(i.streak), _describe(i.first_fail)) for i in ordered}
     description = f"{plural(len(firing), 'job')} failing on {trunk.repo}@{trunk.branch}:\n" + "\n".join(
