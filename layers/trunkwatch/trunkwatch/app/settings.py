@@ -92,7 +92,7 @@ class Edge:
     def from_environ(cls, required: Iterable[str], environ: Mapping[str, str] | None = None) -> Edge:
         return cls(Settings.from_environ(required, environ))
 
-    def storage(self) -> Settings:
+    def storage(self) -> None:
         """Bind the storage models to this function's table (once per container; the API
         makes the first table access pay for PynamoDB, not its status page)."""
         if not self._bound:
@@ -102,7 +102,6 @@ class Edge:
                 raise ConfigError("environment variable TABLE_NAME is not set: this function has no table")
             storage.bind(self.settings.table_name, self.settings.region, self.settings.endpoint_url)
             self._bound = True
-        return self.settings
 
     def deployment(self) -> Deployment:
         """The configuration in force (re-read at most every CACHE_SECONDS), with every trunk's
