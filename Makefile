@@ -4,14 +4,19 @@ BIN := $(VENV)/bin
 # aws-sam-cli's pins conflict with moto's, so SAM and cfn-lint have their own virtualenv.
 SAM_VENV ?= .venv-sam
 SAM_REQUIREMENTS := requirements-sam.txt
+# Every install takes its versions from the lock (`make lock` writes it).
+CONSTRAINTS := constraints.txt
+LOCK_VENV ?= .venv-lock
+UV_VERSION := 0.13.9
 
-.PHONY: demo test lint typecheck unit check-template peers bench screenshot clean
+.PHONY: demo test lint typecheck unit check-template peers bench screenshot clean lock
 
-# The project's virtualenv: runtime + test dependencies and trunkwatch itself (editable).
-$(VENV)/.installed: requirements-dev.txt layers/trunkwatch/requirements.txt layers/trunkwatch/requirements-api.txt pyproject.toml
+# The project's virtualenv: trunkwatch (editable) with the local runtime, and the test tools,
+# at the lock's versions.
+$(VENV)/.installed: $(CONSTRAINTS) requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) \
+		-r requirements-dev.txt -e '.[local]'
 	touch $@
 
 # Set up and run the pipeline on the bundled scenario.
@@ -50,7 +55,18 @@ screenshot: $(VENV)/.installed
 	TRUNKWATCH_UPDATE_SCREENSHOT=1 $(BIN)/python -m pytest -q -p no:xdist tests/test_status_page.py -k test_alerts_silence_from_an_alert_and_expire
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam benchmarks/out
+	rm -rf $(VENV) $(SAM_VENV) $(LOCK_VENV) .aws-sam benchmarks/out
+
+# Re-resolve every lock (scripts/lock.sh says which), reinstall .venv from it, and run the
+# tests that hold the local AWS emulation to moto's behaviour. An upgrade of moto: change its
+# pin in pyproject.toml and trunkwatch_local/verified.py, then `make lock`, and review the diff.
+lock:
+	test -x $(LOCK_VENV)/bin/uv || { $(PYTHON) -m venv $(LOCK_VENV) && \
+		$(LOCK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION); }
+	UV=$(LOCK_VENV)/bin/uv scripts/lock.sh
+	rm -rf $(VENV)
+	$(MAKE) $(VENV)/.installed
+	$(BIN)/python -m pytest -n 2 -q tests/test_emulator.py tests/test_install.py tests/test_scenarios.py
 
 $(SAM_VENV): $(SAM_REQUIREMENTS)
 	$(PYTHON) -m venv $(SAM_VENV)

@@ -61,7 +61,10 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from trunkwatch_local import verified
+
     try:
+        verified.check()  # before the emulator, which imports moto's internals, is loaded
         if args.command == "demo":
             from trunkwatch_local.scenario import demo_replay
 
@@ -73,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "poll":
             return _poll(args)
         return _serve(args)
-    except ConfigError as err:
+    except (ConfigError, verified.UnverifiedEmulation) as err:
         print(f"trunkwatch: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -34,6 +34,7 @@ from trunkwatch.domain import clock
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import ConfigError, Deployment, to_json
 from trunkwatch.storage.ticks import GROUP_WINDOW
+from trunkwatch_local import verified
 from trunkwatch_local.emulator import emulation, release_stream
 from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.pump import StreamPump
@@ -98,6 +99,7 @@ class LocalRuntime:
         `api_url` is where the local API is served (the deployed notifier's API_URL).
         The process's environment is the functions' while the runtime runs; `stop` puts back
         what it was."""
+        verified.check()
         self._environ_before = dict(os.environ)
         os.environ.update(
             AWS_ACCESS_KEY_ID="local",
