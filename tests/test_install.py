@@ -69,24 +69,37 @@ def published_messages(stdout: str) -> Counter[tuple[object, ...]]:
     return Counter(summary(row) for row in rows)
 
 
+def project_files() -> list[str]:
+    """The checkout's files as a clone has them: git's, or, outside a git checkout, all but
+    virtualenvs, build output and caches."""
+    if (ROOT / ".git").exists():
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout.split(b"\0")
+        return [os.fsdecode(name) for name in listed if name and (ROOT / os.fsdecode(name)).is_file()]
+    skipped = re.compile(r"(^|/)(\.venv[^/]*|\.aws-sam|__pycache__|[^/]*\.egg-info|\.[a-z]+_cache)(/|$)")
+    return [
+        str(path.relative_to(ROOT))
+        for path in ROOT.rglob("*")
+        if path.is_file()
+        and not skipped.search(str(path.relative_to(ROOT)))
+        and "benchmarks/out" not in str(path)
+    ]
+
+
 # --- the README's line in an empty folder ---------------------------------------------------
 
 
 @pytest.mark.slow
 def test_the_readme_install_line_replays_every_scenario(tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    for name in filter(None, files):
-        source = ROOT / os.fsdecode(name)
-        if source.is_file():
-            target = checkout / os.fsdecode(name)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(source.read_bytes())
+    for name in project_files():
+        target = checkout / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((ROOT / name).read_bytes())
     line = readme_install_line()
     environ = {
         key: value for key, value in os.environ.items() if not key.startswith(("VIRTUAL_ENV", "PYTHON"))

@@ -35,6 +35,16 @@ def _parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="replay a JSON Lines scenario file")
     replay.add_argument("file", type=Path)
     replay.add_argument("--json", action="store_true", help="print SNS messages as JSON lines")
+    replay.add_argument(
+        "--chaos", type=int, metavar="SEED", help="kill invocations at random AWS calls (seeded draws)"
+    )
+    replay.add_argument(
+        "--crash-rate",
+        type=float,
+        default=0.03,
+        metavar="P",
+        help="with --chaos: the share of AWS calls that kill their invocation (default 0.03)",
+    )
     serve = sub.add_parser("serve", help="local pipeline plus the Alertmanager-compatible API")
     serve.add_argument(
         "--config", type=Path, help="configuration file (YAML/JSON); polls its sources on its schedule"
@@ -70,9 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return _print(_replayed(demo_replay(), args.template), args.json)
         if args.command == "replay":
-            from trunkwatch_local.replay import read_replay
-
-            return _print(_replayed(read_replay(args.file), args.template), args.json)
+            return _replay(args)
         if args.command == "poll":
             return _poll(args)
         return _serve(args)
@@ -88,10 +96,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _replayed(replay: Any, template: Path | None) -> Iterable[Any]:
+def _replayed(replay: Any, template: Path | None, chaos: Any = None) -> Iterable[Any]:
     from trunkwatch_local.session import run_replay
 
-    return run_replay(replay, template)
+    return run_replay(replay, template, chaos)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from trunkwatch_local.chaos import Chaos
+    from trunkwatch_local.replay import read_replay
+
+    if args.chaos is None:
+        return _print(_replayed(read_replay(args.file), args.template), args.json)
+    try:
+        chaos = Chaos(args.chaos, args.crash_rate)
+    except ValueError as err:
+        raise ConfigError(f"--crash-rate: {err}") from None
+    status = _print(_replayed(read_replay(args.file), args.template, chaos), args.json)
+    print(f"trunkwatch: chaos seed {args.chaos}: {chaos.stats.line()}", file=sys.stderr)
+    return status
 
 
 def _print(messages: Iterable[Any], as_json: bool) -> int:

@@ -35,6 +35,7 @@ from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import ConfigError, Deployment, to_json
 from trunkwatch.storage.ticks import GROUP_WINDOW
 from trunkwatch_local import verified
+from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.emulator import emulation, release_stream
 from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.pump import StreamPump
@@ -44,6 +45,10 @@ from trunkwatch_local.wiring import Wiring, read_wiring
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's fixed example account
 NAME = "trunkwatch-local"
+
+
+class InvocationFailed(RuntimeError):
+    """A handler's invocation ended without an answer (its container died)."""
 
 
 @dataclass
@@ -78,8 +83,13 @@ class Published:
 
 
 class LocalRuntime:
-    def __init__(self, template: Path | None = None, webhook_secret: str | None = None) -> None:
+    def __init__(
+        self, template: Path | None = None, webhook_secret: str | None = None, chaos: Chaos | None = None
+    ) -> None:
         self.template = template or find_template()
+        self.chaos = chaos  # kills invocations at AWS calls (`trunkwatch replay --chaos`)
+        self._chaos_installed: Any = None
+        self.dropped_schedule_events = 0  # scheduled invocations that died (no retries)
         self.wiring: Wiring = read_wiring(self.template)
         self._emulation: Any = None  # moto's mock while started; its patches otherwise off
         self._environ_before: dict[str, str] | None = None
@@ -110,6 +120,9 @@ class LocalRuntime:
         os.environ.pop("AWS_ENDPOINT_URL", None)  # clients go to moto's in-process backends
         self._emulation = emulation()
         self._emulation.__enter__()  # starts with an empty account (moto keeps state per process)
+        if self.chaos is not None:
+            self._chaos_installed = self.chaos.installed()
+            self._chaos_installed.__enter__()
         _forget_aws_clients()
         self.dynamodb = boto3.client("dynamodb")
         self.sqs = boto3.client("sqs")
@@ -152,6 +165,13 @@ class LocalRuntime:
             os.environ.clear()
             os.environ.update(self._environ_before)
             self._environ_before = None
+        if self._chaos_installed is not None:
+            assert self.chaos is not None
+            self.chaos.stats.stream_retries = self.pump.stats.retries
+            self.chaos.stats.dead_lettered = self.pump.stats.dead_lettered
+            self.chaos.stats.dropped_schedule_events = self.dropped_schedule_events
+            self._chaos_installed.__exit__(None, None, None)
+            self._chaos_installed = None
         if self._emulation is not None:
             self._emulation.__exit__(None, None, None)  # and leaves the account empty
             self._emulation = None
@@ -243,9 +263,12 @@ class LocalRuntime:
             aws_request_id=str(uuid.uuid4()),
             invoked_function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}",
         )
+        dying = self.chaos.invocation(logical_id) if self.chaos else contextlib.nullcontext()
         try:
-            with contextlib.redirect_stdout(sys.stderr):
+            with contextlib.redirect_stdout(sys.stderr), dying:
                 return self.modules[logical_id].lambda_handler(event, context)
+        except InvocationDied as died:
+            raise InvocationFailed(str(died)) from None
         finally:
             if os.environ.get("POWERTOOLS_METRICS_DISABLED") == "true":
                 # Disabled metrics are never flushed, and Powertools keeps them (one set shared
@@ -263,7 +286,13 @@ class LocalRuntime:
         results = []
         with self.lock, clock.frozen(at):
             for logical_id in self.wiring.schedules:
-                results.append(self.invoke(logical_id, scheduled_event(f"{NAME}-{logical_id}")))
+                try:
+                    results.append(self.invoke(logical_id, scheduled_event(f"{NAME}-{logical_id}")))
+                except InvocationFailed:
+                    # An asynchronous invocation the template retries 0 times: the event is gone;
+                    # what the invocation wrote before it died still flows down the stream.
+                    self.dropped_schedule_events += 1
+                    results.append(None)
                 self.pump.drain()
         return results[0] if results else None
 
@@ -281,16 +310,23 @@ class LocalRuntime:
             "X-Hub-Signature-256": signature if signature is not None else self.sign(body),
         }
         with self.lock, clock.frozen(at):
-            return dict(self.invoke("webhook", function_url_event("POST", "/", headers, body)))
+            return self._webhook(function_url_event("POST", "/", headers, body))
 
     def receive(self, headers: dict[str, str], body: bytes) -> dict[str, Any]:
         """A delivery from GitHub (or `gh webhook forward`) on the real clock: the webhook
         function, then the stream records it causes (evaluation, and the notifier once its
         group settles)."""
         with self.lock:
-            answer = dict(self.invoke("webhook", function_url_event("POST", "/", headers, body)))
+            answer = self._webhook(function_url_event("POST", "/", headers, body))
             self.pump.drain()
             return answer
+
+    def _webhook(self, event: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return dict(self.invoke("webhook", event))
+        except InvocationFailed:
+            # What a function URL answers when its function fails; GitHub does not redeliver.
+            return {"statusCode": 502, "body": "Internal Server Error"}
 
     def settle_deliveries(self, at: datetime) -> None:
         """Evaluate what the deliveries of `at` wrote, then, once their second has closed, let

@@ -14,6 +14,7 @@ from typing import Any
 from trunkwatch.domain import clock
 from trunkwatch.domain.config import ConfigError, Deployment
 from trunkwatch_local.apigw import serve_api
+from trunkwatch_local.chaos import Chaos
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.replay import Replay, ReplayError, ReplayEvent
 from trunkwatch_local.runtime import LocalRuntime, Published
@@ -28,8 +29,9 @@ class Session:
         port: int = 0,
         tokens: dict[str, Any] | None = None,
         webhook_secret: str | None = None,
+        chaos: Chaos | None = None,
     ) -> None:
-        self.runtime = LocalRuntime(template, webhook_secret)
+        self.runtime = LocalRuntime(template, webhook_secret, chaos)
         self.hud = HudServer()
         self.port = port
         self.tokens = tokens
@@ -90,9 +92,11 @@ class Session:
         return json.loads(raw) if raw else None
 
 
-def run_replay(replay: Replay, template: Path | None = None) -> Iterator[Published]:
+def run_replay(
+    replay: Replay, template: Path | None = None, chaos: Chaos | None = None
+) -> Iterator[Published]:
     """Run every event of `replay` on a fresh local pipeline; yield each SNS message."""
-    session = Session(template)
+    session = Session(template, chaos=chaos)
     try:
         session.start(replay.deployment(session.hud.url))
         yield from replay_into(session, replay)

@@ -1,0 +1,111 @@
+"""Crash injection: AWS calls that end the invocation making them, the way a killed container,
+an out-of-memory error or a timeout ends a Lambda.
+
+While a handler runs under `Chaos.invocation`, each AWS call it makes (boto3 and PynamoDB both
+go through botocore's `BaseClient._make_api_call`) dies with probability `crash_rate`, half of
+the time before the call (nothing written) and half just after it (written, the answer lost).
+From then on every call of that invocation dies too: a dead process makes no more calls, so
+neither the handler's `except` nor its `finally` (Powertools deleting its in-progress record,
+say) reaches AWS. `InvocationDied` is a BaseException so no handler code catches it; the local
+runtime turns it into the failed invocation Lambda would report. The draws come from one
+seeded generator, so a replay with the same seed dies at the same calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.client import BaseClient
+
+
+class InvocationDied(BaseException):
+    """The invocation's container died at an AWS call."""
+
+
+@dataclass
+class Crash:
+    function: str
+    call: str  # service.Operation
+    when: str  # "before" (nothing written) or "after" (written, the answer lost)
+
+
+@dataclass
+class ChaosStats:
+    calls: int = 0  # AWS calls made under chaos (the ones that died included)
+    crashes: list[Crash] = field(default_factory=list)
+    # What Lambda did about them (the local runtime fills these in as it stops).
+    stream_retries: int = 0
+    dead_lettered: int = 0  # stream records sent to the DLQ
+    dropped_schedule_events: int = 0  # scheduled invocations that died: never retried
+
+    def line(self) -> str:
+        before = sum(crash.when == "before" for crash in self.crashes)
+        return (
+            f"{len(self.crashes)} of {self.calls} AWS calls killed their invocation "
+            f"({before} before the call, {len(self.crashes) - before} after it); "
+            f"{self.stream_retries} stream batch retries, {self.dead_lettered} records dead-lettered, "
+            f"{self.dropped_schedule_events} scheduled invocations lost"
+        )
+
+
+class Chaos:
+    def __init__(self, seed: int, crash_rate: float) -> None:
+        if not 0 <= crash_rate < 1:
+            raise ValueError(f"crash rate must be at least 0 and below 1, not {crash_rate}")
+        self.seed = seed
+        self.crash_rate = crash_rate
+        self.stats = ChaosStats()
+        self._draws = random.Random(seed)  # noqa: S311 - reproducible draws, not secrets
+        self._local = threading.local()  # .function while an invocation runs, .died once dead
+        self._original: Any = None
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Chaos]:
+        """botocore's calls pass through this object while the block runs."""
+        self._original = BaseClient._make_api_call
+        chaos = self
+
+        def _make_api_call(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+            return chaos._call(client, operation, params)
+
+        BaseClient._make_api_call = _make_api_call
+        try:
+            yield self
+        finally:
+            BaseClient._make_api_call = self._original
+
+    @contextlib.contextmanager
+    def invocation(self, function: str) -> Iterator[None]:
+        """The AWS calls made in this block are `function`'s and may kill it."""
+        self._local.function, self._local.died = function, False
+        try:
+            yield
+        finally:
+            self._local.function = None
+
+    def _call(self, client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+        function = getattr(self._local, "function", None)
+        if function is None:  # the runtime's own calls (the stream's poller, the topic's log)
+            return self._original(client, operation, params)
+        name = f"{client.meta.service_model.service_name}.{operation}"
+        if self._local.died:
+            raise InvocationDied(f"{function} is dead; {name} was never made")
+        self.stats.calls += 1
+        dies = self._draws.random() < self.crash_rate
+        when = "before" if self._draws.random() < 0.5 else "after"
+        if dies and when == "before":
+            self._die(function, name, when)
+        result = self._original(client, operation, params)
+        if dies:
+            self._die(function, name, when)
+        return result
+
+    def _die(self, function: str, call: str, when: str) -> None:
+        self._local.died = True
+        self.stats.crashes.append(Crash(function, call, when))
+        raise InvocationDied(f"{function} died {when} {call}")
