@@ -49,6 +49,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks github_budget
 	$(BIN)/python -m benchmarks long_history
 	$(BIN)/python -m benchmarks serve_week
+	$(BIN)/python -m benchmarks chaos
 
 # Refresh the README's status page screenshot (chromium + Playwright, like the browser tests).
 screenshot: $(VENV)/.installed

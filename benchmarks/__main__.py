@@ -13,6 +13,9 @@ cut by default, or PATH, e.g. a `.jsonl.gz` of weeks) through the local runtime 
 its per-poll times, peak memory and messages under `long_history`.
 `python -m benchmarks serve_week` runs `trunkwatch serve`'s tick loop for a simulated week
 against a page that changes every tick and records its memory day by day.
+`python -m benchmarks chaos` replays the repository's scenarios with invocations dying at
+random AWS calls (3 seeds, 3% and 8% of calls) and counts the messages lost, repeated and
+delayed.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from benchmarks import budgets, report
+from benchmarks.chaos import chaos
 from benchmarks.cold_start import cold_start
 from benchmarks.cost import project, ticks_per_day
 from benchmarks.end_to_end import run_day
@@ -54,6 +58,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "push": lambda: dataclasses.asdict(run_push(FULL.day)),  # also part of the full run
     "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
     "serve_week": lambda: _fresh(serve_week),
+    "chaos": chaos,
 }
 
 

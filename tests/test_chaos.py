@@ -82,3 +82,21 @@ def test_a_crash_rate_outside_0_to_1_is_one_line(rate: str, capsys: pytest.Captu
         error
         == f"trunkwatch: error: --crash-rate: crash rate must be at least 0 and below 1, not {float(rate)}"
     )
+
+
+def test_the_chaos_benchmark_counts_lost_delayed_and_repeated_messages() -> None:
+    from benchmarks.chaos import compare
+
+    def row(at: str, status: str, job: str | None = "build") -> dict[str, object]:
+        return {"at": at, "status": status, "alertname": "TrunkJobFailing", "job": job, "priority": "P3"}
+
+    expected = [row("2026-11-18T10:00:00Z", "firing"), row("2026-11-18T11:00:00Z", "resolved")]
+    published = [
+        row("2026-11-18T10:01:00Z", "firing"),  # a minute late
+        row("2026-11-18T10:02:00Z", "firing"),  # sent again
+        row("2026-11-18T10:30:00Z", "resolved"),  # before it was due: not the expected one
+    ]
+    lost, extra, delays = compare(expected, published)
+    assert lost == [expected[1]]
+    assert extra == [published[1], published[2]]
+    assert delays == [60.0]
