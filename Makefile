@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SAM_VENV ?= .venv-sam
 SAM_REQUIREMENTS := requirements-sam.txt
 
-.PHONY: demo test lint typecheck unit check-template peers bench screenshot clean
+.PHONY: demo test lint typecheck unit check-template peers bench docs screenshot clean
 
 # The project's virtualenv: runtime + test dependencies and trunkwatch itself (editable).
 $(VENV)/.installed: requirements-dev.txt layers/trunkwatch/requirements.txt layers/trunkwatch/requirements-api.txt pyproject.toml
@@ -44,6 +44,10 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks github_budget
 	$(BIN)/python -m benchmarks long_history
 	$(BIN)/python -m benchmarks serve_week
+
+# docs/performance.md and its data (docs/performance.json) from the last `make bench`.
+docs: $(VENV)/.installed
+	$(BIN)/python -m benchmarks.docs
 
 # Refresh the README's status page screenshot (chromium + Playwright, like the browser tests).
 screenshot: $(VENV)/.installed

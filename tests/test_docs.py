@@ -1,7 +1,9 @@
-"""The code's pointers into docs/design.md name sections that exist."""
+"""The docs: the code's pointers into docs/design.md name sections that exist, and the
+performance page is the rendering of its data."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -25,3 +27,26 @@ def test_every_design_pointer_names_a_section() -> None:
     assert elsewhere == []
     assert cited, "no pointer found: the pattern no longer matches the code's comments"
     assert {number: paths for number, paths in cited.items() if number not in sections} == {}
+
+
+DOCS = ROOT / "docs"
+
+
+def test_performance_page_is_the_rendering_of_its_data() -> None:
+    from benchmarks.docs import render
+
+    data = json.loads((DOCS / "performance.json").read_text(encoding="utf-8"))
+    assert (DOCS / "performance.md").read_text(encoding="utf-8") == render(data), "run `make docs`"
+    for title in ("## Where and when", "## Budgets"):
+        assert title in render(data)
+    for budget in data["budgets"]:
+        assert f"| {budget} |" in render(data)
+
+
+def test_performance_page_renders_a_summary_with_missing_sections() -> None:
+    from benchmarks.docs import render
+
+    data = json.loads((DOCS / "performance.json").read_text(encoding="utf-8"))
+    partial = {key: data[key] for key in ("cost", "budgets") if key in data}
+    page = render(partial)
+    assert "## Cost and storage" in page and "## Ingest" not in page
