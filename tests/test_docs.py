@@ -1,5 +1,5 @@
-"""The docs: the code's pointers into docs/design.md name sections that exist, and the
-performance page is the rendering of its data."""
+"""The docs: the code's pointers into docs/design.md name sections that exist, design.md's
+function table is the template's, and the performance page is the rendering of its data."""
 
 from __future__ import annotations
 
@@ -30,6 +30,36 @@ def test_every_design_pointer_names_a_section() -> None:
 
 
 DOCS = ROOT / "docs"
+
+
+def _template_functions() -> dict[str, str]:
+    """Every AWS::Serverless::Function of template.yaml, with its CodeUri."""
+    functions: dict[str, str] = {}
+    name = kind = None
+    for line in (ROOT / "template.yaml").read_text(encoding="utf-8").splitlines():
+        if found := re.match(r"^  ([A-Za-z0-9]+):\s*$", line):
+            name, kind = found.group(1), None
+        elif found := re.match(r"^    Type: (\S+)", line):
+            kind = found.group(1)
+            if kind == "AWS::Serverless::Function":
+                functions[name or ""] = ""
+        elif (found := re.match(r"^      CodeUri: (\S+)", line)) and kind == "AWS::Serverless::Function":
+            functions[name or ""] = found.group(1)
+    return functions
+
+
+def _design_functions() -> dict[str, str]:
+    """design.md's function table: the name and code columns of its rows."""
+    text = (DOCS / "design.md").read_text(encoding="utf-8")
+    section = text.split("### Functions", 1)[1].split("\n#", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| `([^`]+)` \|", section, re.MULTILINE)
+    return dict(rows)
+
+
+def test_design_function_table_is_the_templates_functions() -> None:
+    template = _template_functions()
+    assert template, "no function found: the template's layout changed"
+    assert _design_functions() == template
 
 
 def test_performance_page_is_the_rendering_of_its_data() -> None:
