@@ -1,5 +1,4 @@
-"""The docs: the code's pointers into docs/design.md name sections that exist, design.md's
-function table is the template's, and the performance page is the rendering of its data."""
+"""The code's pointers into docs/design.md name sections that exist."""
 
 from __future__ import annotations
 
@@ -29,7 +28,61 @@ def test_every_design_pointer_names_a_section() -> None:
     assert {number: paths for number, paths in cited.items() if number not in sections} == {}
 
 
+# The user's guide: a short README that links every page of docs/, links that resolve, a
+# design.md whose function table is the template's, a generated performance page.
+
+README = ROOT / "README.md"
 DOCS = ROOT / "docs"
+LINK = re.compile(r"(?<!\!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+README_MAX_LINES = 250
+
+
+RUNBOOK = ROOT / "layers" / "trunkwatch" / "trunkwatch" / "api" / "static" / "runbook.md"
+
+
+def _pages() -> list[Path]:
+    return [README, *sorted(DOCS.glob("*.md")), RUNBOOK]
+
+
+def _links(path: Path) -> list[str]:
+    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    return [a or b for a, b in LINK.findall(text)]
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's heading ids: lower case, punctuation but `-` and `_` dropped, spaces as `-`."""
+    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    anchors: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.+?)\s*$", text, re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchors.add(slug)
+    return anchors
+
+
+def test_the_readme_is_short() -> None:
+    lines = README.read_text(encoding="utf-8").count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move detail into docs/"
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    linked = {(ROOT / link.split("#")[0]).resolve() for link in _links(README) if not link.startswith("http")}
+    assert [page.name for page in sorted(DOCS.glob("*.md")) if page.resolve() not in linked] == []
+
+
+def test_every_relative_link_resolves() -> None:
+    broken: list[str] = []
+    for page in _pages():
+        for link in _links(page):
+            if re.match(r"^[a-z]+:", link):
+                continue  # http(s), mailto: not checked offline
+            target, _, anchor = link.partition("#")
+            path = (page.parent / target).resolve() if target else page
+            if not path.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {link}")
+            elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                broken.append(f"{page.relative_to(ROOT)}: {link} (no such heading)")
+    assert broken == []
 
 
 def _template_functions() -> dict[str, str]:
