@@ -222,7 +222,8 @@ def _push(summary: dict[str, Any]) -> list[str]:
         "The same reduced trunk fed by webhook deliveries alone through the local runtime (each",
         "commit's `push` when it lands, its jobs' `completed` deliveries when they finish), with the",
         "deployed timeline after each instant: the half-second delivery group, the stream hops and",
-        "batching windows as above.",
+        "batching windows as above. GitHub does not let a webhook filter by branch, so every job",
+        "of every pull request is delivered too.",
         "",
         *_table(
             ["figure", "value"],
@@ -234,10 +235,14 @@ def _push(summary: dict[str, Any]) -> list[str]:
                     f"{_n(p['detection_delay_s_p50'])} / {_n(p['detection_delay_s_p95'])} / "
                     f"{_n(p['detection_delay_s_max'])} s",
                 ],
-                ["deliveries a day assumed", _n(p.get("deliveries_per_day_assumed"))],
+                [
+                    "deliveries a day assumed (an estimate, not a measurement)",
+                    _n(p.get("deliveries_per_day_assumed")),
+                ],
                 ["trunk jobs' `completed` deliveries a day", _n(p.get("trunk_completed_per_day"))],
                 [
-                    "per trunk delivery",
+                    "per trunk job's `completed` delivery (the delivery claim, the shard, and where the "
+                    "job's state changes the cell, its tick and the commit's state string)",
                     f"{_n(per.get('ddb_write_units'))} write units, "
                     f"{_n(per.get('ddb_read_units'))} read units, "
                     f"{_n(per.get('duration_s'))} s",
@@ -279,6 +284,15 @@ def _cold_start(summary: dict[str, Any]) -> list[str]:
         f"({c.get('layer_source', '')}), unzipped: DomainLayer {_n(c['layer_mb'])} MiB, ApiLayer "
         f"{_n(c['api_layer_mb'])} MiB.",
         "",
+        "DomainLayer goes to every function (trunkwatch, Powertools without the API-only and unused",
+        "parts, the X-Ray SDK, pynamodb, re2; nothing the runtime ships), ApiLayer to the API only",
+        "(pydantic and Powertools' event handler without the Swagger UI assets)."
+        + (
+            ""
+            if "webhook" in c["handler_import_ratio"]
+            else " The webhook function's import is not measured."
+        ),
+        "",
         *_table(["handler", "import", "over boto3", "CPU time over boto3"], rows),
     ]
 
@@ -316,6 +330,18 @@ def _cost(summary: dict[str, Any]) -> list[str]:
     ]
     if c.get("basis"):
         lines += [f"Basis: {c['basis']}", ""]
+    lines += [
+        "Every tick costs a poll, the evaluator's sweep and the notifier on the tick the sweep",
+        "settles; a commit adds its polls' cells through the evaluator and the notifier. Quiet polls",
+        "are cheap because an unchanged page is not parsed again; a trunk whose page changes every",
+        "minute pays a full parse per poll instead."
+        + (
+            f" `CreateDashboard: true` adds {_usd(c['prices']['cloudwatch_dashboard_month'])} a month."
+            if "cloudwatch_dashboard_month" in c.get("prices", {})
+            else ""
+        ),
+        "",
+    ]
     storage = c.get("storage")
     if storage:
         lines += [
