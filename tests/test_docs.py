@@ -85,6 +85,22 @@ def test_every_relative_link_resolves() -> None:
     assert broken == []
 
 
+def test_every_make_target_the_docs_name_exists() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([\w./$()-]+):", makefile, re.MULTILINE))
+    targets = {t.replace("$(VENV)", ".venv").replace("$(SAM_VENV)", ".venv-sam") for t in targets}
+    named = {
+        (page.name, target)
+        for page in _pages()
+        for target in re.findall(
+            r"`make ([\w./-]+)`|^make ([\w./-]+)", page.read_text(encoding="utf-8"), re.M
+        )
+        for target in target
+        if target
+    }
+    assert sorted((page, target) for page, target in named if target not in targets) == []
+
+
 def _template_functions() -> dict[str, str]:
     """Every AWS::Serverless::Function of template.yaml, with its CodeUri."""
     functions: dict[str, str] = {}
