@@ -9,7 +9,7 @@ CONSTRAINTS := constraints.txt
 LOCK_VENV ?= .venv-lock
 UV_VERSION := 0.13.9
 
-.PHONY: demo test lint typecheck unit check-template peers bench screenshot clean lock
+.PHONY: demo test lint typecheck unit check-template peers bench docs screenshot clean lock
 
 # The project's virtualenv: trunkwatch (editable) with the local runtime, and the test tools,
 # at the lock's versions.
@@ -50,6 +50,10 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks long_history
 	$(BIN)/python -m benchmarks serve_week
 	$(BIN)/python -m benchmarks chaos
+
+# docs/performance.md and its data (docs/performance.json) from the last `make bench`.
+docs: $(VENV)/.installed
+	$(BIN)/python -m benchmarks.docs
 
 # Refresh the README's status page screenshot (chromium + Playwright, like the browser tests).
 screenshot: $(VENV)/.installed

@@ -25,11 +25,13 @@ import dataclasses
 import functools
 import json
 import multiprocessing
+import os
+import platform
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -173,6 +175,16 @@ def run(scale: Scale) -> dict[str, Any]:
     return summary
 
 
+def provenance() -> dict[str, Any]:
+    """When and on what a run measured its figures (the summary's `runs`, one per section)."""
+    return {
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
+        "python": platform.python_version(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+
+
 def _paths(budget_name: str) -> str:
     """The summary path a budget reads."""
     return next(b.path for b in (*budgets.BUDGETS, *budgets.HISTORY_BUDGETS) if b.name == budget_name)
@@ -203,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         path = args.out / "summary.json"
         summary = json.loads(path.read_text()) if path.exists() else {}
         summary[args.workload] = section
+        summary.setdefault("runs", {})[args.workload] = provenance()
         summary["budgets"] = budgets.check(summary)  # every budget the summary has figures for
         args.out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(summary, indent=2) + "\n")
@@ -212,10 +225,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({args.workload: section, "budgets": checked}, indent=2))
         return 0
     summary = run(QUICK if args.quick else FULL)
+    ran = provenance()
+    runs = {name: ran for name in summary if name not in ("budgets", "scale")}
     path = args.out / "summary.json"
     # The stand-alone workloads' last figures stay until they run again (`make bench` runs them).
     previous = json.loads(path.read_text()) if path.exists() and not args.quick else {}
-    summary.update({name: previous[name] for name in WORKLOADS if name in previous and name not in summary})
+    kept = [name for name in WORKLOADS if name in previous and name not in summary]
+    summary.update({name: previous[name] for name in kept})
+    summary["runs"] = {**{name: previous.get("runs", {}).get(name) for name in kept}, **runs}
     args.out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(summary, indent=2) + "\n")
     print(report.render(summary))

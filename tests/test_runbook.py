@@ -3,6 +3,8 @@ under the status page's policy, and the alerts' default `runbook_url` pointing a
 
 from __future__ import annotations
 
+import os
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -27,9 +29,27 @@ ALERTNAMES = (
 )
 
 
-def test_the_packaged_runbook_is_docs_runbook() -> None:
-    # The layer ships the package only; `cp docs/runbook.md <package>/api/static/` after an edit.
-    assert page.asset("runbook.md") == (ROOT / "docs" / "runbook.md").read_text(encoding="utf-8")
+SOURCE = ROOT / "layers" / "trunkwatch" / "trunkwatch" / "api" / "static" / "runbook.md"
+
+
+def test_the_runbook_has_one_source_the_package_serves() -> None:
+    # No copy to keep equal by hand: the docs link to the packaged file.
+    assert page.asset("runbook.md") == SOURCE.read_text(encoding="utf-8")
+    assert [path for path in _sources() if path.name == "runbook.md"] == [SOURCE]
+
+
+def test_the_runbook_has_a_section_per_alert() -> None:
+    headings = re.findall(r"^## (\S+)$", SOURCE.read_text(encoding="utf-8"), re.MULTILINE)
+    assert [name for name in ALERTNAMES if name not in headings] == []
+
+
+def _sources() -> list[Path]:
+    """The checkout's files, leaving out what is built or installed (virtualenvs, builds)."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in {"build", "out", "__pycache__"}]
+        found += [Path(folder) / name for name in files]
+    return found
 
 
 def test_runbook_page_has_a_section_per_alert_and_the_strict_policy(aws: Any) -> None:

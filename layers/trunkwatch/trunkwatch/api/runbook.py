@@ -1,7 +1,7 @@
-"""`GET /runbook`: docs/runbook.md as an HTML page, with an anchor per alert.
+"""`GET /runbook`: the runbook as an HTML page, with an anchor per alert.
 
-The markdown ships in the package (static/runbook.md, kept identical to docs/runbook.md by a
-test) and is rendered by the small subset of markdown it uses: headings, paragraphs, lists,
+The markdown's one source ships in the package (static/runbook.md; the documentation links
+to it) and is rendered by the small subset of markdown it uses: headings, paragraphs, lists,
 fenced code, `code`, **bold** and [links](http...). Everything is HTML-escaped before any
 markup is added, and only http(s) and in-page links become links, so the page is inert
 under the status page's strict Content-Security-Policy. Section ids are the heading in

@@ -1,0 +1,543 @@
+"""`python -m benchmarks.docs [--summary PATH] [--check]`: docs/performance.md from a benchmark run.
+
+Copies the summary `make bench` wrote (default benchmarks/out/summary.json) to
+docs/performance.json and renders docs/performance.md from it: the budgets table, every
+workload's figures, and when and on what machine each section ran. Every figure on the page
+comes from the summary; the prose around them says what was measured. `--check` renders
+docs/performance.json again and fails when docs/performance.md is not that rendering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).parent / "out"  # where `python -m benchmarks` writes summary.json
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+PAGE = DOCS / "performance.md"
+DATA = DOCS / "performance.json"
+
+# The sections in the order the page shows them, with their titles.
+SECTIONS = {
+    "ingest_hud": "Ingest",
+    "ingest_github": "Ingest",
+    "evaluator": "Evaluator",
+    "end_to_end": "End to end (polling)",
+    "push": "Push (webhooks)",
+    "cold_start": "Cold start and layers",
+    "cost": "Cost and storage",
+    "local_scale": "Local runtime at PyTorch scale",
+    "github_budget": "GitHub first poll under its time budget",
+    "long_history": "Local runtime on a real trunk's history",
+    "serve_week": "`trunkwatch serve` for a simulated week",
+}
+
+
+def _n(value: Any) -> str:
+    """A figure as the page shows it: thousands separated, at most 4 significant digits."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value == int(value) and abs(value) >= 1:
+            return f"{int(value):,}"
+        return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _usd(value: Any) -> str:
+    return f"${float(value):,.2f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    return [line(header), line(["---"] * len(header)), *(line(row) for row in rows), ""]
+
+
+def _provenance(summary: dict[str, Any]) -> list[str]:
+    runs = summary.get("runs") or {}
+    rows = []
+    for section in SECTIONS:
+        if section not in summary:
+            continue
+        run = runs.get(section) or {}
+        rows.append(
+            [
+                f"`{section}`",
+                str(run.get("at", "not recorded")).replace("T", " ").replace("+00:00", " UTC"),
+                str(run.get("machine", "not recorded")),
+                str(run.get("python", "")),
+                _n(run.get("load_average_1m")),
+            ]
+        )
+    return [
+        "## Where and when",
+        "",
+        "Each section of the summary as it was last measured: when its run finished, on what, and",
+        "the machine's 1-minute load average then. Wall times, import ratios and Lambda compute",
+        "(in-process time scaled to the deployed function's CPU share) grow with the load; request",
+        "counts, items and their costs do not.",
+        "",
+        *_table(["section", "finished", "machine", "python", "load average"], rows),
+    ]
+
+
+def _budgets(summary: dict[str, Any]) -> list[str]:
+    rows = [
+        [name, str(b["budget"]), _n(b["measured"]), {True: "pass", False: "**fail**"}.get(b["pass"], "n/a")]
+        for name, b in (summary.get("budgets") or {}).items()
+    ]
+    scale = summary.get("local_scale")
+    if scale and "budget" in scale:
+        limit = scale["budget"]
+        rows.append(
+            [
+                f"local runtime, {_n(scale['job_columns'])} columns, {_n(scale['polls'])} polls",
+                f"<= {_n(limit['wall_s'])} s, <= {_n(limit['peak_mb'])} MB, "
+                f"doubling <= {_n(limit['doubling_ratio'])}x",
+                f"{_n(scale['wall_s'])} s, {_n(scale['peak_mb'])} MB, {_n(scale['doubling_ratio'])}x",
+                "**fail**" if scale.get("over_budget") else "pass",
+            ]
+        )
+    return [
+        "## Budgets",
+        "",
+        "The limits are `benchmarks/budgets.py`'s (the local runtime's, `benchmarks/local_scale.py`'s).",
+        "",
+        *_table(["budget", "limit", "measured", "result"], rows),
+    ]
+
+
+def _ingest(summary: dict[str, Any]) -> list[str]:
+    rows = []
+    for source, name in (("ingest_hud", "HUD"), ("ingest_github", "GitHub")):
+        for phase in ("first_poll", "steady_poll"):
+            poll = summary.get(source, {}).get(phase)
+            if poll is None:
+                continue
+            rows.append(
+                [
+                    f"{name}, {phase.removesuffix('_poll')} poll",
+                    f"{_n(poll['http_requests'])} ({_n(poll['http_unconditional_requests'])})",
+                    _n(poll["ddb_write_requests"]),
+                    _n(poll["items_written"]),
+                    _n(poll["items_read"]),
+                    _n(poll["wall_s"]),
+                ]
+            )
+    if not rows:
+        return []
+    notes = summary.get("scale", {}).get("notes", [])
+    return [
+        "## Ingest",
+        "",
+        "One poll of a synthetic PyTorch-scale trunk"
+        + (f" ({notes[0]})" if notes else "")
+        + ": a first poll, then a steady one that finds nothing new. A steady HUD poll fetches the",
+        "page and, when it is byte for byte the last one stored, neither parses nor compares it; a",
+        "steady GitHub poll sends only conditional requests.",
+        "",
+        *_table(
+            [
+                "poll",
+                "HTTP requests (unconditional)",
+                "DynamoDB write requests",
+                "items written",
+                "items read",
+                "s",
+            ],
+            rows,
+        ),
+    ]
+
+
+def _evaluator(summary: dict[str, Any]) -> list[str]:
+    e = summary.get("evaluator")
+    if not e:
+        return []
+    return [
+        "## Evaluator",
+        "",
+        f"A commit's {_n(e.get('changed_cells'))} cells finishing: "
+        f"{_n(e['queries_per_changed_cell'])} Queries and {_n(e['writes_per_changed_cell'])} writes per "
+        f"changed cell, {_n(e['scans'])} scans, {_n(e['cells_per_s'])} cells a second. A pending cell that",
+        "finishes as a pass (or flaky) on a job that is not firing cannot change its verdict",
+        "(`rule.may_change_verdict`), so it is not read at all; any other change costs at most one",
+        "Query for its job per batch.",
+        "",
+    ]
+
+
+def _end_to_end(summary: dict[str, Any]) -> list[str]:
+    e = summary.get("end_to_end")
+    if not e:
+        return []
+    windows = ", ".join(f"{name} {_n(s)} s" for name, s in e.get("batching_windows_s", {}).items())
+    sizes = ", ".join(f"{name} {_n(n)}" for name, n in e.get("batch_sizes", {}).items())
+    return [
+        "## End to end (polling)",
+        "",
+        f"A simulated day through the local runtime at reduced scale ({_n(e['job_columns'])} job columns, "
+        f"{_n(e['commits'])} commits), ticking every {_n(e['schedule_period_s'])} s around each episode's",
+        "deciding job; the publish time adds the deployed path after each tick, with template.yaml's",
+        f"stream settings (batch sizes: {sizes}; batching windows: {windows}; a stream hop of "
+        f"{_n(e.get('stream_hop_s'))} s per invocation) and each invocation's measured duration.",
+        "",
+        *_table(
+            ["figure", "value"],
+            [
+                ["notifications", _n(e["notifications"])],
+                ["false alarms", _n(e.get("false_alarms"))],
+                [
+                    "detection delay p50 (deciding job's completion to SNS publish)",
+                    f"{_n(e['detection_delay_s_p50'])} s",
+                ],
+                ["detection delay max", f"{_n(e['detection_delay_s_max'])} s"],
+                ["longest tick-to-publish path", f"{_n(e.get('pipeline_s_max'))} s"],
+                ["bound: a job finishing just after a poll", f"{_n(e.get('detection_delay_s_bound'))} s"],
+            ],
+        ),
+    ]
+
+
+def _push(summary: dict[str, Any]) -> list[str]:
+    p = summary.get("push")
+    if not p:
+        return []
+    items = ", ".join(
+        f"{name.replace('_', ' ')} {_usd(v)}" for name, v in p.get("usd_per_month_items", {}).items()
+    )
+    per = p.get("per_trunk_delivery", {})
+    lines = [
+        "## Push (webhooks)",
+        "",
+        "The same reduced trunk fed by webhook deliveries alone through the local runtime (each",
+        "commit's `push` when it lands, its jobs' `completed` deliveries when they finish), with the",
+        "deployed timeline after each instant: the half-second delivery group, the stream hops and",
+        "batching windows as above. GitHub does not let a webhook filter by branch, so every job",
+        "of every pull request is delivered too.",
+        "",
+        *_table(
+            ["figure", "value"],
+            [
+                ["deliveries", _n(p["deliveries"])],
+                ["notifications", _n(p["notifications"])],
+                [
+                    "detection delay p50 / p95 / max (deciding job's delivery to SNS publish)",
+                    f"{_n(p['detection_delay_s_p50'])} / {_n(p['detection_delay_s_p95'])} / "
+                    f"{_n(p['detection_delay_s_max'])} s",
+                ],
+                [
+                    "deliveries a day assumed (an estimate, not a measurement)",
+                    _n(p.get("deliveries_per_day_assumed")),
+                ],
+                ["trunk jobs' `completed` deliveries a day", _n(p.get("trunk_completed_per_day"))],
+                [
+                    "per trunk job's `completed` delivery (the delivery claim, the shard, and where the "
+                    "job's state changes the cell, its tick and the commit's state string)",
+                    f"{_n(per.get('ddb_write_units'))} write units, "
+                    f"{_n(per.get('ddb_read_units'))} read units, "
+                    f"{_n(per.get('duration_s'))} s",
+                ],
+                [
+                    "push path's cost a month (Lambda function URL, deployed)",
+                    f"{_usd(p['usd_per_month'])} ({items})",
+                ],
+                [
+                    "an API Gateway REST route instead would add",
+                    _usd(p.get("api_gateway_rest_usd_per_month", 0.0)) + " a month",
+                ],
+            ],
+        ),
+    ]
+    if p.get("basis"):
+        lines += [f"Basis: {p['basis']}", ""]
+    return lines
+
+
+def _cold_start(summary: dict[str, Any]) -> list[str]:
+    c = summary.get("cold_start")
+    if not c:
+        return []
+    rows = [
+        [
+            handler,
+            f"{_n(c.get('handler_import_s', {}).get(handler))} s",
+            f"{_n(ratio)}x",
+            f"{_n(c.get('handler_import_cpu_ratio', {}).get(handler))}x",
+        ]
+        for handler, ratio in c["handler_import_ratio"].items()
+    ]
+    return [
+        "## Cold start and layers",
+        "",
+        f"Each handler's import against `import boto3` ({_n(c['boto3_import_s'])} s) in the same run "
+        f"({c.get('interpreter', '')}; median of {_n(c.get('runs'))} fresh processes each). Layers "
+        f"({c.get('layer_source', '')}), unzipped: DomainLayer {_n(c['layer_mb'])} MiB, ApiLayer "
+        f"{_n(c['api_layer_mb'])} MiB.",
+        "",
+        "DomainLayer goes to every function (trunkwatch, Powertools without the API-only and unused",
+        "parts, the X-Ray SDK, pynamodb, re2; nothing the runtime ships), ApiLayer to the API only",
+        "(pydantic and Powertools' event handler without the Swagger UI assets)."
+        + (
+            ""
+            if "webhook" in c["handler_import_ratio"]
+            else " The webhook function's import is not measured."
+        ),
+        "",
+        *_table(["handler", "import", "over boto3", "CPU time over boto3"], rows),
+    ]
+
+
+def _cost(summary: dict[str, Any]) -> list[str]:
+    c = summary.get("cost")
+    if not c:
+        return []
+    detail = c.get("items_detail", {})
+    rows = [
+        [
+            name,
+            _usd(value),
+            ", ".join(f"{part.replace('_', ' ')} {_usd(v)}" for part, v in detail.get(name, {}).items()),
+        ]
+        for name, value in sorted(c["items"].items(), key=lambda item: -item[1])
+    ]
+    deployed = c.get("deployed", {})
+    lines = [
+        "## Cost and storage",
+        "",
+        f"At PyTorch scale ({_n(c['job_columns'])} job columns, {_n(c['commits_per_day'])} commits a day), "
+        f"list prices without free tiers ({c.get('prices_source', 'benchmarks/prices.py')}), every",
+        "resource the template deploys at its parameter defaults"
+        + (
+            f" (dashboard: {_n(deployed.get('dashboard'))}, tracing: {_n(deployed.get('tracing'))}, "
+            f"{_n(deployed.get('alarms'))} alarms, {_n(len(deployed.get('custom_metrics', [])))} custom "
+            f"metrics, {_n(deployed.get('api_requests_per_day'))} API requests a day)"
+            if deployed
+            else ""
+        )
+        + f": usage **{_usd(c['usd_per_month'])}** a month, **{_usd(c['usd_per_month_all_in'])}** all in.",
+        "",
+        *_table(["item", "USD/month", "of which"], rows),
+    ]
+    if c.get("basis"):
+        lines += [f"Basis: {c['basis']}", ""]
+    lines += [
+        "Every tick costs a poll, the evaluator's sweep and the notifier on the tick the sweep",
+        "settles; a commit adds its polls' cells through the evaluator and the notifier. Quiet polls",
+        "are cheap because an unchanged page is not parsed again; a trunk whose page changes every",
+        "minute pays a full parse per poll instead."
+        + (
+            f" `CreateDashboard: true` adds {_usd(c['prices']['cloudwatch_dashboard_month'])} a month."
+            if "cloudwatch_dashboard_month" in c.get("prices", {})
+            else ""
+        ),
+        "",
+    ]
+    storage = c.get("storage")
+    if storage:
+        lines += [
+            f"The table's steady-state size (each kind of item for as long as its TTL keeps it, cells "
+            f"and commits {_n(storage['retention_days'])} days): **{_n(storage['gb'])} GB**.",
+            "",
+            *_table(
+                ["items", "count", "GB"],
+                [
+                    [part.replace("_", " "), _n(count), _n(storage["gb_by_part"].get(part))]
+                    for part, count in storage["items"].items()
+                ],
+            ),
+        ]
+    return lines
+
+
+def _local_scale(summary: dict[str, Any]) -> list[str]:
+    s = summary.get("local_scale")
+    if not s:
+        return []
+    runs = s.get("runs", {})
+    full = runs.get(str(s["job_columns"]), {})
+    return [
+        "## Local runtime at PyTorch scale",
+        "",
+        f"`python -m benchmarks local_scale`: a first poll of a {_n(s['commits_per_page'])}-commit, "
+        f"{_n(s['job_columns'])}-column HUD page, then incremental polls, each a full schedule tick "
+        f"({_n(s['polls'])} polls in all" + (", capped" if s.get("capped") else "") + ").",
+        "",
+        *_table(
+            ["figure", "value"],
+            [
+                ["wall time", f"{_n(s['wall_s'])} s"],
+                [
+                    "first poll (of which ingest)",
+                    f"{_n(full.get('first_poll_s'))} s ({_n(full.get('first_ingest_s'))} s)",
+                ],
+                ["slowest incremental poll", f"{_n(full.get('incremental_poll_s_max'))} s"],
+                ["peak memory", f"{_n(s['peak_mb'])} MB"],
+                ["doubling ratio (against half the columns)", f"{_n(s['doubling_ratio'])}x"],
+                ["most items one partition key receives in a poll", _n(s["max_items_per_partition_key"])],
+            ],
+        ),
+    ]
+
+
+def _github_budget(summary: dict[str, Any]) -> list[str]:
+    g = summary.get("github_budget")
+    if not g:
+        return []
+    walls, requests = g.get("poll_wall_s", []), g.get("poll_requests", [])
+    return [
+        "## GitHub first poll under its time budget",
+        "",
+        f"`python -m benchmarks github_budget`: {_n(g['job_columns'])} job columns, every request "
+        f"answered {_n(g['delay_s'])} s late, a {_n(g['budget_s'])} s budget per poll.",
+        "",
+        *_table(
+            ["figure", "value"],
+            [
+                ["polls to catch up", f"{_n(g['polls'])} (caught up: {_n(g['caught_up'])})"],
+                ["longest poll", f"{_n(max(walls, default=None))} s"],
+                [
+                    "requests",
+                    f"{_n(g['http_requests'])} ({_n(min(requests, default=None))} to "
+                    f"{_n(max(requests, default=None))} a poll)",
+                ],
+                [
+                    "runs in the window, delivered",
+                    f"{_n(g.get('runs_in_window'))}, {_n(g.get('runs_delivered'))}",
+                ],
+                ["job runs delivered twice", _n(g.get("duplicated_job_runs"))],
+                ["polls over budget", _n(g.get("over_budget_polls"))],
+            ],
+        ),
+    ]
+
+
+def _long_history(summary: dict[str, Any]) -> list[str]:
+    h = summary.get("long_history")
+    if not h:
+        return []
+    return [
+        "## Local runtime on a real trunk's history",
+        "",
+        f"`python -m benchmarks long_history [PATH]` on `{h['history']}`: the replay event by event on",
+        "a fresh runtime; per-poll time of the first and the last tenth of the polls (leaving out the",
+        "first poll, which pays the imports and the page's backlog), and the cell items the polls'",
+        "Queries read, a count the machine's load does not blur.",
+        "",
+        *_table(
+            ["figure", "value"],
+            [
+                ["polls", _n(h["polls"])],
+                ["wall time (first poll)", f"{_n(h['wall_s'])} s ({_n(h['first_poll_s'])} s)"],
+                [
+                    "per poll, first and last tenth",
+                    f"{_n(h['first_tenth_poll_s'])} s, {_n(h['last_tenth_poll_s'])} s: "
+                    f"ratio {_n(h['ratio'])}",
+                ],
+                [
+                    "cells read per poll, first and last tenth",
+                    f"{_n(h['first_tenth_cells_read'])}, {_n(h['last_tenth_cells_read'])}",
+                ],
+                ["peak resident memory", f"{_n(h['peak_mb'])} MB"],
+                ["messages (as expected)", f"{_n(h['messages'])} ({_n(h.get('matches_expected'))})"],
+            ],
+        ),
+    ]
+
+
+def _serve_week(summary: dict[str, Any]) -> list[str]:
+    w = summary.get("serve_week")
+    if not w:
+        return []
+    return [
+        "## `trunkwatch serve` for a simulated week",
+        "",
+        f"`python -m benchmarks serve_week`: the serve loop every {_n(w['period_s'] / 60)} simulated minutes "
+        f"for a week ({_n(w['ticks'])} ticks), a commit landing at every tick on a page with a daily",
+        "break and fix.",
+        "",
+        *_table(
+            ["figure", "value"],
+            [
+                ["wall time", f"{_n(w['wall_s'])} s"],
+                [
+                    "resident memory at the end of each day",
+                    ", ".join(_n(mb) for mb in w["rss_mb_by_day"]) + " MB",
+                ],
+                ["growth, days 2 to 7", f"{_n(w['growth_mb_day2_to_7'])} MB"],
+                ["messages", _n(w["messages"])],
+            ],
+        ),
+    ]
+
+
+def render(summary: dict[str, Any]) -> str:
+    """The page for this summary (a pure function of it)."""
+    lines = [
+        "# Performance",
+        "",
+        "<!-- Generated by `make docs` (python -m benchmarks.docs) from docs/performance.json;",
+        "     edit benchmarks/docs.py, not this file. -->",
+        "",
+        "What trunkwatch costs and how fast it is, measured by `make bench` against local stand-ins",
+        "and in-process moto (no network but 127.0.0.1, and PyPI for building the layers) and",
+        "rendered by `make docs` from the summary it writes (kept as `performance.json` beside",
+        "this page). The workload is a synthetic PyTorch-scale trunk: sharded job columns in the",
+        "PyTorch preset's scope, with flaky and pending jobs, a broken-trunk episode and an infra",
+        "outage; its size is in the notes at the end. What the summary holds is",
+        "[design.md §8](design.md#8-benchmark-summary).",
+        "",
+    ]
+    lines += _provenance(summary)
+    lines += _budgets(summary)
+    for part in (
+        _ingest,
+        _evaluator,
+        _end_to_end,
+        _push,
+        _cold_start,
+        _cost,
+        _local_scale,
+        _github_budget,
+        _long_history,
+        _serve_week,
+    ):
+        lines += part(summary)
+    notes = summary.get("scale", {}).get("notes", [])
+    if notes:
+        lines += ["## Notes", "", *(f"- {note}" for note in notes), ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.docs", description=__doc__)
+    parser.add_argument("--summary", type=Path, default=OUT / "summary.json", help="the run to render")
+    parser.add_argument(
+        "--check", action="store_true", help="only check performance.md against performance.json"
+    )
+    args = parser.parse_args(argv)
+    if args.check:
+        if PAGE.read_text(encoding="utf-8") != render(json.loads(DATA.read_text(encoding="utf-8"))):
+            print(f"{PAGE} is not the rendering of {DATA}: run `make docs`", file=sys.stderr)
+            return 1
+        return 0
+    if not args.summary.is_file():
+        parser.error(f"no summary at {args.summary}: run `make bench` first")
+    summary = json.loads(args.summary.read_text(encoding="utf-8"))
+    DATA.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    PAGE.write_text(render(summary), encoding="utf-8")
+    print(f"wrote {PAGE.relative_to(DOCS.parent)} and {DATA.relative_to(DOCS.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
