@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import boto3
 import pytest
@@ -10,6 +15,8 @@ from moto import mock_aws
 
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.cli import main
+
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
 
 @pytest.fixture
@@ -100,3 +107,45 @@ def test_the_chaos_benchmark_counts_lost_delayed_and_repeated_messages() -> None
     assert lost == [expected[1]]
     assert extra == [published[1], published[2]]
     assert delays == [60.0]
+
+
+def replay(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trunkwatch_local.cli", "replay", str(SCENARIOS / "silenced.jsonl"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_a_replay_without_crashes_is_the_plain_replay() -> None:
+    plain, chaos = replay("--json"), replay("--json", "--chaos", "1", "--crash-rate", "0")
+    assert plain.returncode == chaos.returncode == 0
+
+    def sent(stdout: str) -> list[tuple[str, str, str]]:  # the API's port and ids differ per run
+        rows = [json.loads(line) for line in stdout.splitlines()]
+        return [(row["at"], row["subject"], json.dumps(row["attributes"], sort_keys=True)) for row in rows]
+
+    assert sent(plain.stdout) and sent(chaos.stdout) == sent(plain.stdout)
+    assert chaos.stderr.splitlines()[-1] == (
+        "trunkwatch: chaos seed 1: 0 of "
+        + chaos.stderr.splitlines()[-1].split(" of ")[1].split(" ")[0]
+        + " AWS calls killed their invocation (0 before the call, 0 after it); 0 stream batch retries, "
+        "0 records dead-lettered, 0 scheduled invocations lost"
+    )
+
+
+def test_a_replay_with_crashes_runs_to_its_end_and_counts_them() -> None:
+    run = replay("--chaos", "5", "--crash-rate", "0.08")
+    assert run.returncode == 0, run.stderr[-2000:]
+    summary = re.fullmatch(
+        r"trunkwatch: chaos seed 5: (\d+) of (\d+) AWS calls killed their invocation "
+        r"\((\d+) before the call, (\d+) after it\); (\d+) stream batch retries, "
+        r"(\d+) records dead-lettered, (\d+) scheduled invocations lost",
+        run.stderr.splitlines()[-1],
+    )
+    assert summary is not None, run.stderr.splitlines()[-1]
+    crashes, calls, before, after, retries, _, lost = map(int, summary.groups())
+    assert 0 < crashes < calls and before + after == crashes
+    assert retries + lost > 0  # every crash ends a stream batch (retried) or a schedule event

@@ -263,7 +263,11 @@ class LocalRuntime:
             aws_request_id=str(uuid.uuid4()),
             invoked_function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}",
         )
-        dying = self.chaos.invocation(logical_id) if self.chaos else contextlib.nullcontext()
+        dying = (
+            self.chaos.invocation(logical_id)
+            if self.chaos and logical_id in self._pipeline_functions()
+            else contextlib.nullcontext()
+        )
         try:
             with contextlib.redirect_stdout(sys.stderr), dying:
                 return self.modules[logical_id].lambda_handler(event, context)
@@ -275,6 +279,13 @@ class LocalRuntime:
                 # by every Metrics instance): clear them per invocation as a flush would, or a
                 # long run grows them until a metric's 100 values force a flush.
                 Metrics().clear_metrics()
+
+    def _pipeline_functions(self) -> set[str]:
+        """What the schedule, the streams and GitHub invoke: where crashes are injected. The
+        API's callers (people, amtool) see its 5xx and try again."""
+        return {*self.wiring.schedules, *(source.function for source in self.wiring.streams)} | {
+            self.names.get("webhook", "webhook")
+        }
 
     def scheduled_event(self, function: str) -> dict[str, Any]:
         return scheduled_event(f"{NAME}-{function}")
