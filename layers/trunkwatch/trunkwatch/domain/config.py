@@ -501,14 +501,6 @@ def rule_config(values: dict[str, Any], where: str = "config.") -> RuleConfig:
         raise ConfigError(f"{where.rstrip('.')}: {err}") from None
 
 
-def trunk_config(values: dict[str, Any]) -> TrunkConfig:
-    """One trunk's entry of the document, validated."""
-    try:
-        return TrunkConfig.from_dict(values)
-    except _Invalid as err:
-        raise ConfigError(_describe(err, "")) from None
-
-
 def load_deployment(
     data: Any, receiver_types: ReceiverTypes | None = None, base_defaults: Mapping[str, Any] | None = None
 ) -> Deployment:
