@@ -24,7 +24,7 @@ from trunkwatch.channels.github_culprit import GitHubCulpritChannel
 from trunkwatch.channels.github_culprit import marker as marker_of_culprit
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
-from trunkwatch.domain.alerts import Alert
+from trunkwatch.domain.alerts import Alert, CommitSummary, FailingJob
 from trunkwatch.domain.config import ReceiverConfig
 from trunkwatch.domain.config import receiver_config as read_receiver
 from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer
@@ -46,6 +46,7 @@ ANNOTATIONS = {
     "silence_url": "http://127.0.0.1:9093/#/silences/new?filter=x",
 }
 WEBHOOK_PATH = "/services/T000/B000/secretpart"
+FAILING = FailingJob(3, CommitSummary("0123456789abcdef", "Make x faster", 4242, "octocat", START))
 
 
 def receiver_config(data: dict[str, Any]) -> ReceiverConfig:
@@ -66,7 +67,7 @@ def note(
         starts_at=START,
         ends_at=ends,
         generator_url="https://hud.pytorch.org/hud/pytorch/pytorch/main",
-        jobs=dict.fromkeys(jobs, "3 commits"),
+        jobs=dict.fromkeys(jobs, FAILING),
     )
     return Notification(alert, status, reason, "http://127.0.0.1:9093", "r")
 
@@ -126,8 +127,9 @@ def test_slack_colours_by_status_and_priority() -> None:
 
 
 def test_slack_limits_are_kept_with_a_note() -> None:
-    jobs = "\n".join(f"pull / job {n} " + "x" * 200 for n in range(50))
-    message = slack_message(note(annotations={**ANNOTATIONS, "failing_jobs": jobs, "summary": "s" * 400}))
+    jobs = [f"pull / job {n} " + "x" * 200 for n in range(50)]
+    annotations = {**ANNOTATIONS, "failing_jobs": "\n".join(jobs), "summary": "s" * 400}
+    message = slack_message(note(annotations=annotations, jobs=tuple(jobs)))
     blocks = message["attachments"][0]["blocks"]
     assert len(blocks) <= MAX_BLOCKS
     assert len(blocks[0]["text"]["text"]) <= 150

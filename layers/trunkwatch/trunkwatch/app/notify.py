@@ -35,7 +35,7 @@ from trunkwatch.app.views import trunk_views
 from trunkwatch.channels.base import Channel, ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.sns import SnsChannel
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import Alert, AlertView, Links
+from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
 from trunkwatch.domain.config import IDEMPOTENCY_TTL, Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
@@ -216,7 +216,7 @@ def _log_state(entry: NotificationLog) -> LogState:
     return LogState(
         last_status=entry.last_status,
         last_sent_at=entry.last_sent_at,
-        jobs=tuple(str(job) for job in entry.jobs or ()),
+        jobs=tuple(sorted(str(job) for job in entry.jobs or ())),
         held_by=tuple(str(hold) for hold in entry.held_by or ()),
     )
 
@@ -245,7 +245,7 @@ def _advance(
     entry.last_status = decision.status
     entry.last_sent_at = now
     entry.starts_at = alert.starts_at
-    entry.jobs = sorted(alert.jobs) or None
+    entry.jobs = {job: failing.as_data() for job, failing in sorted(alert.jobs.items())} or None
     entry.labels = alert.labels
     entry.annotations = alert.annotations
     entry.held_by = None
@@ -255,9 +255,21 @@ def _advance(
 def _resolved_from_log(entry: NotificationLog, trunk: TrunkConfig, now: datetime) -> AlertView:
     """The alert as last sent, now resolved."""
     alert = Alert(
-        dict(entry.labels or {}), dict(entry.annotations or {}), starts_at=entry.starts_at or now, ends_at=now
+        dict(entry.labels or {}),
+        dict(entry.annotations or {}),
+        starts_at=entry.starts_at or now,
+        ends_at=now,
+        jobs=_logged_jobs(entry),
     )
     return AlertView(alert, trunk.trunk_id)
+
+
+def _logged_jobs(entry: NotificationLog) -> dict[str, FailingJob]:
+    """The jobs of the last message, each with its streak and culprit. An entry written
+    before the log kept them holds their names alone: its resolution lists no jobs."""
+    if not isinstance(entry.jobs, dict):
+        return {}
+    return {str(job): FailingJob.from_data(data) for job, data in entry.jobs.items()}
 
 
 def channels_for(settings: Settings, deployment: Deployment) -> list[Channel]:
