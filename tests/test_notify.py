@@ -11,7 +11,7 @@ import pytest
 
 from trunkwatch.channels.base import Notification
 from trunkwatch.channels.email import email_text
-from trunkwatch.channels.sns import SNS_MAX_BYTES, SUBJECT_MAX, SnsChannel, publish_arguments
+from trunkwatch.channels.sns import SNS_MAX_BYTES, SUBJECT_MAX, SnsReceiver, publish_arguments
 from trunkwatch.channels.webhook import subject
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import RECEIVER, Alert, AlertView, CommitSummary, FailingJob
@@ -269,7 +269,8 @@ def test_a_jobs_line_in_the_description_names_its_culprit_as_before() -> None:
 def test_publish_delivers_the_webhook_to_sqs_and_the_text_under_email(aws: dict[str, Any]) -> None:
     sqs = boto3.client("sqs")
     sent = notification(JOB_ANNOTATIONS)
-    SnsChannel(aws["topic"], "us-east-1").send(sent)
+    topic = SnsReceiver(type="sns", topic_arn=aws["topic"])
+    topic.channel(RECEIVER, lambda labels: True, lambda ref: None).send(sent)
     (received,) = sqs.receive_message(QueueUrl=aws["queue"], MaxNumberOfMessages=10)["Messages"]
     envelope = json.loads(received["Body"])
     body = json.loads(envelope["Message"])  # sqs falls back to `default`: the webhook JSON
@@ -317,10 +318,16 @@ def test_a_resolution_sent_from_the_log_names_each_jobs_culprit(
 
     def tick(views: list[AlertView], now: datetime) -> None:
         monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: views)
-        trunk, settings = TrunkConfig(repo="pytorch/pytorch"), Settings.from_environ([])
-        notify.notify_trunk(
-            trunk, RuleConfig(), [], [Capture()], Links("http://api"), now, settings, lambda: 60.0
+        settings = Settings.from_environ([])
+        tick = notify.Tick(
+            TrunkConfig(repo="pytorch/pytorch"),
+            RuleConfig(),
+            Links("http://api"),
+            now,
+            settings,
+            lambda: 60.0,
         )
+        notify.notify_trunk(tick, [], [Capture()])
 
     tick([level], NOW)
     tick([], NOW + HOUR)  # no longer firing: only the log knows it

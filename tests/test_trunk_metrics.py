@@ -57,9 +57,8 @@ def test_notifier_reports_failing_jobs_and_alerts_firing_per_trunk(
     level.alert.labels.update(alertname="TrunkBroken")
     monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: [job, level])
     trunk = TrunkConfig(repo="pytorch/pytorch")
-    notify.notify_trunk(
-        trunk, RuleConfig(), [], [], Links("http://api"), NOW, Settings.from_environ([]), lambda: 60.0
-    )
+    tick = notify.Tick(trunk, RuleConfig(), Links("http://api"), NOW, Settings.from_environ([]), lambda: 60.0)
+    notify.notify_trunk(tick, [], [])
     output = capsys.readouterr().out
     assert gauges(output, FAILING_JOBS) == {"pytorch/pytorch#main": 1.0}
     assert gauges(output, ALERTS_FIRING) == {"pytorch/pytorch#main": 2.0}
