@@ -55,7 +55,7 @@ def test_frozen_and_validated_on_construction() -> None:
             {"trunks": [TRUNK], "receivers": [{"type": "pagerduty"}]},
             [
                 "receivers.0.type: unknown receiver type 'pagerduty' "
-                "(known: github_culprit, github_issues, slack)"
+                "(known: github_culprit, github_issues, slack, sns)"
             ],
         ),
         ({"trunks": [TRUNK], "receivers": [{"url": "u"}]}, ["receivers.0.type: unknown receiver type None"]),

@@ -11,10 +11,10 @@ import pytest
 
 from trunkwatch.channels.base import Notification
 from trunkwatch.channels.email import email_text
-from trunkwatch.channels.sns import SNS_MAX_BYTES, SUBJECT_MAX, SnsChannel, publish_arguments
+from trunkwatch.channels.sns import SNS_MAX_BYTES, SUBJECT_MAX, SnsReceiver, publish_arguments
 from trunkwatch.channels.webhook import subject
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import RECEIVER, Alert, AlertView, describe_commit, job_detail
+from trunkwatch.domain.alerts import RECEIVER, Alert, AlertView, CommitSummary, FailingJob
 from trunkwatch.domain.dedup import Decision, LogState, decide
 
 
@@ -28,11 +28,18 @@ NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 
 
+def failing(
+    streak: int = 3, title: str = "Make x faster", pr: int | None = 4242, author: str = "octocat"
+) -> FailingJob:
+    """A job of a trunk-level alert, failing since a culprit."""
+    return FailingJob(streak, CommitSummary("0123456789abcdef0123", title, pr, author, NOW - 3 * HOUR))
+
+
 def view(
     status: str = "firing",
     silenced: list[str] | None = None,
     inhibited: list[str] | None = None,
-    jobs: dict[str, str] | None = None,
+    jobs: dict[str, FailingJob] | None = None,
     summary: str = "pull / x failing",
     team: str = "ci-oncall",
 ) -> AlertView:
@@ -83,7 +90,7 @@ def test_repeat_interval_zero_disables_reminders() -> None:
 
 
 def test_trunk_alert_update_names_jobs_that_started_and_stopped() -> None:
-    trunk = view(jobs={"a": "3 commits", "c": "3 commits"})
+    trunk = view(jobs={"a": failing(), "c": failing()})
     log = LogState("firing", NOW - HOUR, jobs=("a", "b"))
     assert decide(trunk, log, NOW, 4 * HOUR) == Decision(
         "firing", "update; started failing: c; stopped failing: b"
@@ -188,7 +195,7 @@ JOB_ANNOTATIONS = {
 }
 
 
-def notification(annotations: dict[str, str], jobs: dict[str, str] | None = None) -> Notification:
+def notification(annotations: dict[str, str], jobs: dict[str, FailingJob] | None = None) -> Notification:
     alert = view(jobs=jobs).alert
     alert.annotations.clear()
     alert.annotations.update(annotations)
@@ -214,42 +221,56 @@ def test_email_for_a_job_alert_reads_top_down() -> None:
 
 
 def test_email_for_a_trunk_level_alert_lists_the_jobs() -> None:
-    one = email_text(notification({"summary": "HUD is broken", "failing_jobs": "pull / a"}))
-    assert "Failing: 1 job\n- pull / a\n" in one
-    two = email_text(notification({"summary": "HUD is broken", "failing_jobs": "pull / a\npull / b"}))
-    assert "Failing: 2 jobs\n- pull / a\n- pull / b\n" in two
+    broken = {"summary": "HUD is broken"}
+    one = email_text(notification(broken, {"pull / a": failing()}))
+    culprit = "  culprit 0123456789ab #4242 by octocat, 3 commits in a row\n"
+    assert "Failing: 1 job\n- pull / a\n" + culprit in one
+    two = email_text(notification(broken, {"pull / a": failing(), "pull / b": failing(1)}))
+    assert "Failing: 2 jobs\n- pull / a\n" + culprit + "- pull / b\n" in two
     for text in (one, two):
         assert text.startswith("FIRING: HUD is broken\n")
-        assert "Culprit" not in text and "Runbook" not in text and "First failure lines" not in text
+        assert "Runbook" not in text and "First failure lines" not in text
 
 
-def test_email_for_a_trunk_level_alert_gives_each_jobs_culprit_and_streak() -> None:
-    jobs = ["lint", "lint: 1", "pull / a"]
-    details = {
-        "lint": job_detail(
-            4, describe_commit("abcdef0123456789", 'it\'s "quoted" (#1) by x', 77, "bob", "t")
-        ),
-        "lint: 1": job_detail(1, describe_commit("0123456789abcdef", "t", None, "", "2026-11-18T18:00:00Z")),
-    }
-    description = "3 jobs failing:\n" + "\n".join(f"- {job}: {detail}" for job, detail in details.items())
-    description += "\n- pull / a: not a line trunkwatch wrote"
-    text = email_text(
-        notification(
-            {"summary": "HUD is broken", "failing_jobs": "\n".join(jobs), "description": description}
-        )
+ODD_TITLES = [
+    'it\'s "quoted" (#1) by x at 2026-11-18T18:00:00Z',  # both quotes, and what follows a title
+    "back\\slash \\' and a new\nline",
+    "- lint: 4 commits, culprit deadbeef0000 'x' by y at z",  # a job's line of the description
+    "",
+    "ünïcödé \u2028 \t tab",
+]
+
+
+@pytest.mark.parametrize("title", ODD_TITLES)
+def test_each_jobs_culprit_and_streak_travel_as_data_whatever_the_title(title: str) -> None:
+    """The culprit's title is never read back from the description, so no title can lose it."""
+    jobs = {"lint": failing(4, title, 77, "bob"), "lint: 1": failing(1, title, None, "")}
+    description = "2 jobs failing:\n" + "\n".join(f"- {job}: {f.detail()}" for job, f in jobs.items())
+    text = email_text(notification({"summary": "HUD is broken", "description": description}, jobs))
+    assert (
+        "Failing: 2 jobs\n"
+        "- lint\n  culprit 0123456789ab #77 by bob, 4 commits in a row\n"
+        "- lint: 1\n  culprit 0123456789ab by unknown, 1 commit in a row\n\n"
+    ) in text
+    logged = {job: FailingJob.from_data(json.loads(json.dumps(f.as_data()))) for job, f in jobs.items()}
+    assert logged == jobs  # as the notification log keeps them, for a resolution sent from it
+
+
+def test_a_jobs_line_in_the_description_names_its_culprit_as_before() -> None:
+    assert failing(4, 'it\'s "quoted"', 77, "bob").detail() == (
+        "4 commits, culprit 0123456789ab 'it\\'s \"quoted\"' (#77) by bob at 2026-11-18T17:00:00.000Z"
     )
     assert (
-        "Failing: 3 jobs\n"
-        "- lint\n  culprit abcdef012345 #77 by bob, 4 commits in a row\n"
-        "- lint: 1\n  culprit 0123456789ab by unknown, 1 commit in a row\n"
-        "- pull / a\n\n"  # no culprit read: the job alone
-    ) in text
+        failing(1, "t", None, "").detail()
+        == "1 commits, culprit 0123456789ab 't' by unknown at 2026-11-18T17:00:00.000Z"
+    )
 
 
 def test_publish_delivers_the_webhook_to_sqs_and_the_text_under_email(aws: dict[str, Any]) -> None:
     sqs = boto3.client("sqs")
     sent = notification(JOB_ANNOTATIONS)
-    SnsChannel(aws["topic"], "us-east-1").send(sent)
+    topic = SnsReceiver(type="sns", topic_arn=aws["topic"])
+    topic.channel(RECEIVER, lambda labels: True, lambda ref: None).send(sent)
     (received,) = sqs.receive_message(QueueUrl=aws["queue"], MaxNumberOfMessages=10)["Messages"]
     envelope = json.loads(received["Body"])
     body = json.loads(envelope["Message"])  # sqs falls back to `default`: the webhook JSON
@@ -267,3 +288,51 @@ def test_oversized_publish_with_email_stays_under_the_limit() -> None:
     structured = json.loads(published["Message"])
     assert json.loads(structured["default"])["alerts"][0]["annotations"]["culprit_sha"] == SHA
     assert structured["email"].startswith("FIRING: ")
+
+
+def test_a_resolution_sent_from_the_log_names_each_jobs_culprit(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trunk-level alert that stopped firing is resolved from its notification log entry:
+    each job's streak and culprit come back from it as data, whatever the culprit's title."""
+    from trunkwatch.app import notify
+    from trunkwatch.app.settings import Settings
+    from trunkwatch.domain.alerts import Links
+    from trunkwatch.domain.config import RuleConfig, TrunkConfig
+
+    level = view(
+        jobs={job: failing(4, title, 77, "bob") for job, title in zip("abcde", ODD_TITLES, strict=True)}
+    )
+    del level.alert.labels["job"]
+    level.alert.labels.update(alertname="TrunkBroken")
+    sent: list[Notification] = []
+
+    class Capture:
+        name = "capture"
+
+        def accepts(self, labels: dict[str, str]) -> bool:
+            return True
+
+        def send(self, notification: Notification) -> None:
+            sent.append(notification)
+
+    def tick(views: list[AlertView], now: datetime) -> None:
+        monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: views)
+        settings = Settings.from_environ([])
+        tick = notify.Tick(
+            TrunkConfig(repo="pytorch/pytorch"),
+            RuleConfig(),
+            Links("http://api"),
+            now,
+            settings,
+            lambda: 60.0,
+        )
+        notify.notify_trunk(tick, [], [Capture()])
+
+    tick([level], NOW)
+    tick([], NOW + HOUR)  # no longer firing: only the log knows it
+    firing, resolved = sent
+    assert (firing.status, resolved.status) == ("firing", "resolved")
+    assert resolved.alert.fingerprint == firing.alert.fingerprint
+    assert resolved.alert.jobs == level.alert.jobs
+    assert "- a\n  culprit 0123456789ab #77 by bob, 4 commits in a row\n" in email_text(resolved)

@@ -17,15 +17,18 @@ from typing import Any
 
 import pytest
 
+from trunkwatch.app.notify import channels_for
 from trunkwatch.app.receivers import receiver_channels, receiver_name
+from trunkwatch.app.settings import Settings
 from trunkwatch.channels import RECEIVER_TYPES, http
 from trunkwatch.channels.base import ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.github_culprit import GitHubCulpritChannel
 from trunkwatch.channels.github_culprit import marker as marker_of_culprit
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
-from trunkwatch.domain.alerts import Alert
-from trunkwatch.domain.config import ReceiverConfig
+from trunkwatch.channels.sns import SnsChannel
+from trunkwatch.domain.alerts import RECEIVER, Alert, CommitSummary, FailingJob
+from trunkwatch.domain.config import ConfigError, ReceiverConfig, load_deployment
 from trunkwatch.domain.config import receiver_config as read_receiver
 from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer
 from trunkwatch_local.replay import ReplayError, parse_replay
@@ -46,6 +49,7 @@ ANNOTATIONS = {
     "silence_url": "http://127.0.0.1:9093/#/silences/new?filter=x",
 }
 WEBHOOK_PATH = "/services/T000/B000/secretpart"
+FAILING = FailingJob(3, CommitSummary("0123456789abcdef", "Make x faster", 4242, "octocat", START))
 
 
 def receiver_config(data: dict[str, Any]) -> ReceiverConfig:
@@ -66,7 +70,7 @@ def note(
         starts_at=START,
         ends_at=ends,
         generator_url="https://hud.pytorch.org/hud/pytorch/pytorch/main",
-        jobs=dict.fromkeys(jobs, "3 commits"),
+        jobs=dict.fromkeys(jobs, FAILING),
     )
     return Notification(alert, status, reason, "http://127.0.0.1:9093", "r")
 
@@ -126,8 +130,9 @@ def test_slack_colours_by_status_and_priority() -> None:
 
 
 def test_slack_limits_are_kept_with_a_note() -> None:
-    jobs = "\n".join(f"pull / job {n} " + "x" * 200 for n in range(50))
-    message = slack_message(note(annotations={**ANNOTATIONS, "failing_jobs": jobs, "summary": "s" * 400}))
+    jobs = [f"pull / job {n} " + "x" * 200 for n in range(50)]
+    annotations = {**ANNOTATIONS, "failing_jobs": "\n".join(jobs), "summary": "s" * 400}
+    message = slack_message(note(annotations=annotations, jobs=tuple(jobs)))
     blocks = message["attachments"][0]["blocks"]
     assert len(blocks) <= MAX_BLOCKS
     assert len(blocks[0]["text"]["text"]) <= 150
@@ -326,6 +331,24 @@ def test_receivers_have_stable_unique_names_and_their_matchers() -> None:
     routed = receiver_channels(configs)[1]
     assert routed.accepts(TRUNK_LABELS)
     assert not routed.accepts({**TRUNK_LABELS, "alertname": "SourceDown"})
+
+
+def test_sns_is_a_receiver_type_and_the_stacks_topic_one_of_them(aws: dict[str, Any]) -> None:
+    oncall = "arn:aws:sns:us-east-1:123456789012:oncall"
+    document = {
+        "trunks": [{"repo": "pytorch/pytorch"}],
+        "receivers": [{"type": "sns", "topic_arn": oncall, "matchers": ['priority="P1"']}],
+    }
+    deployment = load_deployment(document, RECEIVER_TYPES)
+    topic, routed = channels_for(Settings.from_environ([]), deployment)
+    assert isinstance(topic, SnsChannel) and isinstance(routed, SnsChannel)
+    assert (topic.name, topic.topic_arn) == (RECEIVER, aws["topic"])  # its log and messages' name
+    assert (routed.name, routed.topic_arn, routed.region) == ("sns:oncall", oncall, "us-east-1")
+    assert topic.accepts(TRUNK_LABELS) and not routed.accepts(TRUNK_LABELS)
+    assert routed.accepts({**TRUNK_LABELS, "priority": "P1"})
+    document["receivers"] = [{"type": "sns", "topic_arn": "oncall"}]
+    with pytest.raises(ConfigError, match=r"receivers\.0\.topic_arn: String should match"):
+        load_deployment(document, RECEIVER_TYPES)
 
 
 def test_the_notifier_imports_no_receiver_module_until_one_is_configured() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.test_hostile_sources import NOW, _two_trunks, healthy  # noqa: F401 - a fixture
-from tests.test_notify import view
+from tests.test_notify import failing, view
 from trunkwatch.app import notify, poll
 from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
@@ -52,14 +52,13 @@ def test_notifier_reports_failing_jobs_and_alerts_firing_per_trunk(
     aws: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
-    job, level = view(), view(jobs={"pull / x": "3 commits"})
+    job, level = view(), view(jobs={"pull / x": failing()})
     del level.alert.labels["job"]
     level.alert.labels.update(alertname="TrunkBroken")
     monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: [job, level])
     trunk = TrunkConfig(repo="pytorch/pytorch")
-    notify.notify_trunk(
-        trunk, RuleConfig(), [], [], Links("http://api"), NOW, Settings.from_environ([]), lambda: 60.0
-    )
+    tick = notify.Tick(trunk, RuleConfig(), Links("http://api"), NOW, Settings.from_environ([]), lambda: 60.0)
+    notify.notify_trunk(tick, [], [])
     output = capsys.readouterr().out
     assert gauges(output, FAILING_JOBS) == {"pytorch/pytorch#main": 1.0}
     assert gauges(output, ALERTS_FIRING) == {"pytorch/pytorch#main": 2.0}

@@ -157,12 +157,13 @@ def timeline_line(published: Any) -> str:
 
 
 def _poll(args: argparse.Namespace) -> int:
+    from trunkwatch import sources
     from trunkwatch.channels import RECEIVER_TYPES
     from trunkwatch.domain import clock
     from trunkwatch.domain.config import load_file
     from trunkwatch_local.runtime import running
 
-    deployment = load_file(args.config, RECEIVER_TYPES)
+    deployment = load_file(args.config, RECEIVER_TYPES, sources.REGISTRY)
     with running(deployment, args.template) as runtime:
         now = clock.now()
         result = runtime.tick(now)
@@ -176,6 +177,7 @@ def _poll(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from trunkwatch import sources
     from trunkwatch.channels import RECEIVER_TYPES
     from trunkwatch.domain import clock
     from trunkwatch.domain.config import load_deployment, load_file
@@ -189,12 +191,13 @@ def _serve(args: argparse.Namespace) -> int:
     session = Session(args.template, port=args.port, tokens=tokens, webhook_secret=secret)
     replay = read_replay(args.scenario) if args.scenario else None
     if args.config:
-        deployment = load_file(args.config, RECEIVER_TYPES)
+        deployment = load_file(args.config, RECEIVER_TYPES, sources.REGISTRY)
     elif replay is not None:
         deployment = replay.deployment(session.hud.url)
     else:
         deployment = load_deployment(
-            {"trunks": [{"repo": "pytorch/pytorch", "branch": "main", "url": session.hud.url}]}
+            {"trunks": [{"repo": "pytorch/pytorch", "branch": "main", "url": session.hud.url}]},
+            sources=sources.REGISTRY,
         )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

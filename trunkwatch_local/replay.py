@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from trunkwatch import sources
 from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import ConfigError, Deployment, load_deployment
@@ -61,7 +62,9 @@ class Replay:
             # Fed by the file's deliveries; polled only where the file has HUD snapshots
             # (each is a poll), never otherwise: an idle poll is not a source outage.
             trunk.update(webhook=True, poll_every="1s" if kinds & {"hud", "hud_status"} else "0")
-        return load_deployment({"trunks": [trunk], "receivers": self.receivers}, RECEIVER_TYPES)
+        return load_deployment(
+            {"trunks": [trunk], "receivers": self.receivers}, RECEIVER_TYPES, sources=sources.REGISTRY
+        )
 
 
 GZIP_MAGIC = b"\x1f\x8b"

@@ -251,10 +251,6 @@ def _clock_may_change(item: AlertItem, rule: RuleConfig, now: datetime, reads: T
     return clock_may_change_verdict(int(newest_fail.seq), newest_fail.time, reads.recent_seqs, rule, now)
 
 
-def failed_ids(response: dict[str, Any]) -> set[str]:
-    return {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
-
-
 def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkReads) -> None:
     if not verdict.firing and not reads.failing(verdict.job):
         return  # nothing fires and nothing is open to resolve: no alert read at all

@@ -9,12 +9,13 @@ or a concurrent tick cannot deliver it twice. A delivery that fails deletes its 
 record and leaves the log as it was: the next tick tries again, and the receiver's later
 messages wait behind it, in order (retry). A message the receiver refuses for good
 (ChannelRejected) is recorded in the log as failed, with the reason, and the next ones go on:
-one bad message cannot jam a receiver. The log entry is advanced only after the delivery.
+one bad message cannot jam a receiver. The log entry is advanced only after the delivery
+(log).
 
 An invocation has one time budget for all its ticks and receivers (`remaining_s`, from the
 Lambda context): every request of a delivery ends before the budget does (the notification's
 deadline), no delivery starts with less than DELIVERY_RESERVE_S left, and what is left waits
-for the next tick, untouched.
+for the next tick, untouched (budget).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -33,9 +34,9 @@ from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views
 from trunkwatch.channels.base import Channel, ChannelError, ChannelRejected, Notification
-from trunkwatch.channels.sns import SnsChannel
+from trunkwatch.channels.sns import StackTopic
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import Alert, AlertView, Links
+from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
 from trunkwatch.domain.config import IDEMPOTENCY_TTL, Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
@@ -66,111 +67,184 @@ class TickResult:
     rejected: int = 0
     deferred: int = 0  # receivers left for the next tick: the time budget was spent
 
+    def done(self, receiver: str, alertname: str, decision: Decision, refused: str | None) -> None:
+        """A transition done with: sent, or refused for good."""
+        if refused is not None:
+            self.rejected += 1
+            return
+        status, reason = decision.status, decision.reason
+        self.sent.append({"receiver": receiver, "status": status, "alertname": alertname, "reason": reason})
 
-def notify_trunk(
-    trunk: TrunkConfig,
-    rule: RuleConfig,
-    silences: Sequence[Silence],
-    channels: Sequence[Channel],
-    links: Links,
-    now: datetime,
-    settings: Settings,
-    remaining_s: RemainingSeconds,
-) -> TickResult:
-    """Send the trunk's due transitions; `settings` name the table of the idempotency records."""
+
+@dataclass(frozen=True)
+class Tick:
+    """One settled tick of one trunk: what each receiver's pass shares."""
+
+    trunk: TrunkConfig
+    rule: RuleConfig
+    links: Links
+    now: datetime
+    settings: Settings  # they name the table of the idempotency records
+    remaining_s: RemainingSeconds
+
+
+def notify_trunk(tick: Tick, silences: Sequence[Silence], channels: Sequence[Channel]) -> TickResult:
+    """Send the trunk's due transitions to each receiver in turn."""
+    trunk = tick.trunk
     result = TickResult(trunk.trunk_id)
-    views = trunk_views(trunk, rule, silences, links, now, include_resolved=True)
+    views = trunk_views(trunk, tick.rule, silences, tick.links, tick.now, include_resolved=True)
     firing = [v.alert for v in views if v.alert.status == alerts.FIRING]
     metrics.add_metric(name="AlertsFiring", unit=MetricUnit.Count, value=len(firing))
     trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
     trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
     for channel in channels:
-        _notify_channel(channel, trunk, rule, views, links, now, settings, remaining_s, result)
+        _notify_receiver(channel, tick, views, result)
     return result
 
 
-def _notify_channel(
-    channel: Channel,
-    trunk: TrunkConfig,
-    rule: RuleConfig,
-    views: list[AlertView],
-    links: Links,
-    now: datetime,
-    settings: Settings,
-    remaining_s: RemainingSeconds,
-    result: TickResult,
-) -> None:
-    entries = logs.of_receiver(trunk.trunk_id, channel.name)
+def _notify_receiver(channel: Channel, tick: Tick, views: list[AlertView], result: TickResult) -> None:
+    """The stages, per alert in order: route, mute, dedup, budget, deliver, log. A failing
+    receiver or a spent budget leaves the receiver's rest for the next tick, in order."""
+    entries = logs.of_receiver(tick.trunk.trunk_id, channel.name)
+    for view in _route(channel, [*views, *_resolved_from_log(entries, views, tick)]):
+        alert = view.alert
+        entry = entries.get(alert.fingerprint) or logs.new(
+            tick.trunk.trunk_id, channel.name, alert.fingerprint, alert.name, alert.labels.get("job")
+        )
+        if view.suppressed:
+            result.held += 1
+            _mute(entry, view, tick)
+            continue
+        decision = decide(view, _log_state(entry), tick.now, tick.rule.repeat_interval)
+        if decision is None:
+            continue
+        if not _budget_left(channel, tick):
+            result.deferred += 1
+            return
+        try:
+            refused = _deliver(
+                channel, _notification(channel, alert, decision, tick), int(entry.seq) + 1, tick
+            )
+        except ChannelError:
+            result.failed += 1
+            return  # this receiver is failing: its later transitions wait for the retry too
+        _log(entry, alert, decision, tick, failed=refused)
+        result.done(channel.name, alert.name, decision, refused)
+
+
+def _route(channel: Channel, views: list[AlertView]) -> list[AlertView]:
+    """The alerts the receiver's matchers pick."""
+    return [view for view in views if channel.accepts(view.alert.labels)]
+
+
+def _mute(entry: NotificationLog, view: AlertView, tick: Tick) -> None:
+    """A suppressed alert is held; remember what holds a firing one back, so its release can
+    say which silence ended."""
+    held = list(holders(view))
+    if view.alert.status != alerts.FIRING or entry.held_by == held:
+        return
+    entry.held_by = held
+    logs.save(entry, tick.now, tick.rule.retention)
+
+
+def _log_state(entry: NotificationLog) -> LogState:
+    """What dedup reads of the receiver's log entry."""
+    return LogState(
+        last_status=entry.last_status,
+        last_sent_at=entry.last_sent_at,
+        jobs=tuple(sorted(str(job) for job in entry.jobs or ())),
+        held_by=tuple(str(hold) for hold in entry.held_by or ()),
+    )
+
+
+def _budget_left(channel: Channel, tick: Tick) -> bool:
+    """Whether a delivery may start; if not, the receiver's due messages wait, untouched."""
+    if tick.remaining_s() >= DELIVERY_RESERVE_S:
+        return True
+    logger.warning(
+        "time budget spent; the receiver's due messages wait for the next tick",
+        extra={"receiver": channel.name, "trunk": tick.trunk.trunk_id},
+    )
+    metrics.add_metric(name="NotificationsDeferred", unit=MetricUnit.Count, value=1)
+    return False
+
+
+def _notification(channel: Channel, alert: Alert, decision: Decision, tick: Tick) -> Notification:
+    """The transition as the receiver gets it, to be delivered before the budget ends."""
+    deadline = time.monotonic() + tick.remaining_s() - FINISH_RESERVE_S
+    return Notification(alert, decision.status, decision.reason, tick.links.api_url, channel.name, deadline)
+
+
+def _deliver(channel: Channel, notification: Notification, seq: int, tick: Tick) -> str | None:
+    """Send once per (receiver, fingerprint, seq), whatever retries and redeliveries happen:
+    None once sent, or why the receiver refused it for good (sending it again cannot help).
+    Any other ChannelError is raised: nothing is recorded, and the next tick (at the latest
+    the next sweep) tries again."""
+    deliver = _idempotent(tick.settings.table_name, tick.settings.endpoint_url)
+    transition = {"receiver": channel.name, "fingerprint": notification.alert.fingerprint, "seq": seq}
+    where = {"receiver": channel.name, "fingerprint": notification.alert.fingerprint}
+    try:
+        deliver(transition=transition, send=lambda: channel.send(notification))
+    except ChannelRejected as err:
+        logger.error(
+            "delivery rejected by the receiver; recorded as failed, not retried",
+            extra={**where, "error": str(err)},
+        )
+        metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
+        return str(err)
+    except ChannelError as err:
+        logger.error("delivery failed; retried at the next tick", extra={**where, "error": str(err)})
+        metrics.add_metric(name="NotificationErrors", unit=MetricUnit.Count, value=1)
+        raise
+    metrics.add_metric(name="NotificationsSent", unit=MetricUnit.Count, value=1)
+    return None
+
+
+def _log(entry: NotificationLog, alert: Alert, decision: Decision, tick: Tick, failed: str | None) -> None:
+    """The transition is done with: sent, or `failed` (refused for good, with the reason).
+    The entry keeps what a resolution sent from it needs: labels, annotations and each
+    failing job with its streak and culprit, as data."""
+    entry.seq = int(entry.seq) + 1
+    entry.failed = failed
+    entry.last_status = decision.status
+    entry.last_sent_at = tick.now
+    entry.starts_at = alert.starts_at
+    entry.jobs = {job: failing.as_data() for job, failing in sorted(alert.jobs.items())} or None
+    entry.labels = alert.labels
+    entry.annotations = alert.annotations
+    entry.held_by = None
+    logs.save(entry, tick.now, tick.rule.retention)
+
+
+def _resolved_from_log(
+    entries: dict[str, NotificationLog], views: list[AlertView], tick: Tick
+) -> list[AlertView]:
+    """A trunk-level alert that stopped firing exists only in the log: as last sent, now resolved."""
     current = {view.alert.fingerprint for view in views}
-    # A trunk-level alert that stopped firing exists only in the log: resolve it from there.
-    resolved_from_log = [
-        _resolved_from_log(entry, trunk, now)
+    return [
+        _resolved(entry, tick)
         for fingerprint, entry in entries.items()
         if fingerprint not in current and entry.last_status == alerts.FIRING and entry.job is None
     ]
-    for view in [*views, *resolved_from_log]:
-        alert = view.alert
-        if not channel.accepts(alert.labels):
-            continue
-        entry = entries.get(alert.fingerprint) or logs.new(
-            trunk.trunk_id, channel.name, alert.fingerprint, alert.name, alert.labels.get("job")
-        )
-        decision = decide(view, _log_state(entry), now, rule.repeat_interval)
-        if decision is None:
-            result.held += _record_hold(entry, view, now, rule.retention)
-            continue
-        if remaining_s() < DELIVERY_RESERVE_S:
-            logger.warning(
-                "time budget spent; the receiver's due messages wait for the next tick",
-                extra={"receiver": channel.name, "trunk": trunk.trunk_id},
-            )
-            metrics.add_metric(name="NotificationsDeferred", unit=MetricUnit.Count, value=1)
-            result.deferred += 1
-            return
-        deadline = time.monotonic() + remaining_s() - FINISH_RESERVE_S
-        notification = Notification(
-            alert, decision.status, decision.reason, links.api_url, channel.name, deadline
-        )
-        try:
-            _deliver(channel, notification, int(entry.seq) + 1, settings)
-        except ChannelRejected as err:
-            # Sending it again cannot help: record why, and go on with the next message.
-            logger.error(
-                "delivery rejected by the receiver; recorded as failed, not retried",
-                extra={"receiver": channel.name, "fingerprint": alert.fingerprint, "error": str(err)},
-            )
-            metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
-            result.rejected += 1
-            _advance(entry, alert, decision, now, rule.retention, failed=str(err))
-            continue
-        except ChannelError as err:
-            # Nothing recorded: the next tick (at the latest the next sweep) tries again.
-            logger.error(
-                "delivery failed; retried at the next tick",
-                extra={"receiver": channel.name, "fingerprint": alert.fingerprint, "error": str(err)},
-            )
-            metrics.add_metric(name="NotificationErrors", unit=MetricUnit.Count, value=1)
-            result.failed += 1
-            return  # this receiver is failing: its other transitions wait for the retry too
-        _advance(entry, alert, decision, now, rule.retention)
-        result.sent.append(
-            {
-                "receiver": channel.name,
-                "status": decision.status,
-                "alertname": alert.name,
-                "reason": decision.reason,
-            }
-        )
-        metrics.add_metric(name="NotificationsSent", unit=MetricUnit.Count, value=1)
 
 
-def _deliver(channel: Channel, notification: Notification, seq: int, settings: Settings) -> None:
-    """Send once per (receiver, fingerprint, seq), whatever retries and redeliveries happen."""
-    deliver = _idempotent(settings.table_name, settings.endpoint_url)
-    deliver(
-        transition={"receiver": channel.name, "fingerprint": notification.alert.fingerprint, "seq": seq},
-        send=lambda: channel.send(notification),
+def _resolved(entry: NotificationLog, tick: Tick) -> AlertView:
+    alert = Alert(
+        dict(entry.labels or {}),
+        dict(entry.annotations or {}),
+        starts_at=entry.starts_at or tick.now,
+        ends_at=tick.now,
+        jobs=_logged_jobs(entry),
     )
+    return AlertView(alert, tick.trunk.trunk_id)
+
+
+def _logged_jobs(entry: NotificationLog) -> dict[str, FailingJob]:
+    """The jobs of the last message, each with its streak and culprit. An entry written
+    before the log kept them holds their names alone: its resolution lists no jobs."""
+    if not isinstance(entry.jobs, dict):
+        return {}
+    return {str(job): FailingJob.from_data(data) for job, data in entry.jobs.items()}
 
 
 @functools.cache
@@ -212,62 +286,12 @@ def _idempotent(table: str, endpoint: str | None) -> Callable[..., Any]:
     return deliver
 
 
-def _log_state(entry: NotificationLog) -> LogState:
-    return LogState(
-        last_status=entry.last_status,
-        last_sent_at=entry.last_sent_at,
-        jobs=tuple(str(job) for job in entry.jobs or ()),
-        held_by=tuple(str(hold) for hold in entry.held_by or ()),
-    )
-
-
-def _record_hold(entry: NotificationLog, view: AlertView, now: datetime, retention: timedelta) -> int:
-    """Remember what holds a firing alert back, so its release can say which silence ended."""
-    held = list(holders(view)) or None
-    if not view.suppressed or view.alert.status != alerts.FIRING or (entry.held_by or None) == held:
-        return int(view.suppressed)
-    entry.held_by = held
-    logs.save(entry, now, retention)
-    return 1
-
-
-def _advance(
-    entry: NotificationLog,
-    alert: Alert,
-    decision: Decision,
-    now: datetime,
-    retention: timedelta,
-    failed: str | None = None,
-) -> None:
-    """The transition is done with: sent, or `failed` (refused for good, with the reason)."""
-    entry.seq = int(entry.seq) + 1
-    entry.failed = failed
-    entry.last_status = decision.status
-    entry.last_sent_at = now
-    entry.starts_at = alert.starts_at
-    entry.jobs = sorted(alert.jobs) or None
-    entry.labels = alert.labels
-    entry.annotations = alert.annotations
-    entry.held_by = None
-    logs.save(entry, now, retention)
-
-
-def _resolved_from_log(entry: NotificationLog, trunk: TrunkConfig, now: datetime) -> AlertView:
-    """The alert as last sent, now resolved."""
-    alert = Alert(
-        dict(entry.labels or {}), dict(entry.annotations or {}), starts_at=entry.starts_at or now, ends_at=now
-    )
-    return AlertView(alert, trunk.trunk_id)
-
-
 def channels_for(settings: Settings, deployment: Deployment) -> list[Channel]:
-    """The SNS topic, then each configured receiver."""
-    topic = SnsChannel(settings.topic_arn, settings.region, settings.endpoint_url)
-    if not deployment.receivers:
-        return [topic]
+    """The stack's SNS topic, then each configured receiver."""
     from trunkwatch.app.receivers import receiver_channels
 
-    return [topic, *receiver_channels(deployment.receivers)]
+    topic = StackTopic(topic_arn=settings.topic_arn, endpoint_url=settings.endpoint_url)
+    return receiver_channels([topic, *deployment.receivers])
 
 
 def on_settled_tick(
@@ -281,13 +305,5 @@ def on_settled_tick(
         logger.warning("tick of a trunk no longer configured", extra={"trunk": trunk_id})
         return None
     links = Links(settings.api_url, settings.dashboard_url)
-    return notify_trunk(
-        trunk,
-        deployment.rule_for(trunk),
-        store.active(now),
-        channels_for(settings, deployment),
-        links,
-        now,
-        settings,
-        remaining_s,
-    )
+    tick = Tick(trunk, deployment.rule_for(trunk), links, now, settings, remaining_s)
+    return notify_trunk(tick, store.active(now), channels_for(settings, deployment))

@@ -1,4 +1,5 @@
-"""The configured receivers (top-level `receivers`) as channels, beside the SNS topic.
+"""The receivers as channels: the stack's SNS topic and the configured ones (top-level
+`receivers`).
 
 Each receiver's type (channels/<type>.py, found through `channels.REGISTRY` when the
 configuration was loaded) builds its channel; here it gets its matchers (parsed by the

@@ -123,11 +123,12 @@ class Edge:
 
 @functools.lru_cache(maxsize=4)
 def _deployment(text: str, name: str, rule_defaults: str) -> Deployment:
+    from trunkwatch import sources
     from trunkwatch.channels import RECEIVER_TYPES
     from trunkwatch.domain.config import load_deployment, parse_document
 
     data = parse_document(text, f"SSM parameter {name}")
-    return load_deployment(data, RECEIVER_TYPES, json.loads(rule_defaults))
+    return load_deployment(data, RECEIVER_TYPES, json.loads(rule_defaults), sources.REGISTRY)
 
 
 def _rule_defaults(raw: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from trunkwatch import sources
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import Alert, AlertView, Links, plural
+from trunkwatch.domain.alerts import Alert, AlertView, CommitSummary, FailingJob, Links, plural
 from trunkwatch.domain.cells import workflow_of
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
@@ -139,10 +139,10 @@ def job_alert(
     runs = "\n".join(str(url) for url in item.failing_urls or [])
     description = (
         f"{item.job} failed on {int(item.streak)} commits in a row on {trunk.repo}@{trunk.branch}.\n"
-        f"Culprit: {_describe(first)}\n"
+        f"Culprit: {_summary(first).describe()}\n"
         + (f"Already reverted: {autoreverted_by}\n" if autoreverted_by else "")
         + (
-            f"Last pass: {_describe(last_pass)}\n"
+            f"Last pass: {_summary(last_pass).describe()}\n"
             if last_pass
             else "Last pass: not in the window (range clipped)\n"
         )
@@ -190,9 +190,9 @@ def trunk_level_alert(
         )
     labels = _trunk_labels(name, priority, trunk, rule)
     ordered = sorted(firing, key=lambda i: i.job)
-    jobs = {i.job: alerts.job_detail(int(i.streak), _describe(i.first_fail)) for i in ordered}
+    jobs = {i.job: FailingJob(int(i.streak), _summary(i.first_fail)) for i in ordered}
     description = f"{plural(len(firing), 'job')} failing on {trunk.repo}@{trunk.branch}:\n" + "\n".join(
-        f"- {job}: {detail}" for job, detail in jobs.items()
+        f"- {job}: {failing.detail()}" for job, failing in jobs.items()
     )
     annotations = {
         "summary": summary,
@@ -211,9 +211,8 @@ def _present(annotations: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in annotations.items() if v}
 
 
-def _describe(ref: CommitRef) -> str:
-    pr = int(ref.pr) if ref.pr else None
-    return alerts.describe_commit(ref.sha, ref.title, pr, ref.author, format_time(ref.time))
+def _summary(ref: CommitRef) -> CommitSummary:
+    return CommitSummary(ref.sha, ref.title, int(ref.pr) if ref.pr else None, ref.author, ref.time)
 
 
 def _common_annotations(labels: dict[str, str], rule: RuleConfig, links: Links) -> dict[str, str]:

@@ -18,6 +18,7 @@ REGISTRY = {
     "github_culprit": ("trunkwatch.channels.github_culprit", "GitHubCulpritReceiver"),
     "github_issues": ("trunkwatch.channels.github_issues", "GitHubIssuesReceiver"),
     "slack": ("trunkwatch.channels.slack", "SlackReceiver"),
+    "sns": ("trunkwatch.channels.sns", "SnsReceiver"),
 }
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from trunkwatch.channels.base import Notification
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import JobCulprit, job_culprits, plural
+from trunkwatch.domain.alerts import FailingJob, plural
 from trunkwatch.domain.clock import format_time
 
 FAILURE_LINES_SHOWN = 5
@@ -39,7 +39,7 @@ class Content:
     culprit: Culprit | None
     jobs: tuple[str, ...]  # the failing jobs shown (trunk-level alerts)
     jobs_total: int
-    culprits: dict[str, JobCulprit]  # of the jobs shown, those whose culprit is known
+    failing: dict[str, FailingJob]  # each job shown: its streak and culprit
     failure_lines: tuple[str, ...]
     links: tuple[tuple[str, str], ...]  # (title, url): View, Runbook, Dashboard, Silence
     source: str  # repo@branch
@@ -50,12 +50,12 @@ class Content:
         return f"Failing: {plural(self.jobs_total, 'job')}"
 
     def job_culprit(self, job: str) -> str:
-        """`culprit <sha12> #<pr> by <author>, <n> commits in a row`, or empty."""
-        found = self.culprits.get(job)
-        if found is None:
-            return ""
-        pr = f" #{found.pr}" if found.pr else ""
-        return f"culprit {found.sha}{pr} by {found.author}, {plural(found.streak, 'commit')} in a row"
+        """`culprit <sha12> #<pr> by <author>, <n> commits in a row`."""
+        found = self.failing[job]
+        culprit = found.culprit
+        pr = f" #{culprit.pr}" if culprit.pr else ""
+        author = culprit.author or "unknown"
+        return f"culprit {culprit.sha[:12]}{pr} by {author}, {plural(found.streak, 'commit')} in a row"
 
     @property
     def more_jobs(self) -> str:
@@ -73,7 +73,7 @@ def content(notification: Notification) -> Content:
         when.append(f"Resolved: {format_time(alert.ends_at)}")
     if notes.get("streak", "").isdigit():
         when.append(f"Failed on {plural(int(notes['streak']), 'commit')} in a row")
-    jobs = notes.get("failing_jobs", "").splitlines()
+    jobs = list(alert.jobs)
     lines = [line for line in notes.get("failure_lines", "").splitlines() if line.strip()]
     links = (
         ("View", alert.generator_url),
@@ -89,7 +89,7 @@ def content(notification: Notification) -> Content:
         culprit=_culprit(notes),
         jobs=tuple(jobs[:MAX_JOBS_SHOWN]),
         jobs_total=len(jobs),
-        culprits=job_culprits(notes.get("description", ""), jobs[:MAX_JOBS_SHOWN]),
+        failing={job: alert.jobs[job] for job in jobs[:MAX_JOBS_SHOWN]},
         failure_lines=tuple(clip(line) for line in lines[:FAILURE_LINES_SHOWN]),
         links=tuple((title, url) for title, url in links if url),
         source=f"{labels.get('repo', '?')}@{labels.get('branch', '?')}",

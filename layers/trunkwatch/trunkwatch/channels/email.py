@@ -20,8 +20,7 @@ def email_text(notification: Notification) -> str:
         more = [f"- {told.more_jobs}"] if told.more_jobs else []
         listed: list[str] = []
         for job in told.jobs:
-            culprit = told.job_culprit(job)
-            listed += [f"- {job}", f"  {culprit}"] if culprit else [f"- {job}"]
+            listed += [f"- {job}", f"  {told.job_culprit(job)}"]
         sections.append([told.jobs_heading, *listed, *more])
     if told.failure_lines:
         sections.append(["First failure lines:", *told.failure_lines])

@@ -96,8 +96,7 @@ def _inline(text: str) -> str:
 def _jobs(told: Content) -> str:
     lines = [f"{told.jobs_heading}:"]
     for job in told.jobs:
-        culprit = told.job_culprit(job)
-        lines.append(f"- {_inline(job)}" + (f": {_inline(culprit)}" if culprit else ""))
+        lines.append(f"- {_inline(job)}: {_inline(told.job_culprit(job))}")
     return "\n".join([*lines, f"- {told.more_jobs}"] if told.more_jobs else lines)
 
 

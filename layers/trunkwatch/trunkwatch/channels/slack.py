@@ -91,8 +91,7 @@ def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
     if told.jobs:
         lines = [f"*{told.jobs_heading}*"]
         for job in told.jobs:
-            culprit = told.job_culprit(job)
-            lines.append(f"• `{_code(job)}`" + (f"\n    {escape(culprit)}" if culprit else ""))
+            lines.append(f"• `{_code(job)}`\n    {escape(told.job_culprit(job))}")
         if told.more_jobs:
             lines.append(f"• {told.more_jobs}")
         blocks.append(_section("\n".join(lines)))

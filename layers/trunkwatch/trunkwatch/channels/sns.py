@@ -1,20 +1,24 @@
-"""The SNS topic: every alert, with message attributes subscribers filter on."""
+"""SNS topics: the stack's own (every alert) and any a configuration adds, with message
+attributes subscribers filter on."""
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from trunkwatch.channels.base import ChannelError, Notification
+from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
 from trunkwatch.channels.email import email_text
 from trunkwatch.channels.webhook import fit, subject, webhook_body
 from trunkwatch.domain.alerts import RECEIVER
+from trunkwatch.domain.config import Check, ReceiverConfig, _nonempty, _optional, _pattern
 
 SUBJECT_MAX = 99  # SNS wants subjects under 100 characters
 SNS_MAX_BYTES = 256 * 1024
 ROOM_FOR_SUBJECT_AND_ATTRIBUTES = 4096
+_TOPIC_ARN = re.compile(r"^arn:[\w-]+:sns:[\w-]+:\d{12}:[\w.-]+$")
 
 
 def publish_arguments(notification: Notification) -> dict[str, Any]:
@@ -60,14 +64,18 @@ def per_protocol_message(notification: Notification, max_bytes: int) -> str:
 
 @dataclass
 class SnsChannel:
+    """A topic gets every alert its route picks; subscribers filter further, with
+    subscription filter policies on the message attributes."""
+
+    name: str
     topic_arn: str
     region: str
+    route: Route
     endpoint_url: str | None = None  # set only against a local emulation
-    name: str = RECEIVER
     _client: Any = field(default=None, repr=False)
 
     def accepts(self, labels: dict[str, str]) -> bool:
-        return True  # subscribers filter with subscription filter policies on the attributes
+        return self.route(labels)
 
     def send(self, notification: Notification) -> None:
         if self._client is None:
@@ -76,6 +84,39 @@ class SnsChannel:
             self._client.publish(TopicArn=self.topic_arn, **publish_arguments(notification))
         except Exception as err:  # botocore's ClientError and connection errors alike
             raise ChannelError(f"SNS publish to {self.topic_arn} failed: {err}") from err
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnsReceiver(ReceiverConfig):
+    """`type: sns`: publishes to `topic_arn` (in the topic's own region), through
+    `endpoint_url` when given (an SNS emulation)."""
+
+    topic_arn: str
+    endpoint_url: str | None = None
+
+    CHECKS: ClassVar[dict[str, Check]] = {
+        **ReceiverConfig.CHECKS,
+        "topic_arn": _pattern(_TOPIC_ARN),
+        "endpoint_url": _optional(_nonempty),
+    }
+
+    def log_name(self) -> str:
+        return f"sns:{self.topic_arn.split(':')[5]}"
+
+    def channel(self, name: str, route: Route, resolve: Resolve) -> SnsChannel:
+        region = self.topic_arn.split(":")[3]
+        return SnsChannel(name, self.topic_arn, region, route, self.endpoint_url)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StackTopic(SnsReceiver):
+    """The stack's own topic (the notifier's TOPIC_ARN), which every alert goes to: its log
+    and its messages' `receiver` keep the name the API gives it."""
+
+    type: str = "sns"
+
+    def log_name(self) -> str:
+        return RECEIVER
 
 
 @functools.cache

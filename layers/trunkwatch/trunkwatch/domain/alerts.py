@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.clock import format_time, parse_time
 
 JOB_FAILING = "TrunkJobFailing"
 TRUNK_BROKEN = "TrunkBroken"
@@ -33,47 +30,62 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def describe_commit(sha: str, title: str, pr: int | None, author: str, time: str) -> str:
-    """`<sha12> '<title>' (#<pr>) by <author> at <time>`, as descriptions name a commit."""
-    number = f" (#{pr})" if pr else ""
-    return f"{sha[:12]} {title!r}{number} by {author or 'unknown'} at {time}"
+@dataclass(frozen=True)
+class CommitSummary:
+    """A commit as an alert names it."""
 
+    sha: str
+    title: str
+    pr: int | None
+    author: str
+    time: datetime
 
-def job_detail(streak: int, culprit: str) -> str:
-    """A trunk-level alert's line for one failing job (its `jobs` value, and the text after
-    `- <job>: ` in its description): the streak, and the culprit as `describe_commit`."""
-    return f"{streak} commits, culprit {culprit}"
+    def describe(self) -> str:
+        """`<sha12> '<title>' (#<pr>) by <author> at <time>`, as descriptions name a commit."""
+        number = f" (#{self.pr})" if self.pr else ""
+        author = self.author or "unknown"
+        return f"{self.sha[:12]} {self.title!r}{number} by {author} at {format_time(self.time)}"
+
+    def as_data(self) -> dict[str, Any]:
+        return {
+            "sha": self.sha,
+            "title": self.title,
+            "pr": self.pr,
+            "author": self.author,
+            "time": format_time(self.time),
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> CommitSummary:
+        pr = data.get("pr")
+        return cls(
+            str(data["sha"]),
+            str(data["title"]),
+            int(pr) if pr else None,
+            str(data["author"]),
+            parse_time(str(data["time"])),
+        )
 
 
 @dataclass(frozen=True)
-class JobCulprit:
-    """One failing job of a trunk-level alert, read back from its description."""
+class FailingJob:
+    """One job a trunk-level alert covers: how many commits in a row it failed on, and the
+    first of them (its culprit). Receivers render it; the notification log keeps it as data
+    (`as_data`), so a resolution sent from the log has it too."""
 
     streak: int
-    sha: str  # the first 12 characters
-    title: str
-    pr: str  # digits, or empty
-    author: str
+    culprit: CommitSummary
 
+    def detail(self) -> str:
+        """The job's line in the trunk-level alert's description, after `- <job>: `."""
+        return f"{self.streak} commits, culprit {self.culprit.describe()}"
 
-_JOB_DETAIL = re.compile(
-    r"^(\d+) commits, culprit (\S+) ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?: \(#(\d+)\))? by (.*) at \S+$"
-)
+    def as_data(self) -> dict[str, Any]:
+        return {"streak": self.streak, "culprit": self.culprit.as_data()}
 
-
-def job_culprits(description: str, jobs: Iterable[str]) -> dict[str, JobCulprit]:
-    """The streak and culprit of each of `jobs` from a trunk-level alert's description (its
-    annotations are what the notification log keeps, so a resolution has them too)."""
-    wanted = {f"- {job}: ": job for job in jobs}
-    found: dict[str, JobCulprit] = {}
-    for line in description.splitlines():
-        for prefix, job in wanted.items():  # a job's name may start like another's: `lint`, `lint: 1`
-            matched = _JOB_DETAIL.match(line[len(prefix) :]) if line.startswith(prefix) else None
-            if matched:
-                streak, sha, title, pr, author = matched.groups()
-                found[job] = JobCulprit(int(streak), sha, ast.literal_eval(title), pr or "", author)
-                break
-    return found
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> FailingJob:
+        return cls(int(data["streak"]), CommitSummary.from_data(data["culprit"]))
 
 
 def fingerprint(labels: dict[str, str]) -> str:
@@ -97,8 +109,8 @@ class Alert:
     starts_at: datetime
     ends_at: datetime | None = None
     generator_url: str = ""
-    # Jobs a trunk-level alert covers (name -> streak summary); empty for job alerts.
-    jobs: dict[str, str] = field(default_factory=dict)
+    # The jobs a trunk-level alert covers, by name; empty for the other alerts.
+    jobs: dict[str, FailingJob] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

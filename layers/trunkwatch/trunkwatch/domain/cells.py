@@ -28,10 +28,6 @@ class CellState(StrEnum):
         """One character, for compact per-commit state strings."""
         return _CODES[self]
 
-    @classmethod
-    def from_code(cls, code: str) -> CellState:
-        return _FROM_CODE[code]
-
 
 _CODES = {
     CellState.PASS: "P",
@@ -40,7 +36,6 @@ _CODES = {
     CellState.NODATA: "n",
     CellState.PENDING: ".",
 }
-_FROM_CODE = {code: state for state, code in _CODES.items()}
 ABSENT_CODE = "-"  # the job has no cell on that commit
 
 _FAIL = {"failure", "timed_out", "startup_failure"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -249,6 +249,7 @@ def _hours(value: timedelta) -> str:
     return f"{value.total_seconds() / 3600:g}h"
 
 
+DEFAULT_SOURCE = "hud"
 DEFAULT_WEBHOOK_POLL_EVERY = timedelta(minutes=10)
 DEFAULT_EXCLUDE = "unstable|rerun_disabled_tests|mem_leak_check"
 PYTORCH_INCLUDE = "^(pull|trunk|docs-build|linux-binary-)"
@@ -340,7 +341,7 @@ class TokenRef(_Checked):
 class TrunkConfig(_Checked):
     repo: str
     branch: str = "main"
-    source: str = "hud"  # "hud" or "github"
+    source: str = DEFAULT_SOURCE  # a name in the sources' registry the loader is handed
     url: str | None = None
     token: TokenRef | None = None
     per_page: int = 50
@@ -353,7 +354,7 @@ class TrunkConfig(_Checked):
     CHECKS: ClassVar[dict[str, Check]] = {
         "repo": _pattern(_REPO),
         "branch": _nonempty,
-        "source": _choice("hud", "github"),
+        "source": _nonempty,
         "url": _optional(_string),
         "token": _optional(_nested(TokenRef)),
         "per_page": _integer(1, 100),
@@ -376,11 +377,6 @@ class TrunkConfig(_Checked):
     @property
     def trunk_id(self) -> str:
         return f"{self.repo}#{self.branch}"
-
-    @property
-    def base_url(self) -> str:
-        default = "https://hud.pytorch.org" if self.source == "hud" else "https://api.github.com"
-        return (self.url or default).rstrip("/")
 
 
 _MATCHER = re.compile(r'^\s*[A-Za-z_][A-Za-z0-9_]*\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|[^"\s]+)\s*$')
@@ -427,6 +423,8 @@ class ReceiverConfig(_Checked):
 
 # A receiver type's name -> its configuration class (the registry in channels/).
 ReceiverTypes = Mapping[str, type[ReceiverConfig]]
+# The sources' names (the registry in sources/, which the domain cannot import either).
+SourceNames = Collection[str]
 
 
 def receiver_config(data: Any, types: ReceiverTypes) -> ReceiverConfig:
@@ -501,20 +499,17 @@ def rule_config(values: dict[str, Any], where: str = "config.") -> RuleConfig:
         raise ConfigError(f"{where.rstrip('.')}: {err}") from None
 
 
-def trunk_config(values: dict[str, Any]) -> TrunkConfig:
-    """One trunk's entry of the document, validated."""
-    try:
-        return TrunkConfig.from_dict(values)
-    except _Invalid as err:
-        raise ConfigError(_describe(err, "")) from None
-
-
 def load_deployment(
-    data: Any, receiver_types: ReceiverTypes | None = None, base_defaults: Mapping[str, Any] | None = None
+    data: Any,
+    receiver_types: ReceiverTypes | None = None,
+    base_defaults: Mapping[str, Any] | None = None,
+    sources: SourceNames | None = None,
 ) -> Deployment:
     """The document, validated, with every trunk's rule resolved; its `receivers` by their
     types in `receiver_types` (the registry in channels/, which the domain cannot import;
-    without it a document may name no receivers).
+    without it a document may name no receivers), and each trunk's `source` among `sources`
+    (the registry in sources/; without it the names are not checked: documents made by hand
+    in tests).
 
     A rule key's value is, in order of precedence: the trunk's `config`, the document's
     `defaults`, `base_defaults` (in AWS the template's RULE_DEFAULTS), `RuleConfig`'s own
@@ -532,6 +527,8 @@ def load_deployment(
         except _Invalid as err:
             problems = [(_join("receivers", key), message) for key, message in err.problems]
             data = {**data, "receivers": []}
+    if sources is not None:
+        problems += _unknown_sources(data.get("trunks"), sources)
     try:
         deployment: Deployment = Deployment.from_dict(data)
     except _Invalid as err:
@@ -539,6 +536,18 @@ def load_deployment(
     if problems:
         raise ConfigError(_describe(_Invalid(problems), ""))
     return deployment
+
+
+def _unknown_sources(trunks: Any, sources: SourceNames) -> list[tuple[str, str]]:
+    """A trunk's `source` that is a name but not one of `sources` (other values are the
+    trunk's own check's to refuse)."""
+    known = ", ".join(sorted(sources)) or "none"
+    problems = []
+    for index, trunk in enumerate(trunks) if isinstance(trunks, list) else ():
+        source = trunk.get("source", DEFAULT_SOURCE) if isinstance(trunk, Mapping) else None
+        if isinstance(source, str) and source not in sources:
+            problems.append((f"trunks.{index}.source", f"unknown source {source!r} (known: {known})"))
+    return problems
 
 
 def parse_document(text: str, name: str = "configuration") -> Any:
@@ -557,12 +566,14 @@ def parse_document(text: str, name: str = "configuration") -> Any:
             raise ConfigError(f"{name} is not valid YAML/JSON: {err}") from None
 
 
-def load_file(path: str | Path, receiver_types: ReceiverTypes | None = None) -> Deployment:
+def load_file(
+    path: str | Path, receiver_types: ReceiverTypes | None = None, sources: SourceNames | None = None
+) -> Deployment:
     try:
         text = Path(path).read_text()
     except OSError as err:
         raise ConfigError(f"cannot read configuration {path}: {err.strerror}") from None
-    return load_deployment(parse_document(text, str(path)), receiver_types)
+    return load_deployment(parse_document(text, str(path)), receiver_types, sources=sources)
 
 
 def to_json(deployment: Deployment) -> str:

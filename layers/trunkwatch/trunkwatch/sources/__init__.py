@@ -3,9 +3,11 @@ statuses, and builds its own links (`trunk_link`, `job_link`).
 
 Adding a source: one module (or package) with a class built as `cls(trunk, token, http)`
 whose `poll(state, now)` returns a Snapshot (`base.Source`, `base.SourceClass`), plus the
-functions `trunk_link(trunk)` and `job_link(trunk, job, run_url)`, and one line in
-`REGISTRY` (its name is then a valid `source` of a trunk). Modules are imported on first
-use, so a deployment pays only for its sources.
+functions `trunk_link(trunk)` and `job_link(trunk, job, run_url)` (the trunk's `url`, or the
+module's own default, is `base.base_url`), and one line in `REGISTRY`: the configuration
+loader is handed REGISTRY (`load_deployment(..., sources=REGISTRY)`), so the name is then a
+valid `source` of a trunk. Modules are imported on first use, so a deployment pays only for
+its sources.
 """
 
 from __future__ import annotations

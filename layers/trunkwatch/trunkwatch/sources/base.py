@@ -13,6 +13,11 @@ if TYPE_CHECKING:
     from trunkwatch.sources.http import HttpClient
 
 
+def base_url(trunk: TrunkConfig, default: str) -> str:
+    """Where the trunk's source is read: its `url`, else the source's own `default`."""
+    return (trunk.url or default).rstrip("/")
+
+
 class SourceError(Exception):
     """A poll that could not complete; nothing of it is written, the next poll catches up.
 

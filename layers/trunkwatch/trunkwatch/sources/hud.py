@@ -22,9 +22,10 @@ from typing import Any
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.sources.base import CommitResult, Snapshot, SourceError
+from trunkwatch.sources.base import CommitResult, Snapshot, SourceError, base_url
 from trunkwatch.sources.http import HttpClient, retry_after_seconds, says_rate_limited
 
+DEFAULT_URL = "https://hud.pytorch.org"
 TOKEN_HEADER = "x-hud-internal-bot"  # noqa: S105 - a header name
 BODY_DIGEST = "body_sha256"  # source state: the digest of the last page stored
 
@@ -40,7 +41,7 @@ class HudSource:
         path = "/".join(
             urllib.parse.quote(part, safe="") for part in (*self.trunk.repo.split("/"), self.trunk.branch)
         )
-        return f"{self.trunk.base_url}/api/hud/{path}/1?per_page={self.trunk.per_page}"
+        return f"{base_url(self.trunk, DEFAULT_URL)}/api/hud/{path}/1?per_page={self.trunk.per_page}"
 
     def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
         headers = {"Accept": "application/json"}
@@ -147,7 +148,7 @@ def _job_run(name: str, cell: Any, where: str) -> JobRun:
 
 def trunk_link(trunk: TrunkConfig) -> str:
     """The HUD page of the trunk."""
-    return f"{trunk.base_url}/hud/{trunk.repo}/{urllib.parse.quote(trunk.branch, safe='')}/1"
+    return f"{base_url(trunk, DEFAULT_URL)}/hud/{trunk.repo}/{urllib.parse.quote(trunk.branch, safe='')}/1"
 
 
 def job_link(trunk: TrunkConfig, job: str, run_url: str) -> str:

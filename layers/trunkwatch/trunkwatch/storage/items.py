@@ -179,7 +179,7 @@ class NotificationLog(BaseItem, discriminator="notification"):
     last_status = UnicodeAttribute(null=True)  # firing | resolved | None (never sent)
     last_sent_at = UTCDateTimeAttribute(null=True)
     starts_at = UTCDateTimeAttribute(null=True)
-    jobs = JSONAttribute(null=True)  # trunk-level: jobs in the last message
+    jobs = JSONAttribute(null=True)  # trunk-level: jobs in the last message, with streak and culprit
     held_by = JSONAttribute(null=True)  # silences/inhibitions holding it now
     labels = JSONAttribute(null=True)  # as last sent: a trunk-level alert resolves from these
     annotations = JSONAttribute(null=True)

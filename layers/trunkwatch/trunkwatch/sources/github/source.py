@@ -79,7 +79,7 @@ from urllib.parse import urlencode
 from trunkwatch.domain.cells import WORKFLOW_JOB, Commit, JobRun, name_from_path
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.sources.base import CommitResult, Snapshot, SourceError
+from trunkwatch.sources.base import CommitResult, Snapshot, SourceError, base_url
 from trunkwatch.sources.github.api import GitHubApi, OutOfTime, RateLimited
 from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, Shape, Workflow, WorkflowRun
 from trunkwatch.sources.http import HttpClient
@@ -90,6 +90,7 @@ RUNS_PER_PAGE = 100
 MAX_RUN_PAGES = 10
 MAX_TITLE_CHARS = 300
 _FAILED = frozenset({"failure", "timed_out", "startup_failure"})
+DEFAULT_API_URL = "https://api.github.com"  # GitHub Enterprise: https://<host>/api/v3
 DEFAULT_BUDGET_S = 40.0
 _PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 
@@ -182,7 +183,7 @@ class GitHubSource:
             )
             return Snapshot(commits=[], state=state, http_requests=0, rate_limited=self.rate_limited)
         previous = state if state.get("version") == STATE_VERSION else {}
-        api = GitHubApi(self.trunk.base_url, self._token, self._http, now, deadline)
+        api = GitHubApi(base_url(self.trunk, DEFAULT_API_URL), self._token, self._http, now, deadline)
         workflows: dict[str, str] = dict(previous.get("workflows", {}))
         try:
             commits = self._list_commits(api, previous.get("commits"))
