@@ -39,9 +39,10 @@ from trunkwatch.domain.alerts import Alert, AlertView, Links
 from trunkwatch.domain.config import IDEMPOTENCY_TTL, Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
-from trunkwatch.storage import keys, logs
-from trunkwatch.storage.items import NotificationLog
-from trunkwatch.storage.table import TTL_ATTRIBUTE
+from trunkwatch.storage import keys
+from trunkwatch.storage.keys import TTL_ATTRIBUTE
+from trunkwatch.storage.port import Logs, Storage
+from trunkwatch.storage.records import LogEntry
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -68,6 +69,7 @@ class TickResult:
 
 
 def notify_trunk(
+    storage: Storage,
     trunk: TrunkConfig,
     rule: RuleConfig,
     silences: Sequence[Silence],
@@ -79,17 +81,18 @@ def notify_trunk(
 ) -> TickResult:
     """Send the trunk's due transitions; `settings` name the table of the idempotency records."""
     result = TickResult(trunk.trunk_id)
-    views = trunk_views(trunk, rule, silences, links, now, include_resolved=True)
+    views = trunk_views(storage, trunk, rule, silences, links, now, include_resolved=True)
     firing = [v.alert for v in views if v.alert.status == alerts.FIRING]
     metrics.add_metric(name="AlertsFiring", unit=MetricUnit.Count, value=len(firing))
     trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
     trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
     for channel in channels:
-        _notify_channel(channel, trunk, rule, views, links, now, settings, remaining_s, result)
+        _notify_channel(storage.logs, channel, trunk, rule, views, links, now, settings, remaining_s, result)
     return result
 
 
 def _notify_channel(
+    logs: Logs,
     channel: Channel,
     trunk: TrunkConfig,
     rule: RuleConfig,
@@ -112,12 +115,12 @@ def _notify_channel(
         alert = view.alert
         if not channel.accepts(alert.labels):
             continue
-        entry = entries.get(alert.fingerprint) or logs.new(
-            trunk.trunk_id, channel.name, alert.fingerprint, alert.name, alert.labels.get("job")
+        entry = entries.get(alert.fingerprint) or LogEntry(
+            channel.name, alert.fingerprint, alert.name, alert.labels.get("job")
         )
         decision = decide(view, _log_state(entry), now, rule.repeat_interval)
         if decision is None:
-            result.held += _record_hold(entry, view, now, rule.retention)
+            result.held += _record_hold(logs, trunk.trunk_id, entry, view, now, rule.retention)
             continue
         if remaining_s() < DELIVERY_RESERVE_S:
             logger.warning(
@@ -141,7 +144,7 @@ def _notify_channel(
             )
             metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
             result.rejected += 1
-            _advance(entry, alert, decision, now, rule.retention, failed=str(err))
+            _advance(logs, trunk.trunk_id, entry, alert, decision, now, rule.retention, failed=str(err))
             continue
         except ChannelError as err:
             # Nothing recorded: the next tick (at the latest the next sweep) tries again.
@@ -152,7 +155,7 @@ def _notify_channel(
             metrics.add_metric(name="NotificationErrors", unit=MetricUnit.Count, value=1)
             result.failed += 1
             return  # this receiver is failing: its other transitions wait for the retry too
-        _advance(entry, alert, decision, now, rule.retention)
+        _advance(logs, trunk.trunk_id, entry, alert, decision, now, rule.retention)
         result.sent.append(
             {
                 "receiver": channel.name,
@@ -212,7 +215,7 @@ def _idempotent(table: str, endpoint: str | None) -> Callable[..., Any]:
     return deliver
 
 
-def _log_state(entry: NotificationLog) -> LogState:
+def _log_state(entry: LogEntry) -> LogState:
     return LogState(
         last_status=entry.last_status,
         last_sent_at=entry.last_sent_at,
@@ -221,18 +224,22 @@ def _log_state(entry: NotificationLog) -> LogState:
     )
 
 
-def _record_hold(entry: NotificationLog, view: AlertView, now: datetime, retention: timedelta) -> int:
+def _record_hold(
+    logs: Logs, trunk_id: str, entry: LogEntry, view: AlertView, now: datetime, retention: timedelta
+) -> int:
     """Remember what holds a firing alert back, so its release can say which silence ended."""
     held = list(holders(view)) or None
     if not view.suppressed or view.alert.status != alerts.FIRING or (entry.held_by or None) == held:
         return int(view.suppressed)
     entry.held_by = held
-    logs.save(entry, now, retention)
+    logs.save(trunk_id, entry, now, retention)
     return 1
 
 
 def _advance(
-    entry: NotificationLog,
+    logs: Logs,
+    trunk_id: str,
+    entry: LogEntry,
     alert: Alert,
     decision: Decision,
     now: datetime,
@@ -249,10 +256,10 @@ def _advance(
     entry.labels = alert.labels
     entry.annotations = alert.annotations
     entry.held_by = None
-    logs.save(entry, now, retention)
+    logs.save(trunk_id, entry, now, retention)
 
 
-def _resolved_from_log(entry: NotificationLog, trunk: TrunkConfig, now: datetime) -> AlertView:
+def _resolved_from_log(entry: LogEntry, trunk: TrunkConfig, now: datetime) -> AlertView:
     """The alert as last sent, now resolved."""
     alert = Alert(
         dict(entry.labels or {}), dict(entry.annotations or {}), starts_at=entry.starts_at or now, ends_at=now
@@ -271,7 +278,12 @@ def channels_for(settings: Settings, deployment: Deployment) -> list[Channel]:
 
 
 def on_settled_tick(
-    trunk_id: str, now: datetime, settings: Settings, deployment: Deployment, remaining_s: RemainingSeconds
+    storage: Storage,
+    trunk_id: str,
+    now: datetime,
+    settings: Settings,
+    deployment: Deployment,
+    remaining_s: RemainingSeconds,
 ) -> TickResult | None:
     """A poll's evaluation or a sweep finished: notify its trunk."""
     from trunkwatch.silences import store
@@ -282,9 +294,10 @@ def on_settled_tick(
         return None
     links = Links(settings.api_url, settings.dashboard_url)
     return notify_trunk(
+        storage,
         trunk,
         deployment.rule_for(trunk),
-        store.active(now),
+        store.active(storage.silences, now),
         channels_for(settings, deployment),
         links,
         now,
