@@ -2,7 +2,8 @@
 `records.py`, and the `Storage` bundle a function's edge builds once and passes down.
 
 Conditional writes that lose a race are part of the contract: a compare-and-set returns
-False (the caller reads again), a version-checked save raises `errors.Conflict`."""
+False (the caller reads again), a version-checked save raises `errors.Conflict`. Every
+implementation (DynamoDB, in memory) passes the same contract tests."""
 
 from __future__ import annotations
 

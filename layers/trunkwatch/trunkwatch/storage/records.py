@@ -1,5 +1,5 @@
 """The records the stores take and return: plain domain values, whichever implementation
-stores them (DynamoDB items through `dynamodb.py`)."""
+stores them (DynamoDB items in `dynamodb.py`, dicts in `memory.py`)."""
 
 from __future__ import annotations
 
