@@ -30,8 +30,8 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 
 from benchmarks.usage import Meter, stored_by_kind
-from trunkwatch import storage
 from trunkwatch.domain.config import Deployment, to_json
+from trunkwatch.storage.dynamodb import open_table
 from trunkwatch_local.emulator import fast_dynamodb
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.runtime import LambdaContext, scheduled_event
@@ -92,7 +92,8 @@ class InProcessAws:
             if resolved is not None:
                 os.environ[name] = str(resolved)
         os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"
-        storage.bind(refs["Table"], REGION, None)
+        # The benchmarks' own reads and direct use-case calls go to the functions' table.
+        self.storage = open_table(refs["Table"], REGION)
         self._load_handlers()
         self.pump = StreamPump(
             boto3.client("dynamodbstreams"),

@@ -23,6 +23,7 @@ from trunkwatch.domain.config import PYTORCH_INCLUDE, Deployment, load_deploymen
 from trunkwatch.sources.github import GitHubSource
 from trunkwatch.sources.http import HttpClient, Response
 from trunkwatch.sources.hud import HudSource
+from trunkwatch.storage.port import Storage
 from trunkwatch_local.hud_server import HudServer
 
 
@@ -73,7 +74,8 @@ def deployment(source: str, url: str, per_page: int) -> Deployment:
     return load_deployment({"trunks": [trunk]})
 
 
-Poll = Callable[[], tuple[PollResult, int, int]]  # -> result, http requests, unconditional
+# On the table's storage -> result, http requests, unconditional
+Poll = Callable[[Storage], tuple[PollResult, int, int]]
 
 
 def _figures(usage: Usage, result: PollResult, http: int, unconditional: int, peak: Peak) -> PollFigures:
@@ -114,7 +116,7 @@ def _two_polls(
         for phase in ("first_poll", "steady_poll"):
             outcome: list[tuple[PollResult, int, int]] = []
             with peak_growth() as peak:
-                meter.invoke(phase, lambda: outcome.append(poll()))  # noqa: B023 - called at once
+                meter.invoke(phase, lambda: outcome.append(poll(aws.storage)))  # noqa: B023 - called at once
             result, http, unconditional = outcome[0]
             figures[phase] = _figures(meter.get(phase), result, http, unconditional, peak)
         return figures, then(aws, meter)
@@ -129,10 +131,10 @@ def ingest_hud(day: Day, at: datetime, then: Then[T]) -> tuple[dict[str, PollFig
         trunk = dep.trunks[0]
         rule = dep.rule_for(trunk)
 
-        def poll() -> tuple[PollResult, int, int]:
+        def poll(storage: Storage) -> tuple[PollResult, int, int]:
             http = ConditionalCountingClient()
             before = hud.requests
-            result = poll_trunk(trunk, rule, HudSource(trunk, None, http), at)
+            result = poll_trunk(storage, trunk, rule, HudSource(trunk, None, http), at)
             return result, hud.requests - before, http.unconditional
 
         return _two_polls(dep, poll, lambda aws, meter: then(aws, meter, hud, at))
@@ -148,10 +150,10 @@ def ingest_github(day: Day, at: datetime) -> dict[str, PollFigures]:
         trunk = dep.trunks[0]
         rule = dep.rule_for(trunk)
 
-        def poll() -> tuple[PollResult, int, int]:
+        def poll(storage: Storage) -> tuple[PollResult, int, int]:
             github.reset_counts()
             source = GitHubSource(trunk, "bench-token", HttpClient(), window=trunk.per_page)
-            result = poll_trunk(trunk, rule, source, at)
+            result = poll_trunk(storage, trunk, rule, source, at)
             return result, github.requests, github.unconditional
 
         figures, _ = _two_polls(dep, poll, lambda aws, meter: None)

@@ -40,7 +40,7 @@ from benchmarks.usage import Meter
 from tests import webhooks
 from trunkwatch.domain import alerts
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
-from trunkwatch.storage.ticks import GROUP_WINDOW
+from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local.runtime import LocalRuntime, Published
 
 # Assumed delivery volume (nothing here measures it): PyTorch's trunk as benchmarks.trunk

@@ -21,11 +21,12 @@ from datetime import UTC, datetime, timedelta
 from benchmarks.evaluator import Cycle
 from benchmarks.usage import item_bytes
 from trunkwatch.domain.config import IDEMPOTENCY_TTL, RuleConfig
-from trunkwatch.silences.items import SilenceAuditItem, SilenceItem
 from trunkwatch.silences.matchers import Matcher
 from trunkwatch.silences.model import Silence
 from trunkwatch.silences.store import RETENTION as SILENCE_RETENTION
-from trunkwatch.storage.ticks import TICK_TTL
+from trunkwatch.silences.store import audit_record, silence_record
+from trunkwatch.storage.records import TICK_TTL
+from trunkwatch.storage.silences import audit_item, silence_item
 
 GB = 1e9
 DAY = timedelta(days=1)
@@ -141,8 +142,6 @@ def _silence_bytes() -> dict[str, float]:
         updated_at=at,
     )
     return {
-        "silence": float(item_bytes(SilenceItem.of(silence, SILENCE_RETENTION))),
-        "audit": float(
-            item_bytes(SilenceAuditItem.of("create", "ci-oncall", at, None, silence, SILENCE_RETENTION))
-        ),
+        "silence": float(item_bytes(silence_item(silence_record(silence, None)))),
+        "audit": float(item_bytes(audit_item(audit_record("create", "ci-oncall", at, None, silence)))),
     }

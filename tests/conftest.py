@@ -15,8 +15,8 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
-from trunkwatch import storage
 from trunkwatch.domain.clock import format_time, parse_time
+from trunkwatch.storage.dynamodb import open_table
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
 
@@ -52,7 +52,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             AttributeDefinitions=definition["AttributeDefinitions"],
             BillingMode="PAY_PER_REQUEST",
         )
-        storage.bind(TABLE, "us-east-1", None)
         # The configuration parameter every deployed function is given (CONFIG_PARAMETER).
         boto3.client("ssm").put_parameter(Name=CONFIG_PARAMETER, Type="String", Value=json.dumps(CONFIG))
         monkeypatch.setenv("CONFIG_PARAMETER", CONFIG_PARAMETER)
@@ -63,7 +62,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
         monkeypatch.setenv("TOPIC_ARN", topic)
-        yield {"table": TABLE, "topic": topic, "queue": queue}
+        yield {"table": TABLE, "topic": topic, "queue": queue, "storage": open_table(TABLE, "us-east-1")}
 
 
 def table_items(kind: str | None = None) -> list[dict[str, Any]]:

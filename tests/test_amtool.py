@@ -21,10 +21,11 @@ from moto.server import ThreadedMotoServer
 
 from tests.conftest import CONFIG, CONFIG_PARAMETER, template_environment
 from tests.peers import load_function, peer_binary
-from trunkwatch import storage
 from trunkwatch.api import auth
 from trunkwatch.domain.alerts import Alert
 from trunkwatch.silences import store
+from trunkwatch.storage.dynamodb import open_table
+from trunkwatch.storage.port import Storage
 from trunkwatch_local.apigw import serve_api
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
@@ -59,15 +60,15 @@ def _alert(job: str) -> Alert:
 ALERTS = [_alert(PULL_JOB), _alert("trunk / win-vs2022-cpu-py3 / build")]
 
 
-def _current_alerts(deployment: object, now: datetime, links: object) -> list[View]:
+def _current_alerts(storage: Storage, deployment: object, now: datetime, links: object) -> list[View]:
     """The overview's contract: firing alerts, each with the active silences that match it."""
-    silences = store.active(now)
+    silences = store.active(storage.silences, now)
     return [View(alert, [s.id for s in silences if s.matches(alert.labels)]) for alert in ALERTS]
 
 
 @pytest.fixture(scope="module")
-def table() -> Iterator[None]:
-    """A moto server on 127.0.0.1 holding the template's table; the models are bound to it."""
+def table() -> Iterator[Storage]:
+    """A moto server on 127.0.0.1 holding the template's table; the storage on it."""
     with pytest.MonkeyPatch.context() as patch:
         for name, value in {
             "AWS_ACCESS_KEY_ID": "testing",
@@ -94,15 +95,14 @@ def table() -> Iterator[None]:
         boto3.client("ssm", endpoint_url=endpoint, region_name=REGION).put_parameter(
             Name=CONFIG_PARAMETER, Type="String", Value=json.dumps(CONFIG)
         )
-        # The API function binds the models from the environment, as in Lambda.
+        # The API function opens its table from the environment, as in Lambda.
         patch.setenv("TABLE_NAME", TABLE)
         patch.setenv("AWS_REGION", REGION)
         patch.setenv("AWS_ENDPOINT_URL", endpoint)
         patch.setenv("CONFIG_PARAMETER", CONFIG_PARAMETER)
         parameters.clear_caches()
-        storage.bind(TABLE, REGION, endpoint)  # for the tests' own reads of the store
         try:
-            yield
+            yield open_table(TABLE, REGION, endpoint)  # for the tests' own reads of the store
         finally:
             server.stop()
 
@@ -122,12 +122,12 @@ def _serve(tokens: dict[str, Any] | None) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def open_api(table: None) -> Iterator[str]:
+def open_api(table: Storage) -> Iterator[str]:
     yield from _serve(None)
 
 
 @pytest.fixture(scope="module")
-def guarded_api(table: None, tokens: dict[str, str]) -> Iterator[str]:
+def guarded_api(table: Storage, tokens: dict[str, str]) -> Iterator[str]:
     document = {
         "tokens": [
             {"sha256": auth.token_hash(tokens["write"]), "principal": "alice", "scope": "write"},
@@ -217,7 +217,9 @@ def test_amtool_update_and_bad_input(open_api: str) -> None:
     assert not [s for s in amtool.silences() if s["matchers"][0]["value"] == ".+"]
 
 
-def test_amtool_with_bearer_tokens(guarded_api: str, tokens: dict[str, str], tmp_path: Path) -> None:
+def test_amtool_with_bearer_tokens(
+    table: Storage, guarded_api: str, tokens: dict[str, str], tmp_path: Path
+) -> None:
     anonymous = Amtool(guarded_api)
     refused = anonymous.run("silence", "query")
     assert refused.returncode != 0 and "401" in refused.stderr
@@ -234,5 +236,5 @@ def test_amtool_with_bearer_tokens(guarded_api: str, tokens: dict[str, str], tmp
     assert forbidden.returncode != 0 and "403" in forbidden.stderr
     assert [s["status"]["state"] for s in reader.silences() if s["id"] == sid] == ["active"]
     writer("silence", "expire", sid)
-    audit = [r for r in store.audit_log() if r["silenceID"] == sid]
+    audit = [r for r in store.audit_log(table.silences) if r["silenceID"] == sid]
     assert [(r["action"], r["who"]) for r in audit] == [("create", "alice"), ("expire", "alice")]

@@ -287,7 +287,7 @@ def overview(monkeypatch: pytest.MonkeyPatch) -> list[FakeView]:
         FakeView(_alert("TrunkJobFailing", "pull / gone", ends_at=NOW - HOUR)),
     ]
     fake = types.ModuleType("trunkwatch.app.views")
-    fake.current_alerts = lambda deployment, now, links: views  # type: ignore[attr-defined]
+    fake.current_alerts = lambda storage, deployment, now, links: views  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "trunkwatch.app.views", fake)
     return views
 

@@ -140,7 +140,7 @@ def test_any_request_gets_an_answer_not_a_crash(
     method: str, path: str, query: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The alert overview is someone else's concern here: an empty one keeps the alerts route in play.
-    monkeypatch.setattr("trunkwatch.app.views.current_alerts", lambda deployment, now, links: [])
+    monkeypatch.setattr("trunkwatch.app.views.current_alerts", lambda storage, deployment, now, links: [])
     status, body = call_api(method, path, query=urllib.parse.urlencode(query))
     event(f"HTTP {status}")
     assert status < 500, body

@@ -199,12 +199,14 @@ def test_local_gateway_read_token_gets_403_on_write(local_api: str, tokens: dict
     assert table_items() == []
 
 
-def test_created_by_comes_from_the_principal(local_api: str, tokens: dict[str, str]) -> None:
+def test_created_by_comes_from_the_principal(
+    aws: dict[str, Any], local_api: str, tokens: dict[str, str]
+) -> None:
     status, created = http(f"{local_api}/api/v2/silences", "POST", SILENCE, token=tokens["write"])
     assert status == 200
     status, silence = http(f"{local_api}/api/v2/silence/{created['silenceID']}", token=tokens["read"])
     assert (status, silence["createdBy"]) == (200, "alice")
-    [record] = [r for r in store.audit_log() if r["action"] == "create"]
+    [record] = [r for r in store.audit_log(aws["storage"].silences) if r["action"] == "create"]
     assert record["who"] == "alice"
 
 

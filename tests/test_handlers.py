@@ -14,11 +14,13 @@ import boto3
 import pytest
 from pytest_httpserver import HTTPServer
 
-from tests.conftest import table_items
+from tests.conftest import TABLE, table_items
 from tests.test_hud_source import grid
 from trunkwatch.domain import clock
 from trunkwatch.domain.cells import Cell, CellState, Commit
-from trunkwatch.storage import cells
+from trunkwatch.storage import keys
+from trunkwatch.storage.dynamodb import open_table
+from trunkwatch.storage.records import CellWrite
 from trunkwatch_local.runtime import LambdaContext
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,15 +235,15 @@ def cell_record(seq: int, state: str, event_name: str = "INSERT") -> dict[str, A
     """The stream record of job JOB's cell at `seq`, as it is stored now (written first)."""
     commit = Commit(sha=f"{seq:040x}", time=datetime(2026, 11, 18, tzinfo=UTC) + timedelta(hours=seq))
     cell = Cell(job=JOB, sha=commit.sha, state=CellState(state), url=f"https://ci.example/{seq}")
-    item = cells.item(TRUNK_ID, cell, commit, seq, "poll-1", retention=timedelta(days=30))
-    cells.save_all([item])
-    image = item.serialize()
-    keys = {"pk": image["pk"], "sk": image["sk"]}
+    storage = open_table(TABLE, "us-east-1")
+    storage.cells.save_all(TRUNK_ID, [CellWrite(cell, commit, seq, "poll-1")], timedelta(days=30))
+    key = {"pk": {"S": keys.cells(TRUNK_ID, JOB)}, "sk": {"S": keys.seq_key(seq)}}
+    image = boto3.client("dynamodb").get_item(TableName=TABLE, Key=key)["Item"]
     return {
         "eventID": f"e{seq}{state}",
         "eventName": event_name,
         "eventSource": "aws:dynamodb",
-        "dynamodb": {"Keys": keys, "NewImage": image, "SequenceNumber": f"{seq:021d}{len(state)}"},
+        "dynamodb": {"Keys": key, "NewImage": image, "SequenceNumber": f"{seq:021d}{len(state)}"},
     }
 
 

@@ -404,17 +404,17 @@ def test_a_hostile_trunk_fails_alone_and_the_poll_ends_in_time(
     spans: dict[str, float] = {}
     real_poll_trunk = poll.poll_trunk
 
-    def timed_poll_trunk(trunk: Any, *args: Any) -> Any:
+    def timed_poll_trunk(storage: Any, trunk: Any, *args: Any) -> Any:
         begun = time.monotonic()
         try:
-            return real_poll_trunk(trunk, *args)
+            return real_poll_trunk(storage, trunk, *args)
         finally:
             spans[trunk.repo] = time.monotonic() - begun
 
     monkeypatch.setattr(poll, "poll_trunk", timed_poll_trunk)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     started = time.monotonic()
-    result = poll.poll_all(deployment, NOW, deadline=started + budget)
+    result = poll.poll_all(aws["storage"], deployment, NOW, deadline=started + budget)
     elapsed = time.monotonic() - started
     # The growth of the process's high-water mark: an upper bound of what this poll used.
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss_before
@@ -450,7 +450,7 @@ def test_any_exception_of_one_trunk_is_a_classified_failure(
         return real(trunk, http)
 
     monkeypatch.setattr(poll, "make_source", make_source)
-    result = poll.poll_all(deployment, NOW)
+    result = poll.poll_all(aws["storage"], deployment, NOW)
     (error,) = result["errors"]
     assert error["cause"] == "internal" and error["error"].startswith("unexpected KeyError at ")
     assert [p["trunk"] for p in result["polled"]] == ["pytorch/pytorch#main"]

@@ -16,11 +16,14 @@ from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.domain.config import load_deployment
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.hud import HudSource
+from trunkwatch.storage.port import Storage
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 
 
-def poll(server: HTTPServer, body: dict[str, Any], config: dict[str, Any] | None = None) -> Any:
+def poll(
+    storage: Storage, server: HTTPServer, body: dict[str, Any], config: dict[str, Any] | None = None
+) -> Any:
     server.clear()
     server.expect_request(PATH).respond_with_json(body)
     deployment = load_deployment(
@@ -31,7 +34,7 @@ def poll(server: HTTPServer, body: dict[str, Any], config: dict[str, Any] | None
         }
     )
     trunk = deployment.trunks[0]
-    return poll_trunk(trunk, deployment.rule_for(trunk), HudSource(trunk, None), NOW)
+    return poll_trunk(storage, trunk, deployment.rule_for(trunk), HudSource(trunk, None), NOW)
 
 
 def cells() -> dict[tuple[str, str], str]:
@@ -39,7 +42,7 @@ def cells() -> dict[tuple[str, str], str]:
 
 
 def test_first_poll_writes_merged_cells(aws: Any, httpserver: HTTPServer) -> None:
-    result = poll(httpserver, grid())
+    result = poll(aws["storage"], httpserver, grid())
     assert cells() == {
         ("pull / b / test (default, r)", "bbb"): "fail",
         ("pull / b / test (default, r)", "aaa"): "pending",
@@ -52,48 +55,48 @@ def test_first_poll_writes_merged_cells(aws: Any, httpserver: HTTPServer) -> Non
 
 
 def test_unchanged_poll_writes_nothing(aws: Any, httpserver: HTTPServer) -> None:
-    poll(httpserver, grid())
+    poll(aws["storage"], httpserver, grid())
     before = table_items()
-    result = poll(httpserver, grid())
+    result = poll(aws["storage"], httpserver, grid())
     assert (result.items_written, result.cells_written, result.poll) == (0, 0, None)
     assert table_items() == before
 
 
 def test_only_changed_cells_are_written(aws: Any, httpserver: HTTPServer) -> None:
-    poll(httpserver, grid())
+    poll(aws["storage"], httpserver, grid())
     body = grid()
     body["shaGrid"][1]["jobs"][0] = {"conclusion": "failure", "status": "completed"}
     # Details that do not change a merged state are not a change.
     body["shaGrid"][0]["jobs"][0]["failureLines"] = ["FAILED other"]
-    result = poll(httpserver, body)
+    result = poll(aws["storage"], httpserver, body)
     assert result.cells_written == 1 and result.changed_jobs == ["pull / b / test (default, r)"]
     assert cells()[("pull / b / test (default, r)", "aaa")] == "fail"
 
 
 def test_new_commit_gets_next_seq_and_old_seqs_stay(aws: Any, httpserver: HTTPServer) -> None:
-    poll(httpserver, grid())
+    poll(aws["storage"], httpserver, grid())
     first = {i["sha"]["S"]: int(i["seq"]["N"]) for i in table_items("commit")}
     body = grid()
     newer = copy.deepcopy(body["shaGrid"][0])
     newer.update(sha="ccc", time="2026-11-18T19:45:00Z")
     body["shaGrid"].insert(0, newer)
-    poll(httpserver, body)
+    poll(aws["storage"], httpserver, body)
     seqs = {i["sha"]["S"]: int(i["seq"]["N"]) for i in table_items("commit")}
     assert {sha: seqs[sha] for sha in first} == first
     assert seqs["ccc"] == seqs["bbb"] + 1
 
 
 def test_cell_that_disappears_becomes_nodata(aws: Any, httpserver: HTTPServer) -> None:
-    poll(httpserver, grid())
+    poll(aws["storage"], httpserver, grid())
     body = grid()
     body["shaGrid"][0]["jobs"][0] = {}
     body["shaGrid"][0]["jobs"][1] = {}
-    poll(httpserver, body)
+    poll(aws["storage"], httpserver, body)
     assert cells()[("pull / b / test (default, r)", "bbb")] == "nodata"
 
 
 def test_out_of_scope_jobs_get_no_cell_items(aws: Any, httpserver: HTTPServer) -> None:
-    poll(httpserver, grid(), config={"exclude": "^lint"})
+    poll(aws["storage"], httpserver, grid(), config={"exclude": "^lint"})
     assert ("lint / l", "aaa") not in cells()
 
 
@@ -101,15 +104,15 @@ def test_source_error_writes_nothing_and_next_poll_catches_up(aws: Any, httpserv
     broken = grid()
     broken["shaGrid"][0]["jobs"].pop()
     with pytest.raises(SourceError):
-        poll(httpserver, broken)
+        poll(aws["storage"], httpserver, broken)
     assert table_items() == []
-    assert poll(httpserver, grid()).cells_written == 3
+    assert poll(aws["storage"], httpserver, grid()).cells_written == 3
 
 
 def test_cells_are_written_job_by_job_with_each_jobs_newest_cell_before_the_poll(
     aws: Any, httpserver: HTTPServer
 ) -> None:
-    poll(httpserver, grid())
+    poll(aws["storage"], httpserver, grid())
     assert all("prior_seq" not in i for i in table_items("cell"))  # nothing stored before
     seqs = {i["sha"]["S"]: int(i["seq"]["N"]) for i in table_items("commit")}
     body = grid()
@@ -121,7 +124,7 @@ def test_cells_are_written_job_by_job_with_each_jobs_newest_cell_before_the_poll
     arn = dynamodb.update_table(
         TableName=aws["table"], StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
     )["TableDescription"]["LatestStreamArn"]
-    poll(httpserver, body)
+    poll(aws["storage"], httpserver, body)
     streams = boto3.client("dynamodbstreams")
     shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
     iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
@@ -143,27 +146,27 @@ def test_cells_are_written_job_by_job_with_each_jobs_newest_cell_before_the_poll
 
 
 def test_a_page_like_the_last_one_is_not_parsed_again(aws: Any, httpserver: HTTPServer) -> None:
-    poll(httpserver, grid())
+    poll(aws["storage"], httpserver, grid())
     before = table_items()
-    again = poll(httpserver, grid())
+    again = poll(aws["storage"], httpserver, grid())
     assert again.http_requests == 1 and again.commits == 0  # fetched, not parsed
     assert (again.items_written, again.cells_written) == (0, 0)
     assert table_items() == before
     changed = grid()
     changed["shaGrid"][1]["jobs"][0] = {"conclusion": "failure", "status": "completed"}
-    assert poll(httpserver, changed).cells_written == 1  # one byte more: read as always
+    assert poll(aws["storage"], httpserver, changed).cells_written == 1  # one byte more: read as always
 
 
 def test_a_new_job_scope_reads_the_same_page_again(aws: Any, httpserver: HTTPServer) -> None:
-    poll(httpserver, grid(), config={"exclude": "^lint"})
-    assert poll(httpserver, grid(), config={"exclude": "^lint"}).commits == 0  # skipped
-    assert poll(httpserver, grid()).commits == 2  # same page, another scope: parsed
+    poll(aws["storage"], httpserver, grid(), config={"exclude": "^lint"})
+    assert poll(aws["storage"], httpserver, grid(), config={"exclude": "^lint"}).commits == 0  # skipped
+    assert poll(aws["storage"], httpserver, grid()).commits == 2  # same page, another scope: parsed
 
 
 def test_a_commit_past_the_retention_is_not_stored_again(aws: Any, httpserver: HTTPServer) -> None:
     body = grid()
     body["shaGrid"][1]["time"] = "2026-10-19T19:59:59Z"  # NOW - 720h - 1s: its items would be expired
-    result = poll(httpserver, body)
+    result = poll(aws["storage"], httpserver, body)
     assert {i["sha"]["S"] for i in table_items("commit")} == {"bbb"}
     assert {sha for _, sha in cells()} == {"bbb"} and result.cells_written == 1
     (commit,) = table_items("commit")
@@ -173,14 +176,14 @@ def test_a_commit_past_the_retention_is_not_stored_again(aws: Any, httpserver: H
     newer = copy.deepcopy(body["shaGrid"][0])
     newer.update(sha="ccc", time="2026-11-18T19:45:00Z")
     body["shaGrid"].insert(0, newer)
-    poll(httpserver, body, config={"retention": "721h"})
+    poll(aws["storage"], httpserver, body, config={"retention": "721h"})
     assert ("lint / l", "aaa") in cells()
     seqs = {i["sha"]["S"]: int(i["seq"]["N"]) for i in table_items("commit")}
     assert seqs["aaa"] + 1 == seqs["bbb"] == seqs["ccc"] - 1
 
 
 def test_new_commits_never_take_the_seqs_of_expired_cells(aws: Any, httpserver: HTTPServer) -> None:
-    poll(httpserver, grid())
+    poll(aws["storage"], httpserver, grid())
     old_seqs = {int(i["seq"]["N"]) for i in table_items("cell")}
     dynamodb = boto3.client("dynamodb")
     for item in table_items("commit"):  # TTL deleted every commit item, not yet their cells
@@ -189,6 +192,6 @@ def test_new_commits_never_take_the_seqs_of_expired_cells(aws: Any, httpserver: 
     newer = copy.deepcopy(body["shaGrid"][0])
     newer.update(sha="ccc", time="2026-11-18T19:45:00Z")
     body["shaGrid"] = [newer]
-    poll(httpserver, body)
+    poll(aws["storage"], httpserver, body)
     (ccc,) = table_items("commit")
     assert int(ccc["seq"]["N"]) == max(old_seqs) + 1

@@ -39,6 +39,17 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
+def _top_level_imports(path: Path) -> set[str]:
+    """The top-level packages a module imports (lazily imported ones too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+    return found
+
+
 def _modules(folder: str) -> list[Path]:
     return sorted((PACKAGE / folder).rglob("*.py"))
 
@@ -98,3 +109,12 @@ def test_only_the_handlers_resolve_their_environment() -> None:
         and path != PACKAGE / "app" / "settings.py"
     )
     assert builders == sorted(str(p.relative_to(ROOT)) for p in (ROOT / "functions").glob("*/app.py"))
+
+
+def test_nothing_above_storage_imports_pynamodb() -> None:
+    """PynamoDB stays behind the storage port: its models, exceptions and transactions."""
+    above = [
+        *(path for folder in ALLOWED if folder != "storage" for path in _modules(folder)),
+        *(ROOT / "functions").glob("*/app.py"),
+    ]
+    assert [path for path in above if "pynamodb" in _top_level_imports(path)] == []

@@ -320,6 +320,7 @@ def test_a_resolution_sent_from_the_log_names_each_jobs_culprit(
         monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: views)
         settings = Settings.from_environ([])
         tick = notify.Tick(
+            aws["storage"],
             TrunkConfig(repo="pytorch/pytorch"),
             RuleConfig(),
             Links("http://api"),

@@ -228,7 +228,7 @@ def views(aws: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeView]]
     ]
     # The API's contract with the overview module, faked as tests/test_api.py does.
     fake = types.ModuleType("trunkwatch.app.views")
-    fake.current_alerts = lambda deployment, now, links: found  # type: ignore[attr-defined]
+    fake.current_alerts = lambda storage, deployment, now, links: found  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "trunkwatch.app.views", fake)
     with clock.frozen(NOW):
         yield found

@@ -27,8 +27,14 @@ from samtranslator.translator.translator import Translator
 
 from trunkwatch.app.notify import IDEMPOTENCY_EXPIRY_ATTRIBUTE
 from trunkwatch.domain.config import load_deployment, parse_duration
-from trunkwatch.silences.items import SilenceAuditItem, SilenceItem
-from trunkwatch.storage.items import CellItem, CommitItem, NotificationLog, TickItem
+from trunkwatch.storage.items import (
+    CellItem,
+    CommitItem,
+    NotificationLog,
+    SilenceAuditItem,
+    SilenceItem,
+    TickItem,
+)
 from trunkwatch.storage.table import TTL_ATTRIBUTE
 from trunkwatch_local import template as template_module
 from trunkwatch_local.template import TEMPLATE_ENV, TemplateError, find_template, load_template
@@ -567,7 +573,7 @@ def test_table_actions_per_function(resources: dict[str, Any], function: str, ac
 
 
 def test_the_api_writes_only_silence_and_audit_items(resources: dict[str, Any]) -> None:
-    from trunkwatch.silences.items import AUDIT_PK, SILENCE_PK
+    from trunkwatch.storage.keys import SILENCE_AUDIT, SILENCES
 
     statements = list(_statements(resources["ApiFunctionRole"]))
     reads = [s for s in statements if set(_actions(s)) & {"dynamodb:GetItem", "dynamodb:Query"}]
@@ -577,7 +583,7 @@ def test_the_api_writes_only_silence_and_audit_items(resources: dict[str, Any]) 
     (write,) = writes
     assert _actions(write) == ["dynamodb:PutItem"]
     assert write["Condition"] == {
-        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [SILENCE_PK, AUDIT_PK]}
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [SILENCES, SILENCE_AUDIT]}
     }
 
 

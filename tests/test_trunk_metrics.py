@@ -17,7 +17,6 @@ from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
 from trunkwatch.domain.alerts import Links
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
-from trunkwatch.storage import trunks
 from trunkwatch_local.hud_server import HudServer
 
 
@@ -42,8 +41,9 @@ def test_ingest_reports_seconds_since_each_trunks_last_good_poll(
 ) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
     deployment = _two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)  # nothing listens on port 9
+    trunks = aws["storage"].trunks
     trunks.record_poll_success("evil/repo#main", NOW - timedelta(minutes=5), trunks.state("evil/repo#main"))
-    poll.poll_all(deployment, NOW)
+    poll.poll_all(aws["storage"], deployment, NOW)
     seconds = gauges(capsys.readouterr().out, SECONDS_SINCE_GOOD_POLL)
     assert seconds == {"evil/repo#main": 300.0, "pytorch/pytorch#main": 0.0}
 
@@ -57,7 +57,9 @@ def test_notifier_reports_failing_jobs_and_alerts_firing_per_trunk(
     level.alert.labels.update(alertname="TrunkBroken")
     monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: [job, level])
     trunk = TrunkConfig(repo="pytorch/pytorch")
-    tick = notify.Tick(trunk, RuleConfig(), Links("http://api"), NOW, Settings.from_environ([]), lambda: 60.0)
+    tick = notify.Tick(
+        aws["storage"], trunk, RuleConfig(), Links("http://api"), NOW, Settings.from_environ([]), lambda: 60.0
+    )
     notify.notify_trunk(tick, [], [])
     output = capsys.readouterr().out
     assert gauges(output, FAILING_JOBS) == {"pytorch/pytorch#main": 1.0}

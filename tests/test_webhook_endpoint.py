@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from tests import webhooks
-from tests.conftest import table_items
+from tests.conftest import TABLE, table_items
 from trunkwatch.app.delivery import MAX_BODY_BYTES, handle_request
 from trunkwatch.domain.config import Deployment, load_deployment
+from trunkwatch.storage.dynamodb import open_table
 from trunkwatch_local.function_url import function_url_event
 
 NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)
@@ -37,7 +38,8 @@ def post(
 ) -> tuple[int, str]:
     headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": "application/json"}
     headers["X-Hub-Signature-256"] = webhooks.sign(body, SECRET) if signature is None else signature
-    answer = handle_request(function_url_event("POST", "/", headers, body), lambda: SECRET, deployment, NOW)
+    event = function_url_event("POST", "/", headers, body)
+    answer = handle_request(event, lambda: SECRET, deployment, lambda: open_table(TABLE, "us-east-1"), NOW)
     return int(answer["statusCode"]), json.loads(answer["body"])["message"]
 
 

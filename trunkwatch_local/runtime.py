@@ -33,7 +33,7 @@ from aws_lambda_powertools.utilities import parameters
 from trunkwatch.domain import clock
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import ConfigError, Deployment, to_json
-from trunkwatch.storage.ticks import GROUP_WINDOW
+from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local import verified
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.emulator import emulation, release_stream

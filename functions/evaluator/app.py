@@ -24,14 +24,14 @@ edge = settings.Edge.from_environ(settings.PIPELINE)
 @traced
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    deployment = edge.deployment()
+    deployment, storage = edge.deployment(), edge.storage()
     if "Records" not in event:  # the schedule
-        results = sweep_all(deployment, clock.now())
+        results = sweep_all(storage, deployment, clock.now())
         return {
             "rejudged": sum(r.rejudged for r in results),
             "waiting": [r.trunk for r in results if r.waiting_for_poll],
         }
-    evaluation = BatchEvaluation(deployment, clock.now(), oldest_changes(event["Records"]))
+    evaluation = BatchEvaluation(storage, deployment, clock.now(), oldest_changes(event["Records"]))
     failed = stream.each_image(event["Records"], evaluation.cell)
     # The records before the first failure count towards their polls' ticks.
     evaluation.settle(event["Records"], set(failed))

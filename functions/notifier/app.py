@@ -32,6 +32,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     def settled(tick: dict[str, Any], _before: dict[str, Any]) -> None:
         # Read per tick (cached): a configuration that cannot be read fails this tick, which
         # comes again, with every record after it.
-        on_settled_tick(str(tick["trunk"]), clock.now(), edge.settings, edge.deployment(), remaining_s)
+        on_settled_tick(
+            edge.storage(), str(tick["trunk"]), clock.now(), edge.settings, edge.deployment(), remaining_s
+        )
 
     return stream.response(stream.each_image(event["Records"], settled))

@@ -30,4 +30,6 @@ def _secret() -> str:
 @traced
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return handle_request(event, secret=_secret, deployment=edge.deployment, now=clock.now())
+    return handle_request(
+        event, secret=_secret, deployment=edge.deployment, storage=edge.storage, now=clock.now()
+    )

@@ -71,7 +71,7 @@ def _shown(
     shown = []
     edge = edge_of(router)
     links = Links(external_url(), edge.settings.dashboard_url)
-    for view in current_alerts(edge.deployment(), clock.now(), links):
+    for view in current_alerts(edge.storage(), edge.deployment(), clock.now(), links):
         if view.alert.status == RESOLVED:
             continue
         if not active and not view.silenced_by and not view.inhibited_by:

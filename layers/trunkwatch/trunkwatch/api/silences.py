@@ -1,14 +1,13 @@
 """`/api/v2/silences` and `/api/v2/silence/{id}`: Alertmanager's silence endpoints.
 
-The silence store (PynamoDB, and botocore with it) is loaded, and the table bound, by the
-first route that reads or writes the table (`edge_of(router).storage()`): the status page and
-its files, which this function serves too, never need it.
+The function's storage (PynamoDB, and botocore with it) is built by the first route that
+reads or writes the table (`edge_of(router).storage()`): the status page and its files, which
+this function serves too, never need it.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -19,19 +18,20 @@ from trunkwatch.api import caller
 from trunkwatch.api.edge import edge_of
 from trunkwatch.api.models import ApiError, GettableSilence, SilenceCreated
 from trunkwatch.domain import clock
+from trunkwatch.silences import store
 from trunkwatch.silences.matchers import parse_matchers
 from trunkwatch.silences.model import sort_for_listing
 from trunkwatch.silences.postable import PostableSilence
 
+if TYPE_CHECKING:
+    from trunkwatch.storage.port import Silences
+
 router = Router()
 
 
-def _store() -> ModuleType:
-    """The silence store, on the function's table."""
-    edge_of(router).storage()
-    from trunkwatch.silences import store
-
-    return store
+def _silences() -> Silences:
+    """The silences of the function's storage."""
+    return edge_of(router).storage().silences
 
 
 _FORBIDDEN: dict[int, OpenAPIResponse] = {
@@ -48,9 +48,7 @@ _NOT_FOUND: dict[int, OpenAPIResponse] = {
     responses={200: {"description": "The id of the silence now in effect"}, **_FORBIDDEN, **_NOT_FOUND},
 )
 def post_silence(silence: Annotated[PostableSilence, Body()]) -> SilenceCreated:
-    store = _store()
-
-    silence_id = store.upsert(silence, caller.principal(router.current_event), clock.now())
+    silence_id = store.upsert(_silences(), silence, caller.principal(router.current_event), clock.now())
     return SilenceCreated(silenceID=silence_id)
 
 
@@ -65,7 +63,7 @@ def get_silences(
     now = clock.now()
     # Alertmanager's silence filter: each filter is one of the silence's own matchers
     # (same name, operator and value), not a label set the silence would match.
-    found = [s for s in _store().list_silences(now) if all(m in s.matchers for m in wanted)]
+    found = [s for s in store.list_silences(_silences(), now) if all(m in s.matchers for m in wanted)]
     return [GettableSilence.model_validate(s.to_api(now)) for s in sort_for_listing(found, now)]
 
 
@@ -76,7 +74,7 @@ def get_silences(
 )
 def get_silence(silence_id: str) -> GettableSilence:
     now = clock.now()
-    return GettableSilence.model_validate(_store().get(silence_id, now).to_api(now))
+    return GettableSilence.model_validate(store.get(_silences(), silence_id, now).to_api(now))
 
 
 @router.delete(
@@ -85,6 +83,6 @@ def get_silence(silence_id: str) -> GettableSilence:
     responses={200: {"description": "Expired", "content": {}}, **_FORBIDDEN, **_NOT_FOUND},
 )
 def delete_silence(silence_id: str) -> Response[str]:
-    _store().expire(silence_id, caller.principal(router.current_event), clock.now())
+    store.expire(_silences(), silence_id, caller.principal(router.current_event), clock.now())
     # Alertmanager answers an empty 200.
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body="")

@@ -27,7 +27,7 @@ from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, settle, trun
 from trunkwatch.domain import clock
 from trunkwatch.domain.config import Deployment
 from trunkwatch.sources.webhook import EVENTS, PayloadError
-from trunkwatch.storage import deliveries
+from trunkwatch.storage.port import Storage
 
 # GitHub caps payloads at 25 MB; the deliveries ingested are far smaller (a push lists at
 # most 20 commits). A larger body is refused before it is hashed or parsed.
@@ -39,9 +39,13 @@ metrics = Metrics()
 
 
 def handle_request(
-    event: dict[str, Any], secret: Callable[[], str], deployment: Callable[[], Deployment], now: datetime
+    event: dict[str, Any],
+    secret: Callable[[], str],
+    deployment: Callable[[], Deployment],
+    storage: Callable[[], Storage],
+    now: datetime,
 ) -> dict[str, Any]:
-    """Answer one delivery. `secret` and `deployment` are read only when needed."""
+    """Answer one delivery. `secret`, `deployment` and `storage` are made only when needed."""
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
     body = _body(event)
     if body is None:
@@ -69,23 +73,24 @@ def handle_request(
     delivery_id = headers.get("x-github-delivery", "")
     if not delivery_id:
         return _answer(400, "missing X-GitHub-Delivery")
-    if not deliveries.claim(delivery_id, name, now):
+    stored = storage()
+    if not stored.deliveries.claim(delivery_id, name, now):
         return _answer(200, "already handled")
     try:
-        result = ingest_delivery(trunk, current.rule_for(trunk), name, payload, now)
+        result = ingest_delivery(stored, trunk, current.rule_for(trunk), name, payload, now)
     except PayloadError as err:
-        deliveries.release(delivery_id)
+        stored.deliveries.release(delivery_id)
         logger.warning("webhook delivery refused", extra={"event": name, "error": str(err)})
         return _answer(400, str(err))
     except Exception:
-        deliveries.release(delivery_id)  # its redelivery is handled afresh
+        stored.deliveries.release(delivery_id)  # its redelivery is handled afresh
         raise
     _report(delivery_id, result)
     group = result.group
     if group is not None and group.opened:
         # This delivery opened its bucket's group: wait for the bucket to end (at most
         # GROUP_WINDOW), then settle the group if the evaluator counted every cell of it.
-        clock.call_at(group.closes_at, lambda: settle(trunk.trunk_id, group, clock.now()))
+        clock.call_at(group.closes_at, lambda: settle(stored, trunk.trunk_id, group, clock.now()))
     return _answer(200, f"ignored: {result.ignored}" if result.ignored else "stored")
 
 

@@ -18,13 +18,12 @@ Only the evaluator writes alert items and the failing set.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from pynamodb.exceptions import TransactWriteError
 
 from trunkwatch.app import stream
 from trunkwatch.domain.cells import CellState
@@ -37,8 +36,9 @@ from trunkwatch.domain.rule import (
     judge_job,
     may_change_verdict,
 )
-from trunkwatch.storage import alerts, cells, commits, ticks, trunks
-from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
+from trunkwatch.storage.errors import Conflict
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import CommitRef, JobAlert, TrunkState
 
 JOB_WINDOW = 100  # cells of one job the rule may walk back through
 PAGE_SIZE = 8  # cells per Query page: a passing job's verdict needs the first few
@@ -53,35 +53,34 @@ metrics = Metrics()
 @dataclass
 class TrunkReads:
     """What one invocation reads once per trunk instead of once per cell: the trunk's state
-    (recent commits, failing jobs) and the alert items it needed."""
+    (recent commits, failing jobs) and the alerts it needed."""
 
+    storage: Storage
     trunk: str
     _state: TrunkState | None = None
-    _alerts: dict[str, AlertItem | None] = field(default_factory=dict)
+    _alerts: dict[str, JobAlert | None] = field(default_factory=dict)
 
     @property
     def state(self) -> TrunkState:
         if self._state is None:
-            self._state = trunks.state(self.trunk, consistent=True)
+            self._state = self.storage.trunks.state(self.trunk, consistent=True)
         return self._state
 
     @property
     def recent_seqs(self) -> list[int]:
-        return [int(s) for s in self.state.recent_seqs or []]
+        return self.state.recent_seqs
 
     def failing(self, job: str) -> bool:
-        return job in (self.state.failing or set())
+        return job in self.state.failing
 
-    def alert(self, job: str) -> AlertItem | None:
+    def alert(self, job: str) -> JobAlert | None:
         if job not in self._alerts:
-            self._alerts[job] = alerts.job_alert(self.trunk, job)
+            self._alerts[job] = self.storage.alerts.job_alert(self.trunk, job)
         return self._alerts[job]
 
-    def remember(self, item: AlertItem) -> None:
-        self._alerts[item.job] = item
-        failing = set(self.state.failing or set())
-        (failing.add if item.status == "firing" else failing.discard)(item.job)
-        self.state.failing = failing or None
+    def remember(self, alert: JobAlert) -> None:
+        self._alerts[alert.job] = alert
+        (self.state.failing.add if alert.status == "firing" else self.state.failing.discard)(alert.job)
 
     def forget(self) -> None:
         """After a lost race: read again."""
@@ -94,24 +93,23 @@ def evaluate_job(
     job: str,
     rule: RuleConfig,
     now: datetime,
-    reads: TrunkReads | None = None,
+    reads: TrunkReads,
     oldest_change: int | None = None,
 ) -> JobVerdict:
     """Judge `job` from its stored cells and store the resulting alert state. `oldest_change`
     is the lowest seq among the job's cells that changed since its last judgement (None:
     not known); when it is above a firing alert's newest failure, only the cells above that
     failure are read."""
-    reads = reads or TrunkReads(trunk)
     for attempt in range(VERSION_RETRIES):
         verdict = _extended(trunk, job, rule, now, reads, oldest_change)
         if verdict is None:
             page_size = FIRING_PAGE_SIZE if reads.failing(job) else PAGE_SIZE
-            stored = cells.newest_first(trunk, job, JOB_WINDOW, page_size)
+            stored = reads.storage.cells.newest_first(trunk, job, JOB_WINDOW, page_size)
             verdict = judge_job(job, stored, reads.recent_seqs, rule, now)
         try:
             _store_verdict(trunk, verdict, now, reads)
             return verdict
-        except TransactWriteError:
+        except Conflict:
             # Another evaluation of the same job won the race: re-read and re-judge.
             reads.forget()
             if attempt == VERSION_RETRIES - 1:
@@ -126,13 +124,13 @@ def _extended(
     or below that failure changed (None: the whole walk decides)."""
     if oldest_change is None or not reads.failing(job):
         return None
-    item = reads.alert(job)
-    if item is None or item.status != "firing" or oldest_change <= int(item.newest_fail.seq):
+    alert = reads.alert(job)
+    if alert is None or alert.status != "firing" or oldest_change <= alert.newest_fail.seq:
         return None
     # The new cells of a batch are few: small pages, read only as far as the stored failure.
-    stored = cells.newest_first(trunk, job, JOB_WINDOW, PAGE_SIZE)
-    urls = [str(url) for url in item.failing_urls or []]
-    return extend_firing_run(job, stored, int(item.newest_fail.seq), urls, reads.recent_seqs, rule, now)
+    stored = reads.storage.cells.newest_first(trunk, job, JOB_WINDOW, PAGE_SIZE)
+    urls = list(alert.failing_urls)
+    return extend_firing_run(job, stored, alert.newest_fail.seq, urls, reads.recent_seqs, rule, now)
 
 
 def oldest_changes(records: list[dict[str, Any]]) -> dict[tuple[str, str], int | None]:
@@ -156,6 +154,7 @@ def oldest_changes(records: list[dict[str, Any]]) -> dict[tuple[str, str], int |
 class BatchEvaluation:
     """One evaluator invocation over a batch of cell stream records."""
 
+    storage: Storage
     deployment: Deployment
     now: datetime
     oldest_change: dict[tuple[str, str], int | None]  # oldest_changes() of the batch
@@ -176,7 +175,7 @@ class BatchEvaluation:
         rule = self.deployment.rule_for(trunk)
         if not rule.in_scope(job):
             return
-        reads = self.reads.setdefault(trunk_id, TrunkReads(trunk_id))
+        reads = self.reads.setdefault(trunk_id, TrunkReads(self.storage, trunk_id))
         old = CellState(old_image["state"]) if old_image else None
         prior = image.get("prior_seq")
         fresh_before = prior is not None and in_window(int(prior), reads.recent_seqs, rule)
@@ -206,7 +205,7 @@ class BatchEvaluation:
             (trunk, poll)
             for (trunk, poll), sequence in groups.items()
             # A redelivered batch has the same first and last sequence numbers: counted once.
-            if ticks.count(
+            if self.storage.ticks.count(
                 trunk, poll, f"{sequence[0]}-{sequence[-1]}-{len(sequence)}", len(sequence), self.now
             )
         ]
@@ -215,7 +214,7 @@ class BatchEvaluation:
             # What changes with the clock alone is re-judged at the poll's time before its
             # tick settles, so that the tick's messages reflect the state at its end.
             self.rejudge_firing(trunk_id)
-            if ticks.settle(trunk_id, poll, self.now):
+            if self.storage.ticks.settle(trunk_id, poll, self.now):
                 settled.append(poll)
         return settled
 
@@ -225,7 +224,7 @@ class BatchEvaluation:
         trunk = self.deployment.trunk(trunk_id)
         if trunk is None:
             return 0
-        reads = self.reads.setdefault(trunk_id, TrunkReads(trunk_id))
+        reads = self.reads.setdefault(trunk_id, TrunkReads(self.storage, trunk_id))
         return rejudge_firing(trunk_id, self.deployment.rule_for(trunk), self.now, reads, self.judged)
 
 
@@ -235,33 +234,31 @@ def rejudge_firing(
     """Re-judge the firing jobs of `trunk` at `now` (but those in `judged`, adding them) whose
     verdict the clock may have changed; the others' cells are not read. Returns how many."""
     rejudged = 0
-    for item in alerts.of_trunk(trunk, firing_only=True):
-        if (trunk, item.job) in judged or not _clock_may_change(item, rule, now, reads):
+    for alert in reads.storage.alerts.of_trunk(trunk, firing_only=True):
+        if (trunk, alert.job) in judged or not _clock_may_change(alert, rule, now, reads):
             continue
-        evaluate_job(trunk, item.job, rule, now, reads)
-        judged.add((trunk, item.job))
+        evaluate_job(trunk, alert.job, rule, now, reads)
+        judged.add((trunk, alert.job))
         rejudged += 1
     return rejudged
 
 
-def _clock_may_change(item: AlertItem, rule: RuleConfig, now: datetime, reads: TrunkReads) -> bool:
-    newest_fail = item.newest_fail
-    if newest_fail is None:
-        return True
-    return clock_may_change_verdict(int(newest_fail.seq), newest_fail.time, reads.recent_seqs, rule, now)
+def _clock_may_change(alert: JobAlert, rule: RuleConfig, now: datetime, reads: TrunkReads) -> bool:
+    newest_fail = alert.newest_fail
+    return clock_may_change_verdict(newest_fail.seq, newest_fail.time, reads.recent_seqs, rule, now)
 
 
 def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkReads) -> None:
     if not verdict.firing and not reads.failing(verdict.job):
         return  # nothing fires and nothing is open to resolve: no alert read at all
-    item = reads.alert(verdict.job)
-    was_firing = item is not None and item.status == "firing"
+    alerts = reads.storage.alerts
+    stored = reads.alert(verdict.job)
+    was_firing = stored is not None and stored.status == "firing"
     if not verdict.firing:
-        if item is None or not was_firing:
+        if stored is None or not was_firing:
             return
-        item.status, item.ends_at = "resolved", now
-        alerts.save_with_failing_set(trunk, item, now_firing=False)
-        reads.remember(item)
+        resolved = replace(stored, status="resolved", ends_at=now)
+        reads.remember(alerts.save_with_failing_set(trunk, resolved, now_firing=False))
         return
     assert verdict.culprit is not None
     fields: dict[str, Any] = {
@@ -270,44 +267,33 @@ def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkR
         "starts_at": verdict.culprit.first_fail.commit.time,
         "ends_at": None,
         "streak": verdict.streak,
-        "first_fail": alerts.ref(verdict.culprit.first_fail),
-        "last_pass": alerts.ref(verdict.culprit.last_pass) if verdict.culprit.last_pass else None,
-        "newest_fail": alerts.ref(verdict.failures[0]),
-        "failure_lines": list(verdict.failures[0].failure_lines) or None,
-        "failing_urls": list(verdict.failing_urls[:10]) or None,
+        "first_fail": CommitRef.of(verdict.culprit.first_fail),
+        "last_pass": CommitRef.of(verdict.culprit.last_pass) if verdict.culprit.last_pass else None,
+        "newest_fail": CommitRef.of(verdict.failures[0]),
+        "failure_lines": verdict.failures[0].failure_lines,
+        "failing_urls": tuple(verdict.failing_urls[:10]),
     }
-    if item is not None and was_firing:
-        fields["starts_at"] = item.starts_at  # the same episode keeps its start
-        _keep_culprit(item, verdict, fields)
-        if _same(item, fields):
+    if stored is not None and was_firing:
+        fields["starts_at"] = stored.starts_at  # the same episode keeps its start
+        _keep_culprit(stored, verdict, fields)
+        if all(getattr(stored, name) == value for name, value in fields.items()):
             return
-    item = item or alerts.new_job_alert(trunk, verdict.job)
-    for name, value in fields.items():
-        setattr(item, name, value)
+    alert = replace(stored, **fields) if stored is not None else JobAlert(**fields)
     # Only when the alert is written anyway: a copy that outlives the culprit's commit item.
-    culprit = commits.stored(trunk, int(item.first_fail.seq))
+    culprit = reads.storage.commits.mark(trunk, alert.first_fail.seq)
     if culprit is not None:
-        item.culprit_autoreverted_by = culprit.autoreverted_by
-    alerts.save_with_failing_set(trunk, item, now_firing=None if was_firing else True)
-    reads.remember(item)
+        alert = replace(alert, culprit_autoreverted_by=culprit.autoreverted_by)
+    reads.remember(alerts.save_with_failing_set(trunk, alert, now_firing=None if was_firing else True))
 
 
-def _keep_culprit(item: AlertItem, verdict: JobVerdict, fields: dict[str, Any]) -> None:
+def _keep_culprit(stored: JobAlert, verdict: JobVerdict, fields: dict[str, Any]) -> None:
     """The episode keeps its culprit once the cells that showed it are gone (expired, or
     beyond JOB_WINDOW): a walk that ran out of cells (no last pass) and starts no earlier
     than the stored first failure cannot see where the run began, so the stored range
     stands and the streak counts on from it."""
     assert verdict.culprit is not None
-    if not verdict.culprit.clipped or int(item.first_fail.seq) > verdict.culprit.first_fail.seq:
+    if not verdict.culprit.clipped or stored.first_fail.seq > verdict.culprit.first_fail.seq:
         return
-    newer = sum(1 for cell in verdict.failures if cell.seq > int(item.newest_fail.seq))
-    fields["first_fail"], fields["last_pass"] = item.first_fail, item.last_pass
-    fields["streak"] = int(item.streak) + newer
-
-
-def _plain(value: Any) -> Any:
-    return value.as_dict() if isinstance(value, CommitRef) else value
-
-
-def _same(item: AlertItem, fields: dict[str, Any]) -> bool:
-    return all(_plain(getattr(item, name)) == _plain(value) for name, value in fields.items())
+    newer = sum(1 for cell in verdict.failures if cell.seq > stored.newest_fail.seq)
+    fields["first_fail"], fields["last_pass"] = stored.first_fail, stored.last_pass
+    fields["streak"] = stored.streak + newer

@@ -20,11 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, build_cells
+from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
-from trunkwatch.sources.base import CommitResult, Source
-from trunkwatch.storage import cells, commits, ticks, trunks
-from trunkwatch.storage.items import CommitItem, CommitPointer, TrunkState
+from trunkwatch.sources.base import Source
+from trunkwatch.storage.port import Storage, Trunks
+from trunkwatch.storage.records import CellWrite, StoredCommit, TrunkState
 
 COMMITS_KEPT = 200  # commit items read back per poll: well over any source window
 RECENT_SEQS_KEPT = 20
@@ -44,9 +44,11 @@ class PollResult:
     rate_limited: str | None = None  # the source stopped early; the rest follows next poll
 
 
-def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: datetime) -> PollResult:
+def poll_trunk(
+    storage: Storage, trunk: TrunkConfig, rule: RuleConfig, source: Source, now: datetime
+) -> PollResult:
     """One poll of one trunk. Raises SourceError before writing anything if the source fails."""
-    trunk_id = trunk.trunk_id
+    trunk_id, trunks = trunk.trunk_id, storage.trunks
     old_source_state = trunks.source_state(trunk_id)
     scope = _scope_digest(rule)
     # What the source keeps (ETags, the last page's digest) is only good for the job scope
@@ -69,7 +71,7 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
 
     stored_names = trunks.job_names(trunk_id)
     names = list(stored_names)
-    known = {c.sha: c for c in commits.newest(trunk_id, COMMITS_KEPT)}
+    known = {c.commit.sha: c for c in storage.commits.newest(trunk_id, COMMITS_KEPT)}
     state = trunks.state(trunk_id)  # one read serves numbering, staleness and source health
     # A commit past the retention horizon is not stored again: its items would be born
     # expired, and its failures are older than any the rule fires on (retention >
@@ -77,14 +79,14 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
     retained = [r for r in snapshot.commits if r.commit.time + rule.retention > now]
     seqs = _assign_seqs(
         [r.commit.sha for r in retained],
-        {sha: int(c.seq) for sha, c in known.items()},
-        max((int(s) for s in state.recent_seqs or []), default=None),
+        {sha: c.seq for sha, c in known.items()},
+        max(state.recent_seqs, default=None),
     )
 
     columns = {name: i for i, name in enumerate(names)}
-    commit_writes: list[CommitItem] = []
-    pointers: list[CommitPointer] = []
-    cell_writes: list[tuple[Cell, CommitResult, int]] = []
+    commit_writes: list[StoredCommit] = []
+    pointers: list[StoredCommit] = []
+    cell_writes: list[tuple[Cell, Commit, int]] = []
     for commit_result in retained:
         commit_cells = build_cells(commit_result.commit.sha, commit_result.runs, rule.cancelled)
         for key in sorted(commit_cells):
@@ -100,41 +102,37 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
                 cell = commit_cells.get(names[column]) or Cell(
                     job=names[column], sha=commit_result.commit.sha, state=CellState.NODATA
                 )
-                cell_writes.append((cell, commit_result, seq))
+                cell_writes.append((cell, commit_result.commit, seq))
         stored_states = new_states.rstrip(ABSENT_CODE)
+        stored = StoredCommit(seq, commit_result.commit, stored_states)
         if (
             existing is None
             or existing.states != stored_states
-            or commits.metadata_changed(existing, commit_result.commit)
+            or _metadata_changed(existing.commit, commit_result.commit)
         ):
-            commit_writes.append(
-                commits.item(trunk_id, seq, commit_result.commit, stored_states, rule.retention)
-            )
+            commit_writes.append(stored)
         if existing is None:
-            pointers.append(commits.pointer(trunk_id, seq, commit_result.commit, rule.retention))
+            pointers.append(stored)
 
     # Job by job: a job's stream records then arrive together, and the evaluator, which judges
     # a job once per batch, reads each changed job about once instead of once per commit.
     cell_writes.sort(key=lambda write: (write[0].job, write[2]))
     if cell_writes:
         result.poll = f"{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        ticks.open_poll(trunk_id, result.poll, len(cell_writes), now)
+        storage.ticks.open_poll(trunk_id, result.poll, len(cell_writes), now)
         result.items_written += 2
     prior = _newest_seqs(known.values(), columns, {cell.job for cell, _, _ in cell_writes})
-    cells.save_all(
-        cells.item(
-            trunk_id,
-            cell,
-            commit_result.commit,
-            seq,
-            result.poll or "",
-            prior.get(cell.job),
-            retention=rule.retention,
-        )
-        for cell, commit_result, seq in cell_writes
+    storage.cells.save_all(
+        trunk_id,
+        (
+            CellWrite(cell, commit, seq, result.poll or "", prior.get(cell.job))
+            for cell, commit, seq in cell_writes
+        ),
+        rule.retention,
     )
-    commits.save_all(commit_writes)
-    commits.save_pointers(pointers)  # webhook deliveries find the commits by sha
+    storage.commits.save_all(trunk_id, commit_writes, rule.retention)
+    # Webhook deliveries find the commits by sha.
+    storage.commits.save_pointers(trunk_id, pointers, rule.retention)
     result.cells_written = len(cell_writes)
     result.items_written += len(cell_writes) + len(commit_writes) + len(pointers)
     result.changed_jobs = sorted({cell.job for cell, _, _ in cell_writes})
@@ -142,7 +140,7 @@ def poll_trunk(trunk: TrunkConfig, rule: RuleConfig, source: Source, now: dateti
     if names != stored_names:
         trunks.save_job_names(trunk_id, names)
         result.items_written += 1
-    result.items_written += _save_recent_seqs(trunk_id, state, known, commit_writes)
+    result.items_written += _save_recent_seqs(trunks, trunk_id, state, known, commit_writes)
     result.items_written += trunks.record_poll_success(trunk_id, now, state)
     new_source_state = {**snapshot.state, SCOPE: scope}
     if new_source_state != old_source_state:
@@ -183,14 +181,24 @@ def _assign_seqs(
     return seqs
 
 
-def _newest_seqs(known: Iterable[CommitItem], columns: dict[str, int], jobs: set[str]) -> dict[str, int]:
+def _metadata_changed(stored: Commit, commit: Commit) -> bool:
+    return (stored.title, stored.author, stored.pr, stored.url, stored.autoreverted_by) != (
+        commit.title,
+        commit.author,
+        commit.pr,
+        commit.url,
+        commit.autoreverted_by,
+    )
+
+
+def _newest_seqs(known: Iterable[StoredCommit], columns: dict[str, int], jobs: set[str]) -> dict[str, int]:
     """Each of `jobs`' newest stored cell among the commits read back (before this poll)."""
-    newest_first = sorted(known, key=lambda commit: int(commit.seq), reverse=True)
+    newest_first = sorted(known, key=lambda commit: commit.seq, reverse=True)
     found: dict[str, int] = {}
     for job in jobs:
         column = columns[job]
         seq = next(
-            (int(c.seq) for c in newest_first if column < len(c.states) and c.states[column] != ABSENT_CODE),
+            (c.seq for c in newest_first if column < len(c.states) and c.states[column] != ABSENT_CODE),
             None,
         )
         if seq is not None:
@@ -211,21 +219,25 @@ def _new_states(old: str, cells: dict[str, Cell], columns: dict[str, int], compl
 
 
 def _save_recent_seqs(
-    trunk_id: str, state: TrunkState, known: dict[str, CommitItem], written: Iterable[CommitItem]
+    trunks: Trunks,
+    trunk_id: str,
+    state: TrunkState,
+    known: dict[str, StoredCommit],
+    written: Iterable[StoredCommit],
 ) -> int:
     """Keep the seqs of the newest commits that ran any job (staleness window). Items written."""
-    states = {int(c.seq): c.states for c in known.values()}
-    states.update({int(c.seq): c.states for c in written})
+    states = {c.seq: c.states for c in known.values()}
+    states.update({c.seq: c.states for c in written})
     return save_recent_seqs(
-        trunk_id, state, (seq for seq, codes in states.items() if codes.strip(ABSENT_CODE))
+        trunks, trunk_id, state, (seq for seq, codes in states.items() if codes.strip(ABSENT_CODE))
     )
 
 
-def save_recent_seqs(trunk_id: str, state: TrunkState, ran_jobs: Iterable[int]) -> int:
+def save_recent_seqs(trunks: Trunks, trunk_id: str, state: TrunkState, ran_jobs: Iterable[int]) -> int:
     """Keep the newest RECENT_SEQS_KEPT of `ran_jobs`, the seqs of commits that ran any job
     (the staleness window), unless `state` already holds them. Items written."""
     recent = sorted(set(ran_jobs), reverse=True)[:RECENT_SEQS_KEPT]
-    if [int(s) for s in state.recent_seqs or []] == recent:
+    if state.recent_seqs == recent:
         return 0
     trunks.save_recent_seqs(trunk_id, recent)
     return 1

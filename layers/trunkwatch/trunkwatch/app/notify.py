@@ -40,9 +40,10 @@ from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
 from trunkwatch.domain.config import IDEMPOTENCY_TTL, Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
-from trunkwatch.storage import keys, logs
-from trunkwatch.storage.items import NotificationLog
-from trunkwatch.storage.table import TTL_ATTRIBUTE
+from trunkwatch.storage import keys
+from trunkwatch.storage.keys import TTL_ATTRIBUTE
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import LogEntry
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -80,6 +81,7 @@ class TickResult:
 class Tick:
     """One settled tick of one trunk: what each receiver's pass shares."""
 
+    storage: Storage
     trunk: TrunkConfig
     rule: RuleConfig
     links: Links
@@ -92,7 +94,7 @@ def notify_trunk(tick: Tick, silences: Sequence[Silence], channels: Sequence[Cha
     """Send the trunk's due transitions to each receiver in turn."""
     trunk = tick.trunk
     result = TickResult(trunk.trunk_id)
-    views = trunk_views(trunk, tick.rule, silences, tick.links, tick.now, include_resolved=True)
+    views = trunk_views(tick.storage, trunk, tick.rule, silences, tick.links, tick.now, include_resolved=True)
     firing = [v.alert for v in views if v.alert.status == alerts.FIRING]
     metrics.add_metric(name="AlertsFiring", unit=MetricUnit.Count, value=len(firing))
     trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
@@ -105,11 +107,11 @@ def notify_trunk(tick: Tick, silences: Sequence[Silence], channels: Sequence[Cha
 def _notify_receiver(channel: Channel, tick: Tick, views: list[AlertView], result: TickResult) -> None:
     """The stages, per alert in order: route, mute, dedup, budget, deliver, log. A failing
     receiver or a spent budget leaves the receiver's rest for the next tick, in order."""
-    entries = logs.of_receiver(tick.trunk.trunk_id, channel.name)
+    entries = tick.storage.logs.of_receiver(tick.trunk.trunk_id, channel.name)
     for view in _route(channel, [*views, *_resolved_from_log(entries, views, tick)]):
         alert = view.alert
-        entry = entries.get(alert.fingerprint) or logs.new(
-            tick.trunk.trunk_id, channel.name, alert.fingerprint, alert.name, alert.labels.get("job")
+        entry = entries.get(alert.fingerprint) or LogEntry(
+            channel.name, alert.fingerprint, alert.name, alert.labels.get("job")
         )
         if view.suppressed:
             result.held += 1
@@ -137,17 +139,17 @@ def _route(channel: Channel, views: list[AlertView]) -> list[AlertView]:
     return [view for view in views if channel.accepts(view.alert.labels)]
 
 
-def _mute(entry: NotificationLog, view: AlertView, tick: Tick) -> None:
+def _mute(entry: LogEntry, view: AlertView, tick: Tick) -> None:
     """A suppressed alert is held; remember what holds a firing one back, so its release can
     say which silence ended."""
     held = list(holders(view))
     if view.alert.status != alerts.FIRING or entry.held_by == held:
         return
     entry.held_by = held
-    logs.save(entry, tick.now, tick.rule.retention)
+    tick.storage.logs.save(tick.trunk.trunk_id, entry, tick.now, tick.rule.retention)
 
 
-def _log_state(entry: NotificationLog) -> LogState:
+def _log_state(entry: LogEntry) -> LogState:
     """What dedup reads of the receiver's log entry."""
     return LogState(
         last_status=entry.last_status,
@@ -200,7 +202,7 @@ def _deliver(channel: Channel, notification: Notification, seq: int, tick: Tick)
     return None
 
 
-def _log(entry: NotificationLog, alert: Alert, decision: Decision, tick: Tick, failed: str | None) -> None:
+def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Tick, failed: str | None) -> None:
     """The transition is done with: sent, or `failed` (refused for good, with the reason).
     The entry keeps what a resolution sent from it needs: labels, annotations and each
     failing job with its streak and culprit, as data."""
@@ -213,12 +215,10 @@ def _log(entry: NotificationLog, alert: Alert, decision: Decision, tick: Tick, f
     entry.labels = alert.labels
     entry.annotations = alert.annotations
     entry.held_by = None
-    logs.save(entry, tick.now, tick.rule.retention)
+    tick.storage.logs.save(tick.trunk.trunk_id, entry, tick.now, tick.rule.retention)
 
 
-def _resolved_from_log(
-    entries: dict[str, NotificationLog], views: list[AlertView], tick: Tick
-) -> list[AlertView]:
+def _resolved_from_log(entries: dict[str, LogEntry], views: list[AlertView], tick: Tick) -> list[AlertView]:
     """A trunk-level alert that stopped firing exists only in the log: as last sent, now resolved."""
     current = {view.alert.fingerprint for view in views}
     return [
@@ -228,7 +228,7 @@ def _resolved_from_log(
     ]
 
 
-def _resolved(entry: NotificationLog, tick: Tick) -> AlertView:
+def _resolved(entry: LogEntry, tick: Tick) -> AlertView:
     alert = Alert(
         dict(entry.labels or {}),
         dict(entry.annotations or {}),
@@ -239,7 +239,7 @@ def _resolved(entry: NotificationLog, tick: Tick) -> AlertView:
     return AlertView(alert, tick.trunk.trunk_id)
 
 
-def _logged_jobs(entry: NotificationLog) -> dict[str, FailingJob]:
+def _logged_jobs(entry: LogEntry) -> dict[str, FailingJob]:
     """The jobs of the last message, each with its streak and culprit. An entry written
     before the log kept them holds their names alone: its resolution lists no jobs."""
     if not isinstance(entry.jobs, dict):
@@ -295,7 +295,12 @@ def channels_for(settings: Settings, deployment: Deployment) -> list[Channel]:
 
 
 def on_settled_tick(
-    trunk_id: str, now: datetime, settings: Settings, deployment: Deployment, remaining_s: RemainingSeconds
+    storage: Storage,
+    trunk_id: str,
+    now: datetime,
+    settings: Settings,
+    deployment: Deployment,
+    remaining_s: RemainingSeconds,
 ) -> TickResult | None:
     """A poll's evaluation or a sweep finished: notify its trunk."""
     from trunkwatch.silences import store
@@ -305,5 +310,5 @@ def on_settled_tick(
         logger.warning("tick of a trunk no longer configured", extra={"trunk": trunk_id})
         return None
     links = Links(settings.api_url, settings.dashboard_url)
-    tick = Tick(trunk, deployment.rule_for(trunk), links, now, settings, remaining_s)
-    return notify_trunk(tick, store.active(now), channels_for(settings, deployment))
+    tick = Tick(storage, trunk, deployment.rule_for(trunk), links, now, settings, remaining_s)
+    return notify_trunk(tick, store.active(storage.silences, now), channels_for(settings, deployment))

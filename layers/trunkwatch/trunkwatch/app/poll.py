@@ -25,7 +25,7 @@ from trunkwatch.domain.rule import webhooks_down
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.http import HttpClient
-from trunkwatch.storage import trunks
+from trunkwatch.storage.port import Storage, Trunks
 
 # Without a deadline from the caller (the Lambda's remaining time), each trunk gets this long.
 TRUNK_BUDGET_S = 45.0
@@ -34,7 +34,9 @@ logger = Logger(child=True)
 metrics = Metrics()
 
 
-def poll_all(deployment: Deployment, now: datetime, deadline: float | None = None) -> dict[str, Any]:
+def poll_all(
+    storage: Storage, deployment: Deployment, now: datetime, deadline: float | None = None
+) -> dict[str, Any]:
     """Poll each trunk; a failing trunk is logged and counted, the others still run.
 
     `deadline` (a `time.monotonic()` value) is when every poll must be over: the trunks not
@@ -42,7 +44,8 @@ def poll_all(deployment: Deployment, now: datetime, deadline: float | None = Non
     """
     results: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
-    configured = [trunk for trunk in deployment.trunks if _due(trunk, now)]
+    trunks = storage.trunks
+    configured = [trunk for trunk in deployment.trunks if _due(trunks, trunk, now)]
     for position, trunk in enumerate(configured):
         if deadline is None:
             trunk_deadline = time.monotonic() + TRUNK_BUDGET_S
@@ -51,7 +54,7 @@ def poll_all(deployment: Deployment, now: datetime, deadline: float | None = Non
         http = HttpClient(deadline=trunk_deadline)
         result = None
         try:
-            result = poll_trunk(trunk, deployment.rule_for(trunk), make_source(trunk, http), now)
+            result = poll_trunk(storage, trunk, deployment.rule_for(trunk), make_source(trunk, http), now)
         except Exception as err:  # one trunk's failure must not stop the others
             kind, message = classify(err)
             logger.error(
@@ -61,7 +64,7 @@ def poll_all(deployment: Deployment, now: datetime, deadline: float | None = Non
             metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
             errors.append({"trunk": trunk.trunk_id, "cause": kind, "error": message})
             trunks.record_poll_failure(trunk.trunk_id, now, kind, message)
-            _seconds_since_good_poll(trunk.trunk_id, now)
+            _seconds_since_good_poll(trunks, trunk.trunk_id, now)
             continue
         finally:
             http.close()
@@ -78,13 +81,15 @@ def poll_all(deployment: Deployment, now: datetime, deadline: float | None = Non
             # Results no delivery brought: deliveries GitHub failed to make (or made too late).
             missed = result.cells_written
             metrics.add_metric(name="CellsMissedByWebhooks", unit=MetricUnit.Count, value=missed)
-            since = _deliveries_missing_since(trunk.trunk_id, deployment.rule_for(trunk), missed, now)
+            since = _deliveries_missing_since(trunks, trunk.trunk_id, deployment.rule_for(trunk), missed, now)
             trunks.record_polled(trunk.trunk_id, now, since)
         results.append(asdict(result))
     return {"polled": results, "errors": errors}
 
 
-def _deliveries_missing_since(trunk_id: str, rule: RuleConfig, missed: int, now: datetime) -> datetime | None:
+def _deliveries_missing_since(
+    trunks: Trunks, trunk_id: str, rule: RuleConfig, missed: int, now: datetime
+) -> datetime | None:
     """When a poll that found `missed` results no delivery brought makes WebhooksDown's
     start: now, or the start of a run of such polls no delivery has ended; None if the
     deliveries are not missing (none found, or a delivery came recently)."""
@@ -95,7 +100,7 @@ def _deliveries_missing_since(trunk_id: str, rule: RuleConfig, missed: int, now:
     return since if since is not None and (last is None or last <= since) else now
 
 
-def _due(trunk: TrunkConfig, now: datetime) -> bool:
+def _due(trunks: Trunks, trunk: TrunkConfig, now: datetime) -> bool:
     """A webhook-fed trunk is polled only every `poll_every` (never when 0), as a backstop."""
     period = trunk.poll_period
     if period is None:
@@ -106,7 +111,7 @@ def _due(trunk: TrunkConfig, now: datetime) -> bool:
     return last is None or now - last >= period
 
 
-def _seconds_since_good_poll(trunk_id: str, now: datetime) -> None:
+def _seconds_since_good_poll(trunks: Trunks, trunk_id: str, now: datetime) -> None:
     """After a failed poll: since the last good one, or since failures began if none was."""
     state = trunks.state(trunk_id)
     since = state.last_poll_ok_at or state.polls_failing_since

@@ -3,8 +3,8 @@
 Each handler builds one `Edge` when Lambda loads it (`Edge.from_environ(<its variables>)`):
 the settings read from the environment the template gives the function, checked there (a
 variable the function needs and does not have is an error naming it, never a default
-table or region), the storage binding (made once, before the first table access), and
-the running deployment's configuration. Nothing below the handlers reads the environment;
+table or region), the storage on the function's table (built once, at the first table
+access), and the running deployment's configuration. Nothing below the handlers reads the environment;
 `app/` and `api/` functions take what they need as arguments.
 
 The configuration document is the SSM parameter `CONFIG_PARAMETER` names, read through
@@ -27,6 +27,7 @@ from trunkwatch.domain.config import ConfigError
 
 if TYPE_CHECKING:
     from trunkwatch.domain.config import Deployment
+    from trunkwatch.storage.port import Storage
 
 CACHE_SECONDS = 60
 
@@ -83,32 +84,33 @@ class Settings:
 
 @dataclass
 class Edge:
-    """One function's resolved environment: its settings, its table, its deployment."""
+    """One function's resolved environment: its settings, its storage, its deployment."""
 
     settings: Settings
-    _bound: bool = field(default=False, repr=False)
+    _storage: Storage | None = field(default=None, repr=False)
 
     @classmethod
     def from_environ(cls, required: Iterable[str], environ: Mapping[str, str] | None = None) -> Edge:
         return cls(Settings.from_environ(required, environ))
 
-    def storage(self) -> None:
-        """Bind the storage models to this function's table (once per container; the API
-        makes the first table access pay for PynamoDB, not its status page)."""
-        if not self._bound:
-            from trunkwatch import storage
+    def storage(self) -> Storage:
+        """The storage on this function's table (built once per container, at the first table
+        access: the API's status page never pays for PynamoDB)."""
+        if self._storage is None:
+            from trunkwatch.storage.dynamodb import open_table
 
             if not self.settings.table_name:
                 raise ConfigError("environment variable TABLE_NAME is not set: this function has no table")
-            storage.bind(self.settings.table_name, self.settings.region, self.settings.endpoint_url)
-            self._bound = True
+            self._storage = open_table(
+                self.settings.table_name, self.settings.region, self.settings.endpoint_url
+            )
+        return self._storage
 
     def deployment(self) -> Deployment:
         """The configuration in force (re-read at most every CACHE_SECONDS), with every trunk's
-        rule resolved, and the table bound: whoever reads the deployment then reads the table."""
+        rule resolved."""
         from aws_lambda_powertools.utilities import parameters
 
-        self.storage()
         name = self.settings.config_parameter
         if not name:
             raise ConfigError(

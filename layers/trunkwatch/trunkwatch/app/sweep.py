@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from trunkwatch.app.evaluate import TrunkReads, rejudge_firing
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
-from trunkwatch.storage import ticks
+from trunkwatch.storage.port import Storage
 
 # A sweep waits this long for an open poll to settle (its tick notifies) before going ahead.
 BARRIER_TIMEOUT = timedelta(minutes=5)
@@ -28,15 +28,17 @@ class SweepResult:
     waiting_for_poll: bool = False
 
 
-def sweep_trunk(trunk: TrunkConfig, rule: RuleConfig, now: datetime) -> SweepResult:
-    reads = TrunkReads(trunk.trunk_id)  # the barrier check and the re-judging share one read
+def sweep_trunk(storage: Storage, trunk: TrunkConfig, rule: RuleConfig, now: datetime) -> SweepResult:
+    reads = TrunkReads(storage, trunk.trunk_id)  # the barrier check and the re-judging share one read
     state = reads.state
     if state.open_poll and state.open_poll_at and now - state.open_poll_at < BARRIER_TIMEOUT:
         return SweepResult(trunk.trunk_id, waiting_for_poll=True)
     rejudged = rejudge_firing(trunk.trunk_id, rule, now, reads, set())
-    ticks.settle_sweep(trunk.trunk_id, f"sweep-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}", now)
+    storage.ticks.settle_sweep(
+        trunk.trunk_id, f"sweep-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}", now
+    )
     return SweepResult(trunk.trunk_id, rejudged=rejudged)
 
 
-def sweep_all(deployment: Deployment, now: datetime) -> list[SweepResult]:
-    return [sweep_trunk(trunk, deployment.rule_for(trunk), now) for trunk in deployment.trunks]
+def sweep_all(storage: Storage, deployment: Deployment, now: datetime) -> list[SweepResult]:
+    return [sweep_trunk(storage, trunk, deployment.rule_for(trunk), now) for trunk in deployment.trunks]

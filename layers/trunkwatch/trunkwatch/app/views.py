@@ -17,14 +17,14 @@ from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.links import silence_url
 from trunkwatch.domain.rule import source_down, trunk_alertname
 from trunkwatch.silences import Silence
-from trunkwatch.storage import alerts as stored_alerts
-from trunkwatch.storage import commits, trunks
-from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import CommitRef, JobAlert, TrunkState
 
 MAX_FAILURE_LINES_CHARS = 1500
 
 
 def trunk_views(
+    storage: Storage,
     trunk: TrunkConfig,
     rule: RuleConfig,
     silences: Sequence[Silence],
@@ -34,14 +34,14 @@ def trunk_views(
 ) -> list[AlertView]:
     """Every job alert of the trunk (firing; resolved too if asked), its trunk-level alert,
     and SourceDown while the trunk's source cannot be read."""
-    items = stored_alerts.of_trunk(trunk.trunk_id)
+    items = storage.alerts.of_trunk(trunk.trunk_id)
     firing = [i for i in items if i.status == alerts.FIRING and rule.in_scope(i.job)]
     shown = items if include_resolved else firing
     shown = [item for item in shown if rule.in_scope(item.job)]
-    reverted = commits.autoreverted(trunk.trunk_id, (int(item.first_fail.seq) for item in shown))
+    reverted = storage.commits.autoreverted(trunk.trunk_id, (item.first_fail.seq for item in shown))
     job_alerts = [job_alert(item, trunk, rule, links, _reverted_by(item, reverted)) for item in shown]
     level = trunk_level_alert(firing, trunk, rule, links)
-    state = trunks.state(trunk.trunk_id)
+    state = storage.trunks.state(trunk.trunk_id)
     down = source_down_alert(state, trunk, rule, links, now)
     deliveries = webhooks_down_alert(state, trunk, rule, links)
     views = [AlertView(a, trunk.trunk_id) for a in [*job_alerts, level, down, deliveries] if a is not None]
@@ -53,7 +53,7 @@ def trunk_views(
     return views
 
 
-def _reverted_by(item: AlertItem, live: dict[int, str]) -> str | None:
+def _reverted_by(item: JobAlert, live: dict[int, str]) -> str | None:
     """As the culprit's commit item says now, or as it said when the alert was last written
     (after the commit item expired)."""
     return live.get(int(item.first_fail.seq)) or item.culprit_autoreverted_by
@@ -123,7 +123,7 @@ def webhooks_down_alert(
 
 
 def job_alert(
-    item: AlertItem, trunk: TrunkConfig, rule: RuleConfig, links: Links, autoreverted_by: str | None = None
+    item: JobAlert, trunk: TrunkConfig, rule: RuleConfig, links: Links, autoreverted_by: str | None = None
 ) -> Alert:
     labels = {
         "alertname": alerts.JOB_FAILING,
@@ -174,7 +174,7 @@ def job_alert(
 
 
 def trunk_level_alert(
-    firing: list[AlertItem], trunk: TrunkConfig, rule: RuleConfig, links: Links
+    firing: list[JobAlert], trunk: TrunkConfig, rule: RuleConfig, links: Links
 ) -> Alert | None:
     name = trunk_alertname(len(firing), rule)
     if name is None:
@@ -234,13 +234,13 @@ def runbook_url(api_url: str, alertname: str) -> str:
     return f"{api_url.rstrip('/')}/runbook#{alertname.lower()}"
 
 
-def current_alerts(deployment: Deployment, now: datetime, links: Links) -> list[AlertView]:
+def current_alerts(storage: Storage, deployment: Deployment, now: datetime, links: Links) -> list[AlertView]:
     """Firing alerts of every configured trunk, for the API's `GET /api/v2/alerts`."""
     from trunkwatch.silences import store
 
-    silences = store.active(now)
+    silences = store.active(storage.silences, now)
     return [
         view
         for trunk in deployment.trunks
-        for view in trunk_views(trunk, deployment.rule_for(trunk), silences, links, now)
+        for view in trunk_views(storage, trunk, deployment.rule_for(trunk), silences, links, now)
     ]

@@ -3,7 +3,7 @@
 A delivery about a webhook-fed trunk is stored through the same records as a poll: the
 commit item's state string (one code per job column of the trunk's job index) says what is
 stored, a cell item is written only where the merged state changes, and the tick barrier
-(here a group of the deliveries of the same instant, see `storage.ticks`) settles before the
+(here a group of the deliveries of the same instant, see `storage/ticks.py`) settles before the
 notifier runs. Whichever of poll and delivery sees a result first writes it; the other then
 finds the commit's state string unchanged and writes nothing.
 
@@ -21,7 +21,8 @@ from trunkwatch.app.ingest import FIRST_SEQ, save_recent_seqs
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, Commit, build_cells, job_key, replaces
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.sources import webhook
-from trunkwatch.storage import cells, commits, shards, ticks, trunks
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import CellWrite, Group, StoredCommit
 
 WEB_URL = "https://github.com"
 
@@ -34,7 +35,7 @@ class DeliveryResult:
     commits_placed: int = 0
     cells_written: int = 0
     changed_jobs: list[str] = field(default_factory=list)
-    group: ticks.Group | None = None
+    group: Group | None = None
 
 
 def trunk_of(deployment: Deployment, event: str, payload: dict[str, Any]) -> TrunkConfig | str:
@@ -55,18 +56,19 @@ def trunk_of(deployment: Deployment, event: str, payload: dict[str, Any]) -> Tru
 
 
 def ingest_delivery(
-    trunk: TrunkConfig, rule: RuleConfig, event: str, payload: dict[str, Any], now: datetime
+    storage: Storage, trunk: TrunkConfig, rule: RuleConfig, event: str, payload: dict[str, Any], now: datetime
 ) -> DeliveryResult:
     """Store one delivery about `trunk`. Raises webhook.PayloadError (nothing written) when a
     field it needs is missing or malformed."""
     result = DeliveryResult(event, trunk.trunk_id)
     repo_url = f"{WEB_URL}/{trunk.repo}"
     if event == "push":
-        result.commits_placed = place_commits(trunk.trunk_id, rule, webhook.push(payload, repo_url).commits)
+        pushed = webhook.push(payload, repo_url).commits
+        result.commits_placed = place_commits(storage, trunk.trunk_id, rule, pushed)
         return result
     if event == "workflow_run":
         run = webhook.workflow_run(payload, repo_url)
-        result.commits_placed = place_commits(trunk.trunk_id, rule, (run.commit,))
+        result.commits_placed = place_commits(storage, trunk.trunk_id, rule, (run.commit,))
         reports = [run.shard] if run.shard else []
     else:
         reports = webhook.workflow_job(payload)
@@ -74,15 +76,15 @@ def ingest_delivery(
             result.ignored = "a job without a workflow name"
             return result
     sha = reports[0].sha if reports else ""
-    seq = commits.seqs_of(trunk.trunk_id, [sha]).get(sha) if reports else None
+    seq = storage.commits.seqs_of(trunk.trunk_id, [sha]).get(sha) if reports else None
     if reports and seq is None:
         result.ignored = "not a known trunk commit"
         return result
-    changed = {job_key(r.name) for r in reports if shards.report(trunk.trunk_id, r, now)}
+    changed = {job_key(r.name) for r in reports if storage.shards.report(trunk.trunk_id, r, now)}
     for key in sorted(changed):
-        cell = build_cells(sha, shards.runs(trunk.trunk_id, sha, key), rule.cancelled)[key]
+        cell = build_cells(sha, storage.shards.runs(trunk.trunk_id, sha, key), rule.cancelled)[key]
         assert seq is not None
-        group = write_cell(trunk.trunk_id, rule, seq, cell, now)
+        group = write_cell(storage, trunk.trunk_id, rule, seq, cell, now)
         if group is not None:
             result.group = result.group or group
             result.cells_written += 1
@@ -90,31 +92,35 @@ def ingest_delivery(
     return result
 
 
-def place_commits(trunk_id: str, rule: RuleConfig, pushed: tuple[Commit, ...]) -> int:
+def place_commits(storage: Storage, trunk_id: str, rule: RuleConfig, pushed: tuple[Commit, ...]) -> int:
     """Place the commits not yet known above the newest known one, oldest first; the number
     placed. A seq another writer took meanwhile is skipped (a conditional put). As in the
     poll, new numbers stay above the newest seq that had cells (the trunk's state), so a new
     commit never takes the seq of expired cells DynamoDB has not deleted yet."""
+    commits = storage.commits
     known = commits.seqs_of(trunk_id, [c.sha for c in pushed])
     new = [c for c in pushed if c.sha not in known]
     if not new:
         return 0
-    newest = [int(c.seq) for c in commits.newest(trunk_id, 1)]
-    recent = [int(s) for s in trunks.state(trunk_id).recent_seqs or []]
+    newest = [c.seq for c in commits.newest(trunk_id, 1)]
+    recent = storage.trunks.state(trunk_id).recent_seqs
     seq = max([*newest, *recent], default=FIRST_SEQ - 1)
     for commit in new:
         seq += 1
-        while not commits.place(commits.item(trunk_id, seq, commit, "", rule.retention)):
+        while not commits.place(trunk_id, StoredCommit(seq, commit), rule.retention):
             seq += 1
-        commits.save_pointers([commits.pointer(trunk_id, seq, commit, rule.retention)])
+        commits.save_pointers(trunk_id, [StoredCommit(seq, commit)], rule.retention)
     return len(new)
 
 
-def write_cell(trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, now: datetime) -> ticks.Group | None:
+def write_cell(
+    storage: Storage, trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, now: datetime
+) -> Group | None:
     """Record `cell` on commit `seq` as ingest would: a cell item (in scope) and the commit's
     state code, unless that code already says the same (or would go back to pending). The
     group tick the cell counts towards, or None when nothing was written."""
-    column, names = _column(trunk_id, cell.job)
+    commits = storage.commits
+    column, names = _column(storage, trunk_id, cell.job)
     stored = commits.get(trunk_id, seq)
     if stored is None:
         return None
@@ -123,37 +129,34 @@ def write_cell(trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, now: datet
         return None
     group = None
     if rule.in_scope(cell.job):
-        group = ticks.join_group(trunk_id, 1, now)
-        prior = cells.newest_seq(trunk_id, cell.job)
-        cells.save_all(
-            [
-                cells.item(
-                    trunk_id, cell, commits.commit_of(stored), seq, group.id, prior, retention=rule.retention
-                )
-            ]
+        group = storage.ticks.join_group(trunk_id, 1, now)
+        prior = storage.cells.newest_seq(trunk_id, cell.job)
+        storage.cells.save_all(
+            trunk_id, [CellWrite(cell, stored.commit, seq, group.id, prior)], rule.retention
         )
     while True:
         new = (old[:column] + cell.state.code + old[column + 1 :]).rstrip(ABSENT_CODE)
-        if commits.save_states(trunk_id, seq, str(stored.states), new):
+        if commits.save_states(trunk_id, seq, stored.states, new):
             break
         # Another delivery or a poll changed the commit meanwhile: set this column again.
         stored = commits.get(trunk_id, seq)
         if stored is None:
             return group
         old = stored.states.ljust(len(names), ABSENT_CODE)
-    if not str(stored.states).strip(ABSENT_CODE):
-        _add_recent_seq(trunk_id, seq)  # the commit's first job: it counts for staleness now
+    if not stored.states.strip(ABSENT_CODE):
+        _add_recent_seq(storage, trunk_id, seq)  # the commit's first job: it counts for staleness now
     return group
 
 
-def settle(trunk_id: str, group: ticks.Group, now: datetime) -> bool:
+def settle(storage: Storage, trunk_id: str, group: Group, now: datetime) -> bool:
     """The opener of a group, once its bucket closed: settle it if its cells were all
     evaluated already (else the evaluator settles it at the last one)."""
-    return ticks.settle(trunk_id, group.id, now)
+    return storage.ticks.settle(trunk_id, group.id, now)
 
 
-def _column(trunk_id: str, job: str) -> tuple[int, list[str]]:
+def _column(storage: Storage, trunk_id: str, job: str) -> tuple[int, list[str]]:
     """The job's column in the trunk's job index, appending it if new."""
+    trunks = storage.trunks
     while True:
         names = trunks.job_names(trunk_id)
         if job in names:
@@ -162,6 +165,6 @@ def _column(trunk_id: str, job: str) -> tuple[int, list[str]]:
             return len(names), [*names, job]
 
 
-def _add_recent_seq(trunk_id: str, seq: int) -> None:
-    state = trunks.state(trunk_id)
-    save_recent_seqs(trunk_id, state, [*(int(s) for s in state.recent_seqs or []), seq])
+def _add_recent_seq(storage: Storage, trunk_id: str, seq: int) -> None:
+    state = storage.trunks.state(trunk_id)
+    save_recent_seqs(storage.trunks, trunk_id, state, [*state.recent_seqs, seq])

@@ -1,8 +1,8 @@
-"""Creating, updating, expiring and reading silences in the table.
+"""Creating, updating, expiring and reading silences, on the storage's silence store.
 
-Every change is one DynamoDB transaction holding the silence item(s) and their audit
-records, so a failure leaves nothing half-written. Nothing is hard-deleted: expiring sets
-`endsAt` to now and DynamoDB's TTL removes the item once the retention has passed.
+Every change is one all-or-nothing write of the silence(s) and their audit records, so a
+failure leaves nothing half-written. Nothing is hard-deleted: expiring sets `endsAt` to now
+and the store forgets the silence once the retention has passed (DynamoDB's TTL).
 """
 
 from __future__ import annotations
@@ -12,12 +12,8 @@ import uuid
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pynamodb.connection import Connection
-from pynamodb.exceptions import TransactWriteError
-from pynamodb.transactions import TransactWrite
-
-from trunkwatch.silences.items import AUDIT_PK, SILENCE_PK, SilenceAuditItem, SilenceItem
-from trunkwatch.silences.matchers import SilenceError
+from trunkwatch.domain.clock import format_time
+from trunkwatch.silences.matchers import Matcher, SilenceError
 from trunkwatch.silences.model import (
     ACTIVE,
     EXPIRED,
@@ -27,6 +23,9 @@ from trunkwatch.silences.model import (
     SilenceNotFound,
     check_id,
 )
+from trunkwatch.storage.errors import Conflict
+from trunkwatch.storage.port import Silences
+from trunkwatch.storage.records import SilenceAudit, SilenceRecord, StoredMatcher
 
 if TYPE_CHECKING:
     from trunkwatch.silences.postable import PostableSilence
@@ -34,34 +33,80 @@ if TYPE_CHECKING:
 RETENTION = timedelta(hours=120)
 
 
-def _load(silence_id: str, now: datetime) -> SilenceItem:
+def silence_record(silence: Silence, version: int | None) -> SilenceRecord:
+    """What is stored of `silence`: it stays listable RETENTION after its end."""
+    return SilenceRecord(
+        id=silence.id,
+        matchers=tuple(StoredMatcher(m.name, m.value, m.is_regex, m.is_equal) for m in silence.matchers),
+        starts_at=silence.starts_at,
+        ends_at=silence.ends_at,
+        updated_at=silence.updated_at,
+        created_by=silence.created_by,
+        comment=silence.comment,
+        expires_at=silence.ends_at + RETENTION,
+        version=version,
+    )
+
+
+def _silence(record: SilenceRecord) -> Silence:
+    return Silence(
+        id=record.id,
+        matchers=tuple(Matcher(m.name, m.value, m.is_regex, m.is_equal) for m in record.matchers),
+        starts_at=record.starts_at,
+        ends_at=record.ends_at,
+        created_by=record.created_by,
+        comment=record.comment,
+        updated_at=record.updated_at,
+    )
+
+
+def audit_record(action: str, who: str, at: datetime, before: Silence | None, after: Silence) -> SilenceAudit:
+    # A record lives as long as the silence version it describes stays listable.
+    return SilenceAudit(
+        silence_id=after.id,
+        action=action,
+        who=who,
+        at=at,
+        before=before.to_api(at) if before else None,
+        after=after.to_api(at),
+        expires_at=after.ends_at + RETENTION,
+    )
+
+
+def _load(silences: Silences, silence_id: str, now: datetime) -> SilenceRecord:
     key = check_id(silence_id)
-    try:
-        item = SilenceItem.get(SILENCE_PK, key, consistent_read=True)
-    except SilenceItem.DoesNotExist:
-        raise SilenceNotFound(f"silence {key} not found") from None
+    record = silences.get(key)
     # DynamoDB deletes expired-TTL items only eventually; until then they are gone for us.
-    if item.expires_at <= now:
+    if record is None or record.expires_at <= now:
         raise SilenceNotFound(f"silence {key} not found")
-    return item
+    return record
 
 
-def get(silence_id: str, now: datetime) -> Silence:
-    return _load(silence_id, now).silence()
+def get(silences: Silences, silence_id: str, now: datetime) -> Silence:
+    return _silence(_load(silences, silence_id, now))
 
 
-def list_silences(now: datetime) -> list[Silence]:
-    items = SilenceItem.query(SILENCE_PK, filter_condition=SilenceItem.expires_at > now, consistent_read=True)
-    return [item.silence() for item in items]
+def list_silences(silences: Silences, now: datetime) -> list[Silence]:
+    return [_silence(record) for record in silences.listable(now)]
 
 
-def active(now: datetime) -> list[Silence]:
-    return [silence for silence in list_silences(now) if silence.status(now) == ACTIVE]
+def active(silences: Silences, now: datetime) -> list[Silence]:
+    return [silence for silence in list_silences(silences, now) if silence.status(now) == ACTIVE]
 
 
-def audit_log() -> list[dict[str, Any]]:
+def audit_log(silences: Silences) -> list[dict[str, Any]]:
     """Every recorded create/update/expire, oldest first."""
-    return [item.record() for item in SilenceAuditItem.query(AUDIT_PK, consistent_read=True)]
+    return [
+        {
+            "at": format_time(audit.at),
+            "silenceID": audit.silence_id,
+            "action": audit.action,
+            "who": audit.who,
+            "before": audit.before,
+            "after": audit.after,
+        }
+        for audit in silences.audit()
+    ]
 
 
 def _can_update(previous: Silence, wanted: Silence, now: datetime) -> bool:
@@ -83,29 +128,21 @@ def _expired(silence: Silence, now: datetime) -> Silence:
     return dataclasses.replace(silence, starts_at=starts_at, ends_at=now, updated_at=now)
 
 
-def _commit(items: list[SilenceItem], audits: list[SilenceAuditItem]) -> None:
-    meta = SilenceItem.Meta
+def _commit(silences: Silences, records: list[SilenceRecord], audits: list[SilenceAudit]) -> None:
     try:
-        with TransactWrite(connection=Connection(region=meta.region, host=meta.host)) as transaction:
-            for item in items:
-                transaction.save(item)
-            for audit in audits:
-                transaction.save(audit, condition=SilenceAuditItem.pk.does_not_exist())
-    except TransactWriteError as err:
-        reasons = [reason.code for reason in err.cancellation_reasons or [] if reason is not None]
-        if "ConditionalCheckFailed" in reasons:
-            raise SilenceConflict("the silence was changed by another request; try again") from None
-        raise
+        silences.commit(records, audits)
+    except Conflict:
+        raise SilenceConflict("the silence was changed by another request; try again") from None
 
 
-def _create(wanted: Silence, who: str, now: datetime) -> tuple[SilenceItem, SilenceAuditItem]:
+def _create(wanted: Silence, who: str, now: datetime) -> tuple[SilenceRecord, SilenceAudit]:
     created = dataclasses.replace(wanted, id=str(uuid.uuid4()), starts_at=max(wanted.starts_at, now))
-    return SilenceItem.of(created, RETENTION), SilenceAuditItem.of(
-        "create", who, now, None, created, RETENTION
-    )
+    return silence_record(created, None), audit_record("create", who, now, None, created)
 
 
-def upsert(postable: dict[str, Any] | PostableSilence, principal: str | None, now: datetime) -> str:
+def upsert(
+    silences: Silences, postable: dict[str, Any] | PostableSilence, principal: str | None, now: datetime
+) -> str:
     """Create a silence, or update the one named by `id`; returns the id now in effect.
 
     An update keeps its id only when Alertmanager would allow it in place (same matchers;
@@ -121,35 +158,35 @@ def upsert(postable: dict[str, Any] | PostableSilence, principal: str | None, no
     who = principal or created_by
     if body.id is None:
         wanted = Silence.from_postable(body, "", created_by, now)
-        item, audit = _create(wanted, who, now)
-        _commit([item], [audit])
-        return item.sk
+        record, audit = _create(wanted, who, now)
+        _commit(silences, [record], [audit])
+        return record.id
 
-    previous_item = _load(body.id, now)
-    previous = previous_item.silence()
+    stored = _load(silences, body.id, now)
+    previous = _silence(stored)
     wanted = Silence.from_postable(body, previous.id, created_by, now)
     if _can_update(previous, wanted, now):
-        previous_item.refresh_from(wanted, RETENTION)
-        _commit([previous_item], [SilenceAuditItem.of("update", who, now, previous, wanted, RETENTION)])
+        # At the version read: a concurrent change of the same silence makes this one fail.
+        updated = silence_record(wanted, stored.version)
+        _commit(silences, [updated], [audit_record("update", who, now, previous, wanted)])
         return previous.id
 
-    item, audit = _create(wanted, who, now)
-    items, audits = [item], [audit]
+    record, audit = _create(wanted, who, now)
+    records, audits = [record], [audit]
     if previous.status(now) != EXPIRED:
         ended = _expired(previous, now)
-        previous_item.refresh_from(ended, RETENTION)
-        items.append(previous_item)
-        audits.append(SilenceAuditItem.of("expire", who, now, previous, ended, RETENTION))
-    _commit(items, audits)
-    return item.sk
+        records.append(silence_record(ended, stored.version))
+        audits.append(audit_record("expire", who, now, previous, ended))
+    _commit(silences, records, audits)
+    return record.id
 
 
-def expire(silence_id: str, principal: str | None, now: datetime) -> None:
-    item = _load(silence_id, now)
-    previous = item.silence()
+def expire(silences: Silences, silence_id: str, principal: str | None, now: datetime) -> None:
+    stored = _load(silences, silence_id, now)
+    previous = _silence(stored)
     if previous.status(now) == EXPIRED:
         raise SilenceError(f"silence {previous.id} has already expired")
     ended = _expired(previous, now)
-    item.refresh_from(ended, RETENTION)
     who = principal or previous.created_by
-    _commit([item], [SilenceAuditItem.of("expire", who, now, previous, ended, RETENTION)])
+    audit = audit_record("expire", who, now, previous, ended)
+    _commit(silences, [silence_record(ended, stored.version)], [audit])

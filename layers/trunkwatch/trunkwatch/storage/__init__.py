@@ -1,5 +1,8 @@
-"""DynamoDB access: one table, PynamoDB models, one module per aggregate. Every key is built
-in `keys.py`; no other package touches the models' keys or the table directly.
+"""Storage: one port (`port.py`: a small interface per aggregate, taking and returning the
+records of `records.py`), implemented on DynamoDB (`dynamodb.py`: one table, PynamoDB models,
+one module per aggregate) and in memory (`memory.py`). A function's edge builds its `Storage`
+and passes it down; nothing above this package sees PynamoDB. Every key is built in
+`keys.py`; no other package touches the models' keys or the table directly.
 
 Key design (single table, `pk` hash key + `sk` range key, `kind` on every item so the
 stream's FilterCriteria can route records, `expires_at` as the TTL attribute). Each Query
@@ -35,7 +38,3 @@ commits), so one Query newest-first on a job's cell partition reads its window, 
 the commits partition reads the trunk's newest commits. Cell and tick items carry `trunk`
 (and cells `job`) so stream consumers never parse keys.
 """
-
-from trunkwatch.storage.table import bind
-
-__all__ = ["bind"]

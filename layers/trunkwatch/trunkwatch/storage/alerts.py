@@ -1,47 +1,113 @@
-"""Stored alerts of a trunk (TrunkJobFailing items) and the trunk's failing set, written
-together in one transaction so K (design.md §3.3) never disagrees with the alert items."""
+"""Stored alerts of a trunk (TrunkJobFailing items) in DynamoDB and the trunk's failing set,
+written together in one transaction so K (design.md §3.3) never disagrees with the alert
+items."""
 
 from __future__ import annotations
 
-from pynamodb.exceptions import DoesNotExist
+from dataclasses import replace
+
+from pynamodb.exceptions import DoesNotExist, TransactWriteError
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.domain.alerts import FIRING, JOB_FAILING
-from trunkwatch.domain.cells import StoredCell
-from trunkwatch.storage import commits, keys
-from trunkwatch.storage.items import AlertItem, CommitRef, TrunkState
+from trunkwatch.storage import keys
+from trunkwatch.storage.errors import Conflict
+from trunkwatch.storage.items import AlertItem, CommitRefMap, TrunkStateItem
+from trunkwatch.storage.records import CommitRef, JobAlert
 from trunkwatch.storage.table import connection
 
 
-def job_alert(trunk_id: str, job: str) -> AlertItem | None:
-    try:
-        return AlertItem.get(keys.alerts(trunk_id), keys.alert(JOB_FAILING, job), consistent_read=True)
-    except DoesNotExist:
-        return None
+def _ref(stored: CommitRefMap) -> CommitRef:
+    return CommitRef(
+        seq=int(stored.seq),
+        sha=str(stored.sha),
+        time=stored.time,
+        title=str(stored.title),
+        author=str(stored.author),
+        pr=int(stored.pr) if stored.pr is not None else None,
+        url=str(stored.url),
+        job_url=str(stored.job_url),
+    )
 
 
-def new_job_alert(trunk_id: str, job: str) -> AlertItem:
-    return AlertItem(keys.alerts(trunk_id), keys.alert(JOB_FAILING, job))
+def _ref_map(ref: CommitRef) -> CommitRefMap:
+    return CommitRefMap(
+        seq=ref.seq,
+        sha=ref.sha,
+        time=ref.time,
+        title=ref.title,
+        author=ref.author,
+        pr=ref.pr,
+        url=ref.url,
+        job_url=ref.job_url,
+    )
 
 
-def of_trunk(trunk_id: str, firing_only: bool = False) -> list[AlertItem]:
-    condition = AlertItem.status == FIRING if firing_only else None
-    return list(AlertItem.query(keys.alerts(trunk_id), filter_condition=condition))
+def _alert(item: AlertItem) -> JobAlert:
+    return JobAlert(
+        job=str(item.job),
+        status=str(item.status),
+        starts_at=item.starts_at,
+        ends_at=item.ends_at,
+        streak=int(item.streak),
+        first_fail=_ref(item.first_fail),
+        last_pass=_ref(item.last_pass) if item.last_pass is not None else None,
+        newest_fail=_ref(item.newest_fail),
+        failure_lines=tuple(str(line) for line in item.failure_lines or ()),
+        failing_urls=tuple(str(url) for url in item.failing_urls or ()),
+        culprit_autoreverted_by=item.culprit_autoreverted_by,
+        version=int(item.version) if item.version is not None else None,
+    )
 
 
-def ref(cell: StoredCell) -> CommitRef:
-    return CommitRef(seq=cell.seq, job_url=cell.url, **commits.fields(cell.commit))
+class DynamoAlerts:
+    def job_alert(self, trunk_id: str, job: str) -> JobAlert | None:
+        try:
+            item = AlertItem.get(keys.alerts(trunk_id), keys.alert(JOB_FAILING, job), consistent_read=True)
+        except DoesNotExist:
+            return None
+        return _alert(item)
 
+    def of_trunk(self, trunk_id: str, firing_only: bool = False) -> list[JobAlert]:
+        condition = AlertItem.status == FIRING if firing_only else None
+        return [_alert(item) for item in AlertItem.query(keys.alerts(trunk_id), filter_condition=condition)]
 
-def save_with_failing_set(trunk_id: str, item: AlertItem, now_firing: bool | None) -> None:
-    """Save the alert (version-checked); `now_firing` True/False adds/removes its job from
-    the trunk's failing set in the same transaction, None leaves the set alone."""
-    with TransactWrite(connection=connection()) as transaction:
-        transaction.save(item)
-        if now_firing is not None:
-            change: Action = (TrunkState.failing.add if now_firing else TrunkState.failing.delete)({item.job})
-            transaction.update(
-                TrunkState(keys.trunk(trunk_id), keys.STATE),
-                actions=[change, TrunkState.kind.set(TrunkState)],
-            )
+    def save_with_failing_set(self, trunk_id: str, alert: JobAlert, now_firing: bool | None) -> JobAlert:
+        """Save the alert if it is still at its version (else `Conflict`); `now_firing`
+        True/False adds/removes its job from the trunk's failing set in the same transaction,
+        None leaves the set alone. Returns the alert at its new version."""
+        item = AlertItem(
+            keys.alerts(trunk_id),
+            keys.alert(JOB_FAILING, alert.job),
+            job=alert.job,
+            status=alert.status,
+            starts_at=alert.starts_at,
+            ends_at=alert.ends_at,
+            streak=alert.streak,
+            first_fail=_ref_map(alert.first_fail),
+            last_pass=_ref_map(alert.last_pass) if alert.last_pass is not None else None,
+            newest_fail=_ref_map(alert.newest_fail),
+            failure_lines=list(alert.failure_lines) or None,
+            failing_urls=list(alert.failing_urls) or None,
+            culprit_autoreverted_by=alert.culprit_autoreverted_by,
+        )
+        if alert.version is not None:  # an alert read before: saved only if still at that version
+            item.version = alert.version
+        try:
+            with TransactWrite(connection=connection()) as transaction:
+                transaction.save(item)
+                if now_firing is not None:
+                    change: Action = (
+                        TrunkStateItem.failing.add if now_firing else TrunkStateItem.failing.delete
+                    )({alert.job})
+                    transaction.update(
+                        TrunkStateItem(keys.trunk(trunk_id), keys.STATE),
+                        actions=[change, TrunkStateItem.kind.set(TrunkStateItem)],
+                    )
+        except TransactWriteError as err:
+            reasons = [reason.code for reason in err.cancellation_reasons or [] if reason is not None]
+            if "ConditionalCheckFailed" in reasons:
+                raise Conflict(f"alert of {alert.job} changed since it was read") from None
+            raise
+        return replace(alert, version=int(item.version))

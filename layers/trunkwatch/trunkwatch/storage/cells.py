@@ -1,37 +1,28 @@
-"""Job cells, one partition per (trunk, job), newest commit last in sort order."""
+"""Job cells in DynamoDB, one partition per (trunk, job), newest commit last in sort order."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
-from trunkwatch.domain.cells import Cell, CellState, Commit, StoredCell
+from trunkwatch.domain.cells import CellState, Commit, StoredCell
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CellItem
+from trunkwatch.storage.records import TITLE_MAX, CellWrite
 
-TITLE_MAX = 200
 
-
-def item(
-    trunk_id: str,
-    cell: Cell,
-    commit: Commit,
-    seq: int,
-    poll: str,
-    prior_seq: int | None = None,
-    *,
-    retention: timedelta,
-) -> CellItem:
+def _item(trunk_id: str, write: CellWrite, retention: timedelta) -> CellItem:
     """The cell's item; it expires `retention` after its commit's time, with the commit."""
+    cell, commit = write.cell, write.commit
     return CellItem(
         keys.cells(trunk_id, cell.job),
-        keys.seq_key(seq),
+        keys.seq_key(write.seq),
         trunk=trunk_id,
         job=cell.job,
-        seq=seq,
+        seq=write.seq,
         sha=cell.sha,
         state=cell.state.value,
-        poll=poll,
+        poll=write.poll,
         url=cell.url,
         attempt=cell.attempt,
         failure_lines=list(cell.failure_lines) or None,
@@ -40,42 +31,41 @@ def item(
         author=commit.author,
         pr=commit.pr,
         commit_url=commit.url,
-        prior_seq=prior_seq,
+        prior_seq=write.prior_seq,
         expires_at=commit.time + retention,
     )
 
 
-def save_all(items: Iterable[CellItem]) -> None:
-    with CellItem.batch_write() as batch:
-        for cell_item in items:
-            batch.save(cell_item)
+class DynamoCells:
+    def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
+        with CellItem.batch_write() as batch:
+            for write in writes:
+                batch.save(_item(trunk_id, write, retention))
 
+    def newest_seq(self, trunk_id: str, job: str) -> int | None:
+        """The seq of the job's newest stored cell (None before its first)."""
+        query = CellItem.query(keys.cells(trunk_id, job), scan_index_forward=False, limit=1)
+        return next((int(cell.seq) for cell in query), None)
 
-def newest_seq(trunk_id: str, job: str) -> int | None:
-    """The seq of the job's newest stored cell (None before its first)."""
-    query = CellItem.query(keys.cells(trunk_id, job), scan_index_forward=False, limit=1)
-    return next((int(cell.seq) for cell in query), None)
-
-
-def newest_first(trunk_id: str, job: str, limit: int, page_size: int) -> Iterator[StoredCell]:
-    """The job's cells newest first, fetched a page at a time as the caller walks them."""
-    query = CellItem.query(
-        keys.cells(trunk_id, job), scan_index_forward=False, limit=limit, page_size=page_size
-    )
-    return (
-        StoredCell(
-            seq=int(cell.seq),
-            state=CellState(cell.state),
-            commit=Commit(
-                sha=cell.sha,
-                time=cell.commit_time,
-                title=cell.title,
-                author=cell.author,
-                pr=int(cell.pr) if cell.pr is not None else None,
-                url=cell.commit_url,
-            ),
-            url=cell.url,
-            failure_lines=tuple(str(line) for line in cell.failure_lines or ()),
+    def newest_first(self, trunk_id: str, job: str, limit: int, page_size: int) -> Iterator[StoredCell]:
+        """The job's cells newest first, fetched a page at a time as the caller walks them."""
+        query = CellItem.query(
+            keys.cells(trunk_id, job), scan_index_forward=False, limit=limit, page_size=page_size
         )
-        for cell in query
-    )
+        return (
+            StoredCell(
+                seq=int(cell.seq),
+                state=CellState(cell.state),
+                commit=Commit(
+                    sha=cell.sha,
+                    time=cell.commit_time,
+                    title=cell.title,
+                    author=cell.author,
+                    pr=int(cell.pr) if cell.pr is not None else None,
+                    url=cell.commit_url,
+                ),
+                url=cell.url,
+                failure_lines=tuple(str(line) for line in cell.failure_lines or ()),
+            )
+            for cell in query
+        )

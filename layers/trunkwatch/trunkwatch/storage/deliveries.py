@@ -1,31 +1,29 @@
-"""Webhook deliveries handled, by X-GitHub-Delivery (kept on a redelivery)."""
+"""Webhook deliveries handled, in DynamoDB, by X-GitHub-Delivery (kept on a redelivery)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from pynamodb.exceptions import PutError
 
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import DeliveryItem
-
-# GitHub redelivers (by hand or through its API) for 3 days.
-DELIVERY_TTL = timedelta(days=4)
+from trunkwatch.storage.records import DELIVERY_TTL
 
 
-def claim(delivery_id: str, event: str, now: datetime) -> bool:
-    """Record the delivery; False if it was handled before."""
-    try:
-        DeliveryItem(keys.delivery(delivery_id), "DELIVERY", event=event, expires_at=now + DELIVERY_TTL).save(
-            condition=DeliveryItem.pk.does_not_exist()
-        )
-    except PutError as err:
-        if err.cause_response_code == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
+class DynamoDeliveries:
+    def claim(self, delivery_id: str, event: str, now: datetime) -> bool:
+        """Record the delivery; False if it was handled before."""
+        try:
+            DeliveryItem(
+                keys.delivery(delivery_id), "DELIVERY", event=event, expires_at=now + DELIVERY_TTL
+            ).save(condition=DeliveryItem.pk.does_not_exist())
+        except PutError as err:
+            if err.cause_response_code == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
-
-def release(delivery_id: str) -> None:
-    """Forget a delivery whose handling failed, so that its redelivery is handled."""
-    DeliveryItem(keys.delivery(delivery_id), "DELIVERY").delete()
+    def release(self, delivery_id: str) -> None:
+        """Forget a delivery whose handling failed, so that its redelivery is handled."""
+        DeliveryItem(keys.delivery(delivery_id), "DELIVERY").delete()

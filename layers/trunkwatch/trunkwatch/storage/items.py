@@ -1,10 +1,13 @@
-"""PynamoDB models of the trunk-side items (cells, commits, alerts, ticks, notification log)."""
+"""PynamoDB models of the table's items (the key design is in this package's docstring)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pynamodb.attributes import (
     BooleanAttribute,
     JSONAttribute,
+    ListAttribute,
     MapAttribute,
     NumberAttribute,
     NumberSetAttribute,
@@ -18,7 +21,7 @@ from pynamodb.attributes import (
 from trunkwatch.storage.table import BaseItem
 
 
-class TrunkState(BaseItem, discriminator="trunk"):
+class TrunkStateItem(BaseItem, discriminator="trunk"):
     """Per-trunk counters the evaluator and notifier share (sk `STATE`)."""
 
     # Jobs with a firing TrunkJobFailing: K of design.md §3.3, kept with atomic ADD/DELETE.
@@ -120,7 +123,7 @@ class CellItem(BaseItem, discriminator="cell"):
     expires_at = TTLAttribute(null=True)
 
 
-class CommitRef(MapAttribute[str, object]):
+class CommitRefMap(MapAttribute[str, object]):
     seq = NumberAttribute()
     sha = UnicodeAttribute()
     time = UTCDateTimeAttribute()
@@ -139,9 +142,9 @@ class AlertItem(BaseItem, discriminator="alert"):
     starts_at = UTCDateTimeAttribute()
     ends_at = UTCDateTimeAttribute(null=True)
     streak = NumberAttribute()
-    first_fail = CommitRef()
-    last_pass = CommitRef(null=True)
-    newest_fail = CommitRef()
+    first_fail = CommitRefMap()
+    last_pass = CommitRefMap(null=True)
+    newest_fail = CommitRefMap()
     failure_lines = JSONAttribute(null=True)
     failing_urls = JSONAttribute(null=True)
     # The culprit commit's `autoreverted_by` when the alert was last written: shown once the
@@ -188,3 +191,34 @@ class NotificationLog(BaseItem, discriminator="notification"):
     # None while it was last sent firing (its resolution is still to be sent), else the last
     # write + the rule's retention.
     expires_at = TTLAttribute(null=True)
+
+
+class MatcherMap(MapAttribute[str, Any]):
+    label = UnicodeAttribute(attr_name="name")
+    pattern = UnicodeAttribute(attr_name="value")
+    is_regex = BooleanAttribute()
+    is_equal = BooleanAttribute()
+
+
+class SilenceItem(BaseItem, discriminator="silence"):
+    """A silence; its version attribute keeps two concurrent changes from both winning, its
+    TTL (`endsAt` plus the retention) keeps an expired silence listable for a while."""
+
+    matchers = ListAttribute(of=MatcherMap)
+    starts_at = UTCDateTimeAttribute()
+    ends_at = UTCDateTimeAttribute()
+    updated_at = UTCDateTimeAttribute()
+    created_by = UnicodeAttribute()
+    comment = UnicodeAttribute()
+    expires_at = TTLAttribute()
+    version = VersionAttribute()
+
+
+class SilenceAuditItem(BaseItem, discriminator="audit"):
+    silence_id = UnicodeAttribute()
+    action = UnicodeAttribute()
+    who = UnicodeAttribute()
+    at = UTCDateTimeAttribute()
+    before = JSONAttribute(null=True)
+    after = JSONAttribute(null=True)
+    expires_at = TTLAttribute()

@@ -70,3 +70,7 @@ SEQ = "SEQ"
 SILENCES = "SILENCE"
 SILENCE_AUDIT = "SILENCE#AUDIT"
 IDEMPOTENCY = "IDEMPOTENCY"
+
+# DynamoDB's TTL attribute (epoch seconds) of every kind that expires, Powertools' idempotency
+# records included.
+TTL_ATTRIBUTE = "expires_at"

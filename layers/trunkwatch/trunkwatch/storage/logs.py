@@ -1,4 +1,4 @@
-"""Notification logs: per receiver and alert fingerprint, what was last sent."""
+"""Notification logs in DynamoDB: per receiver and alert fingerprint, what was last sent."""
 
 from __future__ import annotations
 
@@ -7,29 +7,53 @@ from datetime import datetime, timedelta
 from trunkwatch.domain.alerts import FIRING
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import NotificationLog
+from trunkwatch.storage.records import LogEntry
 
 
-def of_receiver(trunk_id: str, receiver: str) -> dict[str, NotificationLog]:
-    """The receiver's log entries of the trunk, by fingerprint."""
-    query = NotificationLog.query(
-        keys.logs(trunk_id), NotificationLog.sk.startswith(keys.log_prefix(receiver))
+def _entry(item: NotificationLog) -> LogEntry:
+    return LogEntry(
+        receiver=str(item.receiver),
+        fingerprint=str(item.fingerprint),
+        alertname=str(item.alertname),
+        job=item.job,
+        seq=int(item.seq),
+        last_status=item.last_status,
+        last_sent_at=item.last_sent_at,
+        starts_at=item.starts_at,
+        jobs=item.jobs,
+        held_by=[str(hold) for hold in item.held_by] if item.held_by is not None else None,
+        labels=dict(item.labels) if item.labels is not None else None,
+        annotations=dict(item.annotations) if item.annotations is not None else None,
+        failed=item.failed,
     )
-    return {entry.fingerprint: entry for entry in query}
 
 
-def new(trunk_id: str, receiver: str, fingerprint: str, alertname: str, job: str | None) -> NotificationLog:
-    return NotificationLog(
-        keys.logs(trunk_id),
-        keys.log(receiver, fingerprint),
-        receiver=receiver,
-        fingerprint=fingerprint,
-        alertname=alertname,
-        job=job,
-    )
+class DynamoLogs:
+    def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]:
+        """The receiver's log entries of the trunk, by fingerprint."""
+        query = NotificationLog.query(
+            keys.logs(trunk_id), NotificationLog.sk.startswith(keys.log_prefix(receiver))
+        )
+        return {str(item.fingerprint): _entry(item) for item in query}
 
-
-def save(entry: NotificationLog, now: datetime, retention: timedelta) -> None:
-    """Write the entry; one last sent firing never expires (its resolution is still due),
-    any other expires `retention` after this write."""
-    entry.expires_at = None if entry.last_status == FIRING else now + retention
-    entry.save()
+    def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None:
+        """Write the entry; one last sent firing never expires (its resolution is still due),
+        any other expires `retention` after this write."""
+        NotificationLog(
+            keys.logs(trunk_id),
+            keys.log(entry.receiver, entry.fingerprint),
+            receiver=entry.receiver,
+            fingerprint=entry.fingerprint,
+            alertname=entry.alertname,
+            job=entry.job,
+            seq=entry.seq,
+            last_status=entry.last_status,
+            last_sent_at=entry.last_sent_at,
+            starts_at=entry.starts_at,
+            jobs=entry.jobs,
+            held_by=entry.held_by,
+            labels=entry.labels,
+            annotations=entry.annotations,
+            failed=entry.failed,
+            expires_at=None if entry.last_status == FIRING else now + retention,
+        ).save()

@@ -1,6 +1,7 @@
-"""The PynamoDB base model and binding every model to one table (the function's edge,
-`app/settings.py`, calls `bind` with the table its environment names). Until then there is
-no table: a model used unbound raises `StorageNotBound` instead of reaching a placeholder."""
+"""The PynamoDB base model and pointing every model at one table. PynamoDB keeps the table on
+the model classes, so `dynamodb.open_table` (built at a function's edge) calls `bind`; until
+then there is no table: a model used unbound raises `StorageNotBound` instead of reaching a
+placeholder."""
 
 from __future__ import annotations
 
@@ -12,11 +13,8 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
-TTL_ATTRIBUTE = "expires_at"
-
-
-class StorageNotBound(RuntimeError):
-    """A model used before `bind` named its table: a wiring error, not a data problem."""
+from trunkwatch.storage.errors import StorageNotBound
+from trunkwatch.storage.keys import TTL_ATTRIBUTE
 
 
 class BaseItem(Model):
@@ -35,7 +33,8 @@ class BaseItem(Model):
     def _get_connection(cls) -> Any:
         if not cls.Meta.table_name:
             raise StorageNotBound(
-                f"{cls.__name__} used before the storage was bound to a table (storage.bind, at the edge)"
+                f"{cls.__name__} used before a storage opened its table "
+                "(storage.dynamodb.open_table, at the edge)"
             )
         return super()._get_connection()
 
@@ -53,7 +52,7 @@ def _all_models(cls: type[Model] = BaseItem) -> list[type[Model]]:
 
 
 def bind(table_name: str, region: str | None = None, host: str | None = None) -> None:
-    """Point every model at `table_name` (the local runtime binds to the emulator)."""
+    """Point every model at `table_name` (`host`: a local emulation's endpoint)."""
     for model in _all_models():
         model.Meta.table_name = table_name
         if region:

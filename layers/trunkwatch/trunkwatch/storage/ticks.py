@@ -15,129 +15,108 @@ its cells were already evaluated."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from pynamodb.exceptions import UpdateError
 
 from trunkwatch.storage import keys, trunks
 from trunkwatch.storage.items import TickItem
-
-TICK_TTL = timedelta(days=2)
-GROUP_WINDOW = timedelta(milliseconds=500)
+from trunkwatch.storage.records import TICK_TTL, Group, group_bucket
 
 
-def open_poll(trunk_id: str, poll: str, expected: int, now: datetime) -> None:
-    """Before a poll's cells are written: its tick, and the trunk's open poll (the barrier
-    a sweep waits on)."""
-    TickItem(
-        keys.ticks(trunk_id),
-        poll,
-        trunk=trunk_id,
-        poll=poll,
-        expected=expected,
-        at=now,
-        expires_at=now + TICK_TTL,
-    ).save()
-    trunks.open_poll(trunk_id, poll, now)
+class DynamoTicks:
+    def open_poll(self, trunk_id: str, poll: str, expected: int, now: datetime) -> None:
+        """Before a poll's cells are written: its tick, and the trunk's open poll (the barrier
+        a sweep waits on)."""
+        TickItem(
+            keys.ticks(trunk_id),
+            poll,
+            trunk=trunk_id,
+            poll=poll,
+            expected=expected,
+            at=now,
+            expires_at=now + TICK_TTL,
+        ).save()
+        trunks.open_poll(trunk_id, poll, now)
 
-
-def count(trunk_id: str, poll: str, batch_key: str, evaluated: int, now: datetime) -> bool:
-    """Add one stream batch's records to the poll's tick, once per batch (a redelivered batch
-    has the same key). True when every cell of the tick has now been counted, the tick is not
-    settled yet and (for a group) its bucket has closed: the caller finishes the poll's work,
-    then `settle`s it."""
-    tick = TickItem(keys.ticks(trunk_id), poll)
-    try:
-        tick.update(
-            actions=[TickItem.evaluated.add(evaluated), TickItem.batches.add({batch_key})],
-            condition=TickItem.poll.exists() & ~TickItem.batches.contains(batch_key),
-        )
-    except UpdateError:
-        return False  # counted before, or the tick expired: nothing more to do
-    return (
-        not tick.settled
-        and int(tick.evaluated or 0) >= int(tick.expected)
-        and (tick.closes_at is None or tick.closes_at <= now)
-    )
-
-
-def settle(trunk_id: str, poll: str, now: datetime) -> bool:
-    """Mark a fully counted tick settled (its stream record runs the notifier) and close the
-    trunk's open poll, if every expected cell is evaluated and (for a group) its bucket has
-    closed, in one conditional update: a delivery joining at the same moment either counts
-    before this (and the tick waits for its cell) or finds the tick settled. False if it
-    cannot settle yet or a concurrent evaluation settled it first."""
-    try:
-        TickItem(keys.ticks(trunk_id), poll).update(
-            actions=[TickItem.settled.set(True)],
-            condition=TickItem.settled.does_not_exist()
-            & (TickItem.evaluated >= TickItem.expected)
-            & (TickItem.closes_at.does_not_exist() | (TickItem.closes_at <= now)),
-        )
-    except UpdateError:
-        return False  # settled already, cells still to evaluate, or the bucket still open
-    trunks.close_poll(trunk_id, poll)
-    return True
-
-
-@dataclass(frozen=True)
-class Group:
-    id: str
-    closes_at: datetime
-    opened: bool  # this delivery opened it: it waits for `closes_at`, then `settle`s it
-
-
-def join_group(trunk_id: str, cells: int, now: datetime) -> Group:
-    """Add `cells` to the webhook group of `now`'s bucket, opening it if new. A bucket that
-    settled already (a late delivery) sends its cells to the next bucket's group."""
-    at, token = now, uuid.uuid4().hex
-    while True:
-        group, closes_at = _bucket(at)
-        tick = TickItem(keys.ticks(trunk_id), group)
+    def count(self, trunk_id: str, poll: str, batch_key: str, evaluated: int, now: datetime) -> bool:
+        """Add one stream batch's records to the poll's tick, once per batch (a redelivered
+        batch has the same key). True when every cell of the tick has now been counted, the
+        tick is not settled yet and (for a group) its bucket has closed: the caller finishes
+        the poll's work, then `settle`s it."""
+        tick = TickItem(keys.ticks(trunk_id), poll)
         try:
             tick.update(
-                actions=[
-                    TickItem.expected.add(cells),
-                    TickItem.evaluated.set(TickItem.evaluated | 0),
-                    TickItem.trunk.set(trunk_id),
-                    TickItem.poll.set(group),
-                    TickItem.at.set(TickItem.at | now),
-                    TickItem.opened_by.set(TickItem.opened_by | token),
-                    TickItem.closes_at.set(closes_at),
-                    TickItem.expires_at.set(closes_at + TICK_TTL),
-                    TickItem.kind.set(TickItem),
-                ],
-                condition=TickItem.settled.does_not_exist()
-                & (TickItem.closes_at.does_not_exist() | (TickItem.closes_at >= now)),
+                actions=[TickItem.evaluated.add(evaluated), TickItem.batches.add({batch_key})],
+                condition=TickItem.poll.exists() & ~TickItem.batches.contains(batch_key),
             )
         except UpdateError:
-            at = closes_at + timedelta(microseconds=1)  # settled, or closed by the clock: the next bucket
-            continue
-        opened = tick.opened_by == token
-        if opened:
-            trunks.open_poll(trunk_id, group, now, delivered=True)
-        return Group(group, closes_at, opened)
+            return False  # counted before, or the tick expired: nothing more to do
+        return (
+            not tick.settled
+            and int(tick.evaluated or 0) >= int(tick.expected)
+            and (tick.closes_at is None or tick.closes_at <= now)
+        )
 
+    def settle(self, trunk_id: str, poll: str, now: datetime) -> bool:
+        """Mark a fully counted tick settled (its stream record runs the notifier) and close
+        the trunk's open poll, if every expected cell is evaluated and (for a group) its bucket
+        has closed, in one conditional update: a delivery joining at the same moment either
+        counts before this (and the tick waits for its cell) or finds the tick settled. False
+        if it cannot settle yet or a concurrent evaluation settled it first."""
+        try:
+            TickItem(keys.ticks(trunk_id), poll).update(
+                actions=[TickItem.settled.set(True)],
+                condition=TickItem.settled.does_not_exist()
+                & (TickItem.evaluated >= TickItem.expected)
+                & (TickItem.closes_at.does_not_exist() | (TickItem.closes_at <= now)),
+            )
+        except UpdateError:
+            return False  # settled already, cells still to evaluate, or the bucket still open
+        trunks.close_poll(trunk_id, poll)
+        return True
 
-def _bucket(at: datetime) -> tuple[str, datetime]:
-    """The bucket (end - GROUP_WINDOW, end] holding `at`: its id and its end. A delivery at a
-    bucket's end closes it at once (the evaluator settles it at its last cell)."""
-    step = GROUP_WINDOW.total_seconds()
-    end = datetime.fromtimestamp(-(-at.timestamp() // step) * step, UTC)
-    return f"hook-{end.strftime('%Y%m%dT%H%M%S')}.{end.microsecond // 1000:03d}", end
+    def join_group(self, trunk_id: str, cells: int, now: datetime) -> Group:
+        """Add `cells` to the webhook group of `now`'s bucket, opening it if new. A bucket that
+        settled already (a late delivery) sends its cells to the next bucket's group."""
+        at, token = now, uuid.uuid4().hex
+        while True:
+            group, closes_at = group_bucket(at)
+            tick = TickItem(keys.ticks(trunk_id), group)
+            try:
+                tick.update(
+                    actions=[
+                        TickItem.expected.add(cells),
+                        TickItem.evaluated.set(TickItem.evaluated | 0),
+                        TickItem.trunk.set(trunk_id),
+                        TickItem.poll.set(group),
+                        TickItem.at.set(TickItem.at | now),
+                        TickItem.opened_by.set(TickItem.opened_by | token),
+                        TickItem.closes_at.set(closes_at),
+                        TickItem.expires_at.set(closes_at + TICK_TTL),
+                        TickItem.kind.set(TickItem),
+                    ],
+                    condition=TickItem.settled.does_not_exist()
+                    & (TickItem.closes_at.does_not_exist() | (TickItem.closes_at >= now)),
+                )
+            except UpdateError:
+                at = closes_at + timedelta(microseconds=1)  # settled, or closed by the clock: the next bucket
+                continue
+            opened = tick.opened_by == token
+            if opened:
+                trunks.open_poll(trunk_id, group, now, delivered=True)
+            return Group(group, closes_at, opened)
 
-
-def settle_sweep(trunk_id: str, sweep: str, now: datetime) -> None:
-    """A scheduled sweep's tick: settled at once, so the notifier runs for the trunk."""
-    TickItem(
-        keys.ticks(trunk_id),
-        sweep,
-        trunk=trunk_id,
-        poll=sweep,
-        expected=0,
-        evaluated=0,
-        settled=True,
-        at=now,
-        expires_at=now + TICK_TTL,
-    ).save()
+    def settle_sweep(self, trunk_id: str, sweep: str, now: datetime) -> None:
+        """A scheduled sweep's tick: settled at once, so the notifier runs for the trunk."""
+        TickItem(
+            keys.ticks(trunk_id),
+            sweep,
+            trunk=trunk_id,
+            poll=sweep,
+            expected=0,
+            evaluated=0,
+            settled=True,
+            at=now,
+            expires_at=now + TICK_TTL,
+        ).save()

@@ -1,0 +1,382 @@
+"""The in-memory storage: the port's contract (the same contract tests as the DynamoDB one,
+conditional writes included) on dicts, for use-case tests that need no AWS emulation.
+
+Records are copied in and out, as a table would: a caller changing what it read changes
+nothing stored. Nothing expires: DynamoDB's TTL deletes late, and nothing reads through
+an expired item but silences, which check their expiry themselves."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from trunkwatch.domain.cells import JobRun, StoredCell, job_key
+from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.shards import ShardReport, pending_shards, shard_run
+from trunkwatch.storage.errors import Conflict
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import (
+    ERROR_MAX,
+    FAILED_CONCLUSIONS,
+    LAST_OK_PRECISION,
+    TITLE_MAX,
+    CellWrite,
+    CommitMark,
+    Group,
+    JobAlert,
+    LogEntry,
+    SilenceAudit,
+    SilenceRecord,
+    StoredCommit,
+    TrunkState,
+    group_bucket,
+)
+
+
+@dataclass
+class _Tick:
+    expected: int
+    at: datetime
+    evaluated: int | None = None
+    batches: set[str] = field(default_factory=set)
+    settled: bool = False
+    closes_at: datetime | None = None
+    opened_by: str | None = None
+
+
+@dataclass
+class _Shard:
+    attempt: int
+    completed: bool
+    conclusion: str
+    url: str
+    failed_attempts: set[int] = field(default_factory=set)
+
+
+class MemoryTrunks:
+    def __init__(self) -> None:
+        self._states: dict[str, TrunkState] = {}
+        self._job_names: dict[str, list[str]] = {}
+        self._source_states: dict[str, dict[str, Any]] = {}
+
+    def state(self, trunk_id: str, consistent: bool = False) -> TrunkState:
+        return copy.deepcopy(self._states.get(trunk_id) or TrunkState())
+
+    def stored_state(self, trunk_id: str) -> TrunkState:
+        """The stored state itself (the stores sharing it change it in place)."""
+        return self._states.setdefault(trunk_id, TrunkState())
+
+    def save_recent_seqs(self, trunk_id: str, recent: list[int]) -> None:
+        self.stored_state(trunk_id).recent_seqs = list(recent)
+
+    def record_polled(self, trunk_id: str, at: datetime, missing_since: datetime | None = None) -> None:
+        state = self.stored_state(trunk_id)
+        state.last_polled_at = at
+        if missing_since is not None:
+            state.deliveries_missing_since = missing_since
+
+    def record_poll_failure(self, trunk_id: str, at: datetime, cause: str, error: str) -> None:
+        state = self.stored_state(trunk_id)
+        state.polls_failing_since = state.polls_failing_since or at
+        state.poll_error_cause, state.poll_error = cause, error[:ERROR_MAX]
+
+    def record_poll_success(self, trunk_id: str, at: datetime, current: TrunkState) -> int:
+        was_failing = current.polls_failing_since is not None
+        last_ok = current.last_poll_ok_at
+        if not was_failing and last_ok is not None and at - last_ok < LAST_OK_PRECISION:
+            return 0
+        state = self.stored_state(trunk_id)
+        state.last_poll_ok_at = at
+        if was_failing:
+            state.polls_failing_since = state.poll_error_cause = state.poll_error = None
+        return 1
+
+    def open_poll(self, trunk_id: str, poll: str, at: datetime, delivered: bool = False) -> None:
+        state = self.stored_state(trunk_id)
+        state.open_poll, state.open_poll_at = poll, at
+        if delivered:
+            state.last_delivery_at = at
+
+    def close_poll(self, trunk_id: str, poll: str) -> None:
+        state = self._states.get(trunk_id)
+        if state is not None and state.open_poll == poll:
+            state.open_poll = state.open_poll_at = None
+
+    def job_names(self, trunk_id: str) -> list[str]:
+        return list(self._job_names.get(trunk_id) or [])
+
+    def save_job_names(self, trunk_id: str, names: list[str]) -> None:
+        self._job_names[trunk_id] = list(names)
+
+    def add_job_name(self, trunk_id: str, known: list[str], name: str) -> bool:
+        stored = self._job_names.get(trunk_id)
+        if (stored is not None) if not known else stored != known:
+            return False
+        self._job_names[trunk_id] = [*known, name]
+        return True
+
+    def source_state(self, trunk_id: str) -> dict[str, Any]:
+        return copy.deepcopy(self._source_states.get(trunk_id) or {})
+
+    def save_source_state(self, trunk_id: str, value: dict[str, Any]) -> None:
+        self._source_states[trunk_id] = copy.deepcopy(value)
+
+
+class MemoryCommits:
+    def __init__(self) -> None:
+        self._commits: dict[str, dict[int, StoredCommit]] = {}
+        self._pointers: dict[str, dict[str, int]] = {}
+
+    def newest(self, trunk_id: str, limit: int) -> list[StoredCommit]:
+        stored = self._commits.get(trunk_id, {})
+        return [stored[seq] for seq in sorted(stored, reverse=True)[:limit]]
+
+    def get(self, trunk_id: str, seq: int) -> StoredCommit | None:
+        return self._commits.get(trunk_id, {}).get(seq)
+
+    def mark(self, trunk_id: str, seq: int) -> CommitMark | None:
+        stored = self.get(trunk_id, seq)
+        return None if stored is None else CommitMark(stored.commit.autoreverted_by)
+
+    def autoreverted(self, trunk_id: str, seqs: Iterable[int]) -> dict[int, str]:
+        found = (self.get(trunk_id, seq) for seq in set(seqs))
+        return {c.seq: c.commit.autoreverted_by for c in found if c is not None and c.commit.autoreverted_by}
+
+    def save_all(self, trunk_id: str, commits: Iterable[StoredCommit], retention: timedelta) -> None:
+        stored = self._commits.setdefault(trunk_id, {})
+        for commit in commits:
+            stored[commit.seq] = commit
+
+    def place(self, trunk_id: str, commit: StoredCommit, retention: timedelta) -> bool:
+        stored = self._commits.setdefault(trunk_id, {})
+        if commit.seq in stored:
+            return False
+        stored[commit.seq] = commit
+        return True
+
+    def save_states(self, trunk_id: str, seq: int, old: str, new: str) -> bool:
+        stored = self.get(trunk_id, seq)
+        if stored is None or stored.states != old:
+            return False
+        self._commits[trunk_id][seq] = replace(stored, states=new)
+        return True
+
+    def save_pointers(self, trunk_id: str, commits: Iterable[StoredCommit], retention: timedelta) -> None:
+        pointers = self._pointers.setdefault(trunk_id, {})
+        for commit in commits:
+            pointers[commit.commit.sha] = commit.seq
+
+    def seqs_of(self, trunk_id: str, shas: Iterable[str]) -> dict[str, int]:
+        pointers = self._pointers.get(trunk_id, {})
+        return {sha: pointers[sha] for sha in set(shas) if sha in pointers}
+
+
+class MemoryCells:
+    def __init__(self) -> None:
+        self._cells: dict[tuple[str, str], dict[int, StoredCell]] = {}
+
+    def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
+        for write in writes:
+            cell, commit = write.cell, write.commit
+            self._cells.setdefault((trunk_id, cell.job), {})[write.seq] = StoredCell(
+                seq=write.seq,
+                state=cell.state,
+                commit=replace(commit, title=commit.title[:TITLE_MAX], autoreverted_by=None),
+                url=cell.url,
+                failure_lines=tuple(cell.failure_lines),
+            )
+
+    def newest_seq(self, trunk_id: str, job: str) -> int | None:
+        return max(self._cells.get((trunk_id, job), {}), default=None)
+
+    def newest_first(self, trunk_id: str, job: str, limit: int, page_size: int) -> Iterator[StoredCell]:
+        stored = self._cells.get((trunk_id, job), {})
+        return iter([stored[seq] for seq in sorted(stored, reverse=True)[:limit]])
+
+
+class MemoryAlerts:
+    def __init__(self, trunks: MemoryTrunks) -> None:
+        self._alerts: dict[str, dict[str, JobAlert]] = {}
+        self._trunks = trunks  # the failing set lives in the trunk's state
+
+    def job_alert(self, trunk_id: str, job: str) -> JobAlert | None:
+        return self._alerts.get(trunk_id, {}).get(job)
+
+    def of_trunk(self, trunk_id: str, firing_only: bool = False) -> list[JobAlert]:
+        stored = self._alerts.get(trunk_id, {})
+        alerts = [stored[job] for job in sorted(stored)]
+        return [a for a in alerts if a.status == "firing"] if firing_only else alerts
+
+    def save_with_failing_set(self, trunk_id: str, alert: JobAlert, now_firing: bool | None) -> JobAlert:
+        current = self.job_alert(trunk_id, alert.job)
+        if alert.version != (current.version if current is not None else None):
+            raise Conflict(f"alert of {alert.job} changed since it was read")
+        saved = replace(alert, version=(alert.version or 0) + 1)
+        self._alerts.setdefault(trunk_id, {})[alert.job] = saved
+        if now_firing is not None:
+            failing = self._trunks.stored_state(trunk_id).failing
+            (failing.add if now_firing else failing.discard)(alert.job)
+        return saved
+
+
+class MemoryTicks:
+    def __init__(self, trunks: MemoryTrunks) -> None:
+        self._ticks: dict[tuple[str, str], _Tick] = {}
+        self._trunks = trunks  # a poll's tick is the trunk's open poll until it settles
+
+    def open_poll(self, trunk_id: str, poll: str, expected: int, now: datetime) -> None:
+        self._ticks[(trunk_id, poll)] = _Tick(expected=expected, at=now)
+        self._trunks.open_poll(trunk_id, poll, now)
+
+    def count(self, trunk_id: str, poll: str, batch_key: str, evaluated: int, now: datetime) -> bool:
+        tick = self._ticks.get((trunk_id, poll))
+        if tick is None or batch_key in tick.batches:
+            return False
+        tick.evaluated = (tick.evaluated or 0) + evaluated
+        tick.batches.add(batch_key)
+        return (
+            not tick.settled
+            and tick.evaluated >= tick.expected
+            and (tick.closes_at is None or tick.closes_at <= now)
+        )
+
+    def settle(self, trunk_id: str, poll: str, now: datetime) -> bool:
+        tick = self._ticks.get((trunk_id, poll))
+        if (
+            tick is None
+            or tick.settled
+            or tick.evaluated is None
+            or tick.evaluated < tick.expected
+            or (tick.closes_at is not None and tick.closes_at > now)
+        ):
+            return False
+        tick.settled = True
+        self._trunks.close_poll(trunk_id, poll)
+        return True
+
+    def join_group(self, trunk_id: str, cells: int, now: datetime) -> Group:
+        at, token = now, uuid.uuid4().hex
+        while True:
+            group, closes_at = group_bucket(at)
+            tick = self._ticks.get((trunk_id, group))
+            if tick is not None and (tick.settled or (tick.closes_at is not None and tick.closes_at < now)):
+                at = closes_at + timedelta(microseconds=1)
+                continue
+            if tick is None:
+                tick = self._ticks[(trunk_id, group)] = _Tick(expected=0, at=now, opened_by=token)
+            tick.expected += cells
+            tick.evaluated = tick.evaluated or 0
+            tick.closes_at = closes_at
+            opened = tick.opened_by == token
+            if opened:
+                self._trunks.open_poll(trunk_id, group, now, delivered=True)
+            return Group(group, closes_at, opened)
+
+    def settle_sweep(self, trunk_id: str, sweep: str, now: datetime) -> None:
+        self._ticks[(trunk_id, sweep)] = _Tick(expected=0, at=now, evaluated=0, settled=True)
+
+
+class MemoryShards:
+    def __init__(self) -> None:
+        self._shards: dict[tuple[str, str, str], dict[str, _Shard]] = {}
+
+    def report(self, trunk_id: str, shard: ShardReport, now: datetime) -> bool:
+        shards = self._shards.setdefault((trunk_id, shard.sha, job_key(shard.name)), {})
+        stored = shards.get(shard.name)
+        failed = shard.completed and shard.conclusion in FAILED_CONCLUSIONS
+        newer = stored is None or (
+            shard.completed and (not stored.completed or stored.attempt < shard.attempt)
+        )
+        if not newer:
+            assert stored is not None
+            if not failed:
+                return False
+            # An older failed attempt arriving late: the stored pass becomes flaky.
+            stored.failed_attempts.add(shard.attempt)
+            return True
+        kept = stored.failed_attempts if stored is not None else set()
+        shards[shard.name] = _Shard(
+            shard.attempt,
+            shard.completed,
+            shard.conclusion,
+            shard.url,
+            kept | ({shard.attempt} if failed else set()),
+        )
+        return True
+
+    def runs(self, trunk_id: str, sha: str, job: str) -> list[JobRun]:
+        shards = self._shards.get((trunk_id, sha, job), {})
+        reported = [
+            shard_run(name, s.attempt, s.conclusion, s.url, s.failed_attempts)
+            for name, s in sorted(shards.items())
+        ]
+        return [*reported, *pending_shards(run.name for run in reported)]
+
+
+class MemoryDeliveries:
+    def __init__(self) -> None:
+        self._claimed: set[str] = set()
+
+    def claim(self, delivery_id: str, event: str, now: datetime) -> bool:
+        if delivery_id in self._claimed:
+            return False
+        self._claimed.add(delivery_id)
+        return True
+
+    def release(self, delivery_id: str) -> None:
+        self._claimed.discard(delivery_id)
+
+
+class MemoryLogs:
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], dict[str, LogEntry]] = {}
+
+    def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]:
+        return copy.deepcopy(self._entries.get((trunk_id, receiver), {}))
+
+    def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None:
+        self._entries.setdefault((trunk_id, entry.receiver), {})[entry.fingerprint] = copy.deepcopy(entry)
+
+
+class MemorySilences:
+    def __init__(self) -> None:
+        self._silences: dict[str, SilenceRecord] = {}
+        self._audits: dict[str, SilenceAudit] = {}  # by the audit item's sort key
+
+    def get(self, silence_id: str) -> SilenceRecord | None:
+        return self._silences.get(silence_id)
+
+    def listable(self, now: datetime) -> list[SilenceRecord]:
+        return [self._silences[key] for key in sorted(self._silences) if self._silences[key].expires_at > now]
+
+    def audit(self) -> list[SilenceAudit]:
+        return [self._audits[key] for key in sorted(self._audits)]
+
+    def commit(self, silences: list[SilenceRecord], audits: list[SilenceAudit]) -> None:
+        keys = {f"{format_time(a.at)}#{a.silence_id}#{a.action}": a for a in audits}
+        stale = [s for s in silences if s.version != (getattr(self._silences.get(s.id), "version", None))]
+        if stale or keys.keys() & self._audits.keys():
+            raise Conflict("the silence was changed by another request")
+        for record in silences:
+            self._silences[record.id] = replace(record, version=(record.version or 0) + 1)
+        self._audits.update(keys)
+
+
+def memory_storage() -> Storage:
+    """An empty storage in memory."""
+    trunks = MemoryTrunks()
+    return Storage(
+        trunks=trunks,
+        commits=MemoryCommits(),
+        cells=MemoryCells(),
+        alerts=MemoryAlerts(trunks),
+        ticks=MemoryTicks(trunks),
+        shards=MemoryShards(),
+        deliveries=MemoryDeliveries(),
+        logs=MemoryLogs(),
+        silences=MemorySilences(),
+    )

@@ -1,0 +1,194 @@
+"""The records the stores take and return: plain domain values, whichever implementation
+stores them (DynamoDB items in `dynamodb.py`, dicts in `memory.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from trunkwatch.domain.cells import Cell, Commit, StoredCell
+
+# Tick barriers and webhook groups (see `ticks.py` for the protocol they follow).
+TICK_TTL = timedelta(days=2)
+GROUP_WINDOW = timedelta(milliseconds=500)
+# GitHub redelivers (by hand or through its API) for 3 days.
+DELIVERY_TTL = timedelta(days=4)
+# Long enough for any re-run of a commit's jobs (GitHub re-runs within 30 days).
+SHARD_TTL = timedelta(days=30)
+# The conclusions of a failed shard attempt (a pass after one is flaky).
+FAILED_CONCLUSIONS = ("failure", "timed_out", "startup_failure")
+TITLE_MAX = 200
+ERROR_MAX = 500
+# A steady good poll rewrites its time only this often.
+LAST_OK_PRECISION = timedelta(minutes=5)
+
+
+@dataclass
+class TrunkState:
+    """Per-trunk counters the evaluator and notifier share (an empty one before the first poll)."""
+
+    # Jobs with a firing TrunkJobFailing: K of design.md §3.3.
+    failing: set[str] = field(default_factory=set)
+    # Seqs of the newest commits that ran any job (for staleness), newest first.
+    recent_seqs: list[int] = field(default_factory=list)
+    # The poll whose cells are still being evaluated; notifying waits for it (tick barrier).
+    open_poll: str | None = None
+    open_poll_at: datetime | None = None
+    # The source's health (SourceDown): the last good poll, and since when polls fail.
+    last_poll_ok_at: datetime | None = None
+    polls_failing_since: datetime | None = None
+    poll_error_cause: str | None = None
+    poll_error: str | None = None
+    # When a webhook-fed trunk was last polled (it is polled only every `poll_every`).
+    last_polled_at: datetime | None = None
+    # The last second a delivery wrote cells, and since when the poll finds results without
+    # deliveries (WebhooksDown).
+    last_delivery_at: datetime | None = None
+    deliveries_missing_since: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StoredCommit:
+    """A trunk commit at its position `seq`, with one CellState code per job column ('-' =
+    no cell): what ingest compares a snapshot against."""
+
+    seq: int
+    commit: Commit
+    states: str = ""
+
+
+@dataclass(frozen=True)
+class CommitMark:
+    """What a stored commit item says about its revert (it exists: it has not expired)."""
+
+    autoreverted_by: str | None
+
+
+@dataclass(frozen=True)
+class CellWrite:
+    """A cell to store on commit `seq`, written by `poll` (its tick counts it); `prior_seq` is
+    the job's newest cell before that poll, if known."""
+
+    cell: Cell
+    commit: Commit
+    seq: int
+    poll: str
+    prior_seq: int | None = None
+
+
+@dataclass(frozen=True)
+class CommitRef:
+    """A commit as an alert names it, with the job's run on it."""
+
+    seq: int
+    sha: str
+    time: datetime
+    title: str = ""
+    author: str = ""
+    pr: int | None = None
+    url: str = ""
+    job_url: str = ""
+
+    @classmethod
+    def of(cls, cell: StoredCell) -> CommitRef:
+        c = cell.commit
+        return cls(cell.seq, c.sha, c.time, c.title, c.author, c.pr, c.url, cell.url)
+
+
+@dataclass(frozen=True)
+class JobAlert:
+    """A TrunkJobFailing alert's state as the evaluator last derived it. `version` is the
+    stored version it was read at (None: not stored yet); a save against a newer one raises
+    `Conflict`."""
+
+    job: str
+    status: str  # firing | resolved
+    starts_at: datetime
+    streak: int
+    first_fail: CommitRef
+    newest_fail: CommitRef
+    last_pass: CommitRef | None = None
+    ends_at: datetime | None = None
+    failure_lines: tuple[str, ...] = ()
+    failing_urls: tuple[str, ...] = ()
+    # The culprit commit's `autoreverted_by` when the alert was last written: shown once the
+    # commit item has expired (while it exists, it is read live: reverts land late).
+    culprit_autoreverted_by: str | None = None
+    version: int | None = None
+
+
+@dataclass
+class LogEntry:
+    """What was last sent for one alert fingerprint to one receiver (Alertmanager's
+    notification log: each receiver keeps its own)."""
+
+    receiver: str
+    fingerprint: str
+    alertname: str
+    job: str | None = None
+    seq: int = 0  # transitions sent so far; the idempotency key's part
+    last_status: str | None = None  # firing | resolved | None (never sent)
+    last_sent_at: datetime | None = None
+    starts_at: datetime | None = None
+    # Trunk-level: the jobs of the last message as stored, each with its streak and culprit
+    # ({job: FailingJob.as_data()}); the job names alone in entries written before.
+    jobs: dict[str, Any] | list[str] | None = None
+    held_by: list[str] | None = None  # silences/inhibitions holding it now
+    labels: dict[str, str] | None = None  # as last sent: a trunk-level alert resolves from these
+    annotations: dict[str, str] | None = None
+    # Why the receiver refused the last transition for good (not retried); None once sent.
+    failed: str | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """A webhook group tick: the deliveries of one GROUP_WINDOW bucket settle together."""
+
+    id: str
+    closes_at: datetime
+    opened: bool  # this delivery opened it: it waits for `closes_at`, then settles it
+
+
+def group_bucket(at: datetime) -> tuple[str, datetime]:
+    """The bucket (end - GROUP_WINDOW, end] holding `at`: its id and its end. A delivery at a
+    bucket's end closes it at once (the evaluator settles it at its last cell)."""
+    step = GROUP_WINDOW.total_seconds()
+    end = datetime.fromtimestamp(-(-at.timestamp() // step) * step, UTC)
+    return f"hook-{end.strftime('%Y%m%dT%H%M%S')}.{end.microsecond // 1000:03d}", end
+
+
+@dataclass(frozen=True)
+class StoredMatcher:
+    name: str
+    value: str
+    is_regex: bool
+    is_equal: bool
+
+
+@dataclass(frozen=True)
+class SilenceRecord:
+    """A silence as stored; `version` as in JobAlert. It is gone once `expires_at` passed."""
+
+    id: str
+    matchers: tuple[StoredMatcher, ...]
+    starts_at: datetime
+    ends_at: datetime
+    updated_at: datetime
+    created_by: str
+    comment: str
+    expires_at: datetime
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class SilenceAudit:
+    """One create/update/expire of a silence, with the silence before and after (API form)."""
+
+    silence_id: str
+    action: str
+    who: str
+    at: datetime
+    before: dict[str, Any] | None
+    after: dict[str, Any]
+    expires_at: datetime

@@ -1,0 +1,396 @@
+"""The storage port's contract: every test runs on the in-memory storage and on DynamoDB (moto),
+so the two agree, conditional writes and their conflicts included."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from trunkwatch.domain.cells import Cell, CellState, Commit
+from trunkwatch.domain.shards import ShardReport
+from trunkwatch.storage.errors import Conflict
+from trunkwatch.storage.memory import memory_storage
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import (
+    GROUP_WINDOW,
+    TITLE_MAX,
+    CellWrite,
+    CommitMark,
+    CommitRef,
+    JobAlert,
+    LogEntry,
+    SilenceAudit,
+    SilenceRecord,
+    StoredCommit,
+    StoredMatcher,
+    TrunkState,
+)
+
+TRUNK = "pytorch/pytorch#main"
+NOW = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
+RETENTION = timedelta(days=30)
+JOB = "pull / linux-jammy / test (default)"
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def storage(request: pytest.FixtureRequest) -> Storage:
+    if request.param == "memory":
+        return memory_storage()
+    stored: Storage = request.getfixturevalue("aws")["storage"]
+    return stored
+
+
+def commit(n: int, **changes: object) -> Commit:
+    return dataclasses.replace(
+        Commit(sha=f"{n:040x}", time=NOW + timedelta(minutes=n), title=f"commit {n}", author="a", pr=n),
+        **changes,
+    )
+
+
+# --- trunks -------------------------------------------------------------------------------
+
+
+def test_a_trunk_starts_empty_and_keeps_its_poll_health(storage: Storage) -> None:
+    trunks = storage.trunks
+    assert trunks.state(TRUNK) == TrunkState()
+    assert trunks.job_names(TRUNK) == [] and trunks.source_state(TRUNK) == {}
+    trunks.record_poll_failure(TRUNK, NOW, "timeout", "x" * 600)
+    trunks.record_poll_failure(TRUNK, NOW + timedelta(minutes=1), "http", "boom")
+    failing = trunks.state(TRUNK)
+    assert (failing.polls_failing_since, failing.poll_error_cause, failing.poll_error) == (
+        NOW,
+        "http",
+        "boom",
+    )
+    assert trunks.record_poll_success(TRUNK, NOW + timedelta(minutes=2), failing) == 1
+    ok = trunks.state(TRUNK, consistent=True)
+    assert (ok.polls_failing_since, ok.poll_error, ok.last_poll_ok_at) == (
+        None,
+        None,
+        NOW + timedelta(minutes=2),
+    )
+    assert trunks.record_poll_success(TRUNK, NOW + timedelta(minutes=3), ok) == 0  # steady: nothing written
+    trunks.record_polled(TRUNK, NOW, missing_since=NOW - timedelta(hours=1))
+    trunks.save_recent_seqs(TRUNK, [3, 2, 1])
+    state = trunks.state(TRUNK)
+    assert (state.last_polled_at, state.deliveries_missing_since, state.recent_seqs) == (
+        NOW,
+        NOW - timedelta(hours=1),
+        [3, 2, 1],
+    )
+    trunks.save_source_state(TRUNK, {"etag": "W/1", "pages": [1, 2]})
+    assert trunks.source_state(TRUNK) == {"etag": "W/1", "pages": [1, 2]}
+
+
+def test_a_job_column_is_added_only_to_the_index_its_writer_read(storage: Storage) -> None:
+    trunks = storage.trunks
+    assert trunks.add_job_name(TRUNK, [], "a")
+    assert not trunks.add_job_name(TRUNK, [], "b")  # another writer added a column first
+    assert trunks.add_job_name(TRUNK, ["a"], "b")
+    assert not trunks.add_job_name(TRUNK, ["a"], "c")
+    assert trunks.job_names(TRUNK) == ["a", "b"]
+    trunks.save_job_names(TRUNK, ["a", "b", "c"])
+    assert trunks.job_names(TRUNK) == ["a", "b", "c"]
+
+
+# --- commits and cells --------------------------------------------------------------------
+
+
+def test_commits_by_seq_and_by_sha(storage: Storage) -> None:
+    commits = storage.commits
+    stored = [StoredCommit(seq, commit(seq), "F-P") for seq in (1, 2, 3)]
+    commits.save_all(TRUNK, stored, RETENTION)
+    commits.save_pointers(TRUNK, stored[:2], RETENTION)
+    assert commits.newest(TRUNK, 2) == [stored[2], stored[1]]
+    assert commits.get(TRUNK, 2) == stored[1] and commits.get(TRUNK, 9) is None
+    assert commits.seqs_of(TRUNK, [commit(1).sha, commit(3).sha, "f" * 40]) == {commit(1).sha: 1}
+    assert commits.seqs_of(TRUNK, []) == {}
+
+
+def test_a_taken_seq_is_not_placed_and_states_change_only_from_what_was_read(storage: Storage) -> None:
+    commits = storage.commits
+    assert commits.place(TRUNK, StoredCommit(5, commit(5)), RETENTION)
+    assert not commits.place(TRUNK, StoredCommit(5, commit(6)), RETENTION)
+    assert commits.get(TRUNK, 5) == StoredCommit(5, commit(5), "")
+    assert commits.save_states(TRUNK, 5, "", "F")
+    assert not commits.save_states(TRUNK, 5, "", "P")  # another writer changed it
+    assert not commits.save_states(TRUNK, 6, "", "P")  # no such commit
+    stored = commits.get(TRUNK, 5)
+    assert stored is not None and stored.states == "F"
+
+
+def test_a_revert_mark_is_read_live(storage: Storage) -> None:
+    commits = storage.commits
+    commits.save_all(
+        TRUNK, [StoredCommit(1, commit(1)), StoredCommit(2, commit(2, autoreverted_by="r"))], RETENTION
+    )
+    assert commits.autoreverted(TRUNK, [1, 2, 3]) == {2: "r"}
+    assert commits.autoreverted(TRUNK, []) == {}
+    assert commits.mark(TRUNK, 1) == CommitMark(None)
+    assert commits.mark(TRUNK, 2) == CommitMark("r")
+    assert commits.mark(TRUNK, 3) is None
+
+
+def test_cells_newest_first(storage: Storage) -> None:
+    cells = storage.cells
+    assert cells.newest_seq(TRUNK, JOB) is None
+    long_title = commit(2, title="t" * (TITLE_MAX + 50), autoreverted_by="r")
+    writes = [
+        CellWrite(Cell(JOB, commit(1).sha, CellState.PASS, url="u1"), commit(1), 1, "poll-1"),
+        CellWrite(
+            Cell(JOB, long_title.sha, CellState.FAIL, url="u2", failure_lines=("boom",)),
+            long_title,
+            2,
+            "poll-1",
+            1,
+        ),
+        CellWrite(Cell("other", commit(3).sha, CellState.FAIL), commit(3), 3, "poll-1"),
+    ]
+    cells.save_all(TRUNK, writes, RETENTION)
+    assert cells.newest_seq(TRUNK, JOB) == 2
+    newest, oldest = cells.newest_first(TRUNK, JOB, limit=10, page_size=1)
+    assert (newest.seq, newest.state, newest.url, newest.failure_lines) == (
+        2,
+        CellState.FAIL,
+        "u2",
+        ("boom",),
+    )
+    assert newest.commit == dataclasses.replace(long_title, title="t" * TITLE_MAX, autoreverted_by=None)
+    assert (oldest.seq, oldest.state, oldest.commit) == (1, CellState.PASS, commit(1))
+    assert [c.seq for c in cells.newest_first(TRUNK, JOB, limit=1, page_size=8)] == [2]
+
+
+# --- alerts -------------------------------------------------------------------------------
+
+
+def alert(job: str = JOB, **changes: object) -> JobAlert:
+    ref = CommitRef(seq=1, sha=commit(1).sha, time=commit(1).time, title="commit 1", pr=1, job_url="run")
+    return dataclasses.replace(
+        JobAlert(job=job, status="firing", starts_at=NOW, streak=2, first_fail=ref, newest_fail=ref),
+        **changes,
+    )
+
+
+def test_an_alert_and_the_failing_set_change_together(storage: Storage) -> None:
+    alerts = storage.alerts
+    assert alerts.job_alert(TRUNK, JOB) is None
+    saved = alerts.save_with_failing_set(
+        TRUNK, alert(failure_lines=("x",), failing_urls=("u",)), now_firing=True
+    )
+    assert saved.version is not None
+    assert alerts.job_alert(TRUNK, JOB) == saved
+    assert storage.trunks.state(TRUNK).failing == {JOB}
+    alerts.save_with_failing_set(TRUNK, alert("other", status="resolved", ends_at=NOW), now_firing=None)
+    assert [a.job for a in alerts.of_trunk(TRUNK)] == ["other", JOB]  # by job
+    assert [a.job for a in alerts.of_trunk(TRUNK, firing_only=True)] == [JOB]
+    resolved = alerts.save_with_failing_set(
+        TRUNK, dataclasses.replace(saved, status="resolved", ends_at=NOW), now_firing=False
+    )
+    assert resolved.version != saved.version
+    assert storage.trunks.state(TRUNK).failing == set()
+
+
+def test_a_stale_alert_conflicts_and_writes_nothing(storage: Storage) -> None:
+    alerts = storage.alerts
+    first = alerts.save_with_failing_set(TRUNK, alert(), now_firing=True)
+    alerts.save_with_failing_set(TRUNK, dataclasses.replace(first, streak=3), now_firing=None)
+    with pytest.raises(Conflict):
+        alerts.save_with_failing_set(TRUNK, dataclasses.replace(first, status="resolved"), now_firing=False)
+    with pytest.raises(Conflict):
+        alerts.save_with_failing_set(TRUNK, alert(), now_firing=True)  # a second "new" alert
+    stored = alerts.job_alert(TRUNK, JOB)
+    assert stored is not None and (stored.status, stored.streak) == ("firing", 3)
+    assert storage.trunks.state(TRUNK).failing == {JOB}
+
+
+# --- ticks --------------------------------------------------------------------------------
+
+
+def test_a_poll_tick_settles_once_every_cell_is_counted(storage: Storage) -> None:
+    ticks, trunks = storage.ticks, storage.trunks
+    ticks.open_poll(TRUNK, "poll-1", 3, NOW)
+    assert (trunks.state(TRUNK).open_poll, trunks.state(TRUNK).open_poll_at) == ("poll-1", NOW)
+    assert not ticks.settle(TRUNK, "poll-1", NOW)  # nothing evaluated yet
+    assert not ticks.count(TRUNK, "poll-1", "batch-1", 2, NOW)
+    assert not ticks.count(TRUNK, "poll-1", "batch-1", 2, NOW)  # a redelivered batch counts once
+    assert not ticks.settle(TRUNK, "poll-1", NOW)
+    assert ticks.count(TRUNK, "poll-1", "batch-2", 1, NOW)
+    assert ticks.settle(TRUNK, "poll-1", NOW)
+    assert not ticks.settle(TRUNK, "poll-1", NOW)  # settled once
+    assert not ticks.count(TRUNK, "poll-1", "batch-3", 1, NOW)
+    assert trunks.state(TRUNK).open_poll is None
+    assert not ticks.count(TRUNK, "no-such-poll", "batch-1", 1, NOW)
+
+
+def test_a_newer_poll_stays_open_when_an_older_one_settles(storage: Storage) -> None:
+    ticks = storage.ticks
+    ticks.open_poll(TRUNK, "poll-1", 1, NOW)
+    ticks.open_poll(TRUNK, "poll-2", 1, NOW + timedelta(minutes=1))
+    assert ticks.count(TRUNK, "poll-1", "b", 1, NOW)
+    assert ticks.settle(TRUNK, "poll-1", NOW)
+    assert storage.trunks.state(TRUNK).open_poll == "poll-2"
+
+
+def test_deliveries_of_one_bucket_share_a_group_that_settles_after_it_closes(storage: Storage) -> None:
+    ticks = storage.ticks
+    first = ticks.join_group(TRUNK, 1, NOW + timedelta(milliseconds=100))
+    second = ticks.join_group(TRUNK, 2, NOW + timedelta(milliseconds=200))
+    assert first.opened and not second.opened
+    assert (second.id, second.closes_at) == (first.id, NOW + GROUP_WINDOW)
+    state = storage.trunks.state(TRUNK)
+    assert (state.open_poll, state.last_delivery_at) == (first.id, NOW + timedelta(milliseconds=100))
+    # Every cell counted before the bucket closed: the group waits for its end.
+    assert not ticks.count(TRUNK, first.id, "b1", 3, NOW + timedelta(milliseconds=300))
+    assert not ticks.settle(TRUNK, first.id, NOW + timedelta(milliseconds=300))
+    assert ticks.settle(TRUNK, first.id, first.closes_at)
+    # A late delivery of a settled bucket goes to the next one.
+    late = ticks.join_group(TRUNK, 1, NOW + timedelta(milliseconds=400))
+    assert late.opened and late.id != first.id and late.closes_at == NOW + 2 * GROUP_WINDOW
+
+
+def test_a_sweep_tick_is_settled_at_once(storage: Storage) -> None:
+    storage.ticks.settle_sweep(TRUNK, "sweep-1", NOW)
+    assert not storage.ticks.settle(TRUNK, "sweep-1", NOW)
+    assert not storage.ticks.count(TRUNK, "sweep-1", "b", 1, NOW)
+
+
+# --- shards and deliveries ----------------------------------------------------------------
+
+SHARD = "pull / linux-jammy / test (default, 1, 2, linux.2xlarge)"
+
+
+def report(attempt: int, conclusion: str, completed: bool = True) -> ShardReport:
+    return ShardReport(commit(1).sha, SHARD, 7, attempt, completed, conclusion, url=f"run/{attempt}")
+
+
+def test_a_shard_is_replaced_only_by_a_newer_report(storage: Storage) -> None:
+    shards, key = storage.shards, "pull / linux-jammy / test (default, linux.2xlarge)"
+    assert shards.report(TRUNK, report(1, "in_progress", completed=False), NOW)
+    assert shards.report(TRUNK, report(1, "failure"), NOW)
+    assert not shards.report(TRUNK, report(1, "in_progress", completed=False), NOW)  # pending after done
+    assert not shards.report(TRUNK, report(1, "success"), NOW)  # the same attempt again
+    assert shards.report(TRUNK, report(2, "success"), NOW)
+    assert not shards.report(TRUNK, report(1, "success"), NOW)  # an older attempt
+    runs = shards.runs(TRUNK, commit(1).sha, key)
+    reported = next(run for run in runs if run.name == SHARD)
+    assert (reported.conclusion, reported.attempt, reported.url, reported.failed_before) == (
+        "success",
+        2,
+        "run/2",
+        True,
+    )
+    assert [run.name for run in runs if run.name != SHARD] == [
+        "pull / linux-jammy / test (default, 2, 2, linux.2xlarge)"
+    ]  # the shard not reported yet, pending
+
+
+def test_a_late_failed_attempt_makes_the_stored_pass_flaky(storage: Storage) -> None:
+    shards = storage.shards
+    assert shards.report(TRUNK, report(2, "success"), NOW)
+    assert shards.report(TRUNK, report(1, "failure"), NOW)
+    (run, _) = shards.runs(TRUNK, commit(1).sha, "pull / linux-jammy / test (default, linux.2xlarge)")
+    assert (run.conclusion, run.attempt, run.failed_before) == ("success", 2, True)
+
+
+def test_a_delivery_is_claimed_once_until_released(storage: Storage) -> None:
+    deliveries = storage.deliveries
+    assert deliveries.claim("d-1", "workflow_job", NOW)
+    assert not deliveries.claim("d-1", "workflow_job", NOW)
+    deliveries.release("d-1")
+    assert deliveries.claim("d-1", "workflow_job", NOW)
+
+
+# --- notification logs --------------------------------------------------------------------
+
+
+def test_log_entries_per_receiver(storage: Storage) -> None:
+    logs = storage.logs
+    entry = LogEntry("sns", "f1", "TrunkJobFailing", job=JOB)
+    logs.save(TRUNK, entry, NOW, RETENTION)
+    entry.seq, entry.last_status, entry.last_sent_at = 1, "firing", NOW  # not stored until saved
+    assert logs.of_receiver(TRUNK, "sns") == {"f1": LogEntry("sns", "f1", "TrunkJobFailing", job=JOB)}
+    logs.save(TRUNK, entry, NOW, RETENTION)
+    trunk_level = LogEntry(
+        "sns",
+        "f2",
+        "TrunkBroken",
+        jobs=["a", "b"],
+        held_by=["s-1"],
+        labels={"alertname": "TrunkBroken"},
+        annotations={"summary": "s"},
+        failed="refused",
+    )
+    logs.save(TRUNK, trunk_level, NOW, RETENTION)
+    logs.save(TRUNK, LogEntry("sns-2", "f1", "TrunkJobFailing"), NOW, RETENTION)
+    assert logs.of_receiver(TRUNK, "sns") == {"f1": entry, "f2": trunk_level}
+    assert list(logs.of_receiver(TRUNK, "sns-2")) == ["f1"]
+    assert logs.of_receiver("other/repo#main", "sns") == {}
+
+
+# --- silences -----------------------------------------------------------------------------
+
+
+def silence(
+    silence_id: str, ends_at: datetime = NOW + timedelta(hours=1), version: int | None = None
+) -> SilenceRecord:
+    return SilenceRecord(
+        id=silence_id,
+        matchers=(StoredMatcher("job", "pull / .*", True, True), StoredMatcher("repo", "x", False, False)),
+        starts_at=NOW,
+        ends_at=ends_at,
+        updated_at=NOW,
+        created_by="alice",
+        comment="known",
+        expires_at=ends_at + timedelta(hours=120),
+        version=version,
+    )
+
+
+def audit(silence_id: str, action: str, at: datetime = NOW) -> SilenceAudit:
+    return SilenceAudit(silence_id, action, "alice", at, None, {"id": silence_id}, NOW + timedelta(days=6))
+
+
+def test_silences_and_their_audit_trail(storage: Storage) -> None:
+    silences = storage.silences
+    silences.commit(
+        [silence("s-1"), silence("s-2", ends_at=NOW)], [audit("s-1", "create"), audit("s-2", "create")]
+    )
+    stored = silences.get("s-1")
+    assert stored is not None and stored.version is not None
+    assert dataclasses.replace(stored, version=None) == silence("s-1")
+    assert silences.get("s-3") is None
+    assert [s.id for s in silences.listable(NOW)] == ["s-1", "s-2"]
+    assert [s.id for s in silences.listable(NOW + timedelta(hours=120, minutes=30))] == ["s-1"]
+    silences.commit(
+        [dataclasses.replace(stored, comment="updated")], [audit("s-1", "update", NOW + timedelta(seconds=1))]
+    )
+    assert [(a.silence_id, a.action) for a in silences.audit()] == [
+        ("s-1", "create"),
+        ("s-2", "create"),
+        ("s-1", "update"),
+    ]
+
+
+def test_a_stale_silence_conflicts_and_writes_nothing(storage: Storage) -> None:
+    silences = storage.silences
+    silences.commit([silence("s-1")], [audit("s-1", "create")])
+    read = silences.get("s-1")
+    assert read is not None
+    silences.commit(
+        [dataclasses.replace(read, comment="first")], [audit("s-1", "update", NOW + timedelta(seconds=1))]
+    )
+    with pytest.raises(Conflict):
+        silences.commit(
+            [dataclasses.replace(read, comment="second"), silence("s-2")],
+            [audit("s-1", "update", NOW + timedelta(seconds=2)), audit("s-2", "create")],
+        )
+    with pytest.raises(Conflict):
+        silences.commit(
+            [silence("s-1")], [audit("s-1", "create", NOW + timedelta(seconds=3))]
+        )  # exists already
+    stored = silences.get("s-1")
+    assert stored is not None and stored.comment == "first"
+    assert silences.get("s-2") is None
+    assert [a.action for a in silences.audit()] == ["create", "update"]
