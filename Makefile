@@ -33,9 +33,10 @@ typecheck: $(VENV)/.installed
 unit: $(VENV)/.installed
 	$(BIN)/python -m pytest -n 2
 
-# amtool and Alertmanager (Debian's prometheus-alertmanager) for the peer tests.
+# amtool, Alertmanager (Debian's prometheus-alertmanager) and chromium for the peer tests.
+# TRUNKWATCH_SKIP_PEERS=1 (exactly 1, as for the tests: tests/peers.py) skips them.
 peers:
-	@if [ -n "$$TRUNKWATCH_SKIP_PEERS" ]; then echo "peers: skipped (TRUNKWATCH_SKIP_PEERS)"; else scripts/install_peers.sh; fi
+	@if [ "$$TRUNKWATCH_SKIP_PEERS" = 1 ]; then echo "peers: skipped (TRUNKWATCH_SKIP_PEERS=1)"; else scripts/install_peers.sh; fi
 
 # Every workload; the last two add their sections to the summary the first one writes.
 bench: $(VENV)/.installed

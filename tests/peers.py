@@ -3,7 +3,7 @@
 `call_api` sends one API Gateway proxy event through the API Lambda's handler. The peer
 helpers find Debian's `amtool` / `prometheus-alertmanager` (installing them with
 scripts/install_peers.sh when missing) and run Alertmanager on a free 127.0.0.1 port. A peer
-that cannot be had fails the test, unless TRUNKWATCH_SKIP_PEERS=1 asks to skip it.
+that cannot be had fails the test, unless the peers switch (SKIP_PEERS below) skips it.
 """
 
 from __future__ import annotations
@@ -86,10 +86,23 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# The one peers switch, with the same meaning for `make peers` and for the tests: exactly "1"
+# skips the real peers (Alertmanager, amtool, chromium): `make peers` installs nothing and
+# every test that needs one is skipped. Unset or any other value: they run, and are installed
+# on demand. (README, Troubleshooting, tells users.)
+SKIP_PEERS = "TRUNKWATCH_SKIP_PEERS"
+# What install_peers.sh installs each binary from.
+PEER_PACKAGES = {"amtool": "prometheus-alertmanager", "prometheus-alertmanager": "prometheus-alertmanager"}
+
+
+def peers_skipped() -> bool:
+    return os.environ.get(SKIP_PEERS) == "1"
+
+
 def peer_binary(name: str) -> str:
-    """Path of `amtool` or `prometheus-alertmanager`, installed on demand."""
-    if os.environ.get("TRUNKWATCH_SKIP_PEERS") == "1":
-        pytest.skip("TRUNKWATCH_SKIP_PEERS=1: not running the real Alertmanager peers")
+    """Path of `amtool`, `prometheus-alertmanager` or `chromium`, installed on demand."""
+    if peers_skipped():
+        pytest.skip(f"{SKIP_PEERS}=1: not running the tests that need {name}")
     found = shutil.which(name)
     if found is None:
         result = subprocess.run([str(INSTALL_PEERS)], capture_output=True, text=True, check=False)
@@ -98,8 +111,8 @@ def peer_binary(name: str) -> str:
             pytest.fail(
                 f"{name} is missing and {INSTALL_PEERS.name} could not install it "
                 f"(exit {result.returncode}): {result.stderr.strip()[-500:]}\n"
-                "Install Debian's prometheus-alertmanager, "
-                "or set TRUNKWATCH_SKIP_PEERS=1 to skip these tests."
+                f"Install Debian's {PEER_PACKAGES.get(name, name)}, "
+                f"or set {SKIP_PEERS}=1 to skip these tests."
             )
     return found
 

@@ -151,6 +151,8 @@ class FakeGitHub:
     seen: list[dict[str, Any]] = field(default_factory=list)
     hold: threading.Event | None = None
     workflow_names: dict[str, str] = field(default_factory=dict)  # what the workflows API says
+    # Assertions the serving thread failed: the server answers 500, the test re-raises them.
+    failures: list[AssertionError] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.server.expect_request(re.compile(r"^/(repos|repositories)/")).respond_with_handler(self.handle)
@@ -191,6 +193,18 @@ class FakeGitHub:
 
     # --- serving ---------------------------------------------------------------------------
     def handle(self, request: Request) -> Response:
+        try:
+            return self._answer(request)
+        except AssertionError as failed:
+            self.failures.append(failed)
+            raise
+
+    def check(self) -> None:
+        """Re-raise, in the test, the first assertion the serving thread failed."""
+        if self.failures:
+            raise self.failures[0]
+
+    def _answer(self, request: Request) -> Response:
         self.seen.append({"path": request.path, "args": dict(request.args), "headers": dict(request.headers)})
         if self.hold is not None:
             self.hold.wait(timeout=5)
@@ -338,11 +352,12 @@ def server(running_server: HTTPServer) -> HTTPServer:
 
 
 @pytest.fixture
-def gh(server: HTTPServer) -> FakeGitHub:
+def gh(server: HTTPServer) -> Iterator[FakeGitHub]:
     fake = FakeGitHub(server)
     for n in range(N_COMMITS):
         fake.push(n)
-    return fake
+    yield fake
+    fake.check()
 
 
 def trunk_at(url: str | None) -> TrunkConfig:
@@ -463,6 +478,7 @@ def test_state_stays_small_for_a_50_commit_window(server: HTTPServer) -> None:
     # each run's jobs and its `(workflow)` job
     assert sum(len(c.runs) for c in snap.commits) == 50 * (len(WORKFLOWS) * 3 + 1 + 5 * 2)
     assert len(json.dumps(snap.state)) < 100_000
+    fake.check()
 
 
 # --- changes -------------------------------------------------------------------------------
@@ -557,6 +573,7 @@ def test_merged_branch_commits_are_left_out_of_the_first_parent_window(server: H
     trunk = trunk_at(fake.base)
     snap = GitHubSource(trunk, TOKEN, window=10).poll({}, T0 + timedelta(hours=2))
     assert [c.commit.sha for c in snap.commits] == [sha_of(5)] + [sha_of(n) for n in range(4, -1, -1)]
+    fake.check()
 
 
 def test_commit_without_github_account_or_pr_number(gh: FakeGitHub) -> None:

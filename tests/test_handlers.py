@@ -18,7 +18,7 @@ from tests.conftest import table_items
 from tests.test_hud_source import grid
 from trunkwatch.domain import clock
 from trunkwatch.domain.cells import Cell, CellState, Commit
-from trunkwatch.storage import cells
+from trunkwatch.storage import cells, ticks
 from trunkwatch_local.runtime import LambdaContext
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +60,9 @@ def test_every_function_has_a_sample_event() -> None:
 
 def test_ingest_on_schedule_event(configured: HTTPServer) -> None:
     configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_json(grid())
-    result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
+    # Half an hour after the grid's newest commit: well within the cells' retention.
+    with clock.frozen(datetime(2026, 11, 18, 20, 0, tzinfo=UTC)):
+        result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
     assert result["errors"] == [] and result["polled"][0]["cells_written"] == 3
     assert len(table_items("cell")) == 3
 
@@ -74,9 +76,54 @@ def test_ingest_reports_a_failing_source_without_raising(configured: HTTPServer)
     assert state["kind"] == {"S": "trunk"} and state["poll_error_cause"] == {"S": "http_5xx"}
 
 
-def test_evaluator_on_stream_batch(configured: HTTPServer) -> None:
-    response = handler("evaluator").lambda_handler(sample("evaluator_stream"), context("evaluator"))
-    assert response == {"batchItemFailures": []}
+# The sample stream batch: job SAMPLE_JOB's cells 42 (pending, now failed) and 43 (failed),
+# written by poll SAMPLE_POLL of 2024-05-01 12:00:12; the sample tick settles that poll.
+SAMPLE_JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
+SAMPLE_POLL = "20240501T120012-3f9c2a1b"
+TRUNK = "pytorch/pytorch#main"
+SAMPLE_NOW = datetime(2024, 5, 1, 12, 0, 14, tzinfo=UTC)
+
+
+def store_the_sample_batchs_history() -> None:
+    """The table as the sample batch found it: cells 40 (pass) and 41 (fail) of SAMPLE_JOB
+    before it, the batch's own failed cells 42 and 43, and its poll's open tick. (Written by
+    storage: the sample's images carry `failure_lines` as a list, not as storage writes it.)"""
+    for seq, state, minute in ((40, "pass", 20), (41, "fail", 30), (42, "fail", 42), (43, "fail", 51)):
+        commit = Commit(sha=f"{seq:040x}", time=datetime(2024, 5, 1, 11, minute, tzinfo=UTC))
+        cell = Cell(job=SAMPLE_JOB, sha=commit.sha, state=CellState(state), url=f"https://ci.example/{seq}")
+        poll = SAMPLE_POLL if seq > 41 else "20240501T115912-a07d4e6c"
+        cells.save_all([cells.item(TRUNK, cell, commit, seq, poll, retention=timedelta(days=30))])
+    ticks.open_poll(TRUNK, SAMPLE_POLL, 2, SAMPLE_NOW)
+
+
+def evaluate_the_sample_batch() -> dict[str, Any]:
+    with clock.frozen(SAMPLE_NOW):
+        return handler("evaluator").lambda_handler(sample("evaluator_stream"), context("evaluator"))
+
+
+def published(queue: str) -> list[dict[str, Any]]:
+    """The notifications the alerts topic got (each SNS envelope's message)."""
+    sqs = boto3.client("sqs")
+    answer = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+    messages = answer.get("Messages", [])
+    for message in messages:  # taken: a later call sees only what was published since
+        sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+    return [json.loads(json.loads(m["Body"])["Message"]) for m in messages]
+
+
+def test_evaluator_on_stream_batch(configured: HTTPServer, aws: dict[str, Any]) -> None:
+    store_the_sample_batchs_history()
+    assert evaluate_the_sample_batch() == {"batchItemFailures": []}
+    # The batch's two failures after the one before it: the job's alert opens (3 to open)...
+    (alert,) = table_items("alert")
+    assert alert["job"] == {"S": SAMPLE_JOB} and alert["streak"] == {"N": "3"}
+    assert (alert["first_fail"]["M"]["seq"], alert["last_pass"]["M"]["seq"]) == ({"N": "41"}, {"N": "40"})
+    assert alert["newest_fail"]["M"]["seq"] == {"N": "43"}
+    # ... both cells are counted towards their poll's tick, which settles.
+    (tick,) = table_items("tick")
+    assert tick["sk"] == {"S": SAMPLE_POLL}
+    assert (tick["evaluated"], tick["settled"]) == ({"N": "2"}, {"BOOL": True})
+    assert published(aws["queue"]) == []  # the notifier publishes, on the settled tick
 
 
 def test_evaluator_reports_bad_record_as_item_failure(configured: HTTPServer) -> None:
@@ -109,11 +156,29 @@ def test_evaluator_sweeps_on_the_schedule_and_settles_a_tick(configured: HTTPSer
     assert tick["settled"] == {"BOOL": True} and tick["trunk"] == {"S": "pytorch/pytorch#main"}
 
 
-def test_notifier_on_a_settled_tick(configured: HTTPServer) -> None:
+def test_notifier_on_a_settled_tick(configured: HTTPServer, aws: dict[str, Any]) -> None:
+    store_the_sample_batchs_history()
+    assert evaluate_the_sample_batch() == {"batchItemFailures": []}
     notifier = handler("notifier")
-    assert notifier.lambda_handler(sample("notifier_stream"), context("notifier")) == {
-        "batchItemFailures": []
-    }
+    with clock.frozen(SAMPLE_NOW + timedelta(seconds=1)):
+        answer = notifier.lambda_handler(sample("notifier_stream"), context("notifier"))
+    assert answer == {"batchItemFailures": []}
+    # The job's new alert, and the trunk-level one it raises, each in its own group.
+    notifications = {n["groupLabels"]["alertname"]: n for n in published(aws["queue"])}
+    assert sorted(notifications) == ["TrunkBroken", "TrunkJobFailing"]
+    assert all(n["status"] == "firing" for n in notifications.values())
+    (job_alert,) = notifications["TrunkJobFailing"]["alerts"]
+    assert job_alert["labels"]["job"] == SAMPLE_JOB and job_alert["annotations"]["streak"] == "3"
+    runs = job_alert["annotations"]["failing_runs"].split()
+    assert runs == [f"https://ci.example/{n}" for n in (43, 42, 41)]
+    (alert,) = table_items("alert")
+    assert alert["job"] == {"S": SAMPLE_JOB}
+    # Published once: the same tick delivered again (a retried batch) sends nothing more.
+    with clock.frozen(SAMPLE_NOW + timedelta(seconds=2)):
+        assert notifier.lambda_handler(sample("notifier_stream"), context("notifier")) == {
+            "batchItemFailures": []
+        }
+    assert published(aws["queue"]) == []
 
 
 def test_notifier_reports_a_failing_tick_with_every_record_after_it(configured: HTTPServer) -> None:

@@ -272,25 +272,27 @@ def test_an_extended_firing_run_gives_the_full_walks_alert(passes_to_close: int)
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "fresh_before", "may_change"),
+    ("old", "new", "fresh_before", "quiet", "firing"),
     [
-        (CellState.PENDING, CellState.PASS, False, False),  # finished green: no read
-        (CellState.PENDING, CellState.FLAKY, False, False),
-        (None, CellState.PENDING, True, False),  # a new commit's pending cell
-        (None, CellState.PENDING, False, True),  # ... that may end the job's staleness
-        (None, CellState.FAIL, True, True),
-        (CellState.PASS, CellState.PENDING, True, True),  # a re-run hides a pass: runs may merge
-        (CellState.PASS, CellState.NODATA, True, True),
-        (CellState.PENDING, CellState.FAIL, True, True),
-        (CellState.PASS, CellState.FLAKY, True, False),
+        (CellState.PENDING, CellState.PASS, False, False, True),  # finished green: no read
+        (CellState.PENDING, CellState.FLAKY, False, False, True),
+        (None, CellState.PENDING, True, False, False),  # a new commit's pending cell
+        (None, CellState.PENDING, False, True, False),  # ... that may end the job's staleness
+        (None, CellState.FAIL, True, True, True),
+        (None, CellState.PASS, True, False, True),
+        (CellState.PASS, CellState.PENDING, True, True, True),  # a re-run hides a pass: runs may merge
+        (CellState.PASS, CellState.NODATA, True, True, True),
+        (CellState.PENDING, CellState.FAIL, True, True, True),
+        (CellState.PASS, CellState.FLAKY, True, False, True),
     ],
 )
-def test_which_changes_may_change_a_quiet_jobs_verdict(
-    old: CellState | None, new: CellState, fresh_before: bool, may_change: bool
+def test_which_changes_may_change_a_jobs_verdict(
+    old: CellState | None, new: CellState, fresh_before: bool, quiet: bool, firing: bool
 ) -> None:
-    assert may_change_verdict(old, new, False, fresh_before) is may_change
-    # A firing job: always, but for a new commit's pending cell.
-    assert may_change_verdict(old, new, True, fresh_before) is (old is not None or new != CellState.PENDING)
+    """`quiet`: whether the change may change the verdict of a job that is not firing;
+    `firing`: of a firing job (always, but for a new commit's pending cell)."""
+    assert may_change_verdict(old, new, False, fresh_before) is quiet
+    assert may_change_verdict(old, new, True, fresh_before) is firing
 
 
 def test_a_new_pending_cell_never_changes_a_firing_jobs_verdict() -> None:

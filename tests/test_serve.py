@@ -12,6 +12,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,11 +24,13 @@ from tests.test_scenarios import SCENARIOS
 BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subprocess.Popen[str], str]]:
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """A `serve` process of its own for each test (one test stops it, another silences), so
+    every test holds alone and in any order."""
     # basic-break up to 19:19: the broken job and TrunkBroken are firing.
     lines = (SCENARIOS / "basic-break.jsonl").read_text().splitlines()
-    scenario = tmp_path_factory.mktemp("serve") / "firing.jsonl"
+    scenario = tmp_path / "firing.jsonl"
     scenario.write_text("\n".join(lines[:27]) + "\n")
     port = free_port()
     command = [

@@ -4,7 +4,7 @@ form prefilled from an alert, silence create/expire, and the bearer-token prompt
 
 The screenshot goes to the test's tmp dir; TRUNKWATCH_UPDATE_SCREENSHOT=1 (`make screenshot`)
 also copies it over the README's docs/status-page.png. Chromium is a peer like Alertmanager:
-installed by scripts/install_peers.sh when missing, skipped with TRUNKWATCH_SKIP_PEERS=1.
+installed by scripts/install_peers.sh when missing, skipped by the peers switch (tests/peers.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.peers import INSTALL_PEERS, ROOT, free_port, wait_until_serving
+from tests.peers import ROOT, free_port, peer_binary, wait_until_serving
 from tests.test_scenarios import SCENARIOS
 from trunkwatch.api import auth
 
@@ -54,19 +54,7 @@ TOKEN = "status-page-test-token"
 
 
 def chromium() -> str:
-    if os.environ.get("TRUNKWATCH_SKIP_PEERS") == "1":
-        pytest.skip("TRUNKWATCH_SKIP_PEERS=1: not running the browser tests")
-    found = shutil.which("chromium")
-    if found is None:
-        result = subprocess.run([str(INSTALL_PEERS)], capture_output=True, text=True, check=False)
-        found = shutil.which("chromium")
-        if found is None:
-            pytest.fail(
-                f"chromium is missing and {INSTALL_PEERS.name} could not install it "
-                f"(exit {result.returncode}): {result.stderr.strip()[-500:]}\n"
-                "Install Debian's chromium, or set TRUNKWATCH_SKIP_PEERS=1 to skip these tests."
-            )
-    return found
+    return peer_binary("chromium")
 
 
 def hostile_scenario(path: Path) -> Path:
