@@ -27,11 +27,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.paths import ROOT
 from trunkwatch.api import auth
 from trunkwatch_local import apigw
 from trunkwatch_local.runtime import LambdaContext
 
-ROOT = Path(__file__).resolve().parent.parent
 INSTALL_PEERS = ROOT / "scripts" / "install_peers.sh"
 ALERTMANAGER_CONFIG = """\
 route:

@@ -11,23 +11,20 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from tests.conftest import table_items
 from tests.peers import READER, call_api
+from tests.support.api import HOUR, NOW, FakeView, fake_alert
+from tests.support.aws import table_items
 from trunkwatch.api import routes
 from trunkwatch.api.routes import MAX_BODY_BYTES
 from trunkwatch.domain import clock
-from trunkwatch.domain.alerts import Alert
 from trunkwatch.silences.model import MAX_MATCHERS
 from trunkwatch_local.apigw import serve_api
 
-NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)
-HOUR = timedelta(hours=1)
 JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 
 
@@ -257,34 +254,14 @@ def test_read_scope_can_read() -> None:
 # --- GET /api/v2/alerts, against the overview module's contract ---------------------------
 
 
-@dataclass
-class FakeView:
-    alert: Alert
-    silenced_by: list[str] = field(default_factory=list)
-    inhibited_by: list[str] = field(default_factory=list)
-
-
-def _alert(name: str, job: str | None = None, ends_at: datetime | None = None) -> Alert:
-    labels = {
-        "alertname": name,
-        "repo": "pytorch/pytorch",
-        "branch": "main",
-        "priority": "P3",
-        "team": "ci-oncall",
-    }
-    if job:
-        labels["job"] = job
-    return Alert(labels, {"summary": f"{name} {job or ''}"}, starts_at=NOW - HOUR, ends_at=ends_at)
-
-
 @pytest.fixture
 def overview(monkeypatch: pytest.MonkeyPatch) -> list[FakeView]:
     views = [
-        FakeView(_alert("TrunkJobFailing", JOB)),
-        FakeView(_alert("TrunkJobFailing", "trunk / build"), silenced_by=["s-1"]),
-        FakeView(_alert("TrunkJobFailing", "pull / docs"), inhibited_by=["fp-1"]),
-        FakeView(_alert("TrunkBadlyBroken")),
-        FakeView(_alert("TrunkJobFailing", "pull / gone", ends_at=NOW - HOUR)),
+        FakeView(fake_alert("TrunkJobFailing", JOB)),
+        FakeView(fake_alert("TrunkJobFailing", "trunk / build"), silenced_by=["s-1"]),
+        FakeView(fake_alert("TrunkJobFailing", "pull / docs"), inhibited_by=["fp-1"]),
+        FakeView(fake_alert("TrunkBadlyBroken")),
+        FakeView(fake_alert("TrunkJobFailing", "pull / gone", ends_at=NOW - HOUR)),
     ]
     fake = types.ModuleType("trunkwatch.app.views")
     fake.current_alerts = lambda deployment, now, links: views  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ from benchmarks.github_server import GitHubServer
 from benchmarks.report import render
 from benchmarks.trunk import DAY_START, Day
 from benchmarks.usage import Meter
-from tests.conftest import PLAIN_TABLE, padded_item
+from tests.support.aws import PLAIN_TABLE, padded_item
 from trunkwatch.domain.cells import build_cells
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.sources.github import GitHubSource

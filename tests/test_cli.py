@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT
+from tests.support.scenarios import SCENARIOS
+
 
 def trunkwatch(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -100,9 +103,6 @@ def test_missing_replay_file(tmp_path: Path) -> None:
     one_line_error(trunkwatch("replay", str(tmp_path / "absent.jsonl")), "cannot read", "absent.jsonl")
 
 
-SCENARIOS = Path(__file__).resolve().parent / "scenarios"
-
-
 def test_a_gzipped_replay_gives_the_same_messages_as_the_plain_one(tmp_path: Path) -> None:
     plain = SCENARIOS / "basic-break.jsonl"
     zipped = tmp_path / "basic-break.jsonl.gz"
@@ -185,7 +185,7 @@ def test_config_that_is_not_yaml(tmp_path: Path) -> None:
 def test_example_configuration_is_valid() -> None:
     from trunkwatch.domain.config import load_file
 
-    deployment = load_file(Path(__file__).resolve().parents[1] / "examples" / "config.yaml")
+    deployment = load_file(ROOT / "examples" / "config.yaml")
     pytorch, vision = deployment.trunks
     rule = deployment.rule_for(pytorch)
     assert rule.in_scope("pull / linux-jammy / build") and not rule.in_scope("periodic / x")

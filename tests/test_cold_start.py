@@ -16,18 +16,17 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_hud_source import grid
+from tests.support.hud import grid
+from tests.support.paths import ROOT, TESTS
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import Wiring, read_wiring
 
-ROOT = Path(__file__).resolve().parents[1]
-DRIVER = Path(__file__).with_name("cold_invoke.py")
+DRIVER = TESTS / "cold_invoke.py"
 REGION = "us-east-1"
 # What CloudFormation's references resolve to in a deployed stack (names as it makes them).
 DEPLOYED = {

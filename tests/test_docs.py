@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 POINTER = re.compile(r"design\.md §(\d+(?:\.\d+)?)((?:, §\d+(?:\.\d+)?)*)")
 HEADING = re.compile(r"^#{2,4} (\d+(?:\.\d+)?)\.? ", re.MULTILINE)
 

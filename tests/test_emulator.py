@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.dynamodbstreams.models import dynamodbstreams_backends
 
-from tests.conftest import PLAIN_TABLE, padded_item
+from tests.support.aws import PLAIN_TABLE, padded_item
 from trunkwatch.domain import clock
 from trunkwatch_local.emulator import emulation, fast_dynamodb, release_stream
 

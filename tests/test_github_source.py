@@ -16,13 +16,13 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+from tests.support.paths import TESTS
 from trunkwatch.domain.cells import CellState, build_cells
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
@@ -30,7 +30,7 @@ from trunkwatch.sources.base import Snapshot, SourceError
 from trunkwatch.sources.github import GitHubSource
 from trunkwatch.sources.http import HttpClient
 
-FIXTURES = Path(__file__).parent / "fixtures" / "github"
+FIXTURES = TESTS / "fixtures" / "github"
 REPO = "octo-org/widgets"
 REPO_ID = 700000001
 TOKEN = "test-token-0123456789"  # a made-up value the tests look for in state and messages

@@ -6,7 +6,6 @@ import copy
 import importlib.util
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -14,14 +13,13 @@ import boto3
 import pytest
 from pytest_httpserver import HTTPServer
 
-from tests.conftest import table_items
-from tests.test_hud_source import grid
+from tests.support.aws import table_items
+from tests.support.hud import grid
+from tests.support.paths import ROOT
 from trunkwatch.domain import clock
 from trunkwatch.domain.cells import Cell, CellState, Commit
 from trunkwatch.storage import cells, ticks
 from trunkwatch_local.runtime import LambdaContext
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def handler(name: str) -> ModuleType:

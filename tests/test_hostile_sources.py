@@ -26,17 +26,17 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import table_items
-from tests.test_hud_source import grid
+from tests.support.aws import table_items
+from tests.support.hud import HOSTILE_TOKEN, grid, two_trunks
 from trunkwatch.app import poll
-from trunkwatch.domain.config import Deployment, load_deployment
+from trunkwatch.domain.config import load_deployment
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.http import HttpClient, Response, retry_after_seconds, says_rate_limited
 from trunkwatch.sources.hud import HudSource
 from trunkwatch_local.hud_server import HudServer
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
-TOKEN = "hostile-test-token-0123456789"
+TOKEN = HOSTILE_TOKEN
 MIB = 1024 * 1024
 # The peak of Python's allocations while one hostile answer is read: the client caps a body at
 # 32 MiB (inflated); about 56 MiB measured. An uncapped gzip bomb would inflate to 400 MiB.
@@ -369,27 +369,6 @@ def test_protocol_errors_are_all_classified() -> None:
 # --- one poll of two trunks: the hostile one fails alone -----------------------------------
 
 
-@pytest.fixture
-def healthy() -> Iterator[HudServer]:
-    server = HudServer()
-    server.serve(grid())
-    yield server
-    server.stop()
-
-
-def _two_trunks(monkeypatch: pytest.MonkeyPatch, hostile_url: str, healthy_url: str) -> Deployment:
-    monkeypatch.setenv("HOSTILE_TOKEN", TOKEN)
-    deployment = load_deployment(
-        {
-            "trunks": [
-                {"repo": "evil/repo", "url": hostile_url, "token": {"env": "HOSTILE_TOKEN"}},
-                {"repo": "pytorch/pytorch", "url": healthy_url},
-            ]
-        }
-    )
-    return deployment
-
-
 def _logged(caplog: pytest.LogCaptureFixture) -> str:
     """Every captured log record with its extra fields (cause, error), as text."""
     return "\n".join(repr(record.__dict__) for record in caplog.records)
@@ -418,7 +397,7 @@ def test_a_hostile_trunk_fails_alone_and_the_poll_ends_in_time(
     request: Any,
 ) -> None:
     name = request.node.callspec.params["hostile"]
-    deployment = _two_trunks(monkeypatch, hostile.url, healthy.url)
+    deployment = two_trunks(monkeypatch, hostile.url, healthy.url)
     budget = 10.0  # the hostile trunk's share is half of it
     clients: dict[str, tuple[float, HttpClient]] = {}  # repo -> (when made, its client)
     peaks: list[int] = []  # of the hostile source's poll (tracemalloc slows moto's writes)
@@ -469,7 +448,7 @@ def test_a_hostile_trunk_fails_alone_and_the_poll_ends_in_time(
 def test_any_exception_of_one_trunk_is_a_classified_failure(
     aws: Any, healthy: HudServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    deployment = _two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)
+    deployment = two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)
     real = poll.make_source
 
     def make_source(trunk: Any, http: Any = None) -> Any:

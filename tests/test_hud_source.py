@@ -12,55 +12,13 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+from tests.support.hud import PATH, grid
 from trunkwatch.domain.config import load_deployment
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.http import HttpClient
 from trunkwatch.sources.hud import HudSource
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
-PATH = "/api/hud/pytorch/pytorch/main/1"
-
-
-def grid() -> dict[str, Any]:
-    return {
-        "jobNames": ["pull / b / test (default, 1, 2, r)", "pull / b / test (default, 2, 2, r)", "lint / l"],
-        "shaGrid": [
-            {
-                "sha": "bbb",
-                "time": "2026-11-18T19:30:00Z",
-                "prNum": 2,
-                "commitTitle": "second",
-                "author": "dev2",
-                "jobs": [
-                    {
-                        "conclusion": "failure",
-                        "status": "completed",
-                        "htmlUrl": "u1",
-                        "failureLines": ["FAILED t"],
-                    },
-                    {
-                        "conclusion": "success",
-                        "status": "completed",
-                        "htmlUrl": "u2",
-                        "failedPreviousRun": True,
-                    },
-                    {},
-                ],
-            },
-            {
-                "sha": "aaa",
-                "time": "2026-11-18T19:00:00Z",
-                "prNum": None,
-                "commitTitle": "first",
-                "author": "dev1",
-                "jobs": [
-                    {"conclusion": "pending", "status": "in_progress"},
-                    {"conclusion": "success"},
-                    {"conclusion": "success"},
-                ],
-            },
-        ],
-    }
 
 
 def source(server: HTTPServer, token: str | None = "bot-token", timeout: float = 5.0) -> HudSource:

@@ -10,8 +10,8 @@ import boto3
 import pytest
 from pytest_httpserver import HTTPServer
 
-from tests.conftest import table_items
-from tests.test_hud_source import PATH, grid
+from tests.support.aws import table_items
+from tests.support.hud import PATH, grid
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.domain.config import load_deployment
 from trunkwatch.sources.base import SourceError

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import boto3
 import pytest
 
+from tests.support.alerts import HOUR, NOW, view
 from trunkwatch.channels.base import Notification
 from trunkwatch.channels.email import email_text
 from trunkwatch.channels.sns import SNS_MAX_BYTES, SUBJECT_MAX, SnsChannel, publish_arguments
 from trunkwatch.channels.webhook import subject
 from trunkwatch.domain import alerts
-from trunkwatch.domain.alerts import RECEIVER, Alert, AlertView, describe_commit, job_detail
+from trunkwatch.domain.alerts import RECEIVER, AlertView, describe_commit, job_detail
 from trunkwatch.domain.dedup import Decision, LogState, decide
 
 
@@ -22,38 +23,6 @@ def message(view: AlertView, decision: Decision, external_url: str) -> dict[str,
     return publish_arguments(
         Notification(view.alert, decision.status, decision.reason, external_url, RECEIVER)
     )
-
-
-NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
-HOUR = timedelta(hours=1)
-
-
-def view(
-    status: str = "firing",
-    silenced: list[str] | None = None,
-    inhibited: list[str] | None = None,
-    jobs: dict[str, str] | None = None,
-    summary: str = "pull / x failing",
-    team: str = "ci-oncall",
-) -> AlertView:
-    labels = {
-        "alertname": "TrunkJobFailing",
-        "repo": "pytorch/pytorch",
-        "branch": "main",
-        "priority": "P3",
-        "team": team,
-        "job": "pull / x",
-        "workflow": "pull",
-    }
-    alert = Alert(
-        labels,
-        {"summary": summary, "culprit_sha": "abc"},
-        starts_at=NOW - 2 * HOUR,
-        ends_at=NOW if status == "resolved" else None,
-        generator_url="https://hud/x",
-        jobs=jobs or {},
-    )
-    return AlertView(alert, "pytorch/pytorch#main", silenced or [], inhibited or [])
 
 
 FIRED = LogState(last_status="firing", last_sent_at=NOW - HOUR)

@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.conftest import record_stream_batches, table_items
+from tests.support.aws import record_stream_batches, table_items
 from trunkwatch.app import evaluate
 from trunkwatch.domain import clock
 from trunkwatch_local.hud_server import HudServer

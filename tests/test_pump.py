@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 
-from tests.conftest import PLAIN_TABLE, padded_item
+from tests.support.aws import PLAIN_TABLE, padded_item
 from trunkwatch.domain import clock
 from trunkwatch_local.emulator import fast_dynamodb, release_stream
 from trunkwatch_local.pump import StreamPump

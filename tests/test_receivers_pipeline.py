@@ -9,12 +9,12 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import record_stream_batches, table_items
+from tests.support.aws import record_stream_batches, table_items
+from tests.support.scenarios import SCENARIOS
 from trunkwatch.domain import clock
 from trunkwatch.storage.keys import IDEMPOTENCY
 from trunkwatch_local.receiver_servers import GitHubIssuesServer, SlackServer
@@ -23,7 +23,6 @@ from trunkwatch_local.runtime import LambdaContext, LocalRuntime
 from trunkwatch_local.scenario import DEMO_JOBS, Trunk, _demo_outcome
 from trunkwatch_local.session import Session, replay_into, run_replay
 
-SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 LABELS = ["trunk-health", "ci"]
 TOKEN_VARIABLE = "TRUNKWATCH_TEST_GITHUB_TOKEN"
 FINGERPRINT = re.compile(r"trunkwatch-fingerprint: ([0-9a-f]{16})")

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
-from tests import test_trunk_alerts as trunk_alerts
+from tests.support import band
+from tests.support.paths import ROOT
 from trunkwatch.domain import clock
 from trunkwatch.storage.ticks import TICK_TTL
 from trunkwatch_local.hud_server import HudServer
@@ -27,7 +27,7 @@ BROKEN = "pull / linux-jammy / test (default, linux.2xlarge)"
 LINT = "lint / lint"
 FIRST_FAIL, FIXED = 2, 20  # commit 2 breaks the job, commit 20 fixes it
 EVERY = timedelta(hours=24)  # a commit a day: commits expire while the job is broken
-API_EVENT = Path(__file__).resolve().parents[1] / "events" / "api_get_silences.json"
+API_EVENT = ROOT / "events" / "api_get_silences.json"
 
 
 def outcome(job: str, index: int) -> str:
@@ -176,10 +176,10 @@ def test_expired_items_change_no_alert(pipeline: Any) -> None:
 
 def test_a_log_expires_unless_it_was_last_sent_firing() -> None:
     hud = HudServer()
-    trunk = Trunk(jobs=trunk_alerts.JOBS, outcome=trunk_alerts.outcome)
+    trunk = Trunk(jobs=band.JOBS, outcome=band.outcome)
     runtime = LocalRuntime().start(Replay("pytorch/pytorch", "main", {}).deployment(hud.url))
     try:
-        trunk_alerts.run(runtime, hud, trunk, hours=5)
+        band.run(runtime, hud, trunk, hours=5)
         logs = {(log["alertname"]["S"], log.get("job", {}).get("S")): log for log in items("notification")}
     finally:
         runtime.stop()

@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_status_routes import _get, _headers
+from tests.support.api import get_page, headers_of
+from tests.support.paths import ROOT
 from trunkwatch.api import auth, page
 from trunkwatch.api.runbook import render
 from trunkwatch.app.views import runbook_url
 from trunkwatch.domain import alerts
 from trunkwatch_local import apigw
 
-ROOT = Path(__file__).resolve().parents[1]
 ALERTNAMES = (
     alerts.JOB_FAILING,
     alerts.TRUNK_BROKEN,
@@ -33,9 +32,9 @@ def test_the_packaged_runbook_is_docs_runbook() -> None:
 
 
 def test_runbook_page_has_a_section_per_alert_and_the_strict_policy(aws: Any) -> None:
-    response = _get("/runbook")
+    response = get_page("/runbook")
     assert response["statusCode"] == 200
-    headers = _headers(response)
+    headers = headers_of(response)
     assert headers["content-type"] == "text/html; charset=utf-8"
     assert headers["content-security-policy"] == page.CONTENT_SECURITY_POLICY
     body = response["body"]

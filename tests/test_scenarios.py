@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-SCENARIOS = Path(__file__).resolve().parent / "scenarios"
-REAL_HISTORY = (
-    Path(__file__).resolve().parent / "real-history" / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
-)
-BESIDE = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
+from tests.support.paths import ROOT, TESTS
+from tests.support.scenarios import SCENARIOS
+
+REAL_HISTORY = TESTS / "real-history" / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
+BESIDE = ROOT.parent / "shared" / "scenarios"
 
 
 def _scenarios(folder: Path) -> list[Path]:

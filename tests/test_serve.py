@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import scenario_ending_now
 from tests.peers import free_port, peer_binary, wait_until_serving
-from tests.test_scenarios import SCENARIOS
+from tests.support.scenarios import SCENARIOS, scenario_ending_now
 
 BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 

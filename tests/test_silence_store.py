@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import table_items
+from tests.support.aws import table_items
 from trunkwatch.silences import SilenceError, store
 from trunkwatch.silences.items import SilenceItem
 from trunkwatch.silences.store import SilenceConflict, SilenceNotFound

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.peers import ROOT, free_port, peer_binary, wait_until_serving
-from tests.test_scenarios import SCENARIOS
+from tests.support.scenarios import SCENARIOS
 from trunkwatch.api import auth
 
 pytestmark = pytest.mark.slow

@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.peers import call_api, invoke
-from tests.test_api import NOW, FakeView, _alert
+from tests.peers import call_api
+from tests.support.api import NOW, FakeView, fake_alert, get_page, headers_of
 from trunkwatch.api import auth, page
 from trunkwatch.domain import clock
 from trunkwatch.domain.links import matcher_filter, silence_url
@@ -113,21 +113,6 @@ def test_silence_url_without_a_job_and_with_awkward_values() -> None:
 # --- the page and its assets ----------------------------------------------------------
 
 
-def _get(path: str, *, stage_path: str | None = None) -> dict[str, Any]:
-    event = apigw.proxy_event("GET", path, caller=None)
-    if stage_path is not None:
-        event["requestContext"]["path"] = stage_path
-    response: dict[str, Any] = invoke("api", event)
-    return response
-
-
-def _headers(response: dict[str, Any]) -> dict[str, str]:
-    headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
-    for name, values in (response.get("multiValueHeaders") or {}).items():
-        headers[name.lower()] = ", ".join(values)
-    return headers
-
-
 @pytest.mark.parametrize(
     ("path", "content_type", "marker"),
     [
@@ -139,9 +124,9 @@ def _headers(response: dict[str, Any]) -> dict[str, str]:
 def test_page_and_assets_need_no_token_and_carry_a_strict_policy(
     aws: Any, path: str, content_type: str, marker: str
 ) -> None:
-    response = _get(path)
+    response = get_page(path)
     assert response["statusCode"] == 200
-    headers = _headers(response)
+    headers = headers_of(response)
     assert headers["content-type"] == content_type
     assert headers["x-content-type-options"] == "nosniff"
     policy = dict(part.strip().split(" ", 1) for part in headers["content-security-policy"].split(";"))
@@ -162,13 +147,13 @@ def test_the_page_has_no_inline_script_or_style() -> None:
 
 def test_unknown_assets_are_404(aws: Any) -> None:
     for path in ("/static/index.html", "/static/..%2Ftemplate.yaml", "/static/app.py"):
-        assert _get(path)["statusCode"] == 404
+        assert get_page(path)["statusCode"] == 404
 
 
 def test_the_stage_root_without_a_slash_redirects(aws: Any) -> None:
-    response = _get("/", stage_path="/v1")
+    response = get_page("/", stage_path="/v1")
     assert response["statusCode"] == 301
-    assert _headers(response)["location"] == "/v1/"
+    assert headers_of(response)["location"] == "/v1/"
 
 
 def test_local_gateway_serves_the_page_without_a_token_but_not_the_api() -> None:
@@ -222,9 +207,9 @@ def test_template_serves_the_page_without_the_authorizer() -> None:
 @pytest.fixture
 def views(aws: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeView]]:
     found = [
-        FakeView(_alert("TrunkBroken")),
-        FakeView(_alert("TrunkJobFailing", "pull / a"), silenced_by=["s-1"]),
-        FakeView(_alert("TrunkJobFailing", "trunk / b")),
+        FakeView(fake_alert("TrunkBroken")),
+        FakeView(fake_alert("TrunkJobFailing", "pull / a"), silenced_by=["s-1"]),
+        FakeView(fake_alert("TrunkJobFailing", "trunk / b")),
     ]
     # The API's contract with the overview module, faked as tests/test_api.py does.
     fake = types.ModuleType("trunkwatch.app.views")

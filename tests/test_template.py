@@ -25,6 +25,7 @@ from pynamodb.attributes import TTLAttribute
 from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
 
+from tests.support.paths import ROOT
 from trunkwatch.app.notify import IDEMPOTENCY_EXPIRY_ATTRIBUTE
 from trunkwatch.domain.config import load_deployment, parse_duration
 from trunkwatch.silences.items import SilenceAuditItem, SilenceItem
@@ -33,7 +34,6 @@ from trunkwatch.storage.table import TTL_ATTRIBUTE
 from trunkwatch_local import template as template_module
 from trunkwatch_local.template import TEMPLATE_ENV, TemplateError, find_template, load_template
 
-ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"
 EVENTS = ROOT / "events"
 FUNCTIONS = (

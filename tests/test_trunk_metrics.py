@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_hostile_sources import NOW, _two_trunks, healthy  # noqa: F401 - a fixture
-from tests.test_notify import view
+from tests.support.alerts import NOW, view
+from tests.support.hud import two_trunks
 from trunkwatch.app import notify, poll
 from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
@@ -36,12 +36,12 @@ def gauges(output: str, name: str) -> dict[str, float]:
 
 def test_ingest_reports_seconds_since_each_trunks_last_good_poll(
     aws: Any,
-    healthy: HudServer,  # noqa: F811 - the fixture imported above
+    healthy: HudServer,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
-    deployment = _two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)  # nothing listens on port 9
+    deployment = two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)  # nothing listens on port 9
     trunks.record_poll_success("evil/repo#main", NOW - timedelta(minutes=5), trunks.state("evil/repo#main"))
     poll.poll_all(deployment, NOW)
     seconds = gauges(capsys.readouterr().out, SECONDS_SINCE_GOOD_POLL)

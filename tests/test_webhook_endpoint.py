@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests import webhooks
-from tests.conftest import table_items
+from tests.support.aws import table_items
 from trunkwatch.app.delivery import MAX_BODY_BYTES, handle_request
 from trunkwatch.domain.config import Deployment, load_deployment
 from trunkwatch_local.function_url import function_url_event

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests import webhooks
-from tests.conftest import table_items
+from tests.support.aws import table_items
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, trunk_of
 from trunkwatch.domain.cells import Commit, JobRun

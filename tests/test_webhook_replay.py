@@ -6,17 +6,14 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests import webhooks
+from tests.support.scenarios import SCENARIOS
 from trunkwatch_local.replay import ReplayError, parse_replay
 from trunkwatch_local.session import run_replay
-
-SCENARIOS = Path(__file__).parent / "scenarios"
-
 
 _LOCAL_PORT = re.compile(r"127\.0\.0\.1:\d+")
 

@@ -8,10 +8,11 @@ import hashlib
 import hmac
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).parent / "fixtures" / "webhooks"
+from tests.support.paths import TESTS
+
+FIXTURES = TESTS / "fixtures" / "webhooks"
 REPO = "pytorch/pytorch"
 BRANCH = "main"
 
