@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SAM_VENV ?= .venv-sam
 SAM_REQUIREMENTS := requirements-sam.txt
 
-.PHONY: demo test lint typecheck unit check-template peers bench screenshot clean
+.PHONY: demo test lint typecheck unit component peer-tests template-tests check-template peers bench screenshot clean
 
 # The project's virtualenv: runtime + test dependencies and trunkwatch itself (editable).
 $(VENV)/.installed: requirements-dev.txt layers/trunkwatch/requirements.txt layers/trunkwatch/requirements-api.txt pyproject.toml
@@ -18,8 +18,11 @@ $(VENV)/.installed: requirements-dev.txt layers/trunkwatch/requirements.txt laye
 demo: $(VENV)/.installed
 	$(BIN)/trunkwatch demo
 
-# Everything CI runs: lint, types, template checks, then the tests (real peers included).
-test: lint typecheck check-template peers unit
+# Everything CI runs: lint, types, template checks, the peers, then every tier of tests in one
+# run (tests/unit, tests/component, tests/peers, tests/template; real peers included).
+TEST_TIERS := tests/unit tests/component tests/peers tests/template
+test: lint typecheck check-template peers
+	$(BIN)/python -m pytest -n 2 $(TEST_TIERS)
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
@@ -28,13 +31,24 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
-# pytest exits non-zero (5) when it collects no test, so an empty run fails here too.
-# Two workers: the machine has two cores and the slow tests wait on the local emulator.
+# One tier of tests each. pytest exits non-zero (5) when it collects no test, so an empty run
+# fails here too. Two workers: the machine has two cores and the slow tests wait on the local
+# emulator.
+# The fast ones only: no AWS, no subprocess, no real peer.
 unit: $(VENV)/.installed
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 tests/unit
+
+component: $(VENV)/.installed
+	$(BIN)/python -m pytest -n 2 tests/component
+
+peer-tests: $(VENV)/.installed peers
+	$(BIN)/python -m pytest -n 2 tests/peers
+
+template-tests: $(VENV)/.installed
+	$(BIN)/python -m pytest -n 2 tests/template
 
 # amtool, Alertmanager (Debian's prometheus-alertmanager) and chromium for the peer tests.
-# TRUNKWATCH_SKIP_PEERS=1 (exactly 1, as for the tests: tests/peers.py) skips them.
+# TRUNKWATCH_SKIP_PEERS=1 (exactly 1, as for the tests: tests/support/peers.py) skips them.
 peers:
 	@if [ "$$TRUNKWATCH_SKIP_PEERS" = 1 ]; then echo "peers: skipped (TRUNKWATCH_SKIP_PEERS=1)"; else scripts/install_peers.sh; fi
 
@@ -48,7 +62,7 @@ bench: $(VENV)/.installed
 
 # Refresh the README's status page screenshot (chromium + Playwright, like the browser tests).
 screenshot: $(VENV)/.installed
-	TRUNKWATCH_UPDATE_SCREENSHOT=1 $(BIN)/python -m pytest -q -p no:xdist tests/test_status_page.py -k test_alerts_silence_from_an_alert_and_expire
+	TRUNKWATCH_UPDATE_SCREENSHOT=1 $(BIN)/python -m pytest -q -p no:xdist tests/peers/test_status_page.py -k test_alerts_silence_from_an_alert_and_expire
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam benchmarks/out

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.peers import invoke
+from tests.support.peers import invoke
 from trunkwatch.domain.alerts import Alert
 from trunkwatch_local import apigw
 

@@ -1,6 +1,6 @@
 """One invocation of one handler in a new interpreter, as a new Lambda container runs it.
 
-Run by `tests/test_cold_start.py` as `python tests/cold_invoke.py '<spec JSON>'` with exactly
+Run by `tests/template/test_cold_start.py` as `python tests/support/cold_invoke.py '<spec JSON>'` with exactly
 the environment the template gives the function. moto stands in for AWS: the table (the
 template's definition), the configuration and token parameters, the topic, all named as the
 environment names them. Nothing of the domain package is imported here before the handler

@@ -14,8 +14,8 @@ import re2
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.peers import READER, WRITER, call_api
 from tests.support.aws import table_items
+from tests.support.peers import READER, WRITER, call_api
 from trunkwatch.domain import clock
 
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)

@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.peers import call_api
 from tests.support.api import NOW, FakeView, fake_alert, get_page, headers_of
+from tests.support.peers import call_api
 from trunkwatch.api import auth, page
 from trunkwatch.domain import clock
 from trunkwatch.domain.links import matcher_filter, silence_url
@@ -211,7 +211,7 @@ def views(aws: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeView]]
         FakeView(fake_alert("TrunkJobFailing", "pull / a"), silenced_by=["s-1"]),
         FakeView(fake_alert("TrunkJobFailing", "trunk / b")),
     ]
-    # The API's contract with the overview module, faked as tests/test_api.py does.
+    # The API's contract with the overview module, faked as tests/support/api.py does.
     fake = types.ModuleType("trunkwatch.app.views")
     fake.current_alerts = lambda deployment, now, links: found  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "trunkwatch.app.views", fake)

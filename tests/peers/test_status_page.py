@@ -4,7 +4,7 @@ form prefilled from an alert, silence create/expire, and the bearer-token prompt
 
 The screenshot goes to the test's tmp dir; TRUNKWATCH_UPDATE_SCREENSHOT=1 (`make screenshot`)
 also copies it over the README's docs/status-page.png. Chromium is a peer like Alertmanager:
-installed by scripts/install_peers.sh when missing, skipped by the peers switch (tests/peers.py).
+installed by scripts/install_peers.sh when missing, skipped by the peers switch (tests/support/peers.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.peers import ROOT, free_port, peer_binary, wait_until_serving
+from tests.support.peers import ROOT, free_port, peer_binary, wait_until_serving
 from tests.support.scenarios import SCENARIOS
 from trunkwatch.api import auth
 

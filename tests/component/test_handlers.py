@@ -228,7 +228,7 @@ def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_k
 def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from aws_lambda_powertools.utilities import parameters
 
-    from tests import webhooks
+    from tests.support import webhooks
     from trunkwatch_local.function_url import function_url_event
 
     config = {"trunks": [{"repo": "pytorch/pytorch", "source": "github", "webhook": True}]}

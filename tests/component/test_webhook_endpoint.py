@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests import webhooks
+from tests.support import webhooks
 from tests.support.aws import table_items
 from trunkwatch.app.delivery import MAX_BODY_BYTES, handle_request
 from trunkwatch.domain.config import Deployment, load_deployment

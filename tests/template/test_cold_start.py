@@ -1,6 +1,6 @@
 """Every function of template.yaml, started cold as Lambda starts it, on each of its samples.
 
-A new interpreter per invocation (`tests/cold_invoke.py`), exactly the environment the template
+A new interpreter per invocation (`tests/support/cold_invoke.py`), exactly the environment the template
 gives the function (Globals' variables and its own, references resolved to values shaped like
 a deployed stack's) plus what Lambda's runtime sets, moto behind it, one invocation of the
 sample event from `events/`. Nothing is bound or configured for the handler beforehand: it
@@ -26,7 +26,7 @@ from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import Wiring, read_wiring
 
-DRIVER = TESTS / "cold_invoke.py"
+DRIVER = TESTS / "support" / "cold_invoke.py"
 REGION = "us-east-1"
 # What CloudFormation's references resolve to in a deployed stack (names as it makes them).
 DEPLOYED = {

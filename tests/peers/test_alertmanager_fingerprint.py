@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.peers import alertmanager
+from tests.support.peers import alertmanager
 from trunkwatch.domain.alerts import fingerprint
 from trunkwatch.domain.clock import format_time
 

@@ -16,8 +16,8 @@ import boto3
 import pytest
 from aws_lambda_powertools.utilities import parameters
 
-from tests.peers import READER, call_api, invoke, load_function
 from tests.support.aws import table_items
+from tests.support.peers import READER, call_api, invoke, load_function
 from trunkwatch.api import auth
 from trunkwatch.domain.clock import format_time
 from trunkwatch.silences import store

@@ -19,8 +19,8 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto.server import ThreadedMotoServer
 
-from tests.peers import load_function, peer_binary
 from tests.support.aws import CONFIG, CONFIG_PARAMETER, template_environment
+from tests.support.peers import load_function, peer_binary
 from trunkwatch import storage
 from trunkwatch.api import auth
 from trunkwatch.domain.alerts import Alert

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests import webhooks
+from tests.support import webhooks
 from tests.support.scenarios import SCENARIOS
 from trunkwatch_local.replay import ReplayError, parse_replay
 from trunkwatch_local.session import run_replay

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.peers import free_port, peer_binary, wait_until_serving
+from tests.support.peers import free_port, peer_binary, wait_until_serving
 from tests.support.scenarios import SCENARIOS, scenario_ending_now
 
 BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
@@ -141,7 +141,7 @@ def test_serve_with_tokens_replays_silences_as_the_internal_principal(tmp_path: 
 
 
 def test_serve_takes_signed_github_deliveries_on_its_port() -> None:
-    from tests import webhooks
+    from tests.support import webhooks
     from trunkwatch.domain.config import load_deployment
     from trunkwatch_local.session import Session
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests import webhooks
+from tests.support import webhooks
 from tests.support.aws import table_items
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, trunk_of

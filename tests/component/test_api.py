@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.peers import READER, call_api
 from tests.support.api import HOUR, NOW, FakeView, fake_alert
 from tests.support.aws import table_items
+from tests.support.peers import READER, call_api
 from trunkwatch.api import routes
 from trunkwatch.api.routes import MAX_BODY_BYTES
 from trunkwatch.domain import clock
