@@ -9,7 +9,7 @@ CONSTRAINTS := constraints.txt
 LOCK_VENV ?= .venv-lock
 UV_VERSION := 0.13.9
 
-.PHONY: demo test lint typecheck unit check-template peers bench docs screenshot clean lock
+.PHONY: demo test lint typecheck unit component peer-tests template-tests check-template peers bench docs screenshot clean lock
 
 # The project's virtualenv: trunkwatch (editable) with the local runtime, and the test tools,
 # at the lock's versions.
@@ -23,8 +23,11 @@ $(VENV)/.installed: $(CONSTRAINTS) requirements-dev.txt pyproject.toml
 demo: $(VENV)/.installed
 	$(BIN)/trunkwatch demo
 
-# Everything CI runs: lint, types, template checks, then the tests (real peers included).
-test: lint typecheck check-template peers unit
+# Everything CI runs: lint, types, template checks, the peers, then every tier of tests in one
+# run (tests/unit, tests/component, tests/peers, tests/template; real peers included).
+TEST_TIERS := tests/unit tests/component tests/peers tests/template
+test: lint typecheck check-template peers
+	$(BIN)/python -m pytest -n 2 $(TEST_TIERS)
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
@@ -33,14 +36,26 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
-# pytest exits non-zero (5) when it collects no test, so an empty run fails here too.
-# Two workers: the machine has two cores and the slow tests wait on the local emulator.
+# One tier of tests each. pytest exits non-zero (5) when it collects no test, so an empty run
+# fails here too. Two workers: the machine has two cores and the slow tests wait on the local
+# emulator.
+# The fast ones only: no AWS, no subprocess, no real peer.
 unit: $(VENV)/.installed
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 tests/unit
 
-# amtool and Alertmanager (Debian's prometheus-alertmanager) for the peer tests.
+component: $(VENV)/.installed
+	$(BIN)/python -m pytest -n 2 tests/component
+
+peer-tests: $(VENV)/.installed peers
+	$(BIN)/python -m pytest -n 2 tests/peers
+
+template-tests: $(VENV)/.installed
+	$(BIN)/python -m pytest -n 2 tests/template
+
+# amtool, Alertmanager (Debian's prometheus-alertmanager) and chromium for the peer tests.
+# TRUNKWATCH_SKIP_PEERS=1 (exactly 1, as for the tests: tests/support/peers.py) skips them.
 peers:
-	@if [ -n "$$TRUNKWATCH_SKIP_PEERS" ]; then echo "peers: skipped (TRUNKWATCH_SKIP_PEERS)"; else scripts/install_peers.sh; fi
+	@if [ "$$TRUNKWATCH_SKIP_PEERS" = 1 ]; then echo "peers: skipped (TRUNKWATCH_SKIP_PEERS=1)"; else scripts/install_peers.sh; fi
 
 # Every workload; the last two add their sections to the summary the first one writes.
 bench: $(VENV)/.installed
@@ -57,7 +72,7 @@ docs: $(VENV)/.installed
 
 # Refresh the README's status page screenshot (chromium + Playwright, like the browser tests).
 screenshot: $(VENV)/.installed
-	TRUNKWATCH_UPDATE_SCREENSHOT=1 $(BIN)/python -m pytest -q -p no:xdist tests/test_status_page.py -k test_alerts_silence_from_an_alert_and_expire
+	TRUNKWATCH_UPDATE_SCREENSHOT=1 $(BIN)/python -m pytest -q -p no:xdist tests/peers/test_status_page.py -k test_alerts_silence_from_an_alert_and_expire
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(LOCK_VENV) .aws-sam benchmarks/out
@@ -71,7 +86,7 @@ lock:
 	UV=$(LOCK_VENV)/bin/uv scripts/lock.sh
 	rm -rf $(VENV)
 	$(MAKE) $(VENV)/.installed
-	$(BIN)/python -m pytest -n 2 -q tests/test_emulator.py tests/test_install.py tests/test_scenarios.py
+	$(BIN)/python -m pytest -n 2 -q tests/component/test_emulator.py tests/component/test_install.py tests/component/test_scenarios.py
 
 $(SAM_VENV): $(SAM_REQUIREMENTS)
 	$(PYTHON) -m venv $(SAM_VENV)

@@ -37,7 +37,7 @@ from benchmarks import prices
 from benchmarks.end_to_end import STREAM_HOP_S, Call, time_invocations
 from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, EPISODES, PYTORCH_SCALE, Day
 from benchmarks.usage import Meter
-from tests import webhooks
+from tests.support import webhooks
 from trunkwatch.domain import alerts
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
 from trunkwatch.storage.records import GROUP_WINDOW

@@ -1,0 +1,195 @@
+"""The benchmarks: a tiny run writes every summary figure, and their instruments are right."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from benchmarks.__main__ import main
+from benchmarks.budgets import BUDGETS
+from benchmarks.github_server import GitHubServer
+from benchmarks.report import render
+from benchmarks.trunk import DAY_START, Day
+from benchmarks.usage import Meter
+from tests.support.aws import PLAIN_TABLE, padded_item
+from trunkwatch.domain.cells import build_cells
+from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.sources.github import GitHubSource
+from trunkwatch.sources.http import HttpClient
+from trunkwatch.sources.hud import parse_grid
+
+# design.md §8: the summary's figures, all numbers.
+POLL_KEYS = [
+    "http_requests",
+    "http_unconditional_requests",
+    "ddb_write_requests",
+    "items_written",
+    "items_read",
+    "wall_s",
+    "peak_mb",
+]
+SPEC_KEYS = {
+    "ingest_hud.first_poll": POLL_KEYS,
+    "ingest_hud.steady_poll": POLL_KEYS,
+    "ingest_github.first_poll": POLL_KEYS,
+    "ingest_github.steady_poll": POLL_KEYS,
+    "evaluator": ["queries_per_changed_cell", "scans", "writes_per_changed_cell", "cells_per_s"],
+    "end_to_end": [
+        "commits",
+        "job_columns",
+        "notifications",
+        "detection_delay_s_p50",
+        "detection_delay_s_max",
+        "schedule_period_s",
+    ],
+    "push": ["detection_delay_s_p50", "detection_delay_s_p95", "detection_delay_s_max", "usd_per_month"],
+    "cold_start": ["boto3_import_s", "layer_mb", "api_layer_mb"],
+    "cold_start.handler_import_ratio": ["ingest", "evaluator", "notifier", "authorizer", "api"],
+    "cost": ["usd_per_month", "usd_per_month_all_in", "commits_per_day", "job_columns"],
+    "cost.items": [
+        "dashboard",
+        "kms",
+        "alarms",
+        "metrics",
+        "xray",
+        "logs",
+        "secrets",
+        "dynamodb",
+        "lambda",
+        "sns",
+        "api",
+    ],
+}
+
+
+def _at(summary: dict[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        summary = summary[part]
+    return summary
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    missing = [
+        f"{section}.{key}"
+        for section, keys in SPEC_KEYS.items()
+        for key in keys
+        if not _is_number(_at(summary, section).get(key))
+    ]
+    assert missing == []
+    prices = summary["cost"]["prices"]
+    assert prices and all(_is_number(v) for v in prices.values())
+    assert set(summary["budgets"]) == {budget.name for budget in BUDGETS}
+    for budget in summary["budgets"].values():
+        assert isinstance(budget["pass"], bool) and _is_number(budget["limit"])
+        assert budget["pass"] == (budget["measured"] <= budget["limit"])
+    # What the figures say about the code, independent of speed.
+    assert summary["ingest_hud"]["first_poll"]["items_written"] > 0
+    assert summary["ingest_github"]["steady_poll"]["http_unconditional_requests"] == 0
+    assert summary["evaluator"]["changed_cells"] > 0
+    assert summary["cost"]["usd_per_month"] > 0
+    # Storage is the steady state of every kind, each kept as long as its TTL keeps it.
+    storage = summary["cost"]["storage"]
+    assert storage["retention_days"] == 30
+    assert all(storage["gb_by_part"][part] > 0 for part in ("cells_and_commits", "ticks", "silences"))
+    assert storage["gb"] == pytest.approx(sum(storage["gb_by_part"].values()), abs=1e-3)
+    price = summary["cost"]["prices"]
+    monthly = storage["gb"] * (price["dynamodb_storage_gb_month"] + price["dynamodb_pitr_gb_month"])
+    assert summary["cost"]["items_detail"]["dynamodb"]["storage"] == pytest.approx(monthly, abs=1e-4)
+    assert summary["push"]["notifications"] > 0 and summary["push"]["deliveries"] > 0
+    table = render(summary)
+    assert "budgets" in table and "projected usage cost at PyTorch scale" in table
+    assert "table size in the steady state" in table
+
+
+def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None:
+    with Meter() as meter, meter.as_("code") as usage:
+        plain_table.put_item(
+            TableName=PLAIN_TABLE, Item=padded_item("A", "big", 1500)
+        )  # 2 KB started: 2 units
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "small", 10))  # 1 unit
+        # Shrinking an item costs its larger (old) size: 2 units.
+        plain_table.update_item(
+            TableName=PLAIN_TABLE,
+            Key={"pk": {"S": "A"}, "sk": {"S": "big"}},
+            UpdateExpression="SET #pad = :p",
+            ExpressionAttributeNames={"#pad": "pad"},
+            ExpressionAttributeValues={":p": {"S": "y"}},
+        )
+        with pytest.raises(ClientError):  # a failed conditional write: 1 unit, nothing written
+            plain_table.put_item(
+                TableName=PLAIN_TABLE,
+                Item=padded_item("A", "small", 10),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        plain_table.batch_write_item(
+            RequestItems={
+                PLAIN_TABLE: [{"PutRequest": {"Item": padded_item("B", f"i{n}", 5000)}} for n in range(3)]
+            }
+        )  # 3 items of 5 KB: 15 units
+        plain_table.transact_write_items(
+            TransactItems=[{"Put": {"TableName": PLAIN_TABLE, "Item": padded_item("C", "t", 10)}}]
+        )  # transactional: 2 units
+        plain_table.get_item(
+            TableName=PLAIN_TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}}
+        )  # 5 KB, eventual: 1
+        plain_table.get_item(
+            TableName=PLAIN_TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}}, ConsistentRead=True
+        )  # 2
+        plain_table.get_item(
+            TableName=PLAIN_TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "none"}}
+        )  # missing: 0.5
+        plain_table.query(  # 3 x 5 KB read as one 15 KB result, eventually consistent: 2
+            TableName=PLAIN_TABLE,
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": {"S": "B"}},
+        )
+    plain_table.get_item(
+        TableName=PLAIN_TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}}
+    )  # after: not counted
+
+    assert usage.calls["dynamodb.PutItem"] == 3
+    assert usage.ddb_write_requests == 6
+    assert (usage.items_written, usage.write_units) == (1 + 1 + 1 + 0 + 3 + 1, 2 + 1 + 2 + 1 + 15 + 2)
+    assert usage.ddb("GetItem", "Query") == 4
+    assert (usage.items_read, usage.read_units) == (1 + 1 + 0 + 3, 1 + 2 + 0.5 + 2)
+
+
+def test_github_stand_in_serves_the_hud_trunk() -> None:
+    """Both sources see the same cells of the same trunk at the same moment."""
+    day = Day(environments=2, window=8, tests=6)
+    at = DAY_START + day.trunk.job_duration / 2  # some commits finished, some still running
+    github = GitHubServer(day.trunk)
+    try:
+        github.serve_at(at)
+        trunk = TrunkConfig.from_dict(
+            {"repo": "pytorch/pytorch", "source": "github", "url": github.url, "per_page": day.window}
+        )
+        snapshot = GitHubSource(trunk, "token", HttpClient(), window=day.window).poll({}, at)
+    finally:
+        github.stop()
+    from_github = {
+        (r.commit.sha, key): cell.state
+        for r in snapshot.commits
+        for key, cell in build_cells(r.commit.sha, r.runs).items()
+    }
+    from_hud = {
+        (r.commit.sha, key): cell.state
+        for r in parse_grid(day.trunk.snapshot(at))
+        for key, cell in build_cells(r.commit.sha, r.runs).items()
+    }
+    # GitHub alone knows whether a workflow run started its jobs: its `(workflow)` cells.
+    workflow_cells = {k: v for k, v in from_github.items() if k[1].endswith(" / (workflow)")}
+    assert workflow_cells and {state.value for state in workflow_cells.values()} == {"pass"}
+    assert {k: v for k, v in from_github.items() if k not in workflow_cells} == from_hud
+    assert {state.value for state in from_hud.values()} >= {"pass", "pending", "flaky"}

@@ -1,0 +1,343 @@
+"""Each handler on its sample event from events/ (the shapes Lambda delivers)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+from datetime import UTC, datetime, timedelta
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+from pytest_httpserver import HTTPServer
+
+from tests.support.aws import TABLE, table_items
+from tests.support.hud import grid
+from tests.support.paths import ROOT
+from trunkwatch.domain import clock
+from trunkwatch.domain.cells import Cell, CellState, Commit
+from trunkwatch.storage import keys
+from trunkwatch.storage.dynamodb import open_table
+from trunkwatch.storage.records import CellWrite
+from trunkwatch_local.runtime import LambdaContext
+
+
+def handler(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"handler_{name}", ROOT / "functions" / name / "app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sample(name: str) -> dict[str, Any]:
+    return json.loads((ROOT / "events" / f"{name}.json").read_text())
+
+
+def context(name: str) -> LambdaContext:
+    return LambdaContext(function_name=name, aws_request_id="req-1")
+
+
+@pytest.fixture
+def configured(aws: dict[str, Any], httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> HTTPServer:
+    from aws_lambda_powertools.utilities import parameters
+
+    config = {"trunks": [{"repo": "pytorch/pytorch", "url": httpserver.url_for("/").rstrip("/")}]}
+    boto3.client("ssm").put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(config))
+    monkeypatch.setenv("CONFIG_PARAMETER", "/trunkwatch/config")
+    monkeypatch.setenv("RULE_DEFAULTS", '{"failures_to_open": 3}')
+    parameters.clear_caches()
+    return httpserver
+
+
+def test_every_function_has_a_sample_event() -> None:
+    names = {p.parent.name for p in (ROOT / "functions").glob("*/app.py")}
+    samples = {p.stem.split("_", 1)[0] for p in (ROOT / "events").glob("*.json")}
+    assert names <= samples
+
+
+def test_ingest_on_schedule_event(configured: HTTPServer) -> None:
+    configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_json(grid())
+    # Half an hour after the grid's newest commit: well within the cells' retention.
+    with clock.frozen(datetime(2026, 11, 18, 20, 0, tzinfo=UTC)):
+        result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
+    assert result["errors"] == [] and result["polled"][0]["cells_written"] == 3
+    assert len(table_items("cell")) == 3
+
+
+def test_ingest_reports_a_failing_source_without_raising(configured: HTTPServer) -> None:
+    configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_data("oops", status=503)
+    result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
+    assert result["polled"] == [] and result["errors"][0]["cause"] == "http_5xx"
+    # Nothing of the poll is written; only the failure is recorded, for SourceDown.
+    (state,) = table_items()
+    assert state["kind"] == {"S": "trunk"} and state["poll_error_cause"] == {"S": "http_5xx"}
+
+
+# The sample stream batch: job SAMPLE_JOB's cells 42 (pending, now failed) and 43 (failed),
+# written by poll SAMPLE_POLL of 2024-05-01 12:00:12; the sample tick settles that poll.
+SAMPLE_JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
+SAMPLE_POLL = "20240501T120012-3f9c2a1b"
+TRUNK = "pytorch/pytorch#main"
+SAMPLE_NOW = datetime(2024, 5, 1, 12, 0, 14, tzinfo=UTC)
+
+
+def store_the_sample_batchs_history() -> None:
+    """The table as the sample batch found it: cells 40 (pass) and 41 (fail) of SAMPLE_JOB
+    before it, the batch's own failed cells 42 and 43, and its poll's open tick. (Written by
+    storage: the sample's images carry `failure_lines` as a list, not as storage writes it.)"""
+    storage = open_table(TABLE, "us-east-1")
+    for seq, state, minute in ((40, "pass", 20), (41, "fail", 30), (42, "fail", 42), (43, "fail", 51)):
+        commit = Commit(sha=f"{seq:040x}", time=datetime(2024, 5, 1, 11, minute, tzinfo=UTC))
+        cell = Cell(job=SAMPLE_JOB, sha=commit.sha, state=CellState(state), url=f"https://ci.example/{seq}")
+        poll = SAMPLE_POLL if seq > 41 else "20240501T115912-a07d4e6c"
+        storage.cells.save_all(TRUNK, [CellWrite(cell, commit, seq, poll)], timedelta(days=30))
+    storage.ticks.open_poll(TRUNK, SAMPLE_POLL, 2, SAMPLE_NOW)
+
+
+def evaluate_the_sample_batch() -> dict[str, Any]:
+    with clock.frozen(SAMPLE_NOW):
+        return handler("evaluator").lambda_handler(sample("evaluator_stream"), context("evaluator"))
+
+
+def published(queue: str) -> list[dict[str, Any]]:
+    """The notifications the alerts topic got (each SNS envelope's message)."""
+    sqs = boto3.client("sqs")
+    answer = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+    messages = answer.get("Messages", [])
+    for message in messages:  # taken: a later call sees only what was published since
+        sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+    return [json.loads(json.loads(m["Body"])["Message"]) for m in messages]
+
+
+def test_evaluator_on_stream_batch(configured: HTTPServer, aws: dict[str, Any]) -> None:
+    store_the_sample_batchs_history()
+    assert evaluate_the_sample_batch() == {"batchItemFailures": []}
+    # The batch's two failures after the one before it: the job's alert opens (3 to open)...
+    (alert,) = table_items("alert")
+    assert alert["job"] == {"S": SAMPLE_JOB} and alert["streak"] == {"N": "3"}
+    assert (alert["first_fail"]["M"]["seq"], alert["last_pass"]["M"]["seq"]) == ({"N": "41"}, {"N": "40"})
+    assert alert["newest_fail"]["M"]["seq"] == {"N": "43"}
+    # ... both cells are counted towards their poll's tick, which settles.
+    (tick,) = table_items("tick")
+    assert tick["sk"] == {"S": SAMPLE_POLL}
+    assert (tick["evaluated"], tick["settled"]) == ({"N": "2"}, {"BOOL": True})
+    assert published(aws["queue"]) == []  # the notifier publishes, on the settled tick
+
+
+def test_evaluator_reports_bad_record_as_item_failure(configured: HTTPServer) -> None:
+    event = sample("evaluator_stream")
+    del event["Records"][1]["dynamodb"]["NewImage"]["job"]  # a cell item without its job
+    response = handler("evaluator").lambda_handler(event, context("evaluator"))
+    assert response == {
+        "batchItemFailures": [{"itemIdentifier": event["Records"][1]["dynamodb"]["SequenceNumber"]}]
+    }
+
+
+def test_evaluator_reports_the_first_bad_record_with_every_record_after_it(configured: HTTPServer) -> None:
+    # Lambda resumes a stream from the lowest failed sequence number: the records after it
+    # come again, so they are neither evaluated now nor counted towards the poll's tick.
+    event = sample("evaluator_stream")
+    del event["Records"][0]["dynamodb"]["NewImage"]["job"]
+    response = handler("evaluator").lambda_handler(event, context("evaluator"))
+    assert response == {
+        "batchItemFailures": [{"itemIdentifier": r["dynamodb"]["SequenceNumber"]} for r in event["Records"]]
+    }
+    assert table_items("tick") == []
+
+
+def test_evaluator_sweeps_on_the_schedule_and_settles_a_tick(configured: HTTPServer) -> None:
+    assert handler("evaluator").lambda_handler(sample("evaluator_schedule"), context("evaluator")) == {
+        "rejudged": 0,
+        "waiting": [],
+    }
+    (tick,) = table_items("tick")
+    assert tick["settled"] == {"BOOL": True} and tick["trunk"] == {"S": "pytorch/pytorch#main"}
+
+
+def test_notifier_on_a_settled_tick(configured: HTTPServer, aws: dict[str, Any]) -> None:
+    store_the_sample_batchs_history()
+    assert evaluate_the_sample_batch() == {"batchItemFailures": []}
+    notifier = handler("notifier")
+    with clock.frozen(SAMPLE_NOW + timedelta(seconds=1)):
+        answer = notifier.lambda_handler(sample("notifier_stream"), context("notifier"))
+    assert answer == {"batchItemFailures": []}
+    # The job's new alert, and the trunk-level one it raises, each in its own group.
+    notifications = {n["groupLabels"]["alertname"]: n for n in published(aws["queue"])}
+    assert sorted(notifications) == ["TrunkBroken", "TrunkJobFailing"]
+    assert all(n["status"] == "firing" for n in notifications.values())
+    (job_alert,) = notifications["TrunkJobFailing"]["alerts"]
+    assert job_alert["labels"]["job"] == SAMPLE_JOB and job_alert["annotations"]["streak"] == "3"
+    runs = job_alert["annotations"]["failing_runs"].split()
+    assert runs == [f"https://ci.example/{n}" for n in (43, 42, 41)]
+    (alert,) = table_items("alert")
+    assert alert["job"] == {"S": SAMPLE_JOB}
+    # Published once: the same tick delivered again (a retried batch) sends nothing more.
+    with clock.frozen(SAMPLE_NOW + timedelta(seconds=2)):
+        assert notifier.lambda_handler(sample("notifier_stream"), context("notifier")) == {
+            "batchItemFailures": []
+        }
+    assert published(aws["queue"]) == []
+
+
+def test_notifier_reports_a_failing_tick_with_every_record_after_it(configured: HTTPServer) -> None:
+    event = sample("notifier_stream")
+    (tick,) = event["Records"]
+    broken = copy.deepcopy(tick)
+    del broken["dynamodb"]["NewImage"]["trunk"]
+    broken["dynamodb"]["SequenceNumber"] = str(int(tick["dynamodb"]["SequenceNumber"]) - 1)
+    event["Records"] = [broken, tick]
+    assert handler("notifier").lambda_handler(event, context("notifier")) == {
+        "batchItemFailures": [{"itemIdentifier": r["dynamodb"]["SequenceNumber"]} for r in (broken, tick)]
+    }
+
+
+def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_key(
+    configured: HTTPServer, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    from trunkwatch.app import settings
+    from trunkwatch.channels.slack import SlackReceiver
+    from trunkwatch.domain.config import ConfigError
+
+    trunks = [{"repo": "pytorch/pytorch", "url": configured.url_for("/").rstrip("/")}]
+    good = {"trunks": trunks, "receivers": [{"type": "slack", "url": {"secret": "trunkwatch/receivers/s"}}]}
+    bad = {**good, "receivers": [*good["receivers"], {"type": "pagerduty", "key": "x"}]}
+    ssm = boto3.client("ssm")
+    ssm.put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(good), Overwrite=True)
+    parameters.clear_caches()
+    edge = settings.Edge.from_environ(settings.NOTIFIER)
+    (receiver,) = edge.deployment().receivers
+    assert isinstance(receiver, SlackReceiver)
+
+    ssm.put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(bad), Overwrite=True)
+    parameters.clear_caches()
+    known = "github_culprit, github_issues, slack, sns"
+    said = f"receivers.1.type: unknown receiver type 'pagerduty' (known: {known})"
+    with pytest.raises(ConfigError) as raised:
+        edge.deployment()
+    assert str(raised.value) == said
+    event = sample("notifier_stream")  # the tick is reported failed and comes again: nothing lost
+    assert handler("notifier").lambda_handler(event, context("notifier")) == {
+        "batchItemFailures": [{"itemIdentifier": event["Records"][0]["dynamodb"]["SequenceNumber"]}]
+    }
+    # The logged error names the key (Powertools prints it, or hands it to logging's
+    # handlers when an earlier local runtime in the process has set them up).
+    assert said in capsys.readouterr().out + caplog.text
+
+
+def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    from tests.support import webhooks
+    from trunkwatch_local.function_url import function_url_event
+
+    config = {"trunks": [{"repo": "pytorch/pytorch", "source": "github", "webhook": True}]}
+    boto3.client("ssm").put_parameter(
+        Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True
+    )
+    # The sample is signed with GitHub's documented test-vector secret.
+    boto3.client("secretsmanager").create_secret(Name="webhook", SecretString="It's a Secret to Everybody")
+    monkeypatch.setenv("WEBHOOK_SECRET_NAME", "webhook")
+    parameters.clear_caches()
+    webhook = handler("webhook")
+    event = sample("webhook_function_url")
+    sha = json.loads(event["body"])["workflow_job"]["head_sha"]
+    body = json.dumps(webhooks.push([sha])).encode()
+    headers = {
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": "push-1",
+        "X-Hub-Signature-256": webhooks.sign(body, "It's a Secret to Everybody"),
+    }
+    pushed = webhook.lambda_handler(function_url_event("POST", "/", headers, body), context("webhook"))
+    assert pushed["statusCode"] == 200
+    answer = webhook.lambda_handler(event, context("webhook"))
+    assert (answer["statusCode"], json.loads(answer["body"])) == (200, {"message": "stored"})
+    states = {i["job"]["S"]: i["state"]["S"] for i in table_items("cell")}
+    assert states == {
+        "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)": "fail",
+        "pull / (workflow)": "pass",
+    }
+
+
+def test_a_webhook_fed_trunk_is_polled_only_every_poll_every(configured: HTTPServer) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from aws_lambda_powertools.utilities import parameters
+
+    from trunkwatch.domain import clock
+
+    url = configured.url_for("/").rstrip("/")
+    config = {"trunks": [{"repo": "pytorch/pytorch", "url": url, "webhook": True, "poll_every": "10m"}]}
+    boto3.client("ssm").put_parameter(
+        Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True
+    )
+    parameters.clear_caches()
+    configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_json(grid())
+    ingest = handler("ingest")
+    start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
+    polled = []
+    for minutes in (0, 1, 9, 10, 11):
+        with clock.frozen(start + timedelta(minutes=minutes)):
+            result = ingest.lambda_handler(sample("ingest_schedule"), context("ingest"))
+        polled.append(len(result["polled"]))
+    assert polled == [1, 0, 0, 1, 0]
+    # The first poll found results that no delivery (none ever came) had brought.
+    assert len(table_items("cell")) == 3
+    (state,) = [item for item in table_items("trunk") if item["sk"]["S"] == "STATE"]
+    assert state["deliveries_missing_since"]["S"].startswith("2026-11-18T12:00:00")
+
+
+JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
+TRUNK_ID = "pytorch/pytorch#main"
+
+
+def cell_record(seq: int, state: str, event_name: str = "INSERT") -> dict[str, Any]:
+    """The stream record of job JOB's cell at `seq`, as it is stored now (written first)."""
+    commit = Commit(sha=f"{seq:040x}", time=datetime(2026, 11, 18, tzinfo=UTC) + timedelta(hours=seq))
+    cell = Cell(job=JOB, sha=commit.sha, state=CellState(state), url=f"https://ci.example/{seq}")
+    storage = open_table(TABLE, "us-east-1")
+    storage.cells.save_all(TRUNK_ID, [CellWrite(cell, commit, seq, "poll-1")], timedelta(days=30))
+    key = {"pk": {"S": keys.cells(TRUNK_ID, JOB)}, "sk": {"S": keys.seq_key(seq)}}
+    image = boto3.client("dynamodb").get_item(TableName=TABLE, Key=key)["Item"]
+    return {
+        "eventID": f"e{seq}{state}",
+        "eventName": event_name,
+        "eventSource": "aws:dynamodb",
+        "dynamodb": {"Keys": key, "NewImage": image, "SequenceNumber": f"{seq:021d}{len(state)}"},
+    }
+
+
+def job_alert() -> dict[str, Any]:
+    (alert,) = [a for a in table_items("alert") if a["job"]["S"] == JOB]
+    return {
+        "streak": int(alert["streak"]["N"]),
+        "first_fail": int(alert["first_fail"]["M"]["seq"]["N"]),
+        "last_pass": int(alert["last_pass"]["M"]["seq"]["N"]),
+        "newest_fail": int(alert["newest_fail"]["M"]["seq"]["N"]),
+    }
+
+
+def test_a_firing_job_is_read_only_down_to_its_alerts_newest_failure(configured: HTTPServer) -> None:
+    """A batch whose cells of a firing job are all newer than its alert's newest failure
+    reads the job only down to that failure: a cell below it that changed without a record
+    (here written behind the stream's back) is not seen. A batch with a record at or below
+    it, anywhere in the batch, walks the whole run again."""
+    evaluator = handler("evaluator")
+
+    def evaluate(*records: dict[str, Any]) -> None:
+        with clock.frozen(datetime(2026, 11, 18, 10, tzinfo=UTC)):
+            response = evaluator.lambda_handler({"Records": list(records)}, context("evaluator"))
+        assert response == {"batchItemFailures": []}
+
+    cell_record(1, "pass")
+    evaluate(*(cell_record(seq, "fail") for seq in range(2, 7)))
+    assert job_alert() == {"streak": 5, "first_fail": 2, "last_pass": 1, "newest_fail": 6}
+    hidden = cell_record(3, "pass", "MODIFY")  # the table changes; the record is held back
+    evaluate(cell_record(7, "fail"))
+    assert job_alert() == {"streak": 6, "first_fail": 2, "last_pass": 1, "newest_fail": 7}
+    evaluate(cell_record(8, "fail"), hidden)
+    assert job_alert() == {"streak": 5, "first_fail": 4, "last_pass": 3, "newest_fail": 8}

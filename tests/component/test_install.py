@@ -1,0 +1,228 @@
+"""The README's install line, run as a new user runs it, and the locks it relies on.
+
+The slow test copies the checkout's files into an empty folder, runs the README's line there
+(a new virtualenv, pip from the package index, whatever the day's releases are) and replays the
+repository's scenarios and real history with that install's `trunkwatch`. The fast ones hold
+the locks to each other, to the running environment and to the emulator's verified moto."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tomllib
+from collections import Counter
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.markers import Marker
+
+from tests.support.paths import ROOT
+from trunkwatch_local import verified
+from trunkwatch_local.cli import main
+
+SCENARIOS = sorted(p for p in (ROOT / "tests" / "scenarios").glob("*.jsonl") if ".expected" not in p.name)
+REAL_HISTORY = ROOT / "tests" / "real-history" / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
+
+
+def pins(path: Path) -> dict[str, str]:
+    """name -> version of every `name==version` line of a lock that applies to this Python."""
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)==([^ ;]+)(?: ; (.*))?$", line)
+        if match and (match[3] is None or Marker(match[3]).evaluate()):
+            found[canonical(match[1])] = match[2]
+    return found
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def readme_install_line() -> str:
+    lines = [
+        line.strip()
+        for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+        if re.match(r"^python3 -m venv \S+ && ", line.strip())
+    ]
+    assert len(lines) == 1, f"the README should have one `python3 -m venv ... && ...` install line: {lines}"
+    return lines[0]
+
+
+def expected_messages(expected: Path) -> Counter[tuple[object, ...]]:
+    rows = [json.loads(line) for line in expected.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return Counter(summary(row) for row in rows)
+
+
+def summary(row: dict[str, object]) -> tuple[object, ...]:
+    return tuple(row.get(key) for key in ("at", "status", "alertname", "job", "priority", "team"))
+
+
+def published_messages(stdout: str) -> Counter[tuple[object, ...]]:
+    rows = []
+    for line in stdout.splitlines():
+        message = json.loads(line)
+        labels = message["message"]["alerts"][0]["labels"]
+        rows.append({"at": message["at"], "status": message["message"]["status"], "job": None, **labels})
+    return Counter(summary(row) for row in rows)
+
+
+def project_files() -> list[str]:
+    """The checkout's files as a clone has them: git's, or, outside a git checkout, all but
+    virtualenvs, build output and caches."""
+    if (ROOT / ".git").exists():
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout.split(b"\0")
+        return [os.fsdecode(name) for name in listed if name and (ROOT / os.fsdecode(name)).is_file()]
+    skipped = re.compile(r"(^|/)(\.venv[^/]*|\.aws-sam|__pycache__|[^/]*\.egg-info|\.[a-z]+_cache)(/|$)")
+    return [
+        str(path.relative_to(ROOT))
+        for path in ROOT.rglob("*")
+        if path.is_file()
+        and not skipped.search(str(path.relative_to(ROOT)))
+        and "benchmarks/out" not in str(path)
+    ]
+
+
+# --- the README's line in an empty folder ---------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_readme_install_line_replays_every_scenario(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    for name in project_files():
+        target = checkout / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((ROOT / name).read_bytes())
+    line = readme_install_line()
+    environ = {
+        key: value for key, value in os.environ.items() if not key.startswith(("VIRTUAL_ENV", "PYTHON"))
+    }
+    installed = subprocess.run(
+        ["bash", "-c", line], cwd=checkout, env=environ, capture_output=True, text=True, timeout=900
+    )
+    assert installed.returncode == 0, f"{line}\n{installed.stdout[-3000:]}\n{installed.stderr[-3000:]}"
+    assert "TrunkBroken" in installed.stdout
+
+    venv = checkout / line.split()[3]
+    trunkwatch = venv / "bin" / "trunkwatch"
+    for scenario in [*SCENARIOS, REAL_HISTORY]:
+        replay = subprocess.run(
+            [str(trunkwatch), "replay", str(scenario), "--json"],
+            cwd=tmp_path,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert replay.returncode == 0, f"{scenario.name}: {replay.stderr[-3000:]}"
+        expected = scenario.with_name(scenario.name.split(".jsonl")[0] + ".expected.jsonl")
+        assert published_messages(replay.stdout) == expected_messages(expected), scenario.name
+
+    # The install took the lock's versions: those this test suite runs on.
+    frozen = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    theirs = {canonical(row["name"]): row["version"] for row in json.loads(frozen.stdout)}
+    locked = pins(ROOT / "constraints.txt")
+    differing = {
+        name: (version, locked.get(name))
+        for name, version in theirs.items()
+        if name not in {"pip", "trunkwatch"} and locked.get(name) != version
+    }
+    assert not differing, f"installed outside the lock (installed, locked): {differing}"
+
+
+# --- the locks ------------------------------------------------------------------------------
+
+
+def test_this_environment_runs_on_the_lock() -> None:
+    locked = pins(ROOT / "constraints.txt")
+    differing = {
+        canonical(dist.metadata["Name"]): (dist.version, locked[canonical(dist.metadata["Name"])])
+        for dist in metadata.distributions()
+        if canonical(dist.metadata["Name"]) in locked
+        and locked[canonical(dist.metadata["Name"])] != dist.version
+    }
+    assert not differing, f"run `make .venv/.installed` again (installed, locked): {differing}"
+
+
+def test_the_layers_locks_pin_the_versions_the_tests_run_with() -> None:
+    locked = pins(ROOT / "constraints.txt")
+    for name in ("requirements.txt", "requirements-api.txt"):
+        layer = pins(ROOT / "layers" / "trunkwatch" / name)
+        assert layer, name
+        assert {dist: version for dist, version in layer.items() if locked.get(dist) != version} == {}, name
+
+
+def test_the_local_extra_pins_the_verified_moto() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    local = {
+        canonical(re.split(r"[\[=<>]", spec)[0]): spec
+        for spec in project["project"]["optional-dependencies"]["local"]
+    }
+    assert local["moto"].endswith(f"=={verified.MOTO}")
+    series = verified.BOTOCORE_SERIES
+    major, minor = series.split(".")
+    assert f"<{major}.{int(minor) + 1}" in local["botocore"] and f">={series}." in local["botocore"]
+    locked = pins(ROOT / "constraints.txt")
+    assert locked["moto"] == verified.MOTO
+    assert locked["botocore"].startswith(series + ".")
+    build = project["build-system"]["requires"]
+    assert build == [f"setuptools=={locked['setuptools']}"], "the build's setuptools is the lock's"
+
+
+# --- the emulator's check at start ----------------------------------------------------------
+
+
+def test_the_installed_moto_is_the_verified_one() -> None:
+    verified.check()
+
+
+def test_another_moto_stops_every_command_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(verified, "MOTO", "5.9.0")
+    assert main(["demo"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    error = captured.err.strip()
+    assert "\n" not in error
+    assert error == (
+        f"trunkwatch: error: the local AWS emulation runs on moto 5.9.0 with botocore "
+        f"{verified.BOTOCORE_SERIES}.x, found moto {metadata.version('moto')}, botocore "
+        f"{metadata.version('botocore')}; install it with: pip install -c constraints.txt 'trunkwatch[local]'"
+    )
+
+
+def test_a_botocore_moto_does_not_answer_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verified, "BOTOCORE_SERIES", "1.44")
+    with pytest.raises(verified.UnverifiedEmulation, match=r"botocore 1\.44\.x, found .*botocore 1\.43\."):
+        verified.check()
+
+
+def test_a_patched_method_whose_parameters_changed_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    target = "moto.dynamodb.models.table:Table.query"
+    moved = ("self", "hash_key", "range_comparison", "range_objs", "index_name", "limit")
+    monkeypatch.setitem(verified.PATCHED, target, moved)
+    with pytest.raises(verified.UnverifiedEmulation, match=re.escape(f"changed: {target}")):
+        verified.check()
+
+
+def test_the_runtime_checks_before_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trunkwatch_local.runtime import LocalRuntime
+
+    monkeypatch.setattr(verified, "MOTO", "5.9.0")
+    before = dict(os.environ)
+    with pytest.raises(verified.UnverifiedEmulation):
+        LocalRuntime().start(deployment=None)  # type: ignore[arg-type]
+    assert dict(os.environ) == before  # stopped before it set the functions' environment

@@ -1,0 +1,168 @@
+"""The whole pipeline on the local runtime: stream batches, retries, exactly-once messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.support.aws import record_stream_batches, table_items
+from trunkwatch.app import evaluate
+from trunkwatch.domain import clock
+from trunkwatch_local.hud_server import HudServer
+from trunkwatch_local.runtime import NAME, LocalRuntime
+from trunkwatch_local.scenario import DEMO_JOBS, Trunk, _demo_outcome
+
+BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
+
+
+@pytest.fixture
+def pipeline() -> Iterator[tuple[LocalRuntime, HudServer, Trunk]]:
+    hud = HudServer()
+    trunk = Trunk(jobs=DEMO_JOBS, outcome=_demo_outcome)
+    from trunkwatch_local.replay import Replay
+
+    runtime = LocalRuntime().start(Replay("pytorch/pytorch", "main", {}).deployment(hud.url))
+    try:
+        yield runtime, hud, trunk
+    finally:
+        runtime.stop()
+        hud.stop()
+
+
+def run_until(runtime: LocalRuntime, hud: HudServer, trunk: Trunk, hours: float) -> list[Any]:
+    sent = []
+    for at, snapshot in trunk.polls(timedelta(minutes=10), trunk.start + timedelta(hours=hours)):
+        hud.serve(snapshot)
+        runtime.tick(at)
+        sent += runtime.published(at)
+    return sent
+
+
+def kinds(messages: list[Any]) -> list[tuple[str, str]]:
+    return sorted((m.message["status"], m.attributes["alertname"]) for m in messages)
+
+
+def alert_state() -> list[dict[str, Any]]:
+    return sorted((i for i in table_items("alert")), key=lambda i: i["sk"]["S"])
+
+
+def test_demo_trunk_fires_and_resolves(pipeline: Any) -> None:
+    runtime, hud, trunk = pipeline
+    sent = run_until(runtime, hud, trunk, 7)
+    assert kinds(sent) == [
+        ("firing", "TrunkBroken"),
+        ("firing", "TrunkJobFailing"),
+        ("resolved", "TrunkBroken"),
+        ("resolved", "TrunkJobFailing"),
+    ]
+    job = next(m for m in sent if m.attributes["alertname"] == "TrunkJobFailing")
+    annotations = job.message["alerts"][0]["annotations"]
+    assert job.message["commonLabels"]["job"] == BROKEN
+    assert annotations["culprit_sha"] == trunk.sha(4) and annotations["culprit_pr"] == "160004"
+    assert annotations["last_pass_sha"] == trunk.sha(3)
+    assert "FAILED test/test_ops.py" in annotations["failure_lines"]
+    assert runtime.dead_letters() == []
+
+
+def test_redelivered_stream_batch_changes_nothing(pipeline: Any) -> None:
+    runtime, hud, trunk = pipeline
+    delivered = record_stream_batches(runtime)
+    sent = run_until(runtime, hud, trunk, 4)
+    assert kinds(sent) == [("firing", "TrunkBroken"), ("firing", "TrunkJobFailing")]
+    before = alert_state()
+    last_tick = trunk.start + timedelta(hours=4)
+    with clock.frozen(last_tick):
+        for function, event in delivered:  # every batch again, as a retrying Lambda would
+            runtime.invoke(function, event)
+        runtime.pump.drain()
+    assert alert_state() == before
+    assert runtime.published(trunk.start) == []
+
+
+def test_record_failing_mid_batch_is_retried_without_duplicates(
+    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime, hud, trunk = pipeline
+    real = evaluate.evaluate_job
+    failures = {"left": 3}
+
+    def flaky_evaluate(pk: str, job: str, *args: Any) -> Any:
+        if job == BROKEN and failures["left"]:
+            failures["left"] -= 1
+            raise RuntimeError("injected evaluation failure")
+        return real(pk, job, *args)
+
+    monkeypatch.setattr(evaluate, "evaluate_job", flaky_evaluate)
+    sent = run_until(runtime, hud, trunk, 7)
+    assert failures["left"] == 0 and runtime.pump.stats.retries >= 3
+    assert kinds(sent) == [
+        ("firing", "TrunkBroken"),
+        ("firing", "TrunkJobFailing"),
+        ("resolved", "TrunkBroken"),
+        ("resolved", "TrunkJobFailing"),
+    ]
+    assert runtime.dead_letters() == []
+
+
+def test_publish_failure_then_retry_sends_each_transition_once(pipeline: Any) -> None:
+    runtime, hud, trunk = pipeline
+    sns = boto3.client("sns")
+    subscriptions = sns.list_subscriptions_by_topic(TopicArn=runtime.topic_arn)["Subscriptions"]
+    sns.delete_topic(TopicArn=runtime.topic_arn)  # every publish fails until it is back
+    failed_at, sent = None, []
+    for at, snapshot in trunk.polls(timedelta(minutes=10), trunk.start + timedelta(hours=7)):
+        hud.serve(snapshot)
+        runtime.tick(at)  # a failed delivery is logged and left for the next tick, never raised
+        if failed_at is None and _firing_alerts(runtime):
+            # An alert fires while SNS is down: nothing may be recorded as sent.
+            assert not [entry for entry in _items(runtime, "notification") if "last_status" in entry]
+            failed_at = at
+            sns.create_topic(Name=runtime.topic_arn.rsplit(":", 1)[1])
+            for subscription in subscriptions:
+                arn = sns.subscribe(
+                    TopicArn=runtime.topic_arn,
+                    Protocol=subscription["Protocol"],
+                    Endpoint=subscription["Endpoint"],
+                )["SubscriptionArn"]
+                if subscription["Protocol"] == "email":
+                    runtime.email_subscription = arn  # the runtime reads email bodies through it
+        sent += runtime.published(at)
+    assert failed_at is not None
+    assert kinds(sent) == [
+        ("firing", "TrunkBroken"),
+        ("firing", "TrunkJobFailing"),
+        ("resolved", "TrunkBroken"),
+        ("resolved", "TrunkJobFailing"),
+    ]
+    assert min(m.at for m in sent) > failed_at  # held while SNS failed, sent at the next tick
+
+
+def _items(runtime: Any, kind: str) -> list[dict[str, Any]]:
+    items = boto3.client("dynamodb").scan(TableName=NAME)["Items"]
+    return [item for item in items if item.get("kind", {}).get("S") == kind]
+
+
+def _firing_alerts(runtime: Any) -> list[dict[str, Any]]:
+    return [item for item in _items(runtime, "alert") if item["status"]["S"] == "firing"]
+
+
+def test_exhausted_retries_go_to_the_dead_letter_queue(
+    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime, hud, trunk = pipeline
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("always fails")
+
+    monkeypatch.setattr(evaluate, "evaluate_job", broken)
+    hud.serve(trunk.snapshot(trunk.start + timedelta(hours=2)))
+    runtime.tick(trunk.start + timedelta(hours=2))
+    letters = runtime.dead_letters()
+    assert letters and all(
+        letter["requestContext"]["condition"] == "RetryAttemptsExhausted" for letter in letters
+    )
+    assert sum(letter["DDBStreamBatchInfo"]["batchSize"] for letter in letters) > 0

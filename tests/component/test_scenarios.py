@@ -1,0 +1,112 @@
+"""`trunkwatch replay` on every scenario publishes exactly the expected messages.
+
+The project's own scenarios live in tests/scenarios; a `shared/scenarios` folder beside the
+checkout, when present, is replayed too (never required)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.paths import ROOT, TESTS
+from tests.support.scenarios import SCENARIOS
+
+REAL_HISTORY = TESTS / "real-history" / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
+BESIDE = ROOT.parent / "shared" / "scenarios"
+
+
+def _scenarios(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
+
+
+FILES = _scenarios(SCENARIOS) + [
+    p for p in _scenarios(BESIDE) if p.name not in {f.name for f in _scenarios(SCENARIOS)}
+]
+
+
+def test_the_projects_own_scenarios_are_present() -> None:
+    assert len(_scenarios(SCENARIOS)) >= 4, f"replay scenarios missing from {SCENARIOS}"
+
+
+def replay_json(scenario: Path) -> list[dict[str, Any]]:
+    """`trunkwatch replay --json` on a scenario file: its published messages."""
+    run = subprocess.run(
+        [sys.executable, "-m", "trunkwatch_local.cli", "replay", str(scenario), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return [json.loads(line) for line in run.stdout.splitlines()]
+
+
+def summary(line: dict[str, object]) -> tuple[object, ...]:
+    return tuple(line[k] for k in ("at", "status", "alertname", "job", "priority", "team"))
+
+
+@pytest.mark.parametrize("scenario", FILES, ids=[f"{p.parent.parent.name}/{p.stem}" for p in FILES])
+def test_replay_matches_expected(scenario: Path) -> None:
+    published = []
+    for message in replay_json(scenario):
+        assert set(message) == {"at", "subject", "attributes", "message", "email"}
+        annotations = message["message"]["alerts"][0]["annotations"]
+        assert all(value != "" for value in annotations.values()), annotations
+        assert message["email"].startswith(("FIRING: ", "RESOLVED: "))
+        assert message["attributes"]["fingerprint"] in message["email"]
+        labels = message["message"]["alerts"][0]["labels"]
+        assert message["attributes"]["fingerprint"] == message["message"]["alerts"][0]["fingerprint"]
+        assert len(message["subject"]) <= 100 and "\n" not in message["subject"]
+        published.append(
+            {"at": message["at"], "status": message["message"]["status"], "job": labels.get("job"), **labels}
+        )
+    expected_path = scenario.with_name(scenario.stem + ".expected.jsonl")
+    expected = [json.loads(line) for line in expected_path.read_text().splitlines() if line.strip()]
+    # Messages of the same `at` may come in any order; nothing missing, nothing extra.
+    assert Counter(map(summary, published)) == Counter(map(summary, expected))
+    assert [p["at"] for p in published] == sorted(p["at"] for p in published)
+
+
+def test_an_autoreverted_culprit_is_named_in_its_alert(tmp_path: Path) -> None:
+    """The HUD flags the culprit (#160004) as already reverted by PyTorch's autorevert."""
+    lines = (SCENARIOS / "basic-break.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines[1:]]
+    for event in events:
+        for row in event.get("hud", {}).get("shaGrid", []):
+            if row.get("prNum") == 160004:
+                row.update(isAutoreverted=True, autorevertWorkflows=["pull"])
+    scenario = tmp_path / "autoreverted.jsonl"
+    scenario.write_text("\n".join([lines[0], *(json.dumps(e) for e in events)]) + "\n")
+    job_alerts = [
+        alert
+        for message in replay_json(scenario)
+        for alert in message["message"]["alerts"]
+        if alert["labels"]["alertname"] == "TrunkJobFailing"
+    ]
+    assert [a["status"] for a in job_alerts] == ["firing", "resolved"]
+    for alert in job_alerts:
+        assert alert["annotations"]["culprit_pr"] == "160004"
+        assert alert["annotations"]["culprit_autoreverted_by"] == "autorevert (pull)"
+        assert "Already reverted: autorevert (pull)" in alert["annotations"]["description"]
+
+
+def test_a_real_trunks_history_replays_to_exactly_its_messages() -> None:
+    """The first 112 polls of a real trunk (gzipped): tools broken for days, breaking
+    again, and a TrunkBroken that resolves while due a reminder."""
+    published = replay_json(REAL_HISTORY)
+    expected_path = REAL_HISTORY.with_name(REAL_HISTORY.name.removesuffix(".jsonl.gz") + ".expected.jsonl")
+    expected = [json.loads(line) for line in expected_path.read_text().splitlines() if line.strip()]
+    got = [
+        summary({"at": m["at"], "status": m["message"]["status"], "job": labels.get("job"), **labels})
+        for m in published
+        for labels in [m["message"]["alerts"][0]["labels"]]
+    ]
+    assert len(expected) == 152
+    assert Counter(got) == Counter(map(summary, expected))
+    assert [p["at"] for p in published] == sorted(p["at"] for p in published)

@@ -1,0 +1,118 @@
+"""The webhook function's HTTP contract: Lambda function URL events (payload version 2.0)
+with GitHub's headers, against a moto table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from tests.support import webhooks
+from tests.support.aws import TABLE, table_items
+from trunkwatch.app.delivery import MAX_BODY_BYTES, handle_request
+from trunkwatch.domain.config import Deployment, load_deployment
+from trunkwatch.storage.dynamodb import open_table
+from trunkwatch_local.function_url import function_url_event
+
+NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)
+SECRET = "It's a Secret to Everybody"  # GitHub's documented test vector's secret
+A = "a" * 40
+DEPLOYMENT = load_deployment(
+    {"trunks": [{"repo": webhooks.REPO, "branch": "main", "source": "github", "webhook": True}]}
+)
+
+
+def _never() -> Deployment:
+    raise AssertionError("the configuration was read for a delivery refused before it")
+
+
+def post(
+    event: str,
+    body: bytes,
+    signature: str | None = None,
+    delivery: str = "d-1",
+    deployment: Callable[[], Deployment] = lambda: DEPLOYMENT,
+) -> tuple[int, str]:
+    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": "application/json"}
+    headers["X-Hub-Signature-256"] = webhooks.sign(body, SECRET) if signature is None else signature
+    event = function_url_event("POST", "/", headers, body)
+    answer = handle_request(event, lambda: SECRET, deployment, lambda: open_table(TABLE, "us-east-1"), NOW)
+    return int(answer["statusCode"]), json.loads(answer["body"])["message"]
+
+
+def payload(data: dict[str, Any]) -> bytes:
+    return json.dumps(data).encode()
+
+
+def test_githubs_test_vector_signs_a_ping() -> None:
+    signature = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+    assert webhooks.sign(b"Hello, World!", SECRET) == signature
+    assert post("ping", b"Hello, World!", signature, deployment=_never) == (200, "pong")
+
+
+@pytest.mark.parametrize("signature", ["", "sha256=" + "0" * 64, "sha1=abc", "757107ea0eb2509fc2"])
+def test_a_bad_or_missing_signature_is_401_and_writes_nothing(aws: dict[str, Any], signature: str) -> None:
+    status, message = post("push", payload(webhooks.push([A])), signature, deployment=_never)
+    assert (status, message) == (401, "bad or missing X-Hub-Signature-256")
+    assert table_items() == []
+
+
+def test_a_body_signed_with_another_secret_is_401(aws: dict[str, Any]) -> None:
+    body = payload(webhooks.push([A]))
+    assert post("push", body, webhooks.sign(body, "another secret"), deployment=_never)[0] == 401
+    assert table_items() == []
+
+
+def test_the_same_delivery_twice_is_written_once(aws: dict[str, Any]) -> None:
+    assert post("push", payload(webhooks.push([A])), delivery="push-1") == (200, "stored")
+    job = payload(webhooks.workflow_job(A, "linux-jammy / build", conclusion="failure"))
+    assert post("workflow_job", job, delivery="job-1") == (200, "stored")
+    cells = len(table_items("cell"))
+    assert post("workflow_job", job, delivery="job-1") == (200, "already handled")
+    assert len(table_items("cell")) == cells == 2  # the job and its run's `(workflow)` pass
+    assert len(table_items("delivery")) == 2
+
+
+def test_a_pull_requests_job_is_accepted_and_writes_nothing(aws: dict[str, Any]) -> None:
+    job = payload(webhooks.workflow_job(A, "linux-jammy / build", branch="my-feature"))
+    assert post("workflow_job", job) == (202, "ignored: not about a webhook-fed trunk")
+    run = payload(webhooks.workflow_run(A, event="pull_request", branch="main"))
+    assert post("workflow_run", run) == (202, "ignored: a run not triggered by a push")
+    assert post("issues", payload({"action": "opened"})) == (202, "ignored: event 'issues' is not ingested")
+    assert table_items() == []
+
+
+def test_an_oversized_body_is_413_before_its_signature_is_checked(aws: dict[str, Any]) -> None:
+    body = b'{"padding": "' + b"x" * MAX_BODY_BYTES + b'"}'
+    assert post("push", body, deployment=_never)[0] == 413
+    assert table_items() == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"{not json", b"[" * 100_000 + b"]" * 100_000, b'"a string"', b"\xff\xfe"],
+    ids=["invalid", "deeply-nested", "not-an-object", "not-utf8"],
+)
+def test_a_body_that_is_not_a_json_object_is_400(aws: dict[str, Any], body: bytes) -> None:
+    status, _ = post("push", body, deployment=_never)
+    assert status == 400
+    assert table_items() == []
+
+
+def test_a_delivery_missing_a_field_is_400_and_can_be_redelivered(aws: dict[str, Any]) -> None:
+    post("push", payload(webhooks.push([A])), delivery="push-1")
+    broken = webhooks.workflow_job(A, "linux-jammy / build")
+    del broken["workflow_job"]["run_id"]
+    assert post("workflow_job", payload(broken), delivery="job-1") == (400, "'run_id' must be an integer")
+    assert table_items("cell") == [] and table_items("shard") == []
+    # Nothing of it was kept, not even its delivery id: a fixed redelivery is stored.
+    fixed = payload(webhooks.workflow_job(A, "linux-jammy / build"))
+    assert post("workflow_job", fixed, delivery="job-1") == (200, "stored")
+
+
+def test_a_delivery_without_its_id_is_400(aws: dict[str, Any]) -> None:
+    assert post("push", payload(webhooks.push([A])), delivery="") == (400, "missing X-GitHub-Delivery")
+    assert table_items() == []

@@ -1,0 +1,229 @@
+"""Webhook deliveries written as the cells the poll writes (recorded payload shapes), on the
+in-memory storage; what must not reach the table at all is checked on a moto table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from tests.support import webhooks
+from tests.support.aws import table_items
+from trunkwatch.app.ingest import poll_trunk
+from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, trunk_of
+from trunkwatch.domain.cells import Commit, JobRun
+from trunkwatch.domain.config import load_deployment
+from trunkwatch.sources.base import CommitResult, Snapshot
+from trunkwatch.sources.webhook import PayloadError
+from trunkwatch.storage.memory import memory_storage
+from trunkwatch.storage.port import Storage
+
+NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)
+A, B = "a" * 40, "b" * 40
+SHARD_1 = "linux-jammy / test (default, 1, 2, linux.2xlarge)"
+SHARD_2 = "linux-jammy / test (default, 2, 2, linux.2xlarge)"
+KEY = "pull / linux-jammy / test (default, linux.2xlarge)"
+DEPLOYMENT = load_deployment(
+    {"trunks": [{"repo": webhooks.REPO, "branch": "main", "source": "github", "webhook": True}]}
+)
+TRUNK = DEPLOYMENT.trunks[0]
+RULE = DEPLOYMENT.rule_for(TRUNK)
+
+
+@pytest.fixture
+def storage() -> Storage:
+    """The use case runs on the in-memory storage (the contract tests hold it to DynamoDB's)."""
+    return memory_storage()
+
+
+def deliver(storage: Storage, event: str, payload: dict[str, Any]) -> DeliveryResult:
+    trunk = trunk_of(DEPLOYMENT, event, payload)
+    assert not isinstance(trunk, str), trunk
+    return ingest_delivery(storage, trunk, RULE, event, payload, NOW)
+
+
+def cells(storage: Storage) -> dict[tuple[str, str], str]:
+    """(job, sha) -> the stored state."""
+    return {
+        (job, cell.commit.sha): cell.state.value
+        for job in storage.trunks.job_names(TRUNK.trunk_id)
+        for cell in storage.cells.newest_first(TRUNK.trunk_id, job, limit=100, page_size=100)
+    }
+
+
+def states(storage: Storage, sha: str) -> dict[str, str]:
+    names = storage.trunks.job_names(TRUNK.trunk_id)
+    item = next(c for c in storage.commits.newest(TRUNK.trunk_id, 10) if c.commit.sha == sha)
+    return {names[i]: code for i, code in enumerate(item.states) if code != "-"}
+
+
+def test_push_places_commits_in_order_and_a_job_becomes_its_cell(storage: Storage) -> None:
+    assert deliver(storage, "push", webhooks.push([A, B])).commits_placed == 2
+    placed = storage.commits.newest(TRUNK.trunk_id, 10)
+    assert [c.commit.sha for c in placed] == [B, A] and placed[0].seq == placed[1].seq + 1
+    assert placed[0].commit.pr == 101 and placed[0].commit.author == "author"
+    result = deliver(storage, "workflow_job", webhooks.workflow_job(B, SHARD_1, conclusion="failure"))
+    assert result.cells_written == 2  # the job, and its run's `(workflow)` pass
+    assert cells(storage) == {(KEY, B): "fail", ("pull / (workflow)", B): "pass"}
+    assert states(storage, B) == {KEY: "F", "pull / (workflow)": "P"}
+
+
+def test_shards_merge_and_a_redelivery_writes_nothing(storage: Storage) -> None:
+    deliver(storage, "push", webhooks.push([A]))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, job_id=1))
+    assert cells(storage)[(KEY, A)] == "pending"  # shard 2 of 2 has not reported
+    failed = webhooks.workflow_job(A, SHARD_2, conclusion="failure", job_id=2)
+    assert deliver(storage, "workflow_job", failed).cells_written == 1
+    assert deliver(storage, "workflow_job", failed).cells_written == 0
+    assert deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, job_id=1)).cells_written == 0
+    assert cells(storage)[(KEY, A)] == "fail"
+
+
+def test_completed_before_queued_keeps_the_result(storage: Storage) -> None:
+    deliver(storage, "push", webhooks.push([A]))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="failure"))
+    for status in ("in_progress", "queued", "waiting"):
+        late = webhooks.workflow_job(A, SHARD_1, status=status)
+        assert trunk_of(DEPLOYMENT, "workflow_job", late) == "a job without its result yet"
+    assert cells(storage)[(KEY, A)] == "fail" and states(storage, A)[KEY] == "F"
+
+
+def test_a_sharded_job_is_pending_until_every_shard_reported(storage: Storage) -> None:
+    deliver(storage, "push", webhooks.push([A, B]))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_2, conclusion="success", job_id=2))
+    assert cells(storage)[(KEY, A)] == "pending"
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="success", job_id=1))
+    assert cells(storage)[(KEY, A)] == "pass" and states(storage, A)[KEY] == "P"
+    # A failing shard decides at once, as in the poll (any fail wins).
+    deliver(storage, "workflow_job", webhooks.workflow_job(B, SHARD_1, conclusion="failure", job_id=3))
+    assert cells(storage)[(KEY, B)] == "fail"
+
+
+BUILD = "pull / linux-jammy / build"
+
+
+def test_retried_to_green_is_flaky_in_either_order(storage: Storage) -> None:
+    deliver(storage, "push", webhooks.push([A, B]))
+    deliver(
+        storage,
+        "workflow_job",
+        webhooks.workflow_job(A, "linux-jammy / build", conclusion="failure", attempt=1),
+    )
+    deliver(
+        storage,
+        "workflow_job",
+        webhooks.workflow_job(A, "linux-jammy / build", conclusion="success", attempt=2),
+    )
+    # Out of order: the re-run's pass first, the failed first attempt late.
+    deliver(
+        storage,
+        "workflow_job",
+        webhooks.workflow_job(B, "linux-jammy / build", conclusion="success", attempt=2),
+    )
+    assert cells(storage)[(BUILD, B)] == "pass"
+    deliver(
+        storage,
+        "workflow_job",
+        webhooks.workflow_job(B, "linux-jammy / build", conclusion="failure", attempt=1),
+    )
+    assert cells(storage)[(BUILD, A)] == "flaky" and cells(storage)[(BUILD, B)] == "flaky"
+
+
+def test_an_older_attempt_never_overwrites_a_newer_one(storage: Storage) -> None:
+    deliver(storage, "push", webhooks.push([A]))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="failure", attempt=2))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="success", attempt=1))
+    assert cells(storage)[(KEY, A)] == "fail"
+
+
+def test_cancelled_and_skipped_are_no_data(storage: Storage) -> None:
+    deliver(storage, "push", webhooks.push([A]))
+    deliver(
+        storage,
+        "workflow_job",
+        webhooks.workflow_job(A, "linux-jammy / build", conclusion="cancelled", job_id=1),
+    )
+    deliver(
+        storage,
+        "workflow_job",
+        webhooks.workflow_job(A, "lint / lintrunner", conclusion="skipped", job_id=2),
+    )
+    assert (
+        cells(storage)[(BUILD, A)] == "nodata" and cells(storage)[("pull / lint / lintrunner", A)] == "nodata"
+    )
+
+
+def test_startup_failure_run_is_the_workflow_cell(storage: Storage) -> None:
+    deliver(storage, "push", webhooks.push([A]))
+    run = webhooks.workflow_run(A, workflow="trunk", conclusion="startup_failure")
+    assert deliver(storage, "workflow_run", run).cells_written == 1
+    assert cells(storage) == {("trunk / (workflow)", A): "fail"}
+
+
+def test_a_run_places_its_commit_when_the_push_was_missed(storage: Storage) -> None:
+    deliver(storage, "workflow_run", webhooks.workflow_run(A, status="queued", title="Fix it (#77)"))
+    (placed,) = storage.commits.newest(TRUNK.trunk_id, 10)
+    assert (placed.commit.sha, placed.commit.title, placed.commit.pr) == (A, "Fix it (#77)", 77)
+
+
+def test_pull_requests_and_other_trunks_are_dropped_before_the_table(aws: dict[str, Any]) -> None:
+    pr_job = webhooks.workflow_job(A, SHARD_1, branch="feature")
+    assert trunk_of(DEPLOYMENT, "workflow_job", pr_job) == "not about a webhook-fed trunk"
+    pr_run = webhooks.workflow_run(A, event="pull_request")
+    assert trunk_of(DEPLOYMENT, "workflow_run", pr_run) == "a run not triggered by a push"
+    other = webhooks.push([A], repo="someone/else")
+    assert trunk_of(DEPLOYMENT, "push", other) == "not about a webhook-fed trunk"
+    assert trunk_of(DEPLOYMENT, "issues", {}) == "event 'issues' is not ingested"
+    assert table_items() == []
+
+
+def test_a_job_of_an_unknown_commit_writes_nothing(aws: dict[str, Any]) -> None:
+    # A pull request from a fork's own `main` names the trunk's branch, not a trunk commit.
+    result = deliver(aws["storage"], "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="failure"))
+    assert result.ignored == "not a known trunk commit" and result.cells_written == 0
+    assert table_items("cell") == [] and table_items("shard") == []
+
+
+def test_a_payload_missing_a_field_is_an_error_that_writes_nothing(aws: dict[str, Any]) -> None:
+    payload = webhooks.workflow_job(A, SHARD_1)
+    del payload["workflow_job"]["head_sha"]
+    with pytest.raises(PayloadError, match="head_sha"):
+        deliver(aws["storage"], "workflow_job", payload)
+    bad_push = webhooks.push([A])
+    bad_push["commits"][0]["timestamp"] = "yesterday"
+    with pytest.raises(PayloadError, match="timestamp"):
+        deliver(aws["storage"], "push", bad_push)
+    assert table_items() == []
+
+
+class _Snapshots:
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+
+    def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
+        return self.snapshot
+
+
+def test_the_poll_finds_nothing_new_after_the_deliveries_and_vice_versa(storage: Storage) -> None:
+    deliver(storage, "push", webhooks.push([A]))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="failure", job_id=1))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_2, conclusion="success", job_id=2))
+    commit = Commit(sha=A, time=NOW)
+    runs = (
+        JobRun(name="pull / (workflow)", conclusion="success"),
+        JobRun(name=f"pull / {SHARD_1}", conclusion="failure"),
+        JobRun(name=f"pull / {SHARD_2}", conclusion="success"),
+    )
+    polled = poll_trunk(storage, TRUNK, RULE, _Snapshots(Snapshot([CommitResult(commit, runs)])), NOW)
+    assert polled.cells_written == 0
+    # The poll saw a new job first: the delivery of it writes nothing.
+    more = (*runs, JobRun(name="lint / lintrunner", conclusion="success"))
+    assert (
+        poll_trunk(
+            storage, TRUNK, RULE, _Snapshots(Snapshot([CommitResult(commit, more)])), NOW
+        ).cells_written
+        == 1
+    )
+    late = webhooks.workflow_job(A, "lintrunner", workflow="lint", job_id=3)
+    assert [k for k in deliver(storage, "workflow_job", late).changed_jobs if k != "lint / (workflow)"] == []

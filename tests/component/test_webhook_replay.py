@@ -1,0 +1,87 @@
+"""A trunk fed by webhook deliveries alone sends exactly the messages the same history sends
+when polled (the local runtime: the real handlers, signed deliveries, the stream pump)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Any
+
+import pytest
+
+from tests.support import webhooks
+from tests.support.scenarios import SCENARIOS
+from trunkwatch_local.replay import ReplayError, parse_replay
+from trunkwatch_local.session import run_replay
+
+_LOCAL_PORT = re.compile(r"127\.0\.0\.1:\d+")
+
+
+def _messages(lines: list[str]) -> list[dict[str, Any]]:
+    """The replay's messages, with the ports of its local servers (new ones per run) left out."""
+    return [
+        json.loads(_LOCAL_PORT.sub("127.0.0.1:PORT", json.dumps(m.as_json())))
+        for m in run_replay(parse_replay(lines, "test"))
+    ]
+
+
+def _history() -> list[str]:
+    return (SCENARIOS / "basic-break.jsonl").read_text().splitlines()
+
+
+@pytest.fixture(scope="module")
+def polled() -> list[dict[str, Any]]:
+    return _messages(webhooks.as_github_knows_it(_history()))
+
+
+def test_a_webhook_fed_break_sends_the_polled_messages(polled: list[dict[str, Any]]) -> None:
+    pushed = webhooks.replay_as_deliveries(_history())
+    assert not any('"hud"' in line for line in pushed[1:])
+    assert len(polled) == 4
+    assert _messages(pushed) == polled
+
+
+def test_redeliveries_and_shuffled_deliveries_send_the_same_messages(polled: list[dict[str, Any]]) -> None:
+    lines = webhooks.replay_as_deliveries(_history())
+    shuffled = [lines[0]]
+    rng = random.Random(7)  # a fixed order, so a failure can be rerun
+    instant: list[str] = []
+    for line in [*lines[1:], None]:
+        event = json.loads(line) if line else None
+        if event is not None and "webhook" in event and event["webhook"]["event"] == "workflow_job":
+            instant.append(line)  # type: ignore[arg-type]
+            continue
+        # One instant's job deliveries in another order, some of them twice (GitHub's
+        # deliveries arrive out of order; a redelivery is a new request with the same body).
+        rng.shuffle(instant)
+        shuffled += instant + instant[: len(instant) // 3]
+        instant = []
+        if line:
+            shuffled.append(line)
+    assert _messages(shuffled) == polled
+
+
+def test_a_replay_webhook_event_must_name_a_github_event() -> None:
+    header = json.dumps({"repo": "pytorch/pytorch"})
+    bad = json.dumps({"at": "2026-11-18T15:00:00Z", "webhook": {"event": "issues", "payload": {}}})
+    with pytest.raises(ReplayError, match="'webhook' must be"):
+        parse_replay([header, bad], "test")
+
+
+def test_webhooks_down_fires_when_the_poll_finds_what_deliveries_did_not_bring() -> None:
+    lines = webhooks.as_github_knows_it(_history())
+    header = json.loads(lines[0])
+    header["config"] = {"webhooks_down_after": "30m"}
+    events = [json.loads(line) for line in lines[1:]]
+    first, later, after = events[0], events[5], events[6]  # 15:09, 15:59, 16:09
+    delivered = webhooks.replay_as_deliveries([json.dumps(header), json.dumps(first)])[1:]
+    resumed = webhooks.replay_as_deliveries([json.dumps(header), json.dumps(after)])[1:]
+    # Deliveries at 15:09; at 15:59 the poll finds results no delivery brought (the HUD's
+    # snapshot stands in for the backstop poll); at 16:09 deliveries bring results again.
+    replay = [json.dumps(header), *delivered, json.dumps(later), *resumed]
+    messages = [(m["at"], m["attributes"]["alertname"], m["attributes"]["status"]) for m in _messages(replay)]
+    assert messages == [
+        (later["at"], "WebhooksDown", "firing"),
+        (after["at"], "WebhooksDown", "resolved"),
+    ]

@@ -1,0 +1,38 @@
+"""The scenarios under tests/scenarios, and moving one onto the real clock."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tests.support.paths import TESTS
+from trunkwatch.domain.clock import format_time, parse_time
+
+SCENARIOS = TESTS / "scenarios"
+
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+
+
+def scenario_ending_now(scenario: Path, directory: Path, before: timedelta = timedelta(hours=1)) -> Path:
+    """A copy of `scenario` with every timestamp moved by one offset, so that its last event is
+    `before` the real clock: for tests that replay a scenario and then use what it left on the
+    real clock (`serve --scenario`), whatever today's date is."""
+    lines = [json.loads(line) for line in scenario.read_text().splitlines() if line.strip()]
+    offset = datetime.now(UTC) - before - parse_time(lines[-1]["at"])
+
+    def shifted(value: Any) -> Any:
+        if isinstance(value, str) and _TIMESTAMP.match(value):
+            return format_time(parse_time(value) + offset)
+        if isinstance(value, dict):
+            return {key: shifted(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [shifted(item) for item in value]
+        return value
+
+    directory.mkdir(parents=True, exist_ok=True)
+    copy = directory / scenario.name
+    copy.write_text("".join(json.dumps(shifted(line)) + "\n" for line in lines))
+    return copy

@@ -1,0 +1,175 @@
+"""Every function of template.yaml, started cold as Lambda starts it, on each of its samples.
+
+A new interpreter per invocation (`tests/support/cold_invoke.py`), exactly the environment the template
+gives the function (Globals' variables and its own, references resolved to values shaped like
+a deployed stack's) plus what Lambda's runtime sets, moto behind it, one invocation of the
+sample event from `events/`. Nothing is bound or configured for the handler beforehand: it
+has to find its table, region and configuration from that environment alone, as in AWS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from tests.support.hud import grid
+from tests.support.paths import ROOT, TESTS
+from trunkwatch_local.hud_server import HudServer
+from trunkwatch_local.template import find_template
+from trunkwatch_local.wiring import Wiring, read_wiring
+
+DRIVER = TESTS / "support" / "cold_invoke.py"
+REGION = "us-east-1"
+# What CloudFormation's references resolve to in a deployed stack (names as it makes them).
+DEPLOYED = {
+    "Table": "trunkwatch-Table-1X2Y3Z4A5B6C",
+    "AlertTopic": f"arn:aws:sns:{REGION}:123456789012:trunkwatch-AlertTopic-AbCdEfGh1234",
+    "ConfigParameter": "CFN-ConfigParameter-AbCdEfGh1234",
+    "Api": "a1b2c3d4e5",
+    "AWS::Region": REGION,
+    "AWS::AccountId": "123456789012",
+    "AWS::StackName": "trunkwatch",
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::Partition": "aws",
+}
+# The webhook sample is signed with GitHub's documented test-vector secret.
+WEBHOOK_SECRET = "It's a Secret to Everybody"
+SAMPLE_TOKENS = {"example-write-token": "write", "example-read-token": "read"}
+TRUNK = {"repo": "pytorch/pytorch", "branch": "main"}
+
+
+def _wiring() -> Wiring:
+    return read_wiring(find_template())
+
+
+def _samples() -> list[tuple[str, str]]:
+    """(function logical id, sample file) for every sample of every function."""
+    wiring = _wiring()
+    pairs = []
+    for logical_id, handler in wiring.functions.items():
+        folder = handler.parent.name
+        pairs += [(logical_id, path.name) for path in sorted((ROOT / "events").glob(f"{folder}_*.json"))]
+    return pairs
+
+
+def lambda_environment(function: str, wiring: Wiring) -> dict[str, str]:
+    """What a deployed function's process has: the runtime's variables and the template's."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "en_US.UTF-8",
+        "TZ": ":UTC",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+        "AWS_LAMBDA_FUNCTION_NAME": f"trunkwatch-{function}-AbCdEf123456",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_ACCESS_KEY_ID": "ASIAEXAMPLEEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "example",
+        "AWS_SESSION_TOKEN": "example",
+        "_HANDLER": "app.lambda_handler",
+        **wiring.environment_of(function, DEPLOYED),
+    }
+
+
+def _event_time(event: dict[str, Any]) -> float:
+    """When the sample happened: the handler runs at that time on the clock."""
+    if "time" in event:
+        return datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+    if "Records" in event:
+        return float(max(r["dynamodb"]["ApproximateCreationDateTime"] for r in event["Records"]))
+    if "requestContext" in event:  # API Gateway's REST event, or a function URL's (2.0)
+        context = event["requestContext"]
+        return (context.get("requestTimeEpoch") or context["timeEpoch"]) / 1000
+    return datetime.fromisoformat("2024-05-01T12:00:00+00:00").timestamp()
+
+
+def cold_invoke(function: str, sample: str, hud_url: str, environ: dict[str, str] | None = None) -> Any:
+    wiring = _wiring()
+    event = json.loads((ROOT / "events" / sample).read_text())
+    spec = {
+        "function": function,
+        "handler": str(wiring.functions[function]),
+        "event": event,
+        "at": _event_time(event),
+        "table": wiring.table,
+        # Polled and fed by webhooks (a webhook-fed trunk's first poll runs at once).
+        "config": {"trunks": [{**TRUNK, "source": "hud", "url": hud_url, "webhook": True}]},
+        "webhook_secret": WEBHOOK_SECRET,
+        "tokens": {
+            "tokens": [
+                {"sha256": hashlib.sha256(token.encode()).hexdigest(), "principal": "sample", "scope": scope}
+                for token, scope in SAMPLE_TOKENS.items()
+            ]
+        },
+    }
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), json.dumps(spec)],
+        env=environ if environ is not None else lambda_environment(function, wiring),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    outcome = json.loads(lines[-1])
+    assert "error" not in outcome, f"{outcome['error']}\n{done.stderr[-3000:]}"
+    return outcome["result"]
+
+
+@pytest.fixture(scope="module")
+def hud() -> Iterator[str]:
+    server = HudServer()
+    server.serve(grid())
+    yield server.url
+    server.stop()
+
+
+def test_every_function_has_a_sample_and_every_sample_a_function() -> None:
+    wiring = _wiring()
+    folders = {handler.parent.name for handler in wiring.functions.values()}
+    sampled = {function for function, _ in _samples()}
+    assert sampled == set(wiring.functions)
+    assert {path.name.split("_", 1)[0] for path in (ROOT / "events").glob("*.json")} <= folders
+
+
+@pytest.mark.parametrize(("function", "sample"), _samples())
+def test_a_cold_container_handles_its_sample(function: str, sample: str, hud: str) -> None:
+    result = cold_invoke(function, sample, hud)
+    if "statusCode" in result:  # the API behind API Gateway
+        assert 200 <= result["statusCode"] < 300, result
+    elif sample.startswith("authorizer"):
+        (statement,) = result["policyDocument"]["Statement"]
+        assert statement["Effect"] == "Allow" and result["principalId"] == "sample"
+    elif "batchItemFailures" in result:  # a stream batch
+        assert result["batchItemFailures"] == []
+    elif "polled" in result:  # the ingest schedule: the trunk was polled
+        assert result["errors"] == [] and [p["trunk"] for p in result["polled"]] == ["pytorch/pytorch#main"]
+    else:  # the evaluator's sweep
+        assert result["rejudged"] == 0 and result["waiting"] == []
+
+
+def test_cold_api_container_serves_what_amtool_asks_for(hud: str) -> None:
+    """The bar: a cold API container lists silences, creates one and lists alerts."""
+    for sample in ("api_get_silences.json", "api_post_silence.json", "api_get_alerts.json"):
+        result = cold_invoke("ApiFunction", sample, hud)
+        assert 200 <= result["statusCode"] < 300, result
+        body = json.loads(result["body"])
+        assert isinstance(body, list) or "silenceID" in body
+
+
+@pytest.mark.parametrize("missing", ["TABLE_NAME", "CONFIG_PARAMETER"])
+def test_a_function_missing_a_variable_fails_at_load_naming_it(missing: str, hud: str) -> None:
+    environ = lambda_environment("ApiFunction", _wiring())
+    del environ[missing]
+    with pytest.raises(AssertionError, match=f"ConfigError: environment variable.*{missing}"):
+        cold_invoke("ApiFunction", "api_get_silences.json", hud, environ)
