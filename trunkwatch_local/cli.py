@@ -106,14 +106,13 @@ def _replay(args: argparse.Namespace) -> int:
     from trunkwatch_local.chaos import Chaos
     from trunkwatch_local.replay import read_replay
 
-    if args.chaos is None:
-        return _print(_replayed(read_replay(args.file), args.template), args.json)
     try:
-        chaos = Chaos(args.chaos, args.crash_rate)
+        chaos = None if args.chaos is None else Chaos(args.chaos, args.crash_rate)
     except ValueError as err:
         raise ConfigError(f"--crash-rate: {err}") from None
     status = _print(_replayed(read_replay(args.file), args.template, chaos), args.json)
-    print(f"trunkwatch: chaos seed {args.chaos}: {chaos.stats.line()}", file=sys.stderr)
+    if chaos is not None:
+        print(f"trunkwatch: chaos seed {args.chaos}: {chaos.stats.line()}", file=sys.stderr)
     return status
 
 

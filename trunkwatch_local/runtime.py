@@ -90,6 +90,7 @@ class LocalRuntime:
         self.chaos = chaos  # kills invocations at AWS calls (`trunkwatch replay --chaos`)
         self._chaos_installed: Any = None
         self.dropped_schedule_events = 0  # scheduled invocations that died (no retries)
+        self._crashable: set[str] = set()  # logical ids; set as the handlers load
         self.wiring: Wiring = read_wiring(self.template)
         self._emulation: Any = None  # moto's mock while started; its patches otherwise off
         self._environ_before: dict[str, str] | None = None
@@ -250,6 +251,10 @@ class LocalRuntime:
             spec.loader.exec_module(module)
             self.modules[logical_id] = module
             self.names[name] = logical_id
+        # Where crashes are injected: what the schedule, the streams and GitHub invoke. The
+        # API's callers (people, amtool) see its 5xx and try again.
+        self._crashable = {*self.wiring.schedules, *(source.function for source in self.wiring.streams)}
+        self._crashable.add(self.names.get("webhook", "webhook"))
         # Powertools logs to stdout in Lambda; locally stdout carries the results.
         for handler in logging.getLogger(os.environ.get("POWERTOOLS_SERVICE_NAME", "trunkwatch")).handlers:
             if isinstance(handler, logging.StreamHandler):
@@ -265,7 +270,7 @@ class LocalRuntime:
         )
         dying = (
             self.chaos.invocation(logical_id)
-            if self.chaos and logical_id in self._pipeline_functions()
+            if self.chaos and logical_id in self._crashable
             else contextlib.nullcontext()
         )
         try:
@@ -279,13 +284,6 @@ class LocalRuntime:
                 # by every Metrics instance): clear them per invocation as a flush would, or a
                 # long run grows them until a metric's 100 values force a flush.
                 Metrics().clear_metrics()
-
-    def _pipeline_functions(self) -> set[str]:
-        """What the schedule, the streams and GitHub invoke: where crashes are injected. The
-        API's callers (people, amtool) see its 5xx and try again."""
-        return {*self.wiring.schedules, *(source.function for source in self.wiring.streams)} | {
-            self.names.get("webhook", "webhook")
-        }
 
     def scheduled_event(self, function: str) -> dict[str, Any]:
         return scheduled_event(f"{NAME}-{function}")

@@ -12,11 +12,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.support.paths import TESTS
+from tests.support.scenarios import SCENARIOS
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.cli import main
-
-SCENARIOS = TESTS / "scenarios"
 
 
 @pytest.fixture

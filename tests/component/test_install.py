@@ -20,11 +20,11 @@ import pytest
 from packaging.markers import Marker
 
 from tests.support.paths import ROOT
+from tests.support.scenarios import REAL_HISTORY, SCENARIOS, expected_messages, published_row, summary
 from trunkwatch_local import verified
 from trunkwatch_local.cli import main
 
-SCENARIOS = sorted(p for p in (ROOT / "tests" / "scenarios").glob("*.jsonl") if ".expected" not in p.name)
-REAL_HISTORY = ROOT / "tests" / "real-history" / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
+REPLAYS = [*sorted(p for p in SCENARIOS.glob("*.jsonl") if ".expected" not in p.name), REAL_HISTORY]
 
 
 def pins(path: Path) -> dict[str, str]:
@@ -49,24 +49,6 @@ def readme_install_line() -> str:
     ]
     assert len(lines) == 1, f"the README should have one `python3 -m venv ... && ...` install line: {lines}"
     return lines[0]
-
-
-def expected_messages(expected: Path) -> Counter[tuple[object, ...]]:
-    rows = [json.loads(line) for line in expected.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return Counter(summary(row) for row in rows)
-
-
-def summary(row: dict[str, object]) -> tuple[object, ...]:
-    return tuple(row.get(key) for key in ("at", "status", "alertname", "job", "priority", "team"))
-
-
-def published_messages(stdout: str) -> Counter[tuple[object, ...]]:
-    rows = []
-    for line in stdout.splitlines():
-        message = json.loads(line)
-        labels = message["message"]["alerts"][0]["labels"]
-        rows.append({"at": message["at"], "status": message["message"]["status"], "job": None, **labels})
-    return Counter(summary(row) for row in rows)
 
 
 def project_files() -> list[str]:
@@ -112,7 +94,7 @@ def test_the_readme_install_line_replays_every_scenario(tmp_path: Path) -> None:
 
     venv = checkout / line.split()[3]
     trunkwatch = venv / "bin" / "trunkwatch"
-    for scenario in [*SCENARIOS, REAL_HISTORY]:
+    for scenario in REPLAYS:
         replay = subprocess.run(
             [str(trunkwatch), "replay", str(scenario), "--json"],
             cwd=tmp_path,
@@ -122,8 +104,8 @@ def test_the_readme_install_line_replays_every_scenario(tmp_path: Path) -> None:
             timeout=600,
         )
         assert replay.returncode == 0, f"{scenario.name}: {replay.stderr[-3000:]}"
-        expected = scenario.with_name(scenario.name.split(".jsonl")[0] + ".expected.jsonl")
-        assert published_messages(replay.stdout) == expected_messages(expected), scenario.name
+        published = [summary(published_row(json.loads(line))) for line in replay.stdout.splitlines()]
+        assert Counter(published) == Counter(map(summary, expected_messages(scenario))), scenario.name
 
     # The install took the lock's versions: those this test suite runs on.
     frozen = subprocess.run(

@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.paths import ROOT, TESTS
-from tests.support.scenarios import SCENARIOS
+from tests.support.paths import ROOT
+from tests.support.scenarios import REAL_HISTORY, SCENARIOS, expected_messages, published_row, summary
 
-REAL_HISTORY = TESTS / "real-history" / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
 BESIDE = ROOT.parent / "shared" / "scenarios"
 
 
@@ -47,10 +46,6 @@ def replay_json(scenario: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in run.stdout.splitlines()]
 
 
-def summary(line: dict[str, object]) -> tuple[object, ...]:
-    return tuple(line[k] for k in ("at", "status", "alertname", "job", "priority", "team"))
-
-
 @pytest.mark.parametrize("scenario", FILES, ids=[f"{p.parent.parent.name}/{p.stem}" for p in FILES])
 def test_replay_matches_expected(scenario: Path) -> None:
     published = []
@@ -60,14 +55,10 @@ def test_replay_matches_expected(scenario: Path) -> None:
         assert all(value != "" for value in annotations.values()), annotations
         assert message["email"].startswith(("FIRING: ", "RESOLVED: "))
         assert message["attributes"]["fingerprint"] in message["email"]
-        labels = message["message"]["alerts"][0]["labels"]
         assert message["attributes"]["fingerprint"] == message["message"]["alerts"][0]["fingerprint"]
         assert len(message["subject"]) <= 100 and "\n" not in message["subject"]
-        published.append(
-            {"at": message["at"], "status": message["message"]["status"], "job": labels.get("job"), **labels}
-        )
-    expected_path = scenario.with_name(scenario.stem + ".expected.jsonl")
-    expected = [json.loads(line) for line in expected_path.read_text().splitlines() if line.strip()]
+        published.append(published_row(message))
+    expected = expected_messages(scenario)
     # Messages of the same `at` may come in any order; nothing missing, nothing extra.
     assert Counter(map(summary, published)) == Counter(map(summary, expected))
     assert [p["at"] for p in published] == sorted(p["at"] for p in published)
@@ -100,13 +91,8 @@ def test_a_real_trunks_history_replays_to_exactly_its_messages() -> None:
     """The first 112 polls of a real trunk (gzipped): tools broken for days, breaking
     again, and a TrunkBroken that resolves while due a reminder."""
     published = replay_json(REAL_HISTORY)
-    expected_path = REAL_HISTORY.with_name(REAL_HISTORY.name.removesuffix(".jsonl.gz") + ".expected.jsonl")
-    expected = [json.loads(line) for line in expected_path.read_text().splitlines() if line.strip()]
-    got = [
-        summary({"at": m["at"], "status": m["message"]["status"], "job": labels.get("job"), **labels})
-        for m in published
-        for labels in [m["message"]["alerts"][0]["labels"]]
-    ]
+    expected = expected_messages(REAL_HISTORY)
+    got = [summary(published_row(message)) for message in published]
     assert len(expected) == 152
     assert Counter(got) == Counter(map(summary, expected))
     assert [p["at"] for p in published] == sorted(p["at"] for p in published)

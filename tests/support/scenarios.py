@@ -12,6 +12,7 @@ from tests.support.paths import TESTS
 from trunkwatch.domain.clock import format_time, parse_time
 
 SCENARIOS = TESTS / "scenarios"
+REAL_HISTORY = TESTS / "real-history" / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 
@@ -36,3 +37,20 @@ def scenario_ending_now(scenario: Path, directory: Path, before: timedelta = tim
     copy = directory / scenario.name
     copy.write_text("".join(json.dumps(shifted(line)) + "\n" for line in lines))
     return copy
+
+
+def expected_messages(replay_file: Path) -> list[dict[str, Any]]:
+    """The rows of the replay file's `<name>.expected.jsonl` (for `.jsonl` and `.jsonl.gz` alike)."""
+    expected = replay_file.with_name(replay_file.name.split(".jsonl")[0] + ".expected.jsonl")
+    return [json.loads(line) for line in expected.read_text().splitlines() if line.strip()]
+
+
+def published_row(message: dict[str, Any]) -> dict[str, Any]:
+    """A published message (`trunkwatch replay --json`) as an expected row: when, status, labels."""
+    labels = message["message"]["alerts"][0]["labels"]
+    return {"at": message["at"], "status": message["message"]["status"], "job": labels.get("job"), **labels}
+
+
+def summary(row: dict[str, Any]) -> tuple[object, ...]:
+    """What an expected row and a published one are compared by."""
+    return tuple(row[key] for key in ("at", "status", "alertname", "job", "priority", "team"))
