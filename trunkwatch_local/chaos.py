@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from botocore.client import BaseClient
@@ -27,11 +28,17 @@ class InvocationDied(BaseException):
     """The invocation's container died at an AWS call."""
 
 
+# The call whose success a crash right after it can hide: the message went out, and the
+# invocation died before recording it, so it is sent again (the one duplicate allowed).
+PUBLISH = "sns.Publish"
+
+
 @dataclass
 class Crash:
     function: str
     call: str  # service.Operation
     when: str  # "before" (nothing written) or "after" (written, the answer lost)
+    after_publish: bool = False  # right after a publish that went out: it may be sent again
 
 
 @dataclass
@@ -42,26 +49,36 @@ class ChaosStats:
     stream_retries: int = 0
     dead_lettered: int = 0  # stream records sent to the DLQ
     dropped_schedule_events: int = 0  # scheduled invocations that died: never retried
+    failed_deliveries: int = 0  # webhook invocations that died: GitHub does not redeliver
+    recovery_ticks: list[datetime] = field(default_factory=list)  # schedule ticks run after crashes
+
+    @property
+    def after_publish(self) -> int:
+        """Crashes that came right after a message went out: each may send it once more."""
+        return sum(crash.after_publish for crash in self.crashes)
 
     def line(self) -> str:
         before = sum(crash.when == "before" for crash in self.crashes)
         return (
             f"{len(self.crashes)} of {self.calls} AWS calls killed their invocation "
-            f"({before} before the call, {len(self.crashes) - before} after it); "
+            f"({before} before the call, {len(self.crashes) - before} after it; "
+            f"{self.after_publish} right after a publish); "
             f"{self.stream_retries} stream batch retries, {self.dead_lettered} records dead-lettered, "
-            f"{self.dropped_schedule_events} scheduled invocations lost"
+            f"{self.dropped_schedule_events} scheduled invocations lost, "
+            f"{self.failed_deliveries} webhook deliveries failed"
         )
 
 
 class Chaos:
-    def __init__(self, seed: int, crash_rate: float) -> None:
+    def __init__(self, seed: int, crash_rate: float, spared: Collection[str] = ()) -> None:
         if not 0 <= crash_rate < 1:
             raise ValueError(f"crash rate must be at least 0 and below 1, not {crash_rate}")
         self.seed = seed
         self.crash_rate = crash_rate
+        self.spared = frozenset(spared)  # logical ids of functions that never die
         self.stats = ChaosStats()
         self._draws = random.Random(seed)  # noqa: S311 - reproducible draws, not secrets
-        self._local = threading.local()  # .function while an invocation runs, .died once dead
+        self._local = threading.local()  # .function while an invocation runs, .died once dead, .last_call
         self._original: Any = None
 
     @contextlib.contextmanager
@@ -81,8 +98,11 @@ class Chaos:
 
     @contextlib.contextmanager
     def invocation(self, function: str) -> Iterator[None]:
-        """The AWS calls made in this block are `function`'s and may kill it."""
-        self._local.function, self._local.died = function, False
+        """The AWS calls made in this block are `function`'s and may kill it (unless spared)."""
+        if function in self.spared:
+            yield
+            return
+        self._local.function, self._local.died, self._local.last_call = function, False, None
         try:
             yield
         finally:
@@ -99,13 +119,14 @@ class Chaos:
         dies = self._draws.random() < self.crash_rate
         when = "before" if self._draws.random() < 0.5 else "after"
         if dies and when == "before":
-            self._die(function, name, when)
+            self._die(function, name, when, after_publish=self._local.last_call == PUBLISH)
         result = self._original(client, operation, params)
         if dies:
-            self._die(function, name, when)
+            self._die(function, name, when, after_publish=name == PUBLISH)
+        self._local.last_call = name
         return result
 
-    def _die(self, function: str, call: str, when: str) -> None:
+    def _die(self, function: str, call: str, when: str, after_publish: bool) -> None:
         self._local.died = True
-        self.stats.crashes.append(Crash(function, call, when))
+        self.stats.crashes.append(Crash(function, call, when, after_publish))
         raise InvocationDied(f"{function} died {when} {call}")

@@ -19,9 +19,9 @@ import secrets
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -34,17 +34,27 @@ from trunkwatch.domain import clock
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import ConfigError, Deployment, to_json
 from trunkwatch.storage.records import GROUP_WINDOW
-from trunkwatch_local import verified
+from trunkwatch_local import idempotency_clock, verified
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.emulator import emulation, release_stream
 from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.pump import StreamPump
+from trunkwatch_local.schedule import period_seconds
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import Wiring, read_wiring
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's fixed example account
 NAME = "trunkwatch-local"
+
+
+# What a function URL answers for a function that failed.
+DIED_ANSWER = {"statusCode": 502, "body": "Internal Server Error"}
+
+
+# Schedule ticks a crash-injected replay runs after the last crash: enough for a tick left
+# open to be settled by the sweep (app/sweep.SETTLE_BOUND) and the notification after it.
+RECOVERY_TICKS = 4
 
 
 class InvocationFailed(RuntimeError):
@@ -84,15 +94,24 @@ class Published:
 
 class LocalRuntime:
     def __init__(
-        self, template: Path | None = None, webhook_secret: str | None = None, chaos: Chaos | None = None
+        self,
+        template: Path | None = None,
+        webhook_secret: str | None = None,
+        chaos: Chaos | None = None,
+        extra_ticks: Iterable[datetime] = (),
     ) -> None:
         self.template = template or find_template()
+        self.extra_ticks = sorted(extra_ticks)  # schedule ticks between a replay's events
         self.chaos = chaos  # kills invocations at AWS calls (`trunkwatch replay --chaos`)
         self._chaos_installed: Any = None
         self.dropped_schedule_events = 0  # scheduled invocations that died (no retries)
+        self.failed_deliveries = 0  # webhook invocations that died (GitHub does not redeliver)
         self._crashable: set[str] = set()  # logical ids; set as the handlers load
+        self._crashes_recovered = 0  # crashes the schedule's recovery ticks have run after
+        self.schedule_period = timedelta(minutes=1)  # the deployment's, once started
         self.wiring: Wiring = read_wiring(self.template)
         self._emulation: Any = None  # moto's mock while started; its patches otherwise off
+        self._idempotency_clock: Any = None  # Powertools' idempotency on `clock` while started
         self._environ_before: dict[str, str] | None = None
         self.modules: dict[str, ModuleType] = {}
         self.names: dict[str, str] = {}  # functions/<name> folder -> logical id
@@ -111,6 +130,7 @@ class LocalRuntime:
         The process's environment is the functions' while the runtime runs; `stop` puts back
         what it was."""
         verified.check()
+        self.schedule_period = timedelta(seconds=period_seconds(deployment.schedule))
         self._environ_before = dict(os.environ)
         os.environ.update(
             AWS_ACCESS_KEY_ID="local",
@@ -124,6 +144,8 @@ class LocalRuntime:
         if self.chaos is not None:
             self._chaos_installed = self.chaos.installed()
             self._chaos_installed.__enter__()
+        self._idempotency_clock = idempotency_clock.simulated(clock.now)
+        self._idempotency_clock.__enter__()
         _forget_aws_clients()
         self.dynamodb = boto3.client("dynamodb")
         self.sqs = boto3.client("sqs")
@@ -171,8 +193,12 @@ class LocalRuntime:
             self.chaos.stats.stream_retries = self.pump.stats.retries
             self.chaos.stats.dead_lettered = self.pump.stats.dead_lettered
             self.chaos.stats.dropped_schedule_events = self.dropped_schedule_events
+            self.chaos.stats.failed_deliveries = self.failed_deliveries
             self._chaos_installed.__exit__(None, None, None)
             self._chaos_installed = None
+        if self._idempotency_clock is not None:
+            self._idempotency_clock.__exit__(None, None, None)
+            self._idempotency_clock = None
         if self._emulation is not None:
             self._emulation.__exit__(None, None, None)  # and leaves the account empty
             self._emulation = None
@@ -285,6 +311,33 @@ class LocalRuntime:
                 # long run grows them until a metric's 100 values force a flush.
                 Metrics().clear_metrics()
 
+    def ticks_between(self, after: datetime, before: datetime | None) -> Iterator[datetime]:
+        """Schedule ticks between two replay events (`before` None: after the last one): the
+        `extra_ticks` asked for, and under crash injection the schedule's ticks while
+        invocations die and RECOVERY_TICKS more. Deployed, the schedule fires every period,
+        and its sweeps settle a tick left open and send what a dead invocation left unsent;
+        without crashes a replay ticks at its events only. Each tick's time is yielded after
+        it ran (and kept in `chaos.stats.recovery_ticks`, so a run without crashes can tick at
+        the same times)."""
+        for at in self.extra_ticks:
+            if after < at and (before is None or at < before):
+                self.tick(at)
+                yield at
+        if self.chaos is None:
+            return
+        quiet = 0 if len(self.chaos.stats.crashes) > self._crashes_recovered else RECOVERY_TICKS
+        at = after
+        while quiet < RECOVERY_TICKS:
+            at += self.schedule_period
+            if before is not None and at >= before:
+                break
+            crashes = len(self.chaos.stats.crashes)
+            self.tick(at)
+            self.chaos.stats.recovery_ticks.append(at)
+            quiet = 0 if len(self.chaos.stats.crashes) > crashes else quiet + 1
+            yield at
+        self._crashes_recovered = len(self.chaos.stats.crashes)
+
     def scheduled_event(self, function: str) -> dict[str, Any]:
         return scheduled_event(f"{NAME}-{function}")
 
@@ -335,7 +388,12 @@ class LocalRuntime:
             return dict(self.invoke("webhook", event))
         except InvocationFailed:
             # What a function URL answers when its function fails; GitHub does not redeliver.
-            return {"statusCode": 502, "body": "Internal Server Error"}
+            self.failed_deliveries += 1
+            return dict(DIED_ANSWER)
+
+    def delivery_died(self, answer: dict[str, Any]) -> bool:
+        """Whether `answer` is that of a webhook invocation crash injection killed."""
+        return self.chaos is not None and answer == DIED_ANSWER
 
     def settle_deliveries(self, at: datetime) -> None:
         """Evaluate what the deliveries of `at` wrote, then, once their second has closed, let

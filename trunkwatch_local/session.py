@@ -6,7 +6,7 @@ import json
 import secrets
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,9 @@ class Session:
         tokens: dict[str, Any] | None = None,
         webhook_secret: str | None = None,
         chaos: Chaos | None = None,
+        extra_ticks: Iterable[datetime] = (),
     ) -> None:
-        self.runtime = LocalRuntime(template, webhook_secret, chaos)
+        self.runtime = LocalRuntime(template, webhook_secret, chaos, extra_ticks)
         self.hud = HudServer()
         self.port = port
         self.tokens = tokens
@@ -93,10 +94,14 @@ class Session:
 
 
 def run_replay(
-    replay: Replay, template: Path | None = None, chaos: Chaos | None = None
+    replay: Replay,
+    template: Path | None = None,
+    chaos: Chaos | None = None,
+    extra_ticks: Iterable[datetime] = (),
 ) -> Iterator[Published]:
-    """Run every event of `replay` on a fresh local pipeline; yield each SNS message."""
-    session = Session(template, chaos=chaos)
+    """Run every event of `replay` on a fresh local pipeline (with schedule ticks at
+    `extra_ticks` too); yield each SNS message."""
+    session = Session(template, chaos=chaos, extra_ticks=extra_ticks)
     try:
         session.start(replay.deployment(session.hud.url))
         yield from replay_into(session, replay)
@@ -128,6 +133,8 @@ def replay_steps(session: Session, replay: Replay) -> Iterator[tuple[ReplayEvent
         ):
             session.runtime.settle_deliveries(event.at)
         yield event, session.runtime.published(event.at)
+        for at in session.runtime.ticks_between(event.at, following.at if following else None):
+            yield event, session.runtime.published(at)
         event = following
 
 
@@ -146,6 +153,8 @@ def _apply(
     elif kind == "webhook":
         body = json.dumps(payload["payload"]).encode()
         answer = session.runtime.deliver(payload["event"], body, at)
+        if session.runtime.delivery_died(answer):
+            return  # GitHub does not redeliver: the trunk's backstop poll finds what it brought
         if int(answer["statusCode"]) >= 300:
             raise ReplayError(f"the webhook endpoint answered {answer['statusCode']}: {answer.get('body')}")
     elif kind == "silence":

@@ -8,7 +8,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings, stream
-from trunkwatch.app.notify import on_settled_tick, register_lambda_context
+from trunkwatch.app.notify import on_settled_tick
 from trunkwatch.domain import clock
 from trunkwatch.tracing import traced
 
@@ -23,8 +23,6 @@ edge = settings.Edge.from_environ(settings.NOTIFIER)
 @traced
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    register_lambda_context(context)
-
     # The batch's ticks share the invocation's time: receivers left when it runs short wait.
     def remaining_s() -> float:
         return context.get_remaining_time_in_millis() / 1000

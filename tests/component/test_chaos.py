@@ -129,8 +129,9 @@ def test_a_replay_without_crashes_is_the_plain_replay() -> None:
     assert chaos.stderr.splitlines()[-1] == (
         "trunkwatch: chaos seed 1: 0 of "
         + chaos.stderr.splitlines()[-1].split(" of ")[1].split(" ")[0]
-        + " AWS calls killed their invocation (0 before the call, 0 after it); 0 stream batch retries, "
-        "0 records dead-lettered, 0 scheduled invocations lost"
+        + " AWS calls killed their invocation (0 before the call, 0 after it; 0 right after a publish); "
+        "0 stream batch retries, "
+        "0 records dead-lettered, 0 scheduled invocations lost, 0 webhook deliveries failed"
     )
 
 
@@ -139,11 +140,12 @@ def test_a_replay_with_crashes_runs_to_its_end_and_counts_them() -> None:
     assert run.returncode == 0, run.stderr[-2000:]
     summary = re.fullmatch(
         r"trunkwatch: chaos seed 5: (\d+) of (\d+) AWS calls killed their invocation "
-        r"\((\d+) before the call, (\d+) after it\); (\d+) stream batch retries, "
-        r"(\d+) records dead-lettered, (\d+) scheduled invocations lost",
+        r"\((\d+) before the call, (\d+) after it; (\d+) right after a publish\); "
+        r"(\d+) stream batch retries, "
+        r"(\d+) records dead-lettered, (\d+) scheduled invocations lost, 0 webhook deliveries failed",
         run.stderr.splitlines()[-1],
     )
     assert summary is not None, run.stderr.splitlines()[-1]
-    crashes, calls, before, after, retries, _, lost = map(int, summary.groups())
-    assert 0 < crashes < calls and before + after == crashes
+    crashes, calls, before, after, after_publish, retries, _, lost = map(int, summary.groups())
+    assert 0 < crashes < calls and before + after == crashes and after_publish <= crashes
     assert retries + lost > 0  # every crash ends a stream batch (retried) or a schedule event

@@ -299,3 +299,59 @@ def test_a_resolution_sent_from_the_log_names_each_jobs_culprit(
     assert resolved.alert.fingerprint == firing.alert.fingerprint
     assert resolved.alert.jobs == level.alert.jobs
     assert "- a\n  culprit 0123456789ab #77 by bob, 4 commits in a row\n" in email_text(resolved)
+
+
+def test_a_delivery_left_in_progress_by_a_dead_invocation_blocks_only_its_own_budget(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trunkwatch.app import notify
+    from trunkwatch.app.settings import Settings
+    from trunkwatch.domain.alerts import Links
+    from trunkwatch.domain.config import RuleConfig, TrunkConfig
+    from trunkwatch_local import idempotency_clock
+
+    class Died(BaseException):  # what ends a Lambda mid-call: nothing catches it
+        pass
+
+    sent: list[datetime] = []
+    dies = [True]
+
+    class Receiver:
+        name = "receiver"
+
+        def accepts(self, labels: dict[str, str]) -> bool:
+            return True
+
+        def send(self, notification: Notification) -> None:
+            sent.append(now)
+            if dies.pop() if dies else False:
+                raise Died  # the message went out; the invocation died before recording it
+
+    monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: [view()])
+    now = NOW
+
+    def tick(at: datetime) -> notify.TickResult:
+        nonlocal now
+        now = at
+        settings = Settings.from_environ([])
+        tick = notify.Tick(
+            aws["storage"],
+            TrunkConfig(repo="pytorch/pytorch"),
+            RuleConfig(),
+            Links("http://api"),
+            at,
+            settings,
+            lambda: 60.0,
+        )
+        return notify.notify_trunk(tick, [], [Receiver()])
+
+    with idempotency_clock.simulated(lambda: now):
+        with pytest.raises(Died):
+            tick(NOW)
+        within_budget = tick(NOW + timedelta(seconds=notify.DELIVERY_BUDGET_S - 1))
+        assert (within_budget.deferred, within_budget.failed, within_budget.sent) == (1, 0, [])
+        after_budget = tick(NOW + timedelta(seconds=notify.DELIVERY_BUDGET_S + 1))
+        assert [row["status"] for row in after_budget.sent] == ["firing"]
+        assert not tick(NOW + timedelta(minutes=1)).sent  # confirmed sent: never again
+    # Sent twice: the one duplicate a publish hidden by a crash costs, and no more.
+    assert sent == [NOW, NOW + timedelta(seconds=notify.DELIVERY_BUDGET_S + 1)]

@@ -211,26 +211,59 @@ def test_a_stale_alert_conflicts_and_writes_nothing(storage: Storage) -> None:
 def test_a_poll_tick_settles_once_every_cell_is_counted(storage: Storage) -> None:
     ticks, trunks = storage.ticks, storage.trunks
     ticks.open_poll(TRUNK, "poll-1", 3, NOW)
-    assert (trunks.state(TRUNK).open_poll, trunks.state(TRUNK).open_poll_at) == ("poll-1", NOW)
+    assert trunks.state(TRUNK).unsettled == {"poll-1": NOW}
     assert not ticks.settle(TRUNK, "poll-1", NOW)  # nothing evaluated yet
-    assert not ticks.count(TRUNK, "poll-1", "batch-1", 2, NOW)
-    assert not ticks.count(TRUNK, "poll-1", "batch-1", 2, NOW)  # a redelivered batch counts once
+    assert not ticks.count(TRUNK, "poll-1", ["101", "102"], NOW)
+    assert not ticks.count(TRUNK, "poll-1", ["101", "102"], NOW)  # a redelivered batch counts once
     assert not ticks.settle(TRUNK, "poll-1", NOW)
-    assert ticks.count(TRUNK, "poll-1", "batch-2", 1, NOW)
+    assert ticks.count(TRUNK, "poll-1", ["103"], NOW)
     assert ticks.settle(TRUNK, "poll-1", NOW)
     assert not ticks.settle(TRUNK, "poll-1", NOW)  # settled once
-    assert not ticks.count(TRUNK, "poll-1", "batch-3", 1, NOW)
-    assert trunks.state(TRUNK).open_poll is None
-    assert not ticks.count(TRUNK, "no-such-poll", "batch-1", 1, NOW)
+    assert not ticks.count(TRUNK, "poll-1", ["104"], NOW)
+    assert trunks.state(TRUNK).unsettled == {}
+    assert not ticks.count(TRUNK, "no-such-poll", ["101"], NOW)
+
+
+def test_the_halves_of_a_bisected_batch_count_no_record_twice(storage: Storage) -> None:
+    ticks = storage.ticks
+    ticks.open_poll(TRUNK, "poll-1", 5, NOW)
+    assert not ticks.count(TRUNK, "poll-1", ["101", "102", "103", "104"], NOW)
+    # The invocation died after counting; Lambda bisects and retries the halves.
+    assert not ticks.count(TRUNK, "poll-1", ["101", "102"], NOW)
+    assert not ticks.count(TRUNK, "poll-1", ["103", "104"], NOW)
+    assert not ticks.settle(TRUNK, "poll-1", NOW)  # 4 of 5 records: the tick waits
+    assert ticks.count(TRUNK, "poll-1", ["105"], NOW)
+    assert ticks.settle(TRUNK, "poll-1", NOW)
+
+
+def test_a_retried_batch_that_completed_the_count_may_settle_again(storage: Storage) -> None:
+    ticks = storage.ticks
+    ticks.open_poll(TRUNK, "poll-1", 2, NOW)
+    assert ticks.count(TRUNK, "poll-1", ["101", "102"], NOW)
+    # The invocation died before settling: its retry finishes the work.
+    assert ticks.count(TRUNK, "poll-1", ["101", "102"], NOW)
+    assert ticks.settle(TRUNK, "poll-1", NOW)
+    assert not ticks.count(TRUNK, "poll-1", ["101", "102"], NOW)
 
 
 def test_a_newer_poll_stays_open_when_an_older_one_settles(storage: Storage) -> None:
     ticks = storage.ticks
     ticks.open_poll(TRUNK, "poll-1", 1, NOW)
     ticks.open_poll(TRUNK, "poll-2", 1, NOW + timedelta(minutes=1))
-    assert ticks.count(TRUNK, "poll-1", "b", 1, NOW)
+    assert ticks.count(TRUNK, "poll-1", ["101"], NOW)
     assert ticks.settle(TRUNK, "poll-1", NOW)
-    assert storage.trunks.state(TRUNK).open_poll == "poll-2"
+    assert storage.trunks.state(TRUNK).unsettled == {"poll-2": NOW + timedelta(minutes=1)}
+
+
+def test_a_tick_that_never_settles_is_settled_by_force(storage: Storage) -> None:
+    ticks = storage.ticks
+    ticks.open_poll(TRUNK, "poll-1", 3, NOW)
+    assert not ticks.count(TRUNK, "poll-1", ["101"], NOW)  # the other records were dead-lettered
+    assert ticks.force_settle(TRUNK, "poll-1", NOW)
+    assert storage.trunks.state(TRUNK).unsettled == {}
+    assert not ticks.force_settle(TRUNK, "poll-1", NOW)  # settled once
+    assert not ticks.count(TRUNK, "poll-1", ["102", "103"], NOW)
+    assert not ticks.force_settle(TRUNK, "expired-poll", NOW)  # no tick: nothing to settle
 
 
 def test_deliveries_of_one_bucket_share_a_group_that_settles_after_it_closes(storage: Storage) -> None:
@@ -240,11 +273,15 @@ def test_deliveries_of_one_bucket_share_a_group_that_settles_after_it_closes(sto
     assert first.opened and not second.opened
     assert (second.id, second.closes_at) == (first.id, NOW + GROUP_WINDOW)
     state = storage.trunks.state(TRUNK)
-    assert (state.open_poll, state.last_delivery_at) == (first.id, NOW + timedelta(milliseconds=100))
+    assert (state.unsettled, state.last_delivery_at) == (
+        {first.id: NOW + timedelta(milliseconds=100)},
+        NOW + timedelta(milliseconds=100),
+    )
     # Every cell counted before the bucket closed: the group waits for its end.
-    assert not ticks.count(TRUNK, first.id, "b1", 3, NOW + timedelta(milliseconds=300))
+    assert not ticks.count(TRUNK, first.id, ["1", "2", "3"], NOW + timedelta(milliseconds=300))
     assert not ticks.settle(TRUNK, first.id, NOW + timedelta(milliseconds=300))
     assert ticks.settle(TRUNK, first.id, first.closes_at)
+    assert storage.trunks.state(TRUNK).unsettled == {}
     # A late delivery of a settled bucket goes to the next one.
     late = ticks.join_group(TRUNK, 1, NOW + timedelta(milliseconds=400))
     assert late.opened and late.id != first.id and late.closes_at == NOW + 2 * GROUP_WINDOW
@@ -253,7 +290,7 @@ def test_deliveries_of_one_bucket_share_a_group_that_settles_after_it_closes(sto
 def test_a_sweep_tick_is_settled_at_once(storage: Storage) -> None:
     storage.ticks.settle_sweep(TRUNK, "sweep-1", NOW)
     assert not storage.ticks.settle(TRUNK, "sweep-1", NOW)
-    assert not storage.ticks.count(TRUNK, "sweep-1", "b", 1, NOW)
+    assert not storage.ticks.count(TRUNK, "sweep-1", ["101"], NOW)
 
 
 # --- shards and deliveries ----------------------------------------------------------------

@@ -764,6 +764,7 @@ def test_alarms_on_every_function_and_the_dead_letter_queue(resources: dict[str,
         | {f"{f}ThrottlesAlarm" for f in FUNCTIONS}
         | {"EvaluatorFunctionIteratorAgeAlarm", "NotifierFunctionIteratorAgeAlarm"}
         | {"DeadLetterQueueAlarm", "PollErrorsAlarm", "PollsStoppedAlarm", "Api5xxAlarm"}
+        | {"TicksSettledBySweepAlarm"}
     )
     for name, alarm in alarms.items():
         props = alarm["Properties"]
@@ -792,6 +793,12 @@ def test_service_metric_alarms_use_the_powertools_namespace_and_service(resource
         "PollErrors",
     )
     assert errors["Dimensions"] == service and errors["TreatMissingData"] == "notBreaching"
+    forced = resources["TicksSettledBySweepAlarm"]["Properties"]
+    assert (forced["Namespace"], forced["MetricName"], forced["Dimensions"]) == (
+        variables["POWERTOOLS_METRICS_NAMESPACE"],
+        "TicksSettledBySweep",
+        service,
+    )
     # Polls that stop: no successful poll's data point at all is the alarm, not its absence of data.
     stopped = resources["PollsStoppedAlarm"]["Properties"]
     assert (stopped["Namespace"], stopped["MetricName"]) == ("Trunkwatch", "CellsIngested")

@@ -7,11 +7,11 @@ walk decides). Per trunk and invocation: one GetItem of the trunk's state (recen
 failing jobs); an alert item is read only for a job that fires or was firing. It is written
 only when its content changes, with a version check, in one transaction with the trunk's
 set of failing jobs (K of design.md §3.3). Each invocation then counts its records towards
-their poll's tick with one idempotent update per poll. The one that counts a poll's last
-record re-judges the trunk's other firing jobs at the poll's time (what the scheduled sweep
-would change at that instant: failure age, staleness) and only then settles the tick, so
-the notification that the settled tick runs sees the state at the tick's end; the sweep
-the same schedule triggers then finds nothing new at that instant.
+their poll's tick, once per record (a retried or bisected batch counts none twice). The one
+that counts a poll's last record re-judges the trunk's other firing jobs at the poll's time
+(what the scheduled sweep would change at that instant: failure age, staleness) and only
+then settles the tick, so the notification that the settled tick runs sees the state at the
+tick's end; the sweep the same schedule triggers then finds nothing new at that instant.
 Only the evaluator writes alert items and the failing set.
 """
 
@@ -201,13 +201,11 @@ class BatchEvaluation:
             poll = (image.get("poll") or {}).get("S")
             if poll:
                 groups[(image["trunk"]["S"], poll)].append(record["dynamodb"]["SequenceNumber"])
+        # A tick counts stream records, not batches: a retried or bisected batch adds none twice.
         counted = [
             (trunk, poll)
-            for (trunk, poll), sequence in groups.items()
-            # A redelivered batch has the same first and last sequence numbers: counted once.
-            if self.storage.ticks.count(
-                trunk, poll, f"{sequence[0]}-{sequence[-1]}-{len(sequence)}", len(sequence), self.now
-            )
+            for (trunk, poll), sequences in groups.items()
+            if self.storage.ticks.count(trunk, poll, sequences, self.now)
         ]
         settled = []
         for trunk_id, poll in counted:

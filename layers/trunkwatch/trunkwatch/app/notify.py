@@ -5,7 +5,13 @@ Stages per receiver, as in Alertmanager's notify pipeline: its matchers pick the
 (route), silences and inhibition hold them (mute), its own notification log decides what is
 due (dedup), and delivery goes through Powertools idempotency keyed on (receiver,
 fingerprint, the log's sequence number + 1), so a retried batch, a duplicate stream record
-or a concurrent tick cannot deliver it twice. A delivery that fails deletes its idempotency
+or a concurrent tick cannot deliver it twice. A delivery's in-progress record blocks others
+for its own time budget only (DELIVERY_BUDGET_S, not the function's timeout): one left by an
+invocation that died is taken over by the next tick after that, and meeting one is not a
+failure (the receiver's messages wait for the next tick). The log is the ledger: what is due
+is derived from the alerts and what the log says was sent, so whatever a dead invocation or
+a dead-lettered batch left unsent goes out with the next settled tick, at the latest the next
+sweep's. A delivery that fails deletes its idempotency
 record and leaves the log as it was: the next tick tries again, and the receiver's later
 messages wait behind it, in order (retry). A message the receiver refuses for good
 (ChannelRejected) is recorded in the log as failed, with the reason, and the next ones go on:
@@ -55,6 +61,11 @@ IDEMPOTENCY_EXPIRY_ATTRIBUTE = TTL_ATTRIBUTE
 # budget does, leaving time to write the log and report the stream batch.
 DELIVERY_RESERVE_S = 10.0
 FINISH_RESERVE_S = 5.0
+# One delivery's own budget: its requests end FINISH_RESERVE_S before it, and its in-progress
+# record blocks another delivery of the same transition no longer than this. A publish that
+# succeeded in an invocation that died before recording it is sent again after this: the one
+# duplicate no design avoids with SNS (standard topics do not deduplicate).
+DELIVERY_BUDGET_S = 20.0
 
 RemainingSeconds = Callable[[], float]  # the invocation's time left (the Lambda context's)
 
@@ -127,6 +138,9 @@ def _notify_receiver(channel: Channel, tick: Tick, views: list[AlertView], resul
             refused = _deliver(
                 channel, _notification(channel, alert, decision, tick), int(entry.seq) + 1, tick
             )
+        except DeliveryInProgress:
+            result.deferred += 1
+            return  # another invocation holds it (or held it and died): the next tick retries
         except ChannelError:
             result.failed += 1
             return  # this receiver is failing: its later transitions wait for the retry too
@@ -172,9 +186,29 @@ def _budget_left(channel: Channel, tick: Tick) -> bool:
 
 
 def _notification(channel: Channel, alert: Alert, decision: Decision, tick: Tick) -> Notification:
-    """The transition as the receiver gets it, to be delivered before the budget ends."""
-    deadline = time.monotonic() + tick.remaining_s() - FINISH_RESERVE_S
+    """The transition as the receiver gets it, to be delivered before its budget ends."""
+    deadline = time.monotonic() + _budget_s(tick) - FINISH_RESERVE_S
     return Notification(alert, decision.status, decision.reason, tick.links.api_url, channel.name, deadline)
+
+
+def _budget_s(tick: Tick) -> float:
+    """The delivery's own budget: DELIVERY_BUDGET_S, or the invocation's time left if less."""
+    return min(DELIVERY_BUDGET_S, tick.remaining_s())
+
+
+class DeliveryInProgress(Exception):
+    """The transition's delivery is in progress elsewhere, or was until its invocation died."""
+
+
+@dataclass(frozen=True)
+class _DeliveryBudget:
+    """What Powertools reads from a Lambda context to time an in-progress record out: here
+    the delivery's own budget, not the invocation's time left."""
+
+    seconds: float
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(self.seconds * 1000)
 
 
 def _deliver(channel: Channel, notification: Notification, seq: int, tick: Tick) -> str | None:
@@ -182,11 +216,18 @@ def _deliver(channel: Channel, notification: Notification, seq: int, tick: Tick)
     None once sent, or why the receiver refused it for good (sending it again cannot help).
     Any other ChannelError is raised: nothing is recorded, and the next tick (at the latest
     the next sweep) tries again."""
+    from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+
     deliver = _idempotent(tick.settings.table_name, tick.settings.endpoint_url)
+    _idempotency_config().register_lambda_context(_DeliveryBudget(_budget_s(tick)))
     transition = {"receiver": channel.name, "fingerprint": notification.alert.fingerprint, "seq": seq}
     where = {"receiver": channel.name, "fingerprint": notification.alert.fingerprint}
     try:
         deliver(transition=transition, send=lambda: channel.send(notification))
+    except IdempotencyAlreadyInProgressError as err:
+        logger.warning("delivery in progress elsewhere; retried at the next tick", extra={**where})
+        metrics.add_metric(name="NotificationsInProgress", unit=MetricUnit.Count, value=1)
+        raise DeliveryInProgress(str(err)) from err
     except ChannelRejected as err:
         logger.error(
             "delivery rejected by the receiver; recorded as failed, not retried",
@@ -254,12 +295,6 @@ def _idempotency_config() -> Any:
     return IdempotencyConfig(
         event_key_jmespath="[receiver, fingerprint, seq]", expires_after_seconds=IDEMPOTENCY_TTL_S
     )
-
-
-def register_lambda_context(context: Any) -> None:
-    """A delivery cut off by the function's timeout may be retried once the invocation's
-    time has run out, not only after the idempotency record expires."""
-    _idempotency_config().register_lambda_context(context)
 
 
 @functools.cache

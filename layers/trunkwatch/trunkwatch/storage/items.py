@@ -28,9 +28,9 @@ class TrunkStateItem(BaseItem, discriminator="trunk"):
     failing = UnicodeSetAttribute(null=True)
     # Seqs of the newest commits that ran any job (for staleness), newest first.
     recent_seqs = JSONAttribute(null=True)
-    # The poll whose cells are still being evaluated; notifying waits for it (tick barrier).
-    open_poll = UnicodeAttribute(null=True)
-    open_poll_at = UTCDateTimeAttribute(null=True)
+    # Polls and webhook groups whose ticks have not settled, as `poll@opened-at` (one ADD
+    # opens, one DELETE closes, so concurrent polls never overwrite each other's).
+    unsettled = UnicodeSetAttribute(null=True)
     # The source's health (SourceDown): the last good poll, and since when polls fail.
     last_poll_ok_at = UTCDateTimeAttribute(null=True)
     polls_failing_since = UTCDateTimeAttribute(null=True)
@@ -160,14 +160,22 @@ class TickItem(BaseItem, discriminator="tick"):
     trunk = UnicodeAttribute()
     poll = UnicodeAttribute()
     expected = NumberAttribute()  # cells the poll wrote
-    evaluated = NumberAttribute(null=True)  # cells evaluated so far
-    batches = UnicodeSetAttribute(null=True)  # stream batches counted (redeliveries count once)
+    evaluated = NumberAttribute(null=True)  # records evaluated so far: the union of its TickCounts
     settled = BooleanAttribute(null=True)
     at = UTCDateTimeAttribute()
     expires_at = TTLAttribute()
     # A group of webhook deliveries: deliveries join it until then, and it settles no earlier.
     closes_at = UTCDateTimeAttribute(null=True)
     opened_by = UnicodeAttribute(null=True)  # the delivery that opened the group
+
+
+class TickCount(BaseItem, discriminator="tick-count"):
+    """The stream records of one tick that one evaluator batch evaluated (sk `<poll>#<digest>`).
+    A tick's count is the union of its batches' records: a retried batch, or the halves of a
+    bisected one, add no record twice."""
+
+    sequences = UnicodeSetAttribute()
+    expires_at = TTLAttribute()
 
 
 class NotificationLog(BaseItem, discriminator="notification"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -42,7 +42,7 @@ class _Tick:
     expected: int
     at: datetime
     evaluated: int | None = None
-    batches: set[str] = field(default_factory=set)
+    counted: set[str] = field(default_factory=set)  # the stream records' sequence numbers
     settled: bool = False
     closes_at: datetime | None = None
     opened_by: str | None = None
@@ -97,14 +97,12 @@ class MemoryTrunks:
 
     def open_poll(self, trunk_id: str, poll: str, at: datetime, delivered: bool = False) -> None:
         state = self.stored_state(trunk_id)
-        state.open_poll, state.open_poll_at = poll, at
+        state.unsettled[poll] = at
         if delivered:
             state.last_delivery_at = at
 
     def close_poll(self, trunk_id: str, poll: str) -> None:
-        state = self._states.get(trunk_id)
-        if state is not None and state.open_poll == poll:
-            state.open_poll = state.open_poll_at = None
+        self.stored_state(trunk_id).unsettled.pop(poll, None)
 
     def job_names(self, trunk_id: str) -> list[str]:
         return list(self._job_names.get(trunk_id) or [])
@@ -232,17 +230,13 @@ class MemoryTicks:
         self._ticks[(trunk_id, poll)] = _Tick(expected=expected, at=now)
         self._trunks.open_poll(trunk_id, poll, now)
 
-    def count(self, trunk_id: str, poll: str, batch_key: str, evaluated: int, now: datetime) -> bool:
+    def count(self, trunk_id: str, poll: str, sequences: Sequence[str], now: datetime) -> bool:
         tick = self._ticks.get((trunk_id, poll))
-        if tick is None or batch_key in tick.batches:
+        if tick is None or tick.settled:
             return False
-        tick.evaluated = (tick.evaluated or 0) + evaluated
-        tick.batches.add(batch_key)
-        return (
-            not tick.settled
-            and tick.evaluated >= tick.expected
-            and (tick.closes_at is None or tick.closes_at <= now)
-        )
+        tick.counted |= set(sequences)
+        tick.evaluated = len(tick.counted)
+        return tick.evaluated >= tick.expected and (tick.closes_at is None or tick.closes_at <= now)
 
     def settle(self, trunk_id: str, poll: str, now: datetime) -> bool:
         tick = self._ticks.get((trunk_id, poll))
@@ -256,6 +250,14 @@ class MemoryTicks:
             return False
         tick.settled = True
         self._trunks.close_poll(trunk_id, poll)
+        return True
+
+    def force_settle(self, trunk_id: str, poll: str, opened_at: datetime) -> bool:
+        tick = self._ticks.get((trunk_id, poll))
+        self._trunks.close_poll(trunk_id, poll)
+        if tick is None or tick.settled:
+            return False
+        tick.settled = True
         return True
 
     def join_group(self, trunk_id: str, cells: int, now: datetime) -> Group:

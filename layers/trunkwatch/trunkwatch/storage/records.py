@@ -32,9 +32,9 @@ class TrunkState:
     failing: set[str] = field(default_factory=set)
     # Seqs of the newest commits that ran any job (for staleness), newest first.
     recent_seqs: list[int] = field(default_factory=list)
-    # The poll whose cells are still being evaluated; notifying waits for it (tick barrier).
-    open_poll: str | None = None
-    open_poll_at: datetime | None = None
+    # Polls (and webhook groups) whose ticks have not settled yet, with when each opened: a
+    # sweep waits for a young one (tick barrier) and settles one left open too long.
+    unsettled: dict[str, datetime] = field(default_factory=dict)
     # The source's health (SourceDown): the last good poll, and since when polls fail.
     last_poll_ok_at: datetime | None = None
     polls_failing_since: datetime | None = None

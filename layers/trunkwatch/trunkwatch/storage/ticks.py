@@ -5,7 +5,9 @@ what the notifier runs on.
 Webhook deliveries share a group tick per trunk and time bucket (`GROUP_WINDOW`): each
 delivery that writes cells adds them to the bucket's `expected` while the bucket is open
 (`closes_at` not past, not settled), and the tick settles only once every expected cell
-is evaluated and the bucket has closed. Joining and settling are each one conditional
+is evaluated and the bucket has closed. A tick that never settles (its cells' records
+dead-lettered, or its poll died before writing them all) is settled by the sweep
+(`force_settle`, design.md §3.4). Joining and settling are each one conditional
 update, so a delivery either joins before the tick can settle or finds it settled and joins
 the next bucket's group: deliveries of the same instant settle together, like one poll's
 cells. Whoever comes last settles: the evaluator counting the last cell after the bucket
@@ -14,14 +16,18 @@ its cells were already evaluated."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from pynamodb.exceptions import UpdateError
 
 from trunkwatch.storage import keys, trunks
-from trunkwatch.storage.items import TickItem
+from trunkwatch.storage.items import TickCount, TickItem
 from trunkwatch.storage.records import TICK_TTL, Group, group_bucket
+from trunkwatch.storage.table import BaseItem
 
 
 class DynamoTicks:
@@ -39,24 +45,36 @@ class DynamoTicks:
         ).save()
         trunks.open_poll(trunk_id, poll, now)
 
-    def count(self, trunk_id: str, poll: str, batch_key: str, evaluated: int, now: datetime) -> bool:
-        """Add one stream batch's records to the poll's tick, once per batch (a redelivered
-        batch has the same key). True when every cell of the tick has now been counted, the
-        tick is not settled yet and (for a group) its bucket has closed: the caller finishes
-        the poll's work, then `settle`s it."""
-        tick = TickItem(keys.ticks(trunk_id), poll)
-        try:
-            tick.update(
-                actions=[TickItem.evaluated.add(evaluated), TickItem.batches.add({batch_key})],
-                condition=TickItem.poll.exists() & ~TickItem.batches.contains(batch_key),
-            )
-        except UpdateError:
-            return False  # counted before, or the tick expired: nothing more to do
-        return (
-            not tick.settled
-            and int(tick.evaluated or 0) >= int(tick.expected)
-            and (tick.closes_at is None or tick.closes_at <= now)
-        )
+    def count(self, trunk_id: str, poll: str, sequences: Sequence[str], now: datetime) -> bool:
+        """Add one evaluator batch's stream records (their sequence numbers) to the poll's
+        tick. The tick's count is the union of every batch's records, so a retried batch, or
+        the halves of a bisected one, count no record twice. True when every cell of the tick
+        has now been counted, the tick is not settled and (for a group) its bucket has closed:
+        the caller finishes the poll's work, then `settle`s it. A retry of a batch whose
+        invocation died before settling gets True again, so no tick is left open by a crash."""
+        digest = hashlib.sha256("\n".join(sorted(sequences)).encode()).hexdigest()[:16]
+        TickCount(
+            keys.ticks(trunk_id), f"{poll}#{digest}", sequences=set(sequences), expires_at=now + TICK_TTL
+        ).save()
+        tick, counted = None, set[str]()
+        # The tick (sk `poll`) and its counts (sk `poll#...`) in one strongly consistent Query:
+        # of two batches counting at once, the later one sees both.
+        for item in BaseItem.query(
+            keys.ticks(trunk_id), BaseItem.sk.between(poll, f"{poll}#\uffff"), consistent_read=True
+        ):
+            if isinstance(item, TickItem) and item.sk == poll:
+                tick = item
+            elif isinstance(item, TickCount):
+                counted |= item.sequences
+        if tick is None or tick.settled:
+            return False  # settled before, or the tick expired: nothing more to do
+        if len(counted) > int(tick.evaluated or 0):
+            with contextlib.suppress(UpdateError):  # a concurrent count stored a larger union
+                tick.update(
+                    actions=[TickItem.evaluated.set(len(counted))],
+                    condition=TickItem.evaluated.does_not_exist() | (TickItem.evaluated < len(counted)),
+                )
+        return len(counted) >= int(tick.expected) and (tick.closes_at is None or tick.closes_at <= now)
 
     def settle(self, trunk_id: str, poll: str, now: datetime) -> bool:
         """Mark a fully counted tick settled (its stream record runs the notifier) and close
@@ -64,8 +82,9 @@ class DynamoTicks:
         has closed, in one conditional update: a delivery joining at the same moment either
         counts before this (and the tick waits for its cell) or finds the tick settled. False
         if it cannot settle yet or a concurrent evaluation settled it first."""
+        tick = TickItem(keys.ticks(trunk_id), poll)
         try:
-            TickItem(keys.ticks(trunk_id), poll).update(
+            tick.update(
                 actions=[TickItem.settled.set(True)],
                 condition=TickItem.settled.does_not_exist()
                 & (TickItem.evaluated >= TickItem.expected)
@@ -73,8 +92,23 @@ class DynamoTicks:
             )
         except UpdateError:
             return False  # settled already, cells still to evaluate, or the bucket still open
-        trunks.close_poll(trunk_id, poll)
+        trunks.close_poll(trunk_id, poll, tick.at)
         return True
+
+    def force_settle(self, trunk_id: str, poll: str, opened_at: datetime) -> bool:
+        """Settle a tick whatever its count (the sweep's last resort for a tick whose cells'
+        records were dead-lettered or never written) and close it on the trunk. False if it
+        had settled meanwhile, or expired (then it is only closed)."""
+        settled = True
+        try:
+            TickItem(keys.ticks(trunk_id), poll).update(
+                actions=[TickItem.settled.set(True)],
+                condition=TickItem.poll.exists() & TickItem.settled.does_not_exist(),
+            )
+        except UpdateError:
+            settled = False
+        trunks.close_poll(trunk_id, poll, opened_at)
+        return settled
 
     def join_group(self, trunk_id: str, cells: int, now: datetime) -> Group:
         """Add `cells` to the webhook group of `now`'s bucket, opening it if new. A bucket that

@@ -1,10 +1,9 @@
-"""A trunk's own small items in DynamoDB: its state (failing set, recent commits, open poll),
+"""A trunk's own small items in DynamoDB: its state (failing set, recent commits, open polls),
 its job index and its source's state."""
 
 from __future__ import annotations
 
-import contextlib
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, UpdateError
@@ -27,8 +26,7 @@ class DynamoTrunks:
         return TrunkState(
             failing={str(job) for job in item.failing or ()},
             recent_seqs=[int(seq) for seq in item.recent_seqs or []],
-            open_poll=item.open_poll,
-            open_poll_at=item.open_poll_at,
+            unsettled=dict(_unsettled_entry(str(entry)) for entry in item.unsettled or ()),
             last_poll_ok_at=item.last_poll_ok_at,
             polls_failing_since=item.polls_failing_since,
             poll_error_cause=item.poll_error_cause,
@@ -114,20 +112,24 @@ def _update(trunk_id: str, actions: list[Action]) -> None:
 
 
 def open_poll(trunk_id: str, poll: str, at: datetime, delivered: bool = False) -> None:
-    """The poll (or delivery group) whose tick a sweep waits for; a delivery group also
-    records that deliveries arrive."""
-    actions: list[Action] = [TrunkStateItem.open_poll.set(poll), TrunkStateItem.open_poll_at.set(at)]
+    """A poll (or delivery group) whose tick has yet to settle: a sweep waits for it, and
+    settles it if it stays open too long; a delivery group also records that deliveries
+    arrive."""
+    actions: list[Action] = [TrunkStateItem.unsettled.add({_unsettled_value(poll, at)})]
     if delivered:
         actions.append(TrunkStateItem.last_delivery_at.set(at))
     _update(trunk_id, actions)
 
 
-def close_poll(trunk_id: str, poll: str) -> None:
-    """Clear the open poll if it is still `poll` (a newer poll's own tick closes that one)."""
-    with contextlib.suppress(UpdateError):
-        TrunkStateItem.upsert(
-            keys.trunk(trunk_id),
-            keys.STATE,
-            [TrunkStateItem.open_poll.remove(), TrunkStateItem.open_poll_at.remove()],
-            condition=TrunkStateItem.open_poll == poll,
-        )
+def close_poll(trunk_id: str, poll: str, at: datetime) -> None:
+    """The tick of `poll`, opened at `at`, settled."""
+    _update(trunk_id, [TrunkStateItem.unsettled.delete({_unsettled_value(poll, at)})])
+
+
+def _unsettled_value(poll: str, at: datetime) -> str:
+    return f"{poll}@{at.astimezone(UTC).isoformat()}"
+
+
+def _unsettled_entry(value: str) -> tuple[str, datetime]:
+    poll, _, at = value.rpartition("@")
+    return poll, datetime.fromisoformat(at)

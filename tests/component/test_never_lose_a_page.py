@@ -1,0 +1,91 @@
+"""Never lose a page: replays with invocations dying at random AWS calls, before the call
+(nothing written) or just after it (written, the answer lost), as Lambda's stream retries,
+bisection and dead-letter queue and the schedule's unretried events handle them
+(`trunkwatch replay --chaos`). Every expected message is sent; a message goes out twice
+only where a crash came right after its publish (the one window SNS cannot close).
+
+Each scenario runs under its own seed and one of the two crash rates (the benchmark,
+`python -m benchmarks chaos`, runs every scenario under three seeds at both rates)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.chaos import Run, run_with_chaos
+from tests.support import webhooks
+from tests.support.scenarios import REAL_HISTORY, SCENARIOS, expected_messages
+from trunkwatch.domain.clock import parse_time
+from trunkwatch_local.chaos import Chaos
+from trunkwatch_local.replay import parse_replay, read_replay
+from trunkwatch_local.session import Session, replay_steps
+
+SCENARIO_FILES = sorted(p for p in SCENARIOS.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
+RATES = (0.03, 0.08)
+
+
+def assert_no_page_lost(run: Run) -> None:
+    assert run.crashes > 0, "no invocation died: the seed tests nothing"
+    assert not run.lost, (
+        f"lost {json.dumps(run.lost)} ({run.crashes} crashes, {run.dead_lettered} dead-lettered)"
+    )
+    assert len(run.extra) <= run.crashes_after_publish, (
+        f"sent again {json.dumps(run.extra)} with {run.crashes_after_publish} crashes right after a publish"
+    )
+
+
+@pytest.mark.parametrize(
+    ("scenario", "seed", "rate"),
+    [(path, 100 + index, RATES[index % 2]) for index, path in enumerate(SCENARIO_FILES)],
+    ids=lambda value: value.name if isinstance(value, Path) else str(value),
+)
+def test_every_scenario_sends_every_message_when_invocations_die(
+    scenario: Path, seed: int, rate: float
+) -> None:
+    assert_no_page_lost(
+        run_with_chaos(scenario.name, read_replay(scenario), expected_messages(scenario), seed, rate)
+    )
+
+
+def test_a_webhook_fed_trunk_sends_every_message_when_the_pipeline_behind_it_dies() -> None:
+    # A delivery whose own invocation dies is GitHub's to lose (it does not redeliver; the
+    # backstop poll finds its result): here every delivery lands, and the evaluator,
+    # notifier and sweep behind them die.
+    basic_break = SCENARIOS / "basic-break.jsonl"
+    lines = webhooks.replay_as_deliveries(basic_break.read_text().splitlines())
+    replay = parse_replay(lines, "basic-break as deliveries")
+    expected = expected_messages(basic_break)
+    run = run_with_chaos("basic-break as deliveries", replay, expected, 3, 0.08, spared=("WebhookFunction",))
+    assert_no_page_lost(run)
+
+
+def test_the_real_history_sends_every_message_when_invocations_die() -> None:
+    expected: list[dict[str, Any]] = expected_messages(REAL_HISTORY)
+    assert_no_page_lost(run_with_chaos(REAL_HISTORY.name, read_replay(REAL_HISTORY), expected, 1, 0.03))
+
+
+def test_a_tick_whose_records_were_dead_lettered_is_settled_by_the_sweep() -> None:
+    scenario = SCENARIOS / "basic-break.jsonl"
+    firing_at = parse_time(expected_messages(scenario)[0]["at"])
+    # Only the evaluator dies, and only while it handles the poll whose cells fire the alert:
+    # every retry of those records dies, and they end in the dead-letter queue.
+    chaos = Chaos(1, 0.0, spared=("IngestFunction", "NotifierFunction", "WebhookFunction", "ApiFunction"))
+    replay = read_replay(scenario)
+    session = Session(chaos=chaos)
+    session.start(replay.deployment(session.hud.url))
+    sent = []
+    try:
+        for event, published in replay_steps(session, replay):
+            sent += [
+                (message.as_json()["at"], message.as_json()["message"]["status"]) for message in published
+            ]
+            chaos.crash_rate = 0.999 if event.at == firing_at - timedelta(minutes=10) else 0.0
+    finally:
+        session.stop()
+    assert chaos.stats.dead_lettered > 0
+    settled_by_sweep = firing_at + timedelta(minutes=2)  # app/sweep.SETTLE_BOUND after the poll
+    assert sent[:2] == [(settled_by_sweep.strftime("%Y-%m-%dT%H:%M:%SZ"), "firing")] * 2
