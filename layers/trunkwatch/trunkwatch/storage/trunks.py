@@ -84,15 +84,15 @@ class DynamoTrunks:
         except DoesNotExist:
             return []
 
-    def save_job_names(self, trunk_id: str, names: list[str]) -> None:
-        JobIndex(keys.trunk(trunk_id), keys.JOBS, names=names).save()
-
-    def add_job_name(self, trunk_id: str, known: list[str], name: str) -> bool:
-        """Append `name` as a new column if the index is still `known` (False: it changed,
-        read it again), so concurrent writers never give two jobs one column."""
+    def add_job_names(self, trunk_id: str, known: list[str], names: list[str]) -> bool:
+        """Append `names` as new columns if the index is still `known` (False: it changed,
+        read it again), so concurrent writers never give two jobs one column and a column
+        never changes its job."""
         condition = JobIndex.names.does_not_exist() if not known else JobIndex.names == known
         try:
-            JobIndex.upsert(keys.trunk(trunk_id), keys.JOBS, [JobIndex.names.set([*known, name])], condition)
+            JobIndex.upsert(
+                keys.trunk(trunk_id), keys.JOBS, [JobIndex.names.set([*known, *names])], condition
+            )
         except UpdateError as err:
             if err.cause_response_code == _CONDITION_FAILED:
                 return False
