@@ -74,7 +74,7 @@ def test_a_trunk_starts_empty_and_keeps_its_poll_health(storage: Storage) -> Non
     )
     assert trunks.record_poll_success(TRUNK, NOW + timedelta(minutes=3), ok) == 0  # steady: nothing written
     trunks.record_polled(TRUNK, NOW, missing_since=NOW - timedelta(hours=1))
-    trunks.save_recent_seqs(TRUNK, [3, 2, 1])
+    assert trunks.save_recent_seqs(TRUNK, [], [3, 2, 1])
     state = trunks.state(TRUNK)
     assert (state.last_polled_at, state.deliveries_missing_since, state.recent_seqs) == (
         NOW,
@@ -83,6 +83,17 @@ def test_a_trunk_starts_empty_and_keeps_its_poll_health(storage: Storage) -> Non
     )
     trunks.save_source_state(TRUNK, {"etag": "W/1", "pages": [1, 2]})
     assert trunks.source_state(TRUNK) == {"etag": "W/1", "pages": [1, 2]}
+
+
+def test_recent_seqs_change_only_from_what_was_read(storage: Storage) -> None:
+    trunks = storage.trunks
+    assert not trunks.save_recent_seqs(TRUNK, [1], [2, 1])  # there are none yet
+    assert trunks.save_recent_seqs(TRUNK, [], [2, 1])
+    assert not trunks.save_recent_seqs(TRUNK, [], [3])  # another writer saved some
+    assert not trunks.save_recent_seqs(TRUNK, [2], [3])
+    assert trunks.save_recent_seqs(TRUNK, [2, 1], [])
+    assert trunks.save_recent_seqs(TRUNK, [], [4])  # from none again
+    assert trunks.state(TRUNK, consistent=True).recent_seqs == [4]
 
 
 def test_job_columns_are_appended_only_to_the_index_their_writer_read(storage: Storage) -> None:

@@ -19,6 +19,7 @@ from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.webhook import ingest_delivery, trunk_of
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.config import load_deployment
+from trunkwatch.sources import webhook
 from trunkwatch.sources.base import CommitResult, Snapshot
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
@@ -39,6 +40,9 @@ GATED = {
 }
 # Where no writer places a commit, pointers never change: reading them is no step.
 NOT_PLACING = {**GATED, "commits": GATED["commits"] - {"pointers", "seqs_of"}}
+# Writers that give commits their first job under known columns: the staleness window (the
+# trunk's state) changes, the job index does not.
+FIRST_JOBS = {**NOT_PLACING, "trunks": frozenset({"state", "save_recent_seqs"})}
 # Setup: X is on the trunk with one job passed, and each workflow's `(workflow)` pass.
 JOBS = ["pull / x", "pull / (workflow)", "lint / (workflow)", "trunk / (workflow)"]
 
@@ -49,10 +53,22 @@ def deliver(event: str, payload: dict[str, Any]) -> interleave.Writer:
     return lambda storage: ingest_delivery(storage, trunk, RULE, event, payload, NOW)
 
 
+def pushed(shas: list[str], before: str) -> dict[str, Any]:
+    return webhooks.push(shas, [f"2026-11-18T15:0{i}:00Z" for i in range(len(shas))], before=before)
+
+
 def push(shas: list[str], before: str) -> interleave.Writer:
-    return deliver(
-        "push", webhooks.push(shas, [f"2026-11-18T15:0{i}:00Z" for i in range(len(shas))], before=before)
+    return deliver("push", pushed(shas, before))
+
+
+def commit_of(sha: str, shas: list[str]) -> Commit:
+    """A commit as the push of `shas` placed it (the poll reports it with the same metadata)."""
+    (commit,) = (
+        c
+        for c in webhook.push(pushed(shas, ""), f"https://github.com/{webhooks.REPO}").commits
+        if c.sha == sha
     )
+    return commit
 
 
 def job(sha: str, name: str, workflow: str, conclusion: str) -> interleave.Writer:
@@ -81,11 +97,6 @@ def setup() -> Storage:
     return storage
 
 
-def x_commit(storage: Storage) -> Commit:
-    """X as stored (the poll reports it with the same metadata)."""
-    return next(c.commit for c in storage.commits.newest(TRUNK_ID, 10) if c.commit.sha == X)
-
-
 def contents(storage: Storage) -> dict[str, Any]:
     """The ledger's items and the cells: what every interleaving must leave as a serial run.
     State strings are read through the job index: when two writers append columns at once,
@@ -97,6 +108,7 @@ def contents(storage: Storage) -> dict[str, Any]:
         "jobs": set(names),
         "commits": [(c.seq, c.commit, _decoded(names, c.states)) for c in commits],
         "pointers": storage.commits.pointers(TRUNK_ID, shas),
+        "recent": storage.trunks.state(TRUNK_ID).recent_seqs,
         "cells": {
             (job, cell.seq): (cell.state, cell.commit, cell.url, cell.failure_lines)
             for job in names
@@ -114,15 +126,16 @@ def assert_every_interleaving_is_serial(
     writers: list[interleave.Writer],
     check: Callable[[dict[str, Any]], None],
     gated: dict[str, frozenset[str]] = GATED,
+    start: Callable[[], Storage] = setup,
 ) -> int:
     """Every interleaving ends as one of the serial orders; the interleavings run."""
-    serial_runs = [interleave.serial(setup, list(order)) for order in permutations(writers)]
+    serial_runs = [interleave.serial(start, list(order)) for order in permutations(writers)]
     serial = [contents(storage) for storage in serial_runs]
     indexes = [storage.trunks.job_names(TRUNK_ID) for storage in serial_runs]
     for result in serial:
         check(result)
     runs = 0
-    for choices, storage in interleave.schedules(setup, writers, gated):
+    for choices, storage in interleave.schedules(start, writers, gated):
         assert contents(storage) in serial, f"interleaving {choices} ends as no serial order"
         # A column once given keeps its job: each index is one a serial order makes.
         assert storage.trunks.job_names(TRUNK_ID) in indexes
@@ -142,14 +155,13 @@ def decoded(result: dict[str, Any], sha: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("complete", [False, True])
 def test_a_poll_and_a_delivery_adding_new_job_columns(complete: bool) -> None:
-    def polled(storage: Storage) -> object:
-        runs = (
-            JobRun("pull / x", "success"),
-            JobRun("pull / (workflow)", "success"),
-            JobRun("pull / new-by-poll", "failure"),
-            JobRun("lint / (workflow)", "success"),
-        )
-        return poll(CommitResult(x_commit(storage), runs, complete))(storage)
+    runs = (
+        JobRun("pull / x", "success"),
+        JobRun("pull / (workflow)", "success"),
+        JobRun("pull / new-by-poll", "failure"),
+        JobRun("lint / (workflow)", "success"),
+    )
+    polled = poll(CommitResult(commit_of(X, [X]), runs, complete))
 
     def check(result: dict[str, Any]) -> None:
         states = decoded(result, X)
@@ -160,6 +172,19 @@ def test_a_poll_and_a_delivery_adding_new_job_columns(complete: bool) -> None:
 
     writers = [polled, job(X, "new-by-hook", "lint", "failure")]
     assert assert_every_interleaving_is_serial(writers, check, NOT_PLACING) > 100
+
+
+def test_a_poll_and_a_delivery_with_different_results_of_one_job() -> None:
+    polled = poll(CommitResult(commit_of(X, [X]), (JobRun("pull / x", "failure"),), complete=False))
+
+    def check(result: dict[str, Any]) -> None:
+        # Whichever wrote last, its cell is the one the state string records.
+        (seq,) = seqs(result).values()
+        cell = result["cells"][("pull / x", seq)]
+        assert decoded(result, X)["pull / x"] == cell[0].code and cell[0].code in "Fn"
+
+    writers = [polled, job(X, "x", "pull", "cancelled")]
+    assert assert_every_interleaving_is_serial(writers, check, NOT_PLACING) > 10
 
 
 def test_two_deliveries_adding_different_new_jobs() -> None:
@@ -180,12 +205,11 @@ def test_two_pushes_delivered_out_of_order_keep_branch_order() -> None:
 
 
 def test_a_poll_and_a_push_placing_the_same_commit() -> None:
-    def polled(storage: Storage) -> object:
-        x = CommitResult(x_commit(storage), (), complete=False)
-        a = CommitResult(
-            Commit(A, NOW - timedelta(minutes=1), "A from the poll"), (JobRun("pull / x", "failure"),)
-        )
-        return poll(a, x)(storage)
+    x = CommitResult(commit_of(X, [X]), (), complete=False)
+    a = CommitResult(
+        Commit(A, NOW - timedelta(minutes=1), "A from the poll"), (JobRun("pull / x", "failure"),)
+    )
+    polled = poll(a, x)
 
     def check(result: dict[str, Any]) -> None:
         placed = seqs(result)
@@ -194,6 +218,22 @@ def test_a_poll_and_a_push_placing_the_same_commit() -> None:
         assert result["pointers"][A] == Pointer(placed[A])
 
     assert_every_interleaving_is_serial([polled, push([A], X)], check)
+
+
+def test_a_poll_and_a_delivery_giving_commits_their_first_jobs_keep_both_recent() -> None:
+    def start() -> Storage:
+        storage = setup()
+        push([A, B], X)(storage)
+        return storage
+
+    polled = poll(CommitResult(commit_of(A, [A, B]), (JobRun("pull / x", "failure"),), complete=False))
+
+    def check(result: dict[str, Any]) -> None:
+        placed = seqs(result)
+        assert result["recent"] == [placed[B], placed[A], placed[X]]
+
+    writers = [polled, job(B, "x", "pull", "success")]
+    assert assert_every_interleaving_is_serial(writers, check, FIRST_JOBS, start) > 10
 
 
 @pytest.mark.parametrize("order", list(permutations(range(3))))

@@ -31,7 +31,6 @@ from trunkwatch.storage.port import Storage, Trunks
 from trunkwatch.storage.records import CellWrite, StoredCommit, TrunkState
 
 COMMITS_KEPT = 200  # commit items read back per poll: well over any source window
-RECENT_SEQS_KEPT = 20
 SCOPE = "trunkwatch_scope"  # kept beside the source's own state: the job scope it was read for
 
 
@@ -147,7 +146,7 @@ def poll_trunk(
             written.append(saved[1])
     result.items_written += len(written)
     result.changed_jobs = sorted(changed_jobs)
-    read = [merge.read for merge in merges]
+    read = [*known.values(), *(merge.read for merge in merges)]
 
     result.items_written += _save_recent_seqs(trunks, trunk_id, state, read, written)
     result.items_written += trunks.record_poll_success(trunk_id, now, state)
@@ -293,16 +292,5 @@ def _save_recent_seqs(
     """Keep the seqs of the newest commits that ran any job (staleness window). Items written."""
     states = {c.seq: c.states for c in read}
     states.update({c.seq: c.states for c in written})
-    return save_recent_seqs(
-        trunks, trunk_id, state, (seq for seq, codes in states.items() if codes.strip(ABSENT_CODE))
-    )
-
-
-def save_recent_seqs(trunks: Trunks, trunk_id: str, state: TrunkState, ran_jobs: Iterable[int]) -> int:
-    """Keep the newest RECENT_SEQS_KEPT of `ran_jobs`, the seqs of commits that ran any job
-    (the staleness window), unless `state` already holds them. Items written."""
-    recent = sorted(set(ran_jobs), reverse=True)[:RECENT_SEQS_KEPT]
-    if state.recent_seqs == recent:
-        return 0
-    trunks.save_recent_seqs(trunk_id, recent)
-    return 1
+    ran_jobs = (seq for seq, codes in states.items() if codes.strip(ABSENT_CODE))
+    return ledger.save_recent_seqs(trunks, trunk_id, state.recent_seqs, ran_jobs)

@@ -19,6 +19,8 @@ written by compare-and-set, and on a conflict read again and merged again:
   complete report, as if the poll had come second).
 - A commit is placed (item and by-sha pointer together) only at a free seq and only while its
   pointer, and its parent's when it is linked to it, are still as read.
+- The trunk's `recent_seqs` (the staleness window) changes only from the list read, to its
+  union with the writer's (a commit that ran a job never stops having run it).
 
 Seq placement keeps branch order whatever order pushes arrive in. A writer places a chain of
 commits oldest first (a push's commits after its `before`, the poll's first-parent page).
@@ -51,6 +53,7 @@ from trunkwatch.storage.records import Pointer, StoredCommit
 
 FIRST_SEQ = 1_000_000  # room below for commits that show up older than the first poll's
 GAP = 1_000  # room left below a commit placed before its parent, for the parent's push
+RECENT_SEQS_KEPT = 20
 
 
 def add_jobs(trunks: Trunks, trunk_id: str, names: list[str], jobs: Iterable[str]) -> tuple[list[str], int]:
@@ -104,6 +107,21 @@ def save_states(
         previous, stored = stored, fresh
 
 
+def save_recent_seqs(trunks: Trunks, trunk_id: str, read: list[int], ran_jobs: Iterable[int]) -> int:
+    """Add `ran_jobs`, seqs of commits that ran any job, to the trunk's newest
+    RECENT_SEQS_KEPT such seqs (the staleness window), `read` as read, by compare-and-set.
+    A commit that ran a job keeps its codes, so the merge is a union: on a conflict, the
+    seqs another writer added stay. Items written."""
+    mine, stored = set(ran_jobs), read
+    while True:
+        recent = sorted(mine | set(stored), reverse=True)[:RECENT_SEQS_KEPT]
+        if recent == stored:
+            return 0
+        if trunks.save_recent_seqs(trunk_id, stored, recent):
+            return 1
+        stored = trunks.state(trunk_id, consistent=True).recent_seqs
+
+
 def place_chain(
     storage: Storage,
     trunk_id: str,
@@ -127,10 +145,9 @@ def place_chain(
         pointers.update(commits.pointers(trunk_id, unread) if unread else {})
         plan = plan_seqs([c.sha for c in chain], parent, pointers, used, top)
         for previous, commit in zip([parent, *(c.sha for c in chain)], chain, strict=False):
-            seen = pointers.get(commit.sha)
             if commit.sha not in plan:
                 continue
-            seq = plan[commit.sha]
+            seq, seen = plan[commit.sha], pointers.get(commit.sha)
             link = None
             before = pointers.get(previous) if previous is not None else None
             if previous is not None and (before is None or (before.seq is None and before.child is None)):

@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 from trunkwatch.app import ledger
-from trunkwatch.app.ingest import save_recent_seqs
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, Commit, build_cells, job_key, replaces
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.sources import webhook
@@ -169,4 +168,4 @@ def settle(storage: Storage, trunk_id: str, group: Group, now: datetime) -> bool
 
 def _add_recent_seq(storage: Storage, trunk_id: str, seq: int) -> None:
     state = storage.trunks.state(trunk_id)
-    save_recent_seqs(storage.trunks, trunk_id, state, [*state.recent_seqs, seq])
+    ledger.save_recent_seqs(storage.trunks, trunk_id, state.recent_seqs, [seq])

@@ -71,8 +71,12 @@ class MemoryTrunks:
         """The stored state itself (the stores sharing it change it in place)."""
         return self._states.setdefault(trunk_id, TrunkState())
 
-    def save_recent_seqs(self, trunk_id: str, recent: list[int]) -> None:
-        self.stored_state(trunk_id).recent_seqs = list(recent)
+    def save_recent_seqs(self, trunk_id: str, old: list[int], new: list[int]) -> bool:
+        state = self.stored_state(trunk_id)
+        if state.recent_seqs != old:
+            return False
+        state.recent_seqs = list(new)
+        return True
 
     def record_polled(self, trunk_id: str, at: datetime, missing_since: datetime | None = None) -> None:
         state = self.stored_state(trunk_id)

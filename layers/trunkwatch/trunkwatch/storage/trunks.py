@@ -38,8 +38,18 @@ class DynamoTrunks:
             deliveries_missing_since=item.deliveries_missing_since,
         )
 
-    def save_recent_seqs(self, trunk_id: str, recent: list[int]) -> None:
-        _update(trunk_id, [TrunkStateItem.recent_seqs.set(recent)])
+    def save_recent_seqs(self, trunk_id: str, old: list[int], new: list[int]) -> bool:
+        """Replace the recent seqs if they are still `old` (False: another writer changed
+        them, read them again)."""
+        recent = TrunkStateItem.recent_seqs
+        condition = (recent.does_not_exist() | (recent == old)) if not old else recent == old
+        try:
+            TrunkStateItem.upsert(keys.trunk(trunk_id), keys.STATE, [recent.set(new)], condition)
+        except UpdateError as err:
+            if err.cause_response_code == _CONDITION_FAILED:
+                return False
+            raise
+        return True
 
     def record_polled(self, trunk_id: str, at: datetime, missing_since: datetime | None = None) -> None:
         """A poll of a webhook-fed trunk, and since when deliveries are missing if it found
