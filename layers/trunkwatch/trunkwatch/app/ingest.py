@@ -197,9 +197,12 @@ def _rewrite_cells(
     The jobs written."""
     width = max(len(new), len(fresh.states), len(previous.states))
     before, stored, merged = (s.ljust(width, ABSENT_CODE) for s in (previous.states, fresh.states, new))
+    changed = _changed(stored, merged)
+    if not changed:
+        return []
     names = storage.trunks.job_names(trunk_id)  # a column another writer added may be new
     writes = []
-    for column in _changed(stored, merged):
+    for column in changed:
         if rule.in_scope(names[column]) and (
             merge.written.get(column) != merged[column] or before[column] != stored[column]
         ):

@@ -16,7 +16,10 @@ written by compare-and-set, and on a conflict read again and merged again:
   them, so a crash between the two is redone by the next poll or redelivery). So the cell
   items and the state string agree, and the result is that of the two writers one after
   the other: a job another writer added meanwhile is kept (or made no data by a poll's
-  complete report, as if the poll had come second).
+  complete report, as if the poll had come second). Where a delivery's cell loses to what
+  another writer stored on the same column meanwhile (its pending result to their result),
+  its cell may have landed last: it is written again with the stored state (the run's URL
+  from the delivery, no failure lines), so the two still agree.
 - A commit is placed (item and by-sha pointer together) only at a free seq and only while its
   pointer, and its parent's when it is linked to it, are still as read.
 - The trunk's `recent_seqs` (the staleness window) changes only from the list read, to its
@@ -88,17 +91,17 @@ def save_states(
     before_retry: Callable[[StoredCommit, StoredCommit, str], None] | None = None,
 ) -> tuple[StoredCommit, StoredCommit] | None:
     """Write `merge(states)` (and `metadata`) onto the commit `read` by compare-and-set; on a
-    conflict read it again and merge again, after `before_retry(previous, fresh, new)` (the
-    writer rewrites the cells the new merge changes). The commit as it was just before the
-    write and as written, or None when nothing was written (it already said so, or it
-    expired)."""
+    conflict read it again and merge again, then call `before_retry(previous, fresh, new)`
+    before writing (or finding nothing to write): the writer rewrites the cells whose codes
+    that changes. The commit as it was just before the write and as written, or None when
+    nothing was written (it already said so, or it expired)."""
     previous, stored = read, read
     while True:
         new = merge(stored.states)
-        if new == stored.states and metadata is None:
-            return None
         if stored is not read and before_retry is not None:
             before_retry(previous, stored, new)
+        if new == stored.states and metadata is None:
+            return None
         if commits.save_states(trunk_id, stored.seq, stored.states, new, metadata):
             return stored, StoredCommit(stored.seq, metadata or stored.commit, new)
         fresh = commits.get(trunk_id, stored.seq)

@@ -15,12 +15,12 @@ string; a delivery cut short is redone by its redelivery or by the next poll.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from trunkwatch.app import ledger
-from trunkwatch.domain.cells import ABSENT_CODE, Cell, Commit, build_cells, job_key, replaces
+from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells, job_key, replaces
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.sources import webhook
 from trunkwatch.storage.port import Storage
@@ -131,11 +131,18 @@ def write_cell(
         return ledger.merge_states(states, {column: cell.state.code})
 
     def rewrite(previous: StoredCommit, fresh: StoredCommit, new: str) -> None:
-        # Another writer changed this column meanwhile: its cell may have come after this one.
-        # (The same instant's group, which this delivery may have opened, stays its group.)
+        # Another writer changed this column meanwhile, its cell before or after this one:
+        # write the cell again as the state string will say (theirs, if this one lost).
+        # The same instant's group, which this delivery may have opened, stays its group.
         nonlocal group
-        if _code(previous.states, column) != _code(fresh.states, column):
-            again = _write(storage, trunk_id, rule, seq, cell, fresh.commit, now)
+        code, theirs = _code(new, column), _code(fresh.states, column)
+        if theirs not in (_code(previous.states, column), cell.state.code):
+            kept = (
+                cell
+                if code == cell.state.code
+                else replace(cell, state=CellState.of_code(code), failure_lines=())
+            )
+            again = _write(storage, trunk_id, rule, seq, kept, fresh.commit, now)
             group = group or again
 
     saved = ledger.save_states(commits, trunk_id, stored, merge, before_retry=rewrite)
