@@ -1,7 +1,8 @@
 """The commit ledger under concurrency (app/ledger.py): a poll and a webhook delivery, or two
-deliveries, stepped through every interleaving of their storage calls (in memory) end with
-the same job index, commit items (seqs, state strings, pointers) and cells as the two run
-one after the other."""
+deliveries, stepped through every interleaving of their storage calls (in memory) end as the
+two run one after the other, in one order or the other: the same job index (each one a
+serial order makes), commit items (seqs, pointers, state strings read through the index),
+staleness window and cells."""
 
 from __future__ import annotations
 
