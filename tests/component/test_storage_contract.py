@@ -21,6 +21,7 @@ from trunkwatch.storage.records import (
     CommitRef,
     JobAlert,
     LogEntry,
+    Pointer,
     SilenceAudit,
     SilenceRecord,
     StoredCommit,
@@ -73,7 +74,7 @@ def test_a_trunk_starts_empty_and_keeps_its_poll_health(storage: Storage) -> Non
     )
     assert trunks.record_poll_success(TRUNK, NOW + timedelta(minutes=3), ok) == 0  # steady: nothing written
     trunks.record_polled(TRUNK, NOW, missing_since=NOW - timedelta(hours=1))
-    trunks.save_recent_seqs(TRUNK, [3, 2, 1])
+    assert trunks.save_recent_seqs(TRUNK, [], [3, 2, 1])
     state = trunks.state(TRUNK)
     assert (state.last_polled_at, state.deliveries_missing_since, state.recent_seqs) == (
         NOW,
@@ -84,48 +85,99 @@ def test_a_trunk_starts_empty_and_keeps_its_poll_health(storage: Storage) -> Non
     assert trunks.source_state(TRUNK) == {"etag": "W/1", "pages": [1, 2]}
 
 
-def test_a_job_column_is_added_only_to_the_index_its_writer_read(storage: Storage) -> None:
+def test_recent_seqs_change_only_from_what_was_read(storage: Storage) -> None:
     trunks = storage.trunks
-    assert trunks.add_job_name(TRUNK, [], "a")
-    assert not trunks.add_job_name(TRUNK, [], "b")  # another writer added a column first
-    assert trunks.add_job_name(TRUNK, ["a"], "b")
-    assert not trunks.add_job_name(TRUNK, ["a"], "c")
-    assert trunks.job_names(TRUNK) == ["a", "b"]
-    trunks.save_job_names(TRUNK, ["a", "b", "c"])
+    assert not trunks.save_recent_seqs(TRUNK, [1], [2, 1])  # there are none yet
+    assert trunks.save_recent_seqs(TRUNK, [], [2, 1])
+    assert not trunks.save_recent_seqs(TRUNK, [], [3])  # another writer saved some
+    assert not trunks.save_recent_seqs(TRUNK, [2], [3])
+    assert trunks.save_recent_seqs(TRUNK, [2, 1], [])
+    assert trunks.save_recent_seqs(TRUNK, [], [4])  # from none again
+    assert trunks.state(TRUNK, consistent=True).recent_seqs == [4]
+
+
+def test_job_columns_are_appended_only_to_the_index_their_writer_read(storage: Storage) -> None:
+    trunks = storage.trunks
+    assert trunks.add_job_names(TRUNK, [], ["a"])
+    assert not trunks.add_job_names(TRUNK, [], ["b"])  # another writer added a column first
+    assert trunks.add_job_names(TRUNK, ["a"], ["b", "c"])
+    assert not trunks.add_job_names(TRUNK, ["a"], ["d"])
+    assert not trunks.add_job_names(TRUNK, ["a", "c", "b"], ["d"])  # a column never moves
     assert trunks.job_names(TRUNK) == ["a", "b", "c"]
 
 
 # --- commits and cells --------------------------------------------------------------------
 
 
+def place(storage: Storage, *stored: StoredCommit) -> None:
+    for one in stored:
+        assert storage.commits.place(TRUNK, one, RETENTION, None)
+
+
 def test_commits_by_seq_and_by_sha(storage: Storage) -> None:
     commits = storage.commits
     stored = [StoredCommit(seq, commit(seq), "F-P") for seq in (1, 2, 3)]
-    commits.save_all(TRUNK, stored, RETENTION)
-    commits.save_pointers(TRUNK, stored[:2], RETENTION)
+    place(storage, *stored)
     assert commits.newest(TRUNK, 2) == [stored[2], stored[1]]
     assert commits.get(TRUNK, 2) == stored[1] and commits.get(TRUNK, 9) is None
-    assert commits.seqs_of(TRUNK, [commit(1).sha, commit(3).sha, "f" * 40]) == {commit(1).sha: 1}
-    assert commits.seqs_of(TRUNK, []) == {}
+    assert commits.seqs_of(TRUNK, [commit(1).sha, commit(3).sha, "f" * 40]) == {
+        commit(1).sha: 1,
+        commit(3).sha: 3,
+    }
+    assert commits.seqs_of(TRUNK, []) == {} and commits.pointers(TRUNK, []) == {}
+    assert commits.pointers(TRUNK, [commit(2).sha, "f" * 40]) == {commit(2).sha: Pointer(2)}
 
 
-def test_a_taken_seq_is_not_placed_and_states_change_only_from_what_was_read(storage: Storage) -> None:
+def test_a_commit_is_placed_only_at_a_free_seq_and_once(storage: Storage) -> None:
     commits = storage.commits
-    assert commits.place(TRUNK, StoredCommit(5, commit(5)), RETENTION)
-    assert not commits.place(TRUNK, StoredCommit(5, commit(6)), RETENTION)
+    assert commits.place(TRUNK, StoredCommit(5, commit(5)), RETENTION, None)
+    assert not commits.place(TRUNK, StoredCommit(5, commit(6)), RETENTION, None)  # seq taken
+    assert not commits.place(TRUNK, StoredCommit(7, commit(5)), RETENTION, None)  # placed already
+    assert not commits.place(TRUNK, StoredCommit(7, commit(5)), RETENTION, Pointer())  # not as read
     assert commits.get(TRUNK, 5) == StoredCommit(5, commit(5), "")
+    assert commits.get(TRUNK, 7) is None and commits.seqs_of(TRUNK, [commit(6).sha]) == {}
+
+
+def test_a_commit_placed_before_its_parent_bounds_it(storage: Storage) -> None:
+    commits = storage.commits
+    parent, child = commit(1), commit(2)
+    assert commits.place(TRUNK, StoredCommit(1000, child), RETENTION, None, (parent.sha, None))
+    assert commits.pointers(TRUNK, [parent.sha, child.sha]) == {
+        parent.sha: Pointer(child=1000),
+        child.sha: Pointer(1000),
+    }
+    assert commits.seqs_of(TRUNK, [parent.sha]) == {}  # not placed yet
+    # Another child of the same parent, planned from the parent as it was before: refused.
+    assert not commits.place(TRUNK, StoredCommit(2000, commit(3)), RETENTION, None, (parent.sha, None))
+    assert commits.get(TRUNK, 2000) is None and commits.pointers(TRUNK, [commit(3).sha]) == {}
+    # The parent, planned without the child's bound: refused; with it: placed, bound kept.
+    assert not commits.place(TRUNK, StoredCommit(999, parent), RETENTION, None)
+    assert commits.place(TRUNK, StoredCommit(999, parent), RETENTION, Pointer(child=1000))
+    assert commits.pointers(TRUNK, [parent.sha]) == {parent.sha: Pointer(999, 1000)}
+    assert commits.seqs_of(TRUNK, [parent.sha, child.sha]) == {parent.sha: 999, child.sha: 1000}
+
+
+def test_states_change_only_from_what_was_read(storage: Storage) -> None:
+    commits = storage.commits
+    place(storage, StoredCommit(5, commit(5)))
     assert commits.save_states(TRUNK, 5, "", "F")
     assert not commits.save_states(TRUNK, 5, "", "P")  # another writer changed it
     assert not commits.save_states(TRUNK, 6, "", "P")  # no such commit
     stored = commits.get(TRUNK, 5)
     assert stored is not None and stored.states == "F"
+    renamed = commit(5, title="renamed", pr=None, url="u", autoreverted_by="r")
+    assert not commits.save_states(TRUNK, 5, "", "FP", renamed)
+    assert commits.get(TRUNK, 5) == StoredCommit(5, commit(5), "F")
+    assert commits.save_states(TRUNK, 5, "F", "FP", renamed)
+    assert commits.get(TRUNK, 5) == StoredCommit(5, renamed, "FP")
+    assert commits.autoreverted(TRUNK, [5]) == {5: "r"}
+    assert commits.save_states(TRUNK, 5, "FP", "FP", commit(5))  # the metadata alone
+    assert commits.get(TRUNK, 5) == StoredCommit(5, commit(5), "FP")
 
 
 def test_a_revert_mark_is_read_live(storage: Storage) -> None:
     commits = storage.commits
-    commits.save_all(
-        TRUNK, [StoredCommit(1, commit(1)), StoredCommit(2, commit(2, autoreverted_by="r"))], RETENTION
-    )
+    place(storage, StoredCommit(1, commit(1)), StoredCommit(2, commit(2, autoreverted_by="r")))
     assert commits.autoreverted(TRUNK, [1, 2, 3]) == {2: "r"}
     assert commits.autoreverted(TRUNK, []) == {}
     assert commits.mark(TRUNK, 1) == CommitMark(None)

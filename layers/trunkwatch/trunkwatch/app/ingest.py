@@ -2,11 +2,14 @@
 
 Each commit item keeps its cells' states as one short string (a code per JobIndex column),
 so a poll compares the snapshot against one Query of commit items and writes a cell item
-only where a merged state changed. A poll that changed nothing writes nothing.
+only where a merged state changed. A poll that changed nothing writes nothing. The job
+index, new commits and state strings are written through the ledger webhook deliveries
+share (`ledger.py`): conditional appends, placements and compare-and-sets, never blind.
 
-Write order makes a crash harmless: the tick barrier first, then cells, then commit items
-(the record of what is stored), then the source state. A poll cut short is redone by the
-next one, which still sees the old commit states and rewrites the same cells.
+Write order makes a crash harmless: new job columns and new commits (placed empty: no cell
+stored yet) first, then the tick barrier, then cells, then the commits' state strings (the
+record of what is stored), then the source state. A poll cut short is redone by the next
+one, which still sees the old commit states and rewrites the same cells.
 
 Cells and commit items expire (DynamoDB TTL) the rule's `retention` after the commit's
 time; a commit already that old on a source page is skipped.
@@ -17,19 +20,18 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from trunkwatch.app import ledger
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
-from trunkwatch.sources.base import Source
+from trunkwatch.sources.base import CommitResult, Source
 from trunkwatch.storage.port import Storage, Trunks
 from trunkwatch.storage.records import CellWrite, StoredCommit, TrunkState
 
 COMMITS_KEPT = 200  # commit items read back per poll: well over any source window
-RECENT_SEQS_KEPT = 20
 SCOPE = "trunkwatch_scope"  # kept beside the source's own state: the job scope it was read for
-FIRST_SEQ = 1_000_000  # room below for commits that show up older than the first poll's
 
 
 @dataclass
@@ -69,56 +71,51 @@ def poll_trunk(
         result.items_written += trunks.record_poll_success(trunk_id, now, trunks.state(trunk_id))
         return result
 
-    stored_names = trunks.job_names(trunk_id)
-    names = list(stored_names)
+    names = trunks.job_names(trunk_id)
     known = {c.commit.sha: c for c in storage.commits.newest(trunk_id, COMMITS_KEPT)}
     state = trunks.state(trunk_id)  # one read serves numbering, staleness and source health
     # A commit past the retention horizon is not stored again: its items would be born
     # expired, and its failures are older than any the rule fires on (retention >
     # max_failure_age). So a page still showing commits whose items expired writes nothing.
     retained = [r for r in snapshot.commits if r.commit.time + rule.retention > now]
-    seqs = _assign_seqs(
-        [r.commit.sha for r in retained],
-        {sha: c.seq for sha, c in known.items()},
-        max(state.recent_seqs, default=None),
+    built = {r.commit.sha: build_cells(r.commit.sha, r.runs, rule.cancelled) for r in retained}
+    names, appended = ledger.add_jobs(
+        trunks, trunk_id, names, (key for r in retained for key in sorted(built[r.commit.sha]))
     )
-
+    result.items_written += appended
     columns = {name: i for i, name in enumerate(names)}
-    commit_writes: list[StoredCommit] = []
-    pointers: list[StoredCommit] = []
+    # New commits are placed first, empty (no cell stored yet), so their cells have a seq.
+    seqs, placed = ledger.place_chain(
+        storage,
+        trunk_id,
+        [r.commit for r in reversed(retained)],
+        None,
+        rule.retention,
+        {sha: c.seq for sha, c in known.items()},
+        state.recent_seqs,
+    )
+    result.items_written += 2 * len(placed)  # an item and its pointer each
+
+    merges: list[_Merge] = []
     cell_writes: list[tuple[Cell, Commit, int]] = []
     for commit_result in retained:
-        commit_cells = build_cells(commit_result.commit.sha, commit_result.runs, rule.cancelled)
-        for key in sorted(commit_cells):
-            if key not in columns:
-                columns[key] = len(names)
-                names.append(key)
-        seq = seqs[commit_result.commit.sha]
-        existing = known.get(commit_result.commit.sha)
-        old_states = (existing.states if existing else "").ljust(len(names), ABSENT_CODE)
-        new_states = _new_states(old_states, commit_cells, columns, commit_result.complete)
-        for column, (old, new) in enumerate(zip(old_states, new_states, strict=True)):
-            if old != new and rule.in_scope(names[column]):
-                cell = commit_cells.get(names[column]) or Cell(
-                    job=names[column], sha=commit_result.commit.sha, state=CellState.NODATA
-                )
-                cell_writes.append((cell, commit_result.commit, seq))
-        stored_states = new_states.rstrip(ABSENT_CODE)
-        stored = StoredCommit(seq, commit_result.commit, stored_states)
-        if (
-            existing is None
-            or existing.states != stored_states
-            or _metadata_changed(existing.commit, commit_result.commit)
-        ):
-            commit_writes.append(stored)
+        sha, seq = commit_result.commit.sha, seqs[commit_result.commit.sha]
+        existing = _stored(storage, trunk_id, commit_result.commit, seq, known, placed)
         if existing is None:
-            pointers.append(stored)
+            continue  # expired since it was placed
+        merge = _Merge(commit_result, existing, built[sha], columns)
+        new_states = merge(existing.states).ljust(len(names), ABSENT_CODE)
+        for column in _changed(existing.states, new_states):
+            if rule.in_scope(names[column]):
+                cell_writes.append((merge.cell(names[column]), commit_result.commit, seq))
+                merge.written[column] = new_states[column]
+        merges.append(merge)
 
     # Job by job: a job's stream records then arrive together, and the evaluator, which judges
     # a job once per batch, reads each changed job about once instead of once per commit.
     cell_writes.sort(key=lambda write: (write[0].job, write[2]))
     if cell_writes:
-        result.poll = f"{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        result.poll = _poll_id(now)
         storage.ticks.open_poll(trunk_id, result.poll, len(cell_writes), now)
         result.items_written += 2
     prior = _newest_seqs(known.values(), columns, {cell.job for cell, _, _ in cell_writes})
@@ -130,17 +127,28 @@ def poll_trunk(
         ),
         rule.retention,
     )
-    storage.commits.save_all(trunk_id, commit_writes, rule.retention)
-    # Webhook deliveries find the commits by sha.
-    storage.commits.save_pointers(trunk_id, pointers, rule.retention)
     result.cells_written = len(cell_writes)
-    result.items_written += len(cell_writes) + len(commit_writes) + len(pointers)
-    result.changed_jobs = sorted({cell.job for cell, _, _ in cell_writes})
+    result.items_written += len(cell_writes)
+    changed_jobs = {cell.job for cell, _, _ in cell_writes}
+    # The commits' states last: they record what is stored.
+    written = []
+    for merge in merges:
+        metadata = merge.result.commit if _metadata_changed(merge.read.commit, merge.result.commit) else None
 
-    if names != stored_names:
-        trunks.save_job_names(trunk_id, names)
-        result.items_written += 1
-    result.items_written += _save_recent_seqs(trunks, trunk_id, state, known, commit_writes)
+        def rewrite(previous: StoredCommit, fresh: StoredCommit, new: str, merge: _Merge = merge) -> None:
+            extra = _rewrite_cells(storage, trunk_id, rule, merge, previous, fresh, new, now)
+            result.cells_written += len(extra)
+            result.items_written += len(extra) + (2 if extra else 0)
+            changed_jobs.update(extra)
+
+        saved = ledger.save_states(storage.commits, trunk_id, merge.read, merge, metadata, rewrite)
+        if saved is not None:
+            written.append(saved[1])
+    result.items_written += len(written)
+    result.changed_jobs = sorted(changed_jobs)
+    read = [*known.values(), *(merge.read for merge in merges)]
+
+    result.items_written += _save_recent_seqs(trunks, trunk_id, state, read, written)
     result.items_written += trunks.record_poll_success(trunk_id, now, state)
     new_source_state = {**snapshot.state, SCOPE: scope}
     if new_source_state != old_source_state:
@@ -154,31 +162,90 @@ def _scope_digest(rule: RuleConfig) -> str:
     return hashlib.sha256(repr((rule.include, rule.exclude, rule.cancelled)).encode()).hexdigest()[:16]
 
 
-def _assign_seqs(
-    shas_newest_first: list[str], known: dict[str, int], recent_top: int | None
-) -> dict[str, int]:
-    """Keep known commits' seqs; number new ones along the branch order. New numbers also
-    stay above `recent_top` (the newest seq that had cells, kept in the trunk's state), so
-    that once every commit item read back has expired a new commit still never takes the
-    seq of expired cells DynamoDB has not deleted yet."""
-    seqs = dict(known)
-    top = max([*known.values(), *([] if recent_top is None else [recent_top])], default=FIRST_SEQ - 1)
-    oldest_first = list(reversed(shas_newest_first))
-    first_known = next((i for i, sha in enumerate(oldest_first) if sha in known), None)
-    if first_known is None:
-        for sha in oldest_first:
-            top += 1
-            seqs[sha] = top
-        return seqs
-    bottom = known[oldest_first[first_known]]
-    for sha in reversed(oldest_first[:first_known]):
-        bottom -= 1
-        seqs[sha] = bottom
-    for sha in oldest_first[first_known:]:
-        if sha not in seqs:
-            top += 1
-            seqs[sha] = top
-    return seqs
+class _Merge:
+    """One commit's merge in a poll: the snapshot's cells onto a stored state string (the
+    poll's side of `ledger.save_states`), and the cells the poll wrote for it."""
+
+    def __init__(
+        self, result: CommitResult, read: StoredCommit, cells: dict[str, Cell], columns: dict[str, int]
+    ) -> None:
+        self.result, self.read, self.cells, self.columns = result, read, cells, columns
+        self.written: dict[int, str] = {}  # column -> the code of the cell this poll wrote
+
+    def __call__(self, stored: str) -> str:
+        width = max(len(stored), len(self.columns))
+        merged = _new_states(stored.ljust(width, ABSENT_CODE), self.cells, self.columns, self.result.complete)
+        return merged.rstrip(ABSENT_CODE)
+
+    def cell(self, job: str) -> Cell:
+        return self.cells.get(job) or Cell(job=job, sha=self.result.commit.sha, state=CellState.NODATA)
+
+
+def _rewrite_cells(
+    storage: Storage,
+    trunk_id: str,
+    rule: RuleConfig,
+    merge: _Merge,
+    previous: StoredCommit,
+    fresh: StoredCommit,
+    new: str,
+    now: datetime,
+) -> list[str]:
+    """Another writer changed the commit since the poll read it: write the cells the merge
+    onto its states changes that the poll has not written, or that the other writer may
+    have written over (its column changed since `previous`), under a tick of their own.
+    The jobs written."""
+    width = max(len(new), len(fresh.states), len(previous.states))
+    before, stored, merged = (s.ljust(width, ABSENT_CODE) for s in (previous.states, fresh.states, new))
+    changed = _changed(stored, merged)
+    if not changed:
+        return []
+    names = storage.trunks.job_names(trunk_id)  # a column another writer added may be new
+    writes = []
+    for column in changed:
+        if rule.in_scope(names[column]) and (
+            merge.written.get(column) != merged[column] or before[column] != stored[column]
+        ):
+            writes.append(CellWrite(merge.cell(names[column]), merge.result.commit, fresh.seq, ""))
+            merge.written[column] = merged[column]
+    if writes:
+        poll = _poll_id(now)
+        storage.ticks.open_poll(trunk_id, poll, len(writes), now)
+        storage.cells.save_all(trunk_id, [replace(w, poll=poll) for w in writes], rule.retention)
+    return [write.cell.job for write in writes]
+
+
+def _changed(old: str, new: str) -> list[int]:
+    """The columns whose code differs (absent past a string's end)."""
+    width = max(len(old), len(new))
+    return [
+        column
+        for column, (a, b) in enumerate(
+            zip(old.ljust(width, ABSENT_CODE), new.ljust(width, ABSENT_CODE), strict=True)
+        )
+        if a != b
+    ]
+
+
+def _poll_id(now: datetime) -> str:
+    return f"{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+
+
+def _stored(
+    storage: Storage,
+    trunk_id: str,
+    commit: Commit,
+    seq: int,
+    known: dict[str, StoredCommit],
+    placed: list[str],
+) -> StoredCommit | None:
+    """The commit as stored before this poll's changes: as read, as just placed, or, placed
+    by another writer since the read, read now."""
+    if commit.sha in known:
+        return known[commit.sha]
+    if commit.sha in placed:
+        return StoredCommit(seq, commit)
+    return storage.commits.get(trunk_id, seq)
 
 
 def _metadata_changed(stored: Commit, commit: Commit) -> bool:
@@ -222,22 +289,11 @@ def _save_recent_seqs(
     trunks: Trunks,
     trunk_id: str,
     state: TrunkState,
-    known: dict[str, StoredCommit],
+    read: Iterable[StoredCommit],
     written: Iterable[StoredCommit],
 ) -> int:
     """Keep the seqs of the newest commits that ran any job (staleness window). Items written."""
-    states = {c.seq: c.states for c in known.values()}
+    states = {c.seq: c.states for c in read}
     states.update({c.seq: c.states for c in written})
-    return save_recent_seqs(
-        trunks, trunk_id, state, (seq for seq, codes in states.items() if codes.strip(ABSENT_CODE))
-    )
-
-
-def save_recent_seqs(trunks: Trunks, trunk_id: str, state: TrunkState, ran_jobs: Iterable[int]) -> int:
-    """Keep the newest RECENT_SEQS_KEPT of `ran_jobs`, the seqs of commits that ran any job
-    (the staleness window), unless `state` already holds them. Items written."""
-    recent = sorted(set(ran_jobs), reverse=True)[:RECENT_SEQS_KEPT]
-    if state.recent_seqs == recent:
-        return 0
-    trunks.save_recent_seqs(trunk_id, recent)
-    return 1
+    ran_jobs = (seq for seq, codes in states.items() if codes.strip(ABSENT_CODE))
+    return ledger.save_recent_seqs(trunks, trunk_id, state.recent_seqs, ran_jobs)

@@ -5,7 +5,9 @@ commit item's state string (one code per job column of the trunk's job index) sa
 stored, a cell item is written only where the merged state changes, and the tick barrier
 (here a group of the deliveries of the same instant, see `storage/ticks.py`) settles before the
 notifier runs. Whichever of poll and delivery sees a result first writes it; the other then
-finds the commit's state string unchanged and writes nothing.
+finds the commit's state string unchanged and writes nothing. Commits, job columns and state
+codes are written through the ledger the poll uses too (`ledger.py`): conditional writes,
+merged again on a conflict.
 
 Order of writes, as in the poll: shards, then the tick, the cell, then the commit's state
 string; a delivery cut short is redone by its redelivery or by the next poll.
@@ -13,12 +15,12 @@ string; a delivery cut short is redone by its redelivery or by the next poll.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from trunkwatch.app.ingest import FIRST_SEQ, save_recent_seqs
-from trunkwatch.domain.cells import ABSENT_CODE, Cell, Commit, build_cells, job_key, replaces
+from trunkwatch.app import ledger
+from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells, job_key, replaces
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.sources import webhook
 from trunkwatch.storage.port import Storage
@@ -63,12 +65,12 @@ def ingest_delivery(
     result = DeliveryResult(event, trunk.trunk_id)
     repo_url = f"{WEB_URL}/{trunk.repo}"
     if event == "push":
-        pushed = webhook.push(payload, repo_url).commits
-        result.commits_placed = place_commits(storage, trunk.trunk_id, rule, pushed)
+        pushed = webhook.push(payload, repo_url)
+        result.commits_placed = place_commits(storage, trunk.trunk_id, rule, pushed.commits, pushed.parent)
         return result
     if event == "workflow_run":
         run = webhook.workflow_run(payload, repo_url)
-        result.commits_placed = place_commits(storage, trunk.trunk_id, rule, (run.commit,))
+        result.commits_placed = place_commits(storage, trunk.trunk_id, rule, (run.commit,), None)
         reports = [run.shard] if run.shard else []
     else:
         reports = webhook.workflow_job(payload)
@@ -92,25 +94,21 @@ def ingest_delivery(
     return result
 
 
-def place_commits(storage: Storage, trunk_id: str, rule: RuleConfig, pushed: tuple[Commit, ...]) -> int:
-    """Place the commits not yet known above the newest known one, oldest first; the number
-    placed. A seq another writer took meanwhile is skipped (a conditional put). As in the
-    poll, new numbers stay above the newest seq that had cells (the trunk's state), so a new
-    commit never takes the seq of expired cells DynamoDB has not deleted yet."""
+def place_commits(
+    storage: Storage, trunk_id: str, rule: RuleConfig, pushed: tuple[Commit, ...], parent: str | None
+) -> int:
+    """Place the commits not yet known (oldest first, `parent` the first one's parent if the
+    delivery says) in branch order (`ledger.place_chain`); the number placed."""
     commits = storage.commits
     known = commits.seqs_of(trunk_id, [c.sha for c in pushed])
-    new = [c for c in pushed if c.sha not in known]
-    if not new:
+    if all(c.sha in known for c in pushed):
         return 0
     newest = [c.seq for c in commits.newest(trunk_id, 1)]
     recent = storage.trunks.state(trunk_id).recent_seqs
-    seq = max([*newest, *recent], default=FIRST_SEQ - 1)
-    for commit in new:
-        seq += 1
-        while not commits.place(trunk_id, StoredCommit(seq, commit), rule.retention):
-            seq += 1
-        commits.save_pointers(trunk_id, [StoredCommit(seq, commit)], rule.retention)
-    return len(new)
+    _, placed = ledger.place_chain(
+        storage, trunk_id, list(pushed), parent, rule.retention, known, [*newest, *recent]
+    )
+    return len(placed)
 
 
 def write_cell(
@@ -119,33 +117,54 @@ def write_cell(
     """Record `cell` on commit `seq` as ingest would: a cell item (in scope) and the commit's
     state code, unless that code already says the same (or would go back to pending). The
     group tick the cell counts towards, or None when nothing was written."""
-    commits = storage.commits
-    column, names = _column(storage, trunk_id, cell.job)
+    trunks, commits = storage.trunks, storage.commits
+    names, _ = ledger.add_jobs(trunks, trunk_id, trunks.job_names(trunk_id), [cell.job])
+    column = names.index(cell.job)
     stored = commits.get(trunk_id, seq)
-    if stored is None:
+    if stored is None or not replaces(_code(stored.states, column), cell.state):
         return None
-    old = stored.states.ljust(len(names), ABSENT_CODE)
-    if not replaces(old[column], cell.state):
-        return None
-    group = None
-    if rule.in_scope(cell.job):
-        group = storage.ticks.join_group(trunk_id, 1, now)
-        prior = storage.cells.newest_seq(trunk_id, cell.job)
-        storage.cells.save_all(
-            trunk_id, [CellWrite(cell, stored.commit, seq, group.id, prior)], rule.retention
-        )
-    while True:
-        new = (old[:column] + cell.state.code + old[column + 1 :]).rstrip(ABSENT_CODE)
-        if commits.save_states(trunk_id, seq, stored.states, new):
-            break
-        # Another delivery or a poll changed the commit meanwhile: set this column again.
-        stored = commits.get(trunk_id, seq)
-        if stored is None:
-            return group
-        old = stored.states.ljust(len(names), ABSENT_CODE)
-    if not stored.states.strip(ABSENT_CODE):
+    group = _write(storage, trunk_id, rule, seq, cell, stored.commit, now)
+
+    def merge(states: str) -> str:
+        if not replaces(_code(states, column), cell.state):
+            return states
+        return ledger.merge_states(states, {column: cell.state.code})
+
+    def rewrite(previous: StoredCommit, fresh: StoredCommit, new: str) -> None:
+        # Another writer changed this column meanwhile, its cell before or after this one:
+        # write the cell again as the state string will say (theirs, if this one lost).
+        # The same instant's group, which this delivery may have opened, stays its group.
+        nonlocal group
+        code, theirs = _code(new, column), _code(fresh.states, column)
+        if theirs not in (_code(previous.states, column), cell.state.code):
+            kept = (
+                cell
+                if code == cell.state.code
+                else replace(cell, state=CellState.of_code(code), failure_lines=())
+            )
+            again = _write(storage, trunk_id, rule, seq, kept, fresh.commit, now)
+            group = group or again
+
+    saved = ledger.save_states(commits, trunk_id, stored, merge, before_retry=rewrite)
+    if saved is not None and not saved[0].states.strip(ABSENT_CODE):
         _add_recent_seq(storage, trunk_id, seq)  # the commit's first job: it counts for staleness now
     return group
+
+
+def _write(
+    storage: Storage, trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, commit: Commit, now: datetime
+) -> Group | None:
+    """The cell item (in scope) in its delivery group; the group, None when out of scope."""
+    if not rule.in_scope(cell.job):
+        return None
+    group = storage.ticks.join_group(trunk_id, 1, now)
+    prior = storage.cells.newest_seq(trunk_id, cell.job)
+    storage.cells.save_all(trunk_id, [CellWrite(cell, commit, seq, group.id, prior)], rule.retention)
+    return group
+
+
+def _code(states: str, column: int) -> str:
+    return states.ljust(column + 1, ABSENT_CODE)[column]
 
 
 def settle(storage: Storage, trunk_id: str, group: Group, now: datetime) -> bool:
@@ -154,17 +173,6 @@ def settle(storage: Storage, trunk_id: str, group: Group, now: datetime) -> bool
     return storage.ticks.settle(trunk_id, group.id, now)
 
 
-def _column(storage: Storage, trunk_id: str, job: str) -> tuple[int, list[str]]:
-    """The job's column in the trunk's job index, appending it if new."""
-    trunks = storage.trunks
-    while True:
-        names = trunks.job_names(trunk_id)
-        if job in names:
-            return names.index(job), names
-        if trunks.add_job_name(trunk_id, names, job):
-            return len(names), [*names, job]
-
-
 def _add_recent_seq(storage: Storage, trunk_id: str, seq: int) -> None:
     state = storage.trunks.state(trunk_id)
-    save_recent_seqs(storage.trunks, trunk_id, state, [*state.recent_seqs, seq])
+    ledger.save_recent_seqs(storage.trunks, trunk_id, state.recent_seqs, [seq])

@@ -28,6 +28,10 @@ class CellState(StrEnum):
         """One character, for compact per-commit state strings."""
         return _CODES[self]
 
+    @classmethod
+    def of_code(cls, code: str) -> CellState:
+        return next(state for state, known in _CODES.items() if known == code)
+
 
 _CODES = {
     CellState.PASS: "P",

@@ -2,11 +2,13 @@
 
 Pure functions over the decoded payloads; nothing here reads the table. A delivery becomes:
 
-- `push` to the trunk: the commits it places, oldest first. GitHub lists a push's commits
-  (at most 20) oldest first; a merge push also lists the merged branch's commits, which
-  were pushed before and so are not `distinct`: only distinct ones are placed. A forced
-  push places only its head (what it rewrote is not first-parent history the push can
-  describe); the poll fixes what a push cannot know.
+- `push` to the trunk: the commits it places, oldest first, and `before`, the first one's
+  parent (how a push delivered ahead of its parent's push keeps branch order:
+  `app/ledger.py`). GitHub lists a push's commits (at most 20) oldest first; a merge push
+  also lists the merged branch's commits, which were pushed before and so are not
+  `distinct`: only distinct ones are placed. A forced push places only its head (what it
+  rewrote is not first-parent history the push can describe; its parent is not told); the
+  poll fixes what a push cannot know.
 - `workflow_run` of a push to the trunk: its head commit (placed if no push delivery did),
   and for a run that ended without starting any job (`startup_failure`, which sends no
   `workflow_job`) the failing shard of `<workflow> / (workflow)`, as the GitHub source
@@ -46,7 +48,10 @@ class PayloadError(ValueError):
 @dataclass(frozen=True)
 class PushReport:
     branch: str
-    commits: tuple[Commit, ...]  # oldest first
+    commits: tuple[Commit, ...]  # oldest first, each the first parent of the next
+    # The first one's first parent (`before`): None for a forced push, a new branch or a
+    # push that lists no commit, whose head's parent the push does not say.
+    parent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,11 +91,14 @@ def push(payload: dict[str, Any], repo_url: str) -> PushReport:
     if not isinstance(listed, list):
         raise PayloadError("push: 'commits' must be a list")
     head = payload.get("head_commit")
+    before = payload.get("before")
+    parent = before if isinstance(before, str) and before.strip("0") else None
     if forced or not listed:
-        chosen = [head] if isinstance(head, dict) else []
+        chosen, parent = [head] if isinstance(head, dict) else [], None
     else:
         chosen = [c for c in listed if isinstance(c, dict) and c.get("distinct", True)]
-    return PushReport(ref.removeprefix("refs/heads/"), tuple(_commit(c, repo_url) for c in chosen))
+    commits = tuple(_commit(c, repo_url) for c in chosen)
+    return PushReport(ref.removeprefix("refs/heads/"), commits, parent if commits else None)
 
 
 def workflow_run(payload: dict[str, Any], repo_url: str) -> RunReport:

@@ -34,7 +34,9 @@ the notifier's 7 days; silences and their audit records `endsAt` + 120 h. Trunk 
 alerts never expire (one per trunk or job).
 
 `seq` is the commit's position on the branch's first-parent history (grows with newer
-commits), so one Query newest-first on a job's cell partition reads its window, and one on
-the commits partition reads the trunk's newest commits. Cell and tick items carry `trunk`
-(and cells `job`) so stream consumers never parse keys.
+commits, with gaps where pushes arrived out of order: `app/ledger.py`), so one Query
+newest-first on a job's cell partition reads its window, and one on the commits partition
+reads the trunk's newest commits. A commit's by-sha pointer may exist before the commit is
+placed, holding only the seq of its child placed first (the bound it is placed below).
+Cell and tick items carry `trunk` (and cells `job`) so stream consumers never parse keys.
 """

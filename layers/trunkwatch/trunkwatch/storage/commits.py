@@ -1,5 +1,6 @@
 """A trunk's commits in DynamoDB: metadata and one state code per job column (what ingest
-compares), and a pointer by sha to each."""
+compares), and a pointer by sha to each. Commits are only placed (item and pointer in one
+conditional transaction) and their states only compare-and-set (see `app/ledger.py`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
+from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
+from pynamodb.transactions import TransactWrite
 
 from trunkwatch.domain.cells import Commit
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CommitItem, CommitPointer
-from trunkwatch.storage.records import CommitMark, StoredCommit
+from trunkwatch.storage.records import CommitMark, Pointer, StoredCommit
+from trunkwatch.storage.table import connection
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
@@ -90,28 +95,60 @@ class DynamoCommits:
         )
         return {int(c.seq): str(c.autoreverted_by) for c in found if c.autoreverted_by}
 
-    def save_all(self, trunk_id: str, commits: Iterable[StoredCommit], retention: timedelta) -> None:
-        with CommitItem.batch_write() as batch:
-            for stored in commits:
-                batch.save(_item(trunk_id, stored, retention))
-
-    def place(self, trunk_id: str, commit: StoredCommit, retention: timedelta) -> bool:
-        """Save a new commit unless its seq is taken (False)."""
+    def place(
+        self,
+        trunk_id: str,
+        commit: StoredCommit,
+        retention: timedelta,
+        seen: Pointer | None,
+        parent: tuple[str, Pointer | None] | None = None,
+    ) -> bool:
+        """Save a new commit item and its pointer in one transaction (the port's `place`):
+        False when a condition failed, the caller reads again."""
+        # Whole items, each on the condition that it is still as read: the puts write exactly
+        # the pointer that was read plus this placement.
+        expires_at = commit.commit.time + retention
+        pointer = CommitPointer(
+            keys.commit_sha(trunk_id, commit.commit.sha),
+            keys.SEQ,
+            seq=commit.seq,
+            child=seen.child if seen is not None else None,
+            expires_at=expires_at,
+        )
         try:
-            _item(trunk_id, commit, retention).save(condition=CommitItem.pk.does_not_exist())
-        except PutError as err:
-            if err.cause_response_code == _CONDITION_FAILED:
+            with TransactWrite(connection=connection()) as transaction:
+                transaction.save(_item(trunk_id, commit, retention), condition=CommitItem.pk.does_not_exist())
+                transaction.save(pointer, condition=_pointer_is(seen))
+                if parent is not None:
+                    sha, parent_seen = parent
+                    bound = CommitPointer(
+                        keys.commit_sha(trunk_id, sha), keys.SEQ, child=commit.seq, expires_at=expires_at
+                    )
+                    transaction.save(bound, condition=_pointer_is(parent_seen))
+        except TransactWriteError as err:
+            reasons = [reason.code for reason in err.cancellation_reasons or [] if reason is not None]
+            if "ConditionalCheckFailed" in reasons:
                 return False
             raise
         return True
 
-    def save_states(self, trunk_id: str, seq: int, old: str, new: str) -> bool:
-        """Replace the commit's state string if it is still `old` (another writer changed it:
-        False, the caller reads again)."""
+    def save_states(self, trunk_id: str, seq: int, old: str, new: str, commit: Commit | None = None) -> bool:
+        """Replace the commit's state string (and with `commit` its metadata) if it is still
+        `old` (another writer changed it: False, the caller reads again)."""
+        actions: list[Action] = [CommitItem.states.set(new)]
+        if commit is not None:
+            actions += [
+                CommitItem.title.set(commit.title),
+                CommitItem.author.set(commit.author),
+                CommitItem.url.set(commit.url),
+                CommitItem.pr.set(commit.pr) if commit.pr is not None else CommitItem.pr.remove(),
+                CommitItem.autoreverted_by.set(commit.autoreverted_by)
+                if commit.autoreverted_by is not None
+                else CommitItem.autoreverted_by.remove(),
+            ]
         try:
             CommitItem(keys.commits(trunk_id), keys.seq_key(seq)).update(
-                actions=[CommitItem.states.set(new)],
-                condition=CommitItem.sha.exists() & (CommitItem.states == old),
+                actions=actions, condition=CommitItem.sha.exists() & (CommitItem.states == old)
             )
         except UpdateError as err:
             if err.cause_response_code == _CONDITION_FAILED:
@@ -119,24 +156,29 @@ class DynamoCommits:
             raise
         return True
 
-    def save_pointers(self, trunk_id: str, commits: Iterable[StoredCommit], retention: timedelta) -> None:
-        """Written with a new commit item, and expiring with it: webhook deliveries find
-        commits by sha."""
-        with CommitPointer.batch_write() as batch:
-            for stored in commits:
-                batch.save(
-                    CommitPointer(
-                        keys.commit_sha(trunk_id, stored.commit.sha),
-                        keys.SEQ,
-                        seq=stored.seq,
-                        expires_at=stored.commit.time + retention,
-                    )
-                )
-
-    def seqs_of(self, trunk_id: str, shas: Iterable[str]) -> dict[str, int]:
-        """The seqs of those of `shas` that are known trunk commits."""
+    def pointers(self, trunk_id: str, shas: Iterable[str]) -> dict[str, Pointer]:
+        """The pointers of those of `shas` that have one (placed, or bounding a child)."""
         wanted = sorted(set(shas))
         if not wanted:
             return {}
         found = CommitPointer.batch_get([(keys.commit_sha(trunk_id, sha), keys.SEQ) for sha in wanted])
-        return {item.pk.rsplit("#", 1)[1]: int(item.seq) for item in found}
+        return {
+            item.pk.rsplit("#", 1)[1]: Pointer(
+                int(item.seq) if item.seq is not None else None,
+                int(item.child) if item.child is not None else None,
+            )
+            for item in found
+        }
+
+    def seqs_of(self, trunk_id: str, shas: Iterable[str]) -> dict[str, int]:
+        """The seqs of those of `shas` that are placed trunk commits."""
+        return {sha: seq for sha, p in self.pointers(trunk_id, shas).items() if (seq := p.seq) is not None}
+
+
+def _pointer_is(seen: Pointer | None) -> Condition:
+    """A pointer still as read (None: there was none)."""
+    if seen is None:
+        return CommitPointer.pk.does_not_exist()
+    seq = CommitPointer.seq.does_not_exist() if seen.seq is None else CommitPointer.seq == seen.seq
+    child = CommitPointer.child.does_not_exist() if seen.child is None else CommitPointer.child == seen.child
+    return seq & child

@@ -73,10 +73,13 @@ class CommitItem(BaseItem, discriminator="commit"):
 
 
 class CommitPointer(BaseItem, discriminator="commit_sha"):
-    """A trunk commit's seq by sha: how a webhook delivery finds the commit it is about."""
+    """A trunk commit's seq by sha: how a webhook delivery finds the commit it is about. A
+    commit not placed yet may have one holding only `child`: the seq its child was placed
+    at first (its push was delivered before this commit's), the bound it is placed below."""
 
-    seq = NumberAttribute()
-    expires_at = TTLAttribute(null=True)  # with its commit item
+    seq = NumberAttribute(null=True)
+    child = NumberAttribute(null=True)
+    expires_at = TTLAttribute(null=True)  # with its commit item (or its child's)
 
 
 class ShardItem(BaseItem, discriminator="shard"):

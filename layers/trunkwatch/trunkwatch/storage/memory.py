@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from trunkwatch.domain.cells import JobRun, StoredCell, job_key
+from trunkwatch.domain.cells import Commit, JobRun, StoredCell, job_key
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import ShardReport, pending_shards, shard_run
 from trunkwatch.storage.errors import Conflict
@@ -29,6 +29,7 @@ from trunkwatch.storage.records import (
     Group,
     JobAlert,
     LogEntry,
+    Pointer,
     SilenceAudit,
     SilenceRecord,
     StoredCommit,
@@ -70,8 +71,12 @@ class MemoryTrunks:
         """The stored state itself (the stores sharing it change it in place)."""
         return self._states.setdefault(trunk_id, TrunkState())
 
-    def save_recent_seqs(self, trunk_id: str, recent: list[int]) -> None:
-        self.stored_state(trunk_id).recent_seqs = list(recent)
+    def save_recent_seqs(self, trunk_id: str, old: list[int], new: list[int]) -> bool:
+        state = self.stored_state(trunk_id)
+        if state.recent_seqs != old:
+            return False
+        state.recent_seqs = list(new)
+        return True
 
     def record_polled(self, trunk_id: str, at: datetime, missing_since: datetime | None = None) -> None:
         state = self.stored_state(trunk_id)
@@ -107,14 +112,11 @@ class MemoryTrunks:
     def job_names(self, trunk_id: str) -> list[str]:
         return list(self._job_names.get(trunk_id) or [])
 
-    def save_job_names(self, trunk_id: str, names: list[str]) -> None:
-        self._job_names[trunk_id] = list(names)
-
-    def add_job_name(self, trunk_id: str, known: list[str], name: str) -> bool:
+    def add_job_names(self, trunk_id: str, known: list[str], names: list[str]) -> bool:
         stored = self._job_names.get(trunk_id)
         if (stored is not None) if not known else stored != known:
             return False
-        self._job_names[trunk_id] = [*known, name]
+        self._job_names[trunk_id] = [*known, *names]
         return True
 
     def source_state(self, trunk_id: str) -> dict[str, Any]:
@@ -127,7 +129,7 @@ class MemoryTrunks:
 class MemoryCommits:
     def __init__(self) -> None:
         self._commits: dict[str, dict[int, StoredCommit]] = {}
-        self._pointers: dict[str, dict[str, int]] = {}
+        self._pointers: dict[str, dict[str, Pointer]] = {}
 
     def newest(self, trunk_id: str, limit: int) -> list[StoredCommit]:
         stored = self._commits.get(trunk_id, {})
@@ -144,33 +146,44 @@ class MemoryCommits:
         found = (self.get(trunk_id, seq) for seq in set(seqs))
         return {c.seq: c.commit.autoreverted_by for c in found if c is not None and c.commit.autoreverted_by}
 
-    def save_all(self, trunk_id: str, commits: Iterable[StoredCommit], retention: timedelta) -> None:
+    def place(
+        self,
+        trunk_id: str,
+        commit: StoredCommit,
+        retention: timedelta,
+        seen: Pointer | None,
+        parent: tuple[str, Pointer | None] | None = None,
+    ) -> bool:
         stored = self._commits.setdefault(trunk_id, {})
-        for commit in commits:
-            stored[commit.seq] = commit
-
-    def place(self, trunk_id: str, commit: StoredCommit, retention: timedelta) -> bool:
-        stored = self._commits.setdefault(trunk_id, {})
-        if commit.seq in stored:
+        pointers = self._pointers.setdefault(trunk_id, {})
+        sha = commit.commit.sha
+        if (
+            commit.seq in stored
+            or pointers.get(sha) != seen
+            or (parent is not None and pointers.get(parent[0]) != parent[1])
+        ):
             return False
         stored[commit.seq] = commit
+        pointers[sha] = Pointer(commit.seq, seen.child if seen is not None else None)
+        if parent is not None:
+            pointers[parent[0]] = Pointer(child=commit.seq)
         return True
 
-    def save_states(self, trunk_id: str, seq: int, old: str, new: str) -> bool:
+    def save_states(self, trunk_id: str, seq: int, old: str, new: str, commit: Commit | None = None) -> bool:
         stored = self.get(trunk_id, seq)
         if stored is None or stored.states != old:
             return False
-        self._commits[trunk_id][seq] = replace(stored, states=new)
+        kept = stored.commit  # its sha and time stay: the metadata are the rest
+        metadata = replace(commit, sha=kept.sha, time=kept.time) if commit is not None else kept
+        self._commits[trunk_id][seq] = replace(stored, states=new, commit=metadata)
         return True
 
-    def save_pointers(self, trunk_id: str, commits: Iterable[StoredCommit], retention: timedelta) -> None:
-        pointers = self._pointers.setdefault(trunk_id, {})
-        for commit in commits:
-            pointers[commit.commit.sha] = commit.seq
-
-    def seqs_of(self, trunk_id: str, shas: Iterable[str]) -> dict[str, int]:
+    def pointers(self, trunk_id: str, shas: Iterable[str]) -> dict[str, Pointer]:
         pointers = self._pointers.get(trunk_id, {})
         return {sha: pointers[sha] for sha in set(shas) if sha in pointers}
+
+    def seqs_of(self, trunk_id: str, shas: Iterable[str]) -> dict[str, int]:
+        return {sha: seq for sha, p in self.pointers(trunk_id, shas).items() if (seq := p.seq) is not None}
 
 
 class MemoryCells:

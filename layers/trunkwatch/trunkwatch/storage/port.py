@@ -2,7 +2,9 @@
 `records.py`, and the `Storage` bundle a function's edge builds once and passes down.
 
 Conditional writes that lose a race are part of the contract: a compare-and-set returns
-False (the caller reads again), a version-checked save raises `errors.Conflict`. Every
+False (the caller reads again), a version-checked save raises `errors.Conflict`. The job
+index, commit placement and commit state strings change only by compare-and-set (the
+ledger both ingest paths share: `app/ledger.py`). Every
 implementation (DynamoDB, in memory) passes the same contract tests."""
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from trunkwatch.domain.cells import JobRun, StoredCell
+from trunkwatch.domain.cells import Commit, JobRun, StoredCell
 from trunkwatch.domain.shards import ShardReport
 from trunkwatch.storage.records import (
     CellWrite,
@@ -20,6 +22,7 @@ from trunkwatch.storage.records import (
     Group,
     JobAlert,
     LogEntry,
+    Pointer,
     SilenceAudit,
     SilenceRecord,
     StoredCommit,
@@ -28,31 +31,46 @@ from trunkwatch.storage.records import (
 
 
 class Trunks(Protocol):
-    """A trunk's own small items: its state, its job index and its source's state."""
+    """A trunk's own small items: its state, its job index and its source's state.
+    `save_recent_seqs` and `add_job_names` are compare-and-sets on the value read."""
 
     def state(self, trunk_id: str, consistent: bool = False) -> TrunkState: ...
-    def save_recent_seqs(self, trunk_id: str, recent: list[int]) -> None: ...
+    def save_recent_seqs(self, trunk_id: str, old: list[int], new: list[int]) -> bool: ...
     def record_polled(self, trunk_id: str, at: datetime, missing_since: datetime | None = None) -> None: ...
     def record_poll_failure(self, trunk_id: str, at: datetime, cause: str, error: str) -> None: ...
     def record_poll_success(self, trunk_id: str, at: datetime, current: TrunkState) -> int: ...
     def job_names(self, trunk_id: str) -> list[str]: ...
-    def save_job_names(self, trunk_id: str, names: list[str]) -> None: ...
-    def add_job_name(self, trunk_id: str, known: list[str], name: str) -> bool: ...
+    def add_job_names(self, trunk_id: str, known: list[str], names: list[str]) -> bool: ...
     def source_state(self, trunk_id: str) -> dict[str, Any]: ...
     def save_source_state(self, trunk_id: str, value: dict[str, Any]) -> None: ...
 
 
 class Commits(Protocol):
-    """A trunk's commits by seq, and their seqs by sha (how webhook deliveries find them)."""
+    """A trunk's commits by seq, and their seqs by sha (how webhook deliveries find them).
+
+    `place` stores a new commit item and its pointer in one conditional write: False when the
+    seq is taken, or the commit's pointer is no longer `seen` (None: absent), or, with
+    `parent` (its sha and pointer as read, unplaced and without a child), the parent's
+    pointer changed; otherwise the parent's pointer records the commit as its `child`.
+    `save_states` replaces a commit's state string (and, with `commit`, its title, author,
+    PR, URL and revert mark) only if it is still `old`."""
 
     def newest(self, trunk_id: str, limit: int) -> list[StoredCommit]: ...
     def get(self, trunk_id: str, seq: int) -> StoredCommit | None: ...
     def mark(self, trunk_id: str, seq: int) -> CommitMark | None: ...
     def autoreverted(self, trunk_id: str, seqs: Iterable[int]) -> dict[int, str]: ...
-    def save_all(self, trunk_id: str, commits: Iterable[StoredCommit], retention: timedelta) -> None: ...
-    def place(self, trunk_id: str, commit: StoredCommit, retention: timedelta) -> bool: ...
-    def save_states(self, trunk_id: str, seq: int, old: str, new: str) -> bool: ...
-    def save_pointers(self, trunk_id: str, commits: Iterable[StoredCommit], retention: timedelta) -> None: ...
+    def place(
+        self,
+        trunk_id: str,
+        commit: StoredCommit,
+        retention: timedelta,
+        seen: Pointer | None,
+        parent: tuple[str, Pointer | None] | None = None,
+    ) -> bool: ...
+    def save_states(
+        self, trunk_id: str, seq: int, old: str, new: str, commit: Commit | None = None
+    ) -> bool: ...
+    def pointers(self, trunk_id: str, shas: Iterable[str]) -> dict[str, Pointer]: ...
     def seqs_of(self, trunk_id: str, shas: Iterable[str]) -> dict[str, int]: ...
 
 

@@ -59,6 +59,15 @@ class StoredCommit:
 
 
 @dataclass(frozen=True)
+class Pointer:
+    """A commit's by-sha pointer: its `seq` once placed, and `child`, the seq of its child
+    when that was placed first (a push delivered before its parent's push)."""
+
+    seq: int | None = None
+    child: int | None = None
+
+
+@dataclass(frozen=True)
 class CommitMark:
     """What a stored commit item says about its revert (it exists: it has not expired)."""
 

@@ -36,8 +36,18 @@ class DynamoTrunks:
             deliveries_missing_since=item.deliveries_missing_since,
         )
 
-    def save_recent_seqs(self, trunk_id: str, recent: list[int]) -> None:
-        _update(trunk_id, [TrunkStateItem.recent_seqs.set(recent)])
+    def save_recent_seqs(self, trunk_id: str, old: list[int], new: list[int]) -> bool:
+        """Replace the recent seqs if they are still `old` (False: another writer changed
+        them, read them again)."""
+        recent = TrunkStateItem.recent_seqs
+        condition = (recent.does_not_exist() | (recent == old)) if not old else recent == old
+        try:
+            TrunkStateItem.upsert(keys.trunk(trunk_id), keys.STATE, [recent.set(new)], condition)
+        except UpdateError as err:
+            if err.cause_response_code == _CONDITION_FAILED:
+                return False
+            raise
+        return True
 
     def record_polled(self, trunk_id: str, at: datetime, missing_since: datetime | None = None) -> None:
         """A poll of a webhook-fed trunk, and since when deliveries are missing if it found
@@ -82,15 +92,15 @@ class DynamoTrunks:
         except DoesNotExist:
             return []
 
-    def save_job_names(self, trunk_id: str, names: list[str]) -> None:
-        JobIndex(keys.trunk(trunk_id), keys.JOBS, names=names).save()
-
-    def add_job_name(self, trunk_id: str, known: list[str], name: str) -> bool:
-        """Append `name` as a new column if the index is still `known` (False: it changed,
-        read it again), so concurrent writers never give two jobs one column."""
+    def add_job_names(self, trunk_id: str, known: list[str], names: list[str]) -> bool:
+        """Append `names` as new columns if the index is still `known` (False: it changed,
+        read it again), so concurrent writers never give two jobs one column and a column
+        never changes its job."""
         condition = JobIndex.names.does_not_exist() if not known else JobIndex.names == known
         try:
-            JobIndex.upsert(keys.trunk(trunk_id), keys.JOBS, [JobIndex.names.set([*known, name])], condition)
+            JobIndex.upsert(
+                keys.trunk(trunk_id), keys.JOBS, [JobIndex.names.set([*known, *names])], condition
+            )
         except UpdateError as err:
             if err.cause_response_code == _CONDITION_FAILED:
                 return False
