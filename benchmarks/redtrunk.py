@@ -52,8 +52,10 @@ per-cell draws from a `random.Random` seeded with the cell's own name.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import hashlib
+import io
 import json
 import random
 import statistics
@@ -292,7 +294,7 @@ class RedTrunk:
             # A revert within a few commits, or a forward fix up to a few dozen later.
             distance = rng.choice((1, 1, 2, 3, 4, 5)) if rng.random() < 0.5 else rng.randint(6, 24)
             test = rng.randint(0, 40)
-            lines = {c: failure_line(family, self.columns[c].config, test) for c in columns}
+            lines = {c: failure_line(family, "common", test) for c in columns}
             breaks.append(Break(commit.index, commit.index + distance, family.name, columns, lines))
         return breaks
 
@@ -446,17 +448,17 @@ class RedTrunk:
         return {"jobNames": [col.name for col in self.columns], "shaGrid": rows}
 
     def write(self, replay: Path, truth: Path | None = None) -> None:
+        """Write the replay (and the truth) gzipped, byte for byte the same for a seed."""
         replay.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(replay, "wt") as out:
+        with _gzip_text(replay) as out:
             out.write(json.dumps({"repo": REPO, "branch": "main", "config": {}}) + "\n")
             for at in self.snapshot_times():
                 if not any(c.time <= at for c in self.commits):
                     continue
-                out.write(
-                    json.dumps({"at": _time(at), "hud": self.snapshot(at)}, separators=(",", ":")) + "\n"
-                )
+                line = json.dumps({"at": _time(at), "hud": self.snapshot(at)}, separators=(",", ":"))
+                out.write(line + "\n")
         if truth is not None:
-            with gzip.open(truth, "wt") as out:
+            with _gzip_text(truth) as out:
                 json.dump(self.truth(), out)
 
     def truth(self) -> dict[str, Any]:
@@ -542,6 +544,17 @@ class RedTrunk:
             "absent_share": round(1 - sum(causes.values()) / (len(self.commits) * len(self.columns)), 3),
             "cells_by_cause": dict(sorted(causes.items())),
         }
+
+
+@contextlib.contextmanager
+def _gzip_text(path: Path) -> Iterator[io.TextIOWrapper]:
+    """A gzip text stream without a time or a name in its header."""
+    with (
+        path.open("wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as zipped,
+        io.TextIOWrapper(zipped, encoding="utf-8") as text,
+    ):
+        yield text
 
 
 def paths(out: Path, seed: int) -> tuple[Path, Path]:
