@@ -62,6 +62,9 @@ HOURLY_CAP = 20  # reruns a trunk may request an hour (offline scoring)
 PEER_WINDOW = timedelta(hours=1)  # "at the same time" for the runner-outage evidence
 JOB_ALERT = "TrunkJobFailing"
 TRUNK_ALERTS = ("TrunkBroken", "TrunkBadlyBroken")
+# retry_stands_in: a culprit whose failure is a failed retry is not rerun (the retry is its
+# rerun); rerun_both: it is rerun anyway (the retry counts only if the rerun cannot be had).
+POLICIES = ("retry_stands_in", "rerun_both")
 
 
 @dataclass(frozen=True)
@@ -160,10 +163,10 @@ class Scorer:
     def _rerun(self, commit: int | None, columns: list[int], at: datetime) -> Rerun | None:
         if commit is None:
             return None
-        ran = [c for c in columns if self.trunk.result(commit, c) is not None]
-        if not ran:
-            return None
-        failed = any(self.trunk.rerun(commit, c, at)[0] == "failure" for c in ran)
+        if any(self.trunk.result(commit, c) is None for c in columns):
+            # GitHub reruns a job that ran: a shard that did not run on that commit cannot be.
+            return Rerun(RerunStatus.REQUEST_FAILED, "the job did not run on that commit")
+        failed = any(self.trunk.rerun(commit, c, at)[0] == "failure" for c in columns)
         return Rerun(RerunStatus.FAILURE if failed else RerunStatus.SUCCESS)
 
     def _runner_peers(self, page: Page, columns: list[int]) -> tuple[str, int]:
@@ -183,8 +186,9 @@ class Scorer:
                     break
         return runner, len(peers)
 
-    def verdict(self, page: Page, requested_this_hour: int) -> tuple[str, str, int]:
-        """(verdict, reason, reruns requested) for a job page."""
+    def verdict(self, page: Page, requested_this_hour: int, policy: str) -> tuple[str, str, int]:
+        """(verdict, reason, reruns requested) for a job page. `policy`: `retry_stands_in` (no
+        culprit rerun after a failed retry) or `rerun_both` (the culprit is rerun anyway)."""
         culprit_sha = page.annotations.get("culprit_sha", "")
         last_pass_sha = page.annotations.get("last_pass_sha") or None
         suspect = Suspect(page.job or "", culprit_sha, last_pass_sha)
@@ -197,7 +201,7 @@ class Scorer:
         )
         plan = plan_reruns(
             suspect,
-            culprit_failed_retry=failed_retry,
+            culprit_failed_retry=failed_retry and policy == "retry_stands_in",
             requested_this_hour=requested_this_hour,
             hourly_cap=HOURLY_CAP,
         )
@@ -219,57 +223,84 @@ def _ratio(part: int, whole: int) -> float:
     return round(part / whole, 3) if whole else 0.0
 
 
+def _episode(scorer: Scorer, page: Page) -> tuple[str, bool]:
+    """The page's kind and whether it names the breaking commit. A real breakage blamed on
+    another commit is `code (wrong commit)`, or `code (breaker in range)` when the breaking
+    commit lies between the last pass and the culprit (a job that did not run on it)."""
+    kind, breaker = scorer.kind(page)
+    culprit = scorer.sha_index.get(page.annotations.get("culprit_sha", ""), -1)
+    if breaker is None:
+        return kind, False
+    if breaker == culprit:
+        return kind, True
+    last_pass = scorer.sha_index.get(page.annotations.get("last_pass_sha", ""), -1)
+    return ("code (breaker in range)" if last_pass < breaker < culprit else "code (wrong commit)"), False
+
+
+def verdict_scores(scorer: Scorer, job_pages: list[Page], policy: str) -> dict[str, Any]:
+    """The verdicts on `job_pages`, with reruns requested at each page's time under `policy`."""
+    by_kind: dict[str, Counter[str]] = defaultdict(Counter)
+    unconfirmed: Counter[str] = Counter()
+    guilty_confirmed = 0
+    innocent_confirmed: list[str] = []
+    innocent_total = 0
+    reruns_by_hour: Counter[datetime] = Counter()
+    for page in job_pages:
+        kind, right = _episode(scorer, page)
+        hour = page.at.replace(minute=0, second=0, microsecond=0)
+        verdict, reason, requested = scorer.verdict(page, reruns_by_hour[hour], policy)
+        reruns_by_hour[hour] += requested
+        by_kind[kind][verdict] += 1
+        innocent_total += not right
+        if verdict == Verdict.UNCONFIRMED:
+            unconfirmed[reason] += 1
+        elif verdict == Verdict.CONFIRMED and right:
+            guilty_confirmed += 1
+        elif verdict == Verdict.CONFIRMED:
+            innocent_confirmed.append(page.annotations.get("culprit_sha", ""))
+    code_right = sum(_episode(scorer, page)[1] for page in job_pages)
+    return {
+        "by_kind": {kind: dict(sorted(counts.items())) for kind, counts in sorted(by_kind.items())},
+        "guilty_confirmed": guilty_confirmed,
+        "guilty_confirmed_share": _ratio(guilty_confirmed, code_right),
+        "innocent_prs_confirmed": len(innocent_confirmed),
+        "innocent_prs_confirmed_distinct": len(set(innocent_confirmed)),
+        "innocent_prs_not_confirmed": innocent_total - len(innocent_confirmed),
+        "reruns_requested": sum(reruns_by_hour.values()),
+        "unconfirmed_reasons": dict(unconfirmed.most_common()),
+    }
+
+
 def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
     scorer = Scorer(trunk)
     found = pages(messages)
     job_pages = [p for p in found if p.alertname == JOB_ALERT]
     trunk_pages = [p for p in found if p.alertname in TRUNK_ALERTS]
     kinds: Counter[str] = Counter()
-    right = innocent = 0
-    innocent_shas: set[str] = set()
+    right = 0
+    innocent_shas: list[str] = []
     innocent_by_kind: Counter[str] = Counter()
     delays_code: list[float] = []
     delays_all: list[float] = []
     detected: set[int] = set()
-    verdicts: dict[str, Counter[str]] = defaultdict(Counter)
-    unconfirmed: Counter[str] = Counter()
-    innocent_confirmed = 0
-    innocent_confirmed_shas: set[str] = set()
-    guilty_confirmed = 0
-    reruns_by_hour: Counter[datetime] = Counter()
     for page in job_pages:
-        kind, breaker = scorer.kind(page)
+        kind, _ = scorer.kind(page)
         kinds[kind] += 1
-        culprit_sha = page.annotations.get("culprit_sha", "")
         for commit, column in page.cells:
             result = trunk.result(commit, column)
             if result and result.cause.startswith("code:"):
                 detected.add(int(result.cause.split(":")[1]))
-        is_right = breaker is not None and trunk.commits[breaker].sha == culprit_sha
+        label, is_right = _episode(scorer, page)
         right += is_right
         if not is_right:
-            innocent += 1
-            innocent_shas.add(culprit_sha)
-            innocent_by_kind[kind if kind != "code" else "code (wrong commit)"] += 1
+            innocent_shas.append(page.annotations.get("culprit_sha", ""))
+            innocent_by_kind[label] += 1
         third = scorer.third_failure_at(page)
         if third is not None:
             delay = (page.at - third).total_seconds()
             delays_all.append(delay)
             if kind == "code":
                 delays_code.append(delay)
-        hour = page.at.replace(minute=0, second=0, microsecond=0)
-        verdict, reason, requested = scorer.verdict(page, reruns_by_hour[hour])
-        reruns_by_hour[hour] += requested
-        label = kind if kind != "code" or is_right else "code (wrong commit)"
-        verdicts[label][verdict] += 1
-        if verdict == Verdict.UNCONFIRMED:
-            unconfirmed[reason] += 1
-        if verdict == Verdict.CONFIRMED:
-            if is_right:
-                guilty_confirmed += 1
-            else:
-                innocent_confirmed += 1
-                innocent_confirmed_shas.add(culprit_sha)
     long_breaks = [b for b in trunk.breaks if b.fix - b.culprit >= 3]
     recalled = sum(b.culprit in detected for b in long_breaks)
     days = trunk.days
@@ -294,18 +325,12 @@ def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
         "delay_after_third_failure_s_p50_all_pages": statistics.median(delays_all) if delays_all else None,
         "culprit_right": right,
         "culprit_right_of_code_pages": _ratio(right, code_pages),
-        "innocent_prs_named": innocent,
-        "innocent_prs_named_distinct": len(innocent_shas),
+        "innocent_prs_named": len(innocent_shas),
+        "innocent_prs_named_distinct": len(set(innocent_shas)),
         "innocent_prs_named_by_kind": dict(sorted(innocent_by_kind.items())),
         "verdicts": {
             "hourly_cap": HOURLY_CAP,
-            "by_kind": {kind: dict(sorted(counts.items())) for kind, counts in sorted(verdicts.items())},
-            "guilty_confirmed": guilty_confirmed,
-            "innocent_prs_confirmed": innocent_confirmed,
-            "innocent_prs_confirmed_distinct": len(innocent_confirmed_shas),
-            "innocent_prs_not_confirmed": innocent - innocent_confirmed,
-            "reruns_requested": sum(reruns_by_hour.values()),
-            "unconfirmed_reasons": dict(unconfirmed.most_common()),
+            **{policy: verdict_scores(scorer, job_pages, policy) for policy in POLICIES},
         },
     }
 

@@ -30,10 +30,11 @@ REFUSED = Rerun(RerunStatus.REQUEST_FAILED, "403 Resource not accessible by inte
     [
         # Both reruns agree with the alert.
         (OK, FAIL, False, Verdict.CONFIRMED, "fails again on rerun"),
-        # A failed retry stands in for the culprit's rerun while it is not in.
+        # A failed retry stands in for a culprit rerun there is not...
         (OK, None, True, Verdict.CONFIRMED, "fails again on its retry"),
-        (OK, PENDING, True, Verdict.CONFIRMED, "fails again on its retry"),
         (OK, REFUSED, True, Verdict.CONFIRMED, "fails again on its retry"),
+        # ...but a pending one is waited for (no flip from confirmed to flaky).
+        (OK, PENDING, True, Verdict.UNCONFIRMED, "waiting for the culprit rerun"),
         # The last pass fails too: environmental, whatever the culprit does.
         (FAIL, FAIL, False, Verdict.ENVIRONMENTAL, "fails on rerun too"),
         (FAIL, None, False, Verdict.ENVIRONMENTAL, "fails on rerun too"),

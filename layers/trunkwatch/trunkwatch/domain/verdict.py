@@ -19,8 +19,11 @@ When the evidence disagrees, the verdict never blames the culprit on less than b
 2. Then a culprit that passes on rerun (`flaky`), even when its first failure was already a
    failed retry: the rerun is the newer result.
 3. `confirmed` needs the last pass's rerun to pass and the culprit to fail again: by its rerun,
-   or, while that is not in (pending, not requested, could not be requested), by a retry that
-   already failed.
+   or, when there is no culprit rerun (not requested, or it could not be requested), by a retry
+   that already failed. A culprit rerun that is pending is waited for, so that a verdict
+   never flips from `confirmed` to `flaky` when it comes in. (A failed retry ran at the
+   failure's time, the last pass's rerun later: if the environment recovered in between, the
+   two disagree about the time, not the code; `plan_reruns` can still ask for the culprit.)
 4. Rerun results beat the evidence without reruns. Only when the reruns decide nothing, a
    failure without failure lines while other jobs on the same runner type fail without lines
    at the same time is a runner outage (`environmental`).
@@ -127,7 +130,9 @@ def decide(suspect: Suspect, evidence: Evidence) -> Decision:
     if culprit_status == RerunStatus.SUCCESS:
         retried = " (its first failure was a failed retry)" if evidence.culprit_failed_retry else ""
         return Decision(Verdict.FLAKY, f"the culprit {_short(suspect.culprit_sha)} passes on rerun{retried}")
-    culprit_fails = culprit_status == RerunStatus.FAILURE or evidence.culprit_failed_retry
+    culprit_fails = culprit_status == RerunStatus.FAILURE or (
+        evidence.culprit_failed_retry and culprit_status != RerunStatus.PENDING
+    )
     if last_status == RerunStatus.SUCCESS and culprit_fails:
         how = "on rerun" if culprit_status == RerunStatus.FAILURE else "on its retry"
         return Decision(
