@@ -34,6 +34,7 @@ named as `confirmed`.
 from __future__ import annotations
 
 import multiprocessing
+import re
 import statistics
 import tempfile
 import time
@@ -223,6 +224,37 @@ def _ratio(part: int, whole: int) -> float:
     return round(part / whole, 3) if whole else 0.0
 
 
+_TRUNK_LINE = re.compile(r"^- (?P<job>.+): \d+ commits?, culprit (?P<sha>[0-9a-f]{7,40}) ", re.MULTILINE)
+
+
+def trunk_culprits(scorer: Scorer, messages: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """(job, culprit commit index) pairs the firing trunk messages (`TrunkBroken`,
+    `TrunkBadlyBroken`: first pages and updates) name, from their descriptions."""
+    by_prefix = {sha[:12]: index for sha, index in scorer.sha_index.items()}
+    named = set()
+    for row in messages:
+        if row["labels"]["alertname"] not in TRUNK_ALERTS or row["status"] != "firing":
+            continue
+        for found in _TRUNK_LINE.finditer(row["annotations"].get("description", "")):
+            index = by_prefix.get(found["sha"][:12])
+            if index is not None:
+                named.add((found["job"], index))
+    return named
+
+
+def _named_cause(scorer: Scorer, job: str, culprit: int) -> tuple[str, int | None]:
+    """What broke `job` on `culprit` (its failing columns' cause), and the breaking commit."""
+    causes = [
+        r.cause
+        for c in scorer.key_columns.get(job, [])
+        if (r := scorer.trunk.result(culprit, c)) is not None and r.conclusion == "failure"
+    ]
+    code = next((cause for cause in causes if cause.startswith("code:")), None)
+    if code is not None:
+        return "code", int(code.split(":")[1])
+    return (causes[0] if causes else "unknown"), None
+
+
 def _episode(scorer: Scorer, page: Page) -> tuple[str, bool]:
     """The page's kind and whether it names the breaking commit. A real breakage blamed on
     another commit is `code (wrong commit)`, or `code (breaker in range)` when the breaking
@@ -301,8 +333,19 @@ def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
             delays_all.append(delay)
             if kind == "code":
                 delays_code.append(delay)
+    # Trunk pages name a culprit per failing job too (and hold job pages back while firing).
+    trunk_named = trunk_culprits(scorer, messages)
+    trunk_innocent: Counter[str] = Counter()
+    detected_with_trunk = set(detected)
+    for job, culprit in trunk_named:
+        cause, breaker = _named_cause(scorer, job, culprit)
+        if breaker is not None:
+            detected_with_trunk.add(breaker)
+        if breaker != culprit:
+            trunk_innocent[cause if cause != "code" else "code (wrong commit)"] += 1
     long_breaks = [b for b in trunk.breaks if b.fix - b.culprit >= 3]
     recalled = sum(b.culprit in detected for b in long_breaks)
+    recalled_with_trunk = sum(b.culprit in detected_with_trunk for b in long_breaks)
     days = trunk.days
     code_pages = kinds["code"]
     breakage_pages = code_pages + kinds["external"] + kinds["infra"]
@@ -321,6 +364,7 @@ def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
         "breaks_3plus": len(long_breaks),
         "breaks_3plus_paged": recalled,
         "recall_breaks_3plus": _ratio(recalled, len(long_breaks)),
+        "recall_breaks_3plus_with_trunk_pages": _ratio(recalled_with_trunk, len(long_breaks)),
         "delay_after_third_failure_s_p50": statistics.median(delays_code) if delays_code else None,
         "delay_after_third_failure_s_p50_all_pages": statistics.median(delays_all) if delays_all else None,
         "culprit_right": right,
@@ -328,6 +372,12 @@ def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
         "innocent_prs_named": len(innocent_shas),
         "innocent_prs_named_distinct": len(set(innocent_shas)),
         "innocent_prs_named_by_kind": dict(sorted(innocent_by_kind.items())),
+        "trunk_pages_job_culprits_named": len(trunk_named),
+        "trunk_pages_innocent_prs_named": sum(trunk_innocent.values()),
+        "trunk_pages_innocent_prs_named_distinct": len(
+            {c for j, c in trunk_named if _named_cause(scorer, j, c)[1] != c}
+        ),
+        "trunk_pages_innocent_by_kind": dict(sorted(trunk_innocent.items())),
         "verdicts": {
             "hourly_cap": HOURLY_CAP,
             **{policy: verdict_scores(scorer, job_pages, policy) for policy in POLICIES},
