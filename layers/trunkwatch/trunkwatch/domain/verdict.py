@@ -10,7 +10,8 @@ pass before it. Re-running the job on both tells what the alert cannot:
 - `unconfirmed`: no decisive result yet, confirmation is off, or a rerun could not be
   requested (with the reason). The alert then says what it says today.
 
-When the evidence disagrees, the verdict never blames the culprit on less than both reruns:
+When the evidence disagrees, the verdict never blames the culprit unless the last pass passes
+on rerun and the culprit fails again:
 
 1. A last pass that fails on rerun wins over everything else (`environmental`): known-good
    code failing is the strongest sign the failure does not need the culprit, even when the
@@ -23,17 +24,20 @@ When the evidence disagrees, the verdict never blames the culprit on less than b
    that already failed. A culprit rerun that is pending is waited for, so that a verdict
    never flips from `confirmed` to `flaky` when it comes in. (A failed retry ran at the
    failure's time, the last pass's rerun later: if the environment recovered in between, the
-   two disagree about the time, not the code; `plan_reruns` can still ask for the culprit.)
+   two disagree about the time, not the code. A caller that wants the culprit rerun anyway
+   passes `culprit_failed_retry=False` to `plan_reruns`: the benchmark's `rerun_both`.)
 4. Rerun results beat the evidence without reruns. Only when the reruns decide nothing, a
    failure without failure lines while other jobs on the same runner type fail without lines
-   at the same time is a runner outage (`environmental`).
+   at the same time is a runner outage (`environmental`). While reruns are pending that
+   verdict is provisional: the reruns, once in, decide by rules 1-3.
 5. Otherwise `unconfirmed`, the reason naming the first of: a rerun that could not be
    requested, no last pass in the window (a clipped run), a rerun still pending, no rerun
    requested.
 
 `plan_reruns` decides which reruns to request for an episode: at most `MAX_RERUNS_PER_EPISODE`
-over its lifetime, none on a commit whose job has a newer attempt (it exists or runs: its
-result is the rerun's), none beyond the trunk's hourly cap, the last pass first (only it can
+over its lifetime (one per role), none on a commit whose job has a newer attempt than the one
+the alert saw (it exists or runs: its result is the rerun's; the caller reports it as that
+role's rerun), none beyond the trunk's hourly cap, the last pass first (only it can
 tell `environmental`), the culprit only when its failure is not already a failed retry.
 """
 
