@@ -57,7 +57,7 @@ template-tests: $(VENV)/.installed
 peers:
 	@if [ "$$TRUNKWATCH_SKIP_PEERS" = 1 ]; then echo "peers: skipped (TRUNKWATCH_SKIP_PEERS=1)"; else scripts/install_peers.sh; fi
 
-# Every workload; the last two add their sections to the summary the first one writes.
+# Every workload; the stand-alone ones add their sections to the summary the first one writes.
 bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks
 	$(BIN)/python -m benchmarks local_scale
@@ -65,6 +65,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks long_history
 	$(BIN)/python -m benchmarks serve_week
 	$(BIN)/python -m benchmarks chaos
+	$(BIN)/python -m benchmarks redtrunk
 
 # docs/performance.md and its data (docs/performance.json) from the last `make bench`.
 docs: $(VENV)/.installed

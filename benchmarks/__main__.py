@@ -16,6 +16,9 @@ against a page that changes every tick and records its memory day by day.
 `python -m benchmarks chaos` replays the repository's scenarios with invocations dying at
 random AWS calls (3 seeds, 3% and 8% of calls) and counts the messages lost, repeated and
 delayed.
+`python -m benchmarks redtrunk [--quick]` generates a calibrated red trunk (two weeks;
+`--quick`: three days), replays it through the local runtime and scores today's rule against
+its ground truth, then what rerun verdicts would say about its pages (benchmarks/redtrunk_score.py).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from benchmarks.ingest import ingest_github, ingest_hud
 from benchmarks.local_scale import local_scale
 from benchmarks.long_history import REPOSITORY_HISTORY, long_history
 from benchmarks.push import run_push
+from benchmarks.redtrunk_score import QUICK_DAYS, redtrunk
 from benchmarks.serve_week import serve_week
 from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, PYTORCH_SCALE, Day
 from trunkwatch.app.evaluate import JOB_WINDOW
@@ -61,6 +65,11 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
     "serve_week": lambda: _fresh(serve_week),
     "chaos": chaos,
+    "redtrunk": redtrunk,
+}
+# Workloads with a smaller size for --quick.
+QUICK_WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
+    "redtrunk": functools.partial(redtrunk, days=QUICK_DAYS),
 }
 
 
@@ -209,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no replay file at {args.path}")
     if args.workload != "all":
         run_workload = WORKLOADS[args.workload]
+        if args.quick and args.workload in QUICK_WORKLOADS:
+            run_workload = QUICK_WORKLOADS[args.workload]
         if args.path is not None:
             run_workload = functools.partial(_fresh, long_history, args.path)
         section = _step(args.workload, run_workload)

@@ -1,0 +1,238 @@
+"""Culprit verdicts confirmed by reruns (issue #27): pure functions, no AWS, no I/O.
+
+A job alert names a suspect: the culprit (the first failing commit of the run) and the last
+pass before it. Re-running the job on both tells what the alert cannot:
+
+- `confirmed`: the last pass passes again and the culprit fails again: the culprit broke it;
+- `environmental`: the last pass now fails too: something outside the commits broke the job
+  (a dependency, a runner), whichever commit landed first;
+- `flaky`: the culprit passes on rerun: the failure does not follow the code;
+- `unconfirmed`: no decisive result yet, confirmation is off, or a rerun could not be
+  requested (with the reason). The alert then says what it says today.
+
+When the evidence disagrees, the verdict never blames the culprit unless the last pass passes
+on rerun and the culprit fails again:
+
+1. A last pass that fails on rerun wins over everything else (`environmental`): known-good
+   code failing is the strongest sign the failure does not need the culprit, even when the
+   culprit passes on rerun as well (the reason says so: intermittent, or the environment
+   changed between the two reruns).
+2. Then a culprit that passes on rerun (`flaky`), even when its first failure was already a
+   failed retry: the rerun is the newer result.
+3. `confirmed` needs the last pass's rerun to pass and the culprit to fail again: by its rerun,
+   or, when there is no culprit rerun (not requested, or it could not be requested), by a retry
+   that already failed. A culprit rerun that is pending is waited for, so that a verdict
+   never flips from `confirmed` to `flaky` when it comes in. (A failed retry ran at the
+   failure's time, the last pass's rerun later: if the environment recovered in between, the
+   two disagree about the time, not the code. A caller that wants the culprit rerun anyway
+   passes `culprit_failed_retry=False` to `plan_reruns`: the benchmark's `rerun_both`.)
+4. Rerun results beat the evidence without reruns. Only when the reruns decide nothing, a
+   failure without failure lines while other jobs on the same runner type fail without lines
+   at the same time is a runner outage (`environmental`). While reruns are pending that
+   verdict is provisional: the reruns, once in, decide by rules 1-3.
+5. Otherwise `unconfirmed`, the reason naming the first of: a rerun that could not be
+   requested, no last pass in the window (a clipped run), a rerun still pending, no rerun
+   requested.
+
+`plan_reruns` decides which reruns to request for an episode: at most `MAX_RERUNS_PER_EPISODE`
+over its lifetime (one per role), none on a commit whose job has a newer attempt than the one
+the alert saw (it exists or runs: its result is the rerun's; the caller reports it as that
+role's rerun), none beyond the trunk's hourly cap, the last pass first (only it can
+tell `environmental`), the culprit only when its failure is not already a failed retry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+MAX_RERUNS_PER_EPISODE = 2
+
+
+class Verdict(StrEnum):
+    CONFIRMED = "confirmed"
+    ENVIRONMENTAL = "environmental"
+    FLAKY = "flaky"
+    UNCONFIRMED = "unconfirmed"
+
+
+class RerunStatus(StrEnum):
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAILURE = "failure"
+    REQUEST_FAILED = "request_failed"  # the rerun could not be requested (`reason` says why)
+
+
+class Role(StrEnum):
+    LAST_PASS = "last_pass"  # noqa: S105 - a role name, not a secret
+    CULPRIT = "culprit"
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A job alert's culprit range: `last_pass_sha` None when the run is clipped (the window
+    does not reach back to a pass)."""
+
+    job: str
+    culprit_sha: str
+    last_pass_sha: str | None
+
+
+@dataclass(frozen=True)
+class Rerun:
+    status: RerunStatus
+    reason: str = ""  # why the request failed
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What is known about a suspect so far; None for a rerun not requested."""
+
+    last_pass: Rerun | None = None
+    culprit: Rerun | None = None
+    # The culprit's failure is already a retry that failed again (HUD: failedPreviousRun on
+    # a failure): it counts as the culprit failing again while its rerun is not in.
+    culprit_failed_retry: bool = False
+    # Evidence without reruns: the culprit's failure has no failure lines, and this many
+    # other jobs on the same runner type failed without lines at the same time.
+    no_failure_lines: bool = False
+    runner_peers_failing: int = 0
+    runner: str = ""
+    confirmation: bool = True  # the trunk asks for reruns at all
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str
+
+    @property
+    def blames_culprit(self) -> bool:
+        return self.verdict == Verdict.CONFIRMED
+
+
+def _short(sha: str | None) -> str:
+    return (sha or "")[:12]
+
+
+def decide(suspect: Suspect, evidence: Evidence) -> Decision:
+    """The verdict on `suspect` from `evidence` (the module docstring's rules, in order)."""
+    if not evidence.confirmation:
+        return Decision(Verdict.UNCONFIRMED, "confirmation by reruns is off")
+    last, culprit = evidence.last_pass, evidence.culprit
+    last_status = last.status if last else None
+    culprit_status = culprit.status if culprit else None
+    if last_status == RerunStatus.FAILURE:
+        also = (
+            "; the culprit passes on rerun (intermittent, or the environment changed)"
+            if culprit_status == RerunStatus.SUCCESS
+            else ""
+        )
+        return Decision(
+            Verdict.ENVIRONMENTAL, f"the last pass {_short(suspect.last_pass_sha)} fails on rerun too{also}"
+        )
+    if culprit_status == RerunStatus.SUCCESS:
+        retried = " (its first failure was a failed retry)" if evidence.culprit_failed_retry else ""
+        return Decision(Verdict.FLAKY, f"the culprit {_short(suspect.culprit_sha)} passes on rerun{retried}")
+    culprit_fails = culprit_status == RerunStatus.FAILURE or (
+        evidence.culprit_failed_retry and culprit_status != RerunStatus.PENDING
+    )
+    if last_status == RerunStatus.SUCCESS and culprit_fails:
+        how = "on rerun" if culprit_status == RerunStatus.FAILURE else "on its retry"
+        return Decision(
+            Verdict.CONFIRMED,
+            f"the last pass {_short(suspect.last_pass_sha)} passes on rerun and the culprit "
+            f"{_short(suspect.culprit_sha)} fails again {how}",
+        )
+    if evidence.no_failure_lines and evidence.runner_peers_failing > 0:
+        on = f" on {evidence.runner}" if evidence.runner else " on the same runner type"
+        return Decision(
+            Verdict.ENVIRONMENTAL,
+            f"no failure lines while {evidence.runner_peers_failing} other job(s){on} failed "
+            "at the same time",
+        )
+    return Decision(Verdict.UNCONFIRMED, _unconfirmed_reason(suspect, evidence))
+
+
+def _unconfirmed_reason(suspect: Suspect, evidence: Evidence) -> str:
+    reruns = ((Role.LAST_PASS, evidence.last_pass), (Role.CULPRIT, evidence.culprit))
+    for role, rerun in reruns:
+        if rerun is not None and rerun.status == RerunStatus.REQUEST_FAILED:
+            return f"the {_role_name(role)} rerun could not be requested: {rerun.reason or 'unknown error'}"
+    if suspect.last_pass_sha is None:
+        return "no last pass in the window to rerun"
+    pending = [
+        _role_name(role)
+        for role, rerun in reruns
+        if rerun is not None and rerun.status == RerunStatus.PENDING
+    ]
+    if pending:
+        return f"waiting for the {' and '.join(pending)} rerun{'s' if len(pending) > 1 else ''}"
+    return "no rerun requested"
+
+
+def _role_name(role: Role) -> str:
+    return "last pass" if role == Role.LAST_PASS else "culprit"
+
+
+@dataclass(frozen=True)
+class RerunRequest:
+    job: str
+    sha: str
+    role: Role
+
+
+@dataclass(frozen=True)
+class Plan:
+    requests: tuple[RerunRequest, ...]
+    # Why a rerun the episode would want is not requested (role -> reason).
+    skipped: tuple[tuple[Role, str], ...] = ()
+
+
+def plan_reruns(
+    suspect: Suspect,
+    *,
+    requested: frozenset[Role] = frozenset(),
+    newer_attempt: frozenset[Role] = frozenset(),
+    culprit_failed_retry: bool = False,
+    requested_this_hour: int = 0,
+    hourly_cap: int = 0,
+    confirmation: bool = True,
+) -> Plan:
+    """Which reruns to request now for the episode of `suspect`.
+
+    `requested`: the roles already requested for this episode (each role at most once, so
+    never more than `MAX_RERUNS_PER_EPISODE`); `newer_attempt`: the roles whose commit already
+    has a newer attempt of the job (done or running); `requested_this_hour`: the trunk's reruns requested
+    in the current hour, against `hourly_cap`.
+    """
+    if not confirmation:
+        return Plan(
+            (),
+            (
+                (Role.LAST_PASS, "confirmation by reruns is off"),
+                (Role.CULPRIT, "confirmation by reruns is off"),
+            ),
+        )
+    wanted: list[tuple[Role, str | None]] = [
+        (Role.LAST_PASS, suspect.last_pass_sha),
+        (Role.CULPRIT, suspect.culprit_sha),
+    ]
+    assert len(wanted) == MAX_RERUNS_PER_EPISODE  # each role at most once per episode
+    room = max(0, hourly_cap - requested_this_hour)
+    requests: list[RerunRequest] = []
+    skipped: list[tuple[Role, str]] = []
+    for role, sha in wanted:
+        if role in requested:
+            continue
+        if sha is None:
+            skipped.append((role, "no last pass in the window"))
+        elif role == Role.CULPRIT and culprit_failed_retry:
+            skipped.append((role, "the culprit's failure is already a failed retry"))
+        elif role in newer_attempt:
+            skipped.append((role, f"a newer attempt of the job on the {_role_name(role)} exists or runs"))
+        elif len(requests) >= room:
+            skipped.append((role, f"the trunk's cap of {hourly_cap} reruns an hour is reached"))
+        else:
+            requests.append(RerunRequest(suspect.job, sha, role))
+    return Plan(tuple(requests), tuple(skipped))

@@ -1,0 +1,92 @@
+"""The redtrunk workload's scoring (benchmarks/redtrunk_score.py) on pages made by hand from a
+small generated trunk's truth: what counts as a page, its kind, culprit and verdict."""
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from benchmarks.redtrunk import RedTrunk
+from benchmarks.redtrunk_score import score
+from trunkwatch.domain.cells import job_key
+
+TRUNK = RedTrunk(7, days=7)
+
+
+def _message(status: str, reason: str, at: datetime, job: str, **annotations: str) -> dict[str, Any]:
+    return {
+        "at": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "status": status,
+        "reason": reason,
+        "labels": {"alertname": "TrunkJobFailing", "job": job},
+        "annotations": annotations,
+    }
+
+
+def _run(cause: str) -> tuple[int, list[int]]:
+    """A column and three commits in a row whose cells fail with `cause` (prefix)."""
+    for column in TRUNK.columns:
+        for start in range(1, len(TRUNK.commits) - 3):
+            results = [TRUNK.result(start + i, column.index) for i in range(3)]
+            before = TRUNK.result(start - 1, column.index)
+            if (
+                before is not None
+                and before.conclusion == "success"
+                and all(r is not None and r.cause.startswith(cause) for r in results)
+                and all(
+                    TRUNK.result(start + i, other.index) is not None
+                    for i in (-1, 0)
+                    for other in TRUNK.columns
+                    if job_key(other.name) == job_key(column.name)
+                )
+            ):
+                return column.index, [start, start + 1, start + 2]
+    raise AssertionError(f"no run of {cause}")
+
+
+def _page(cause: str, culprit_offset: int = 0) -> list[dict[str, Any]]:
+    column, commits = _run(cause)
+    job = job_key(TRUNK.columns[column].name)
+    finished = max(r.finish for c in commits if (r := TRUNK.result(c, column)) is not None)
+    at = finished + timedelta(minutes=10)
+    culprit = commits[0] + culprit_offset
+    annotations = {
+        "culprit_sha": TRUNK.commits[culprit].sha,
+        "last_pass_sha": TRUNK.commits[commits[0] - 1].sha,
+        "failing_runs": "\n".join(TRUNK.url(c, column) for c in reversed(commits)),
+        "failure_lines": "\n".join(TRUNK.result(commits[0], column).lines),  # type: ignore[union-attr]
+    }
+    return [
+        _message("firing", "firing", at, job, **annotations),
+        _message("firing", "reminder", at + timedelta(hours=4), job, **annotations),
+        _message("resolved", "resolved", at + timedelta(hours=5), job),
+    ]
+
+
+def test_a_code_page_with_the_right_culprit() -> None:
+    result = score(TRUNK, _page("code:"))
+    assert result["job_pages"] == 1  # the reminder is not a page
+    assert result["job_pages_by_kind"] == {"code": 1}
+    assert result["precision_code"] == 1.0
+    assert result["culprit_right"] == 1 and result["innocent_prs_named"] == 0
+    assert result["delay_after_third_failure_s_p50"] == 600
+    assert result["breaks_3plus_paged"] == 1
+    for policy in ("retry_stands_in", "rerun_both"):
+        verdicts = result["verdicts"][policy]
+        assert sum(verdicts["by_kind"]["code"].values()) == 1
+        assert verdicts["innocent_prs_confirmed"] == 0
+
+
+def test_a_code_page_blaming_a_later_commit_names_an_innocent() -> None:
+    result = score(TRUNK, _page("code:", culprit_offset=1))
+    assert result["culprit_right"] == 0
+    assert result["innocent_prs_named"] == 1
+    assert result["innocent_prs_named_by_kind"] == {"code (breaker in range)": 1}
+
+
+def test_a_dependency_breakage_page_names_an_innocent_and_reruns_clear_it() -> None:
+    result = score(TRUNK, _page("external"))
+    assert result["job_pages_by_kind"] == {"external": 1}
+    assert result["precision_code"] == 0.0 and result["precision_any_breakage"] == 1.0
+    assert result["innocent_prs_named_by_kind"] == {"external": 1}
+    verdicts = result["verdicts"]["rerun_both"]
+    assert verdicts["innocent_prs_confirmed"] == 0
+    assert verdicts["by_kind"]["external"] == {"environmental": 1}  # the last pass fails too

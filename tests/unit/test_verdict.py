@@ -1,0 +1,184 @@
+"""Culprit verdicts confirmed by reruns (issue #27): every branch of `decide` and `plan_reruns`."""
+
+import pytest
+
+from trunkwatch.domain.verdict import (
+    MAX_RERUNS_PER_EPISODE,
+    Evidence,
+    Rerun,
+    RerunRequest,
+    RerunStatus,
+    Role,
+    Suspect,
+    Verdict,
+    decide,
+    plan_reruns,
+)
+
+JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
+SUSPECT = Suspect(JOB, culprit_sha="c" * 40, last_pass_sha="a" * 40)
+CLIPPED = Suspect(JOB, culprit_sha="c" * 40, last_pass_sha=None)
+
+OK = Rerun(RerunStatus.SUCCESS)
+FAIL = Rerun(RerunStatus.FAILURE)
+PENDING = Rerun(RerunStatus.PENDING)
+REFUSED = Rerun(RerunStatus.REQUEST_FAILED, "403 Resource not accessible by integration")
+
+
+@pytest.mark.parametrize(
+    ("last_pass", "culprit", "failed_retry", "verdict", "reason"),
+    [
+        # Both reruns agree with the alert.
+        (OK, FAIL, False, Verdict.CONFIRMED, "fails again on rerun"),
+        # A failed retry stands in for a culprit rerun there is not...
+        (OK, None, True, Verdict.CONFIRMED, "fails again on its retry"),
+        (OK, REFUSED, True, Verdict.CONFIRMED, "fails again on its retry"),
+        # ...but a pending one is waited for (no flip from confirmed to flaky).
+        (OK, PENDING, True, Verdict.UNCONFIRMED, "waiting for the culprit rerun"),
+        # The last pass fails too: environmental, whatever the culprit does.
+        (FAIL, FAIL, False, Verdict.ENVIRONMENTAL, "fails on rerun too"),
+        (FAIL, None, False, Verdict.ENVIRONMENTAL, "fails on rerun too"),
+        (FAIL, PENDING, True, Verdict.ENVIRONMENTAL, "fails on rerun too"),
+        # Disagreement: the last pass fails and the culprit passes: not the culprit.
+        (FAIL, OK, False, Verdict.ENVIRONMENTAL, "the culprit passes on rerun (intermittent"),
+        # The culprit passes on rerun: flaky, even after a failed retry (the newer result).
+        (OK, OK, False, Verdict.FLAKY, "passes on rerun"),
+        (PENDING, OK, False, Verdict.FLAKY, "passes on rerun"),
+        (None, OK, True, Verdict.FLAKY, "its first failure was a failed retry"),
+        # Nothing decisive yet.
+        (OK, PENDING, False, Verdict.UNCONFIRMED, "waiting for the culprit rerun"),
+        (PENDING, FAIL, False, Verdict.UNCONFIRMED, "waiting for the last pass rerun"),
+        (PENDING, PENDING, False, Verdict.UNCONFIRMED, "waiting for the last pass and culprit reruns"),
+        (PENDING, None, True, Verdict.UNCONFIRMED, "waiting for the last pass rerun"),
+        (None, None, False, Verdict.UNCONFIRMED, "no rerun requested"),
+        (None, FAIL, False, Verdict.UNCONFIRMED, "no rerun requested"),
+        (OK, None, False, Verdict.UNCONFIRMED, "no rerun requested"),
+        # A request that failed is named, before anything pending.
+        (REFUSED, PENDING, False, Verdict.UNCONFIRMED, "last pass rerun could not be requested: 403"),
+        (OK, REFUSED, False, Verdict.UNCONFIRMED, "culprit rerun could not be requested: 403"),
+        (PENDING, Rerun(RerunStatus.REQUEST_FAILED), False, Verdict.UNCONFIRMED, "unknown error"),
+    ],
+)
+def test_decide_from_reruns(
+    last_pass: Rerun | None, culprit: Rerun | None, failed_retry: bool, verdict: Verdict, reason: str
+) -> None:
+    decision = decide(
+        SUSPECT, Evidence(last_pass=last_pass, culprit=culprit, culprit_failed_retry=failed_retry)
+    )
+    assert decision.verdict == verdict
+    assert reason in decision.reason
+    assert decision.blames_culprit == (verdict == Verdict.CONFIRMED)
+
+
+def test_confirmation_off_is_unconfirmed_whatever_the_evidence() -> None:
+    evidence = Evidence(
+        last_pass=OK, culprit=FAIL, confirmation=False, no_failure_lines=True, runner_peers_failing=3
+    )
+    decision = decide(SUSPECT, evidence)
+    assert decision.verdict == Verdict.UNCONFIRMED
+    assert decision.reason == "confirmation by reruns is off"
+
+
+def test_runner_outage_pattern_decides_only_without_rerun_results() -> None:
+    outage = {"no_failure_lines": True, "runner_peers_failing": 4, "runner": "windows.4xlarge"}
+    decision = decide(SUSPECT, Evidence(**outage))
+    assert decision.verdict == Verdict.ENVIRONMENTAL
+    assert (
+        decision.reason == "no failure lines while 4 other job(s) on windows.4xlarge failed at the same time"
+    )
+    assert (
+        "the same runner type"
+        in decide(SUSPECT, Evidence(no_failure_lines=True, runner_peers_failing=1)).reason
+    )
+    # Pending reruns: the pattern decides meanwhile.
+    assert (
+        decide(SUSPECT, Evidence(last_pass=PENDING, culprit=PENDING, **outage)).verdict
+        == Verdict.ENVIRONMENTAL
+    )
+    # Reruns that decide beat it: the outage was over, the code broke the job.
+    assert decide(SUSPECT, Evidence(last_pass=OK, culprit=FAIL, **outage)).verdict == Verdict.CONFIRMED
+    assert decide(SUSPECT, Evidence(culprit=OK, **outage)).verdict == Verdict.FLAKY
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        Evidence(no_failure_lines=True, runner_peers_failing=0),  # alone on its runner
+        Evidence(no_failure_lines=False, runner_peers_failing=5),  # it has failure lines
+    ],
+)
+def test_no_runner_outage_without_both_signs(evidence: Evidence) -> None:
+    assert decide(SUSPECT, evidence).verdict == Verdict.UNCONFIRMED
+
+
+def test_clipped_run() -> None:
+    assert decide(CLIPPED, Evidence()).reason == "no last pass in the window to rerun"
+    assert decide(CLIPPED, Evidence(culprit=FAIL)).verdict == Verdict.UNCONFIRMED
+    assert decide(CLIPPED, Evidence(culprit=OK)).verdict == Verdict.FLAKY
+    # A failed request still comes first in the reason.
+    assert "could not be requested" in decide(CLIPPED, Evidence(culprit=REFUSED)).reason
+
+
+def _requested(requests: tuple[RerunRequest, ...]) -> list[tuple[Role, str]]:
+    return [(request.role, request.sha) for request in requests]
+
+
+def test_plan_asks_for_both_reruns_last_pass_first() -> None:
+    plan = plan_reruns(SUSPECT, hourly_cap=10)
+    assert _requested(plan.requests) == [(Role.LAST_PASS, "a" * 40), (Role.CULPRIT, "c" * 40)]
+    assert all(request.job == JOB for request in plan.requests)
+    assert plan.skipped == ()
+
+
+def test_plan_at_most_two_per_episode() -> None:
+    assert MAX_RERUNS_PER_EPISODE == 2
+    plan = plan_reruns(SUSPECT, requested=frozenset({Role.LAST_PASS}), hourly_cap=10)
+    assert _requested(plan.requests) == [(Role.CULPRIT, "c" * 40)]
+    done = plan_reruns(SUSPECT, requested=frozenset({Role.LAST_PASS, Role.CULPRIT}), hourly_cap=10)
+    assert done.requests == () and done.skipped == ()
+
+
+def test_plan_budget_counts_what_was_requested() -> None:
+    # A role requested counts against the episode even if the other is wanted again later.
+    plan = plan_reruns(CLIPPED, requested=frozenset({Role.CULPRIT}), hourly_cap=10)
+    assert plan.requests == ()
+    assert plan.skipped == ((Role.LAST_PASS, "no last pass in the window"),)
+
+
+def test_plan_skips_a_commit_with_a_newer_attempt() -> None:
+    plan = plan_reruns(SUSPECT, newer_attempt=frozenset({Role.CULPRIT}), hourly_cap=10)
+    assert _requested(plan.requests) == [(Role.LAST_PASS, "a" * 40)]
+    assert plan.skipped == ((Role.CULPRIT, "a newer attempt of the job on the culprit exists or runs"),)
+    both = plan_reruns(SUSPECT, newer_attempt=frozenset({Role.CULPRIT, Role.LAST_PASS}), hourly_cap=10)
+    assert both.requests == ()
+    assert [role for role, _ in both.skipped] == [Role.LAST_PASS, Role.CULPRIT]
+
+
+def test_plan_no_culprit_rerun_after_a_failed_retry() -> None:
+    plan = plan_reruns(SUSPECT, culprit_failed_retry=True, hourly_cap=10)
+    assert _requested(plan.requests) == [(Role.LAST_PASS, "a" * 40)]
+    assert plan.skipped == ((Role.CULPRIT, "the culprit's failure is already a failed retry"),)
+
+
+def test_plan_clipped_run_reruns_only_the_culprit() -> None:
+    plan = plan_reruns(CLIPPED, hourly_cap=10)
+    assert _requested(plan.requests) == [(Role.CULPRIT, "c" * 40)]
+    assert plan.skipped == ((Role.LAST_PASS, "no last pass in the window"),)
+
+
+@pytest.mark.parametrize(
+    ("used", "cap", "granted"), [(0, 1, 1), (9, 10, 1), (10, 10, 0), (12, 10, 0), (0, 0, 0)]
+)
+def test_plan_respects_the_hourly_cap(used: int, cap: int, granted: int) -> None:
+    plan = plan_reruns(SUSPECT, requested_this_hour=used, hourly_cap=cap)
+    assert len(plan.requests) == granted
+    assert plan.requests[:granted] == plan_reruns(SUSPECT, hourly_cap=10).requests[:granted]
+    assert [reason for _, reason in plan.skipped] == [
+        f"the trunk's cap of {cap} reruns an hour is reached"
+    ] * (2 - granted)
+
+
+def test_plan_nothing_when_confirmation_is_off() -> None:
+    plan = plan_reruns(SUSPECT, hourly_cap=10, confirmation=False)
+    assert plan.requests == ()
+    assert {reason for _, reason in plan.skipped} == {"confirmation by reruns is off"}
