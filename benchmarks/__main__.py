@@ -196,7 +196,8 @@ def provenance() -> dict[str, Any]:
 
 def _paths(budget_name: str) -> str:
     """The summary path a budget reads."""
-    return next(b.path for b in (*budgets.BUDGETS, *budgets.HISTORY_BUDGETS) if b.name == budget_name)
+    everything = (*budgets.BUDGETS, *budgets.HISTORY_BUDGETS, *budgets.CHAOS_BUDGETS)
+    return next(b.path for b in everything if b.name == budget_name)
 
 
 def main(argv: list[str] | None = None) -> int:

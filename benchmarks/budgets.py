@@ -112,6 +112,24 @@ BUDGETS = (
 )
 
 
+CHAOS_BUDGETS = tuple(
+    budget
+    for rate in ("3%", "8%")
+    for budget in (
+        Budget(
+            f"runs losing a message, {rate} of AWS calls dying",
+            f"chaos.by_rate.{rate}.runs_losing_messages",
+            0,
+        ),
+        Budget(
+            f"runs sending a message twice beyond a crash right after its publish, {rate}",
+            f"chaos.by_rate.{rate}.runs_with_unexplained_extra",
+            0,
+        ),
+    )
+)
+
+
 def _two_weeks(summary: dict[str, Any]) -> bool:
     return summary.get("long_history", {}).get("history") == TWO_WEEKS
 
@@ -138,6 +156,6 @@ HISTORY_BUDGETS = (
 def check(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {
         budget.name: budget.check(summary)
-        for budget in (*BUDGETS, *HISTORY_BUDGETS)
+        for budget in (*BUDGETS, *HISTORY_BUDGETS, *CHAOS_BUDGETS)
         if budget.applies(summary)
     }

@@ -136,7 +136,7 @@ def chaos(seeds: tuple[int, ...] = SEEDS, rates: tuple[float, ...] = RATES) -> d
     for rate in rates:
         of_rate = [run for run in runs if run.rate == rate]
         delays = sorted(d for run in of_rate for d in run.delays_s)
-        by_rate[str(rate)] = {
+        by_rate[f"{rate:.0%}"] = {
             "runs": len(of_rate),
             "runs_losing_messages": sum(bool(run.lost) for run in of_rate),
             "messages_expected": sum(run.expected for run in of_rate),

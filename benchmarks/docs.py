@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ SECTIONS = {
     "github_budget": "GitHub first poll under its time budget",
     "long_history": "Local runtime on a real trunk's history",
     "serve_week": "`trunkwatch serve` for a simulated week",
+    "chaos": "Invocations dying at random AWS calls",
 }
 
 
@@ -480,6 +482,47 @@ def _serve_week(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _chaos(summary: dict[str, Any]) -> list[str]:
+    c = summary.get("chaos")
+    if not c:
+        return []
+    rates = list(c["by_rate"])
+
+    def row(label: str, key: str, fmt: Callable[[Any], str] = _n) -> list[str]:
+        return [label, *(fmt(c["by_rate"][rate][key]) for rate in rates)]
+
+    return [
+        "## Invocations dying at random AWS calls",
+        "",
+        f"`python -m benchmarks chaos`: each scenario of `tests/scenarios` ({len(c['scenarios'])})",
+        f"replayed with seeds {', '.join(map(str, c['seeds']))} while a share of the AWS calls kill",
+        "their invocation, before the call or just after it (`trunkwatch replay --chaos`), with",
+        "Lambda's stream retries, bisection and dead-letter queue and the schedule's unretried",
+        "events. Each run is compared with the same replay without crashes, ticking at the same",
+        "times: a message is lost when it never comes, delayed when it comes later, extra when it",
+        "comes twice (allowed only after a crash right after its publish).",
+        "",
+        *_table(
+            ["figure", *(f"{rate} of calls dying" for rate in rates)],
+            [
+                row("runs", "runs"),
+                row("runs losing a message", "runs_losing_messages"),
+                row("messages expected", "messages_expected"),
+                row("messages lost", "messages_lost"),
+                row("messages sent twice", "messages_extra"),
+                row("runs sending twice beyond a crash right after a publish", "runs_with_unexplained_extra"),
+                row("messages delayed", "messages_delayed"),
+                row("longest delay", "max_delay_s", lambda v: f"{_n(v)} s"),
+                row("crashes", "crashes"),
+                row("AWS calls", "aws_calls"),
+                row("stream batch retries", "stream_retries"),
+                row("records dead-lettered", "records_dead_lettered"),
+                row("scheduled invocations lost", "scheduled_invocations_lost"),
+            ],
+        ),
+    ]
+
+
 def render(summary: dict[str, Any]) -> str:
     """The page for this summary (a pure function of it)."""
     lines = [
@@ -510,6 +553,7 @@ def render(summary: dict[str, Any]) -> str:
         _github_budget,
         _long_history,
         _serve_week,
+        _chaos,
     ):
         lines += part(summary)
     notes = summary.get("scale", {}).get("notes", [])
