@@ -9,10 +9,11 @@ Each scenario runs under its own seed and one of the two crash rates (the benchm
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -47,7 +48,14 @@ def test_every_scenario_sends_every_message_when_invocations_die(
     scenario: Path, seed: int, rate: float
 ) -> None:
     assert_no_page_lost(
-        run_with_chaos(scenario.name, read_replay(scenario), expected_messages(scenario), seed, rate)
+        run_with_chaos(
+            scenario.name,
+            read_replay(scenario),
+            expected_messages(scenario),
+            seed,
+            rate,
+            reference_always=False,
+        )
     )
 
 
@@ -59,13 +67,26 @@ def test_a_webhook_fed_trunk_sends_every_message_when_the_pipeline_behind_it_die
     lines = webhooks.replay_as_deliveries(basic_break.read_text().splitlines())
     replay = parse_replay(lines, "basic-break as deliveries")
     expected = expected_messages(basic_break)
-    run = run_with_chaos("basic-break as deliveries", replay, expected, 3, 0.08, spared=("WebhookFunction",))
+    run = run_with_chaos(
+        "basic-break as deliveries",
+        replay,
+        expected,
+        3,
+        0.08,
+        spared=("WebhookFunction",),
+        reference_always=False,
+    )
     assert_no_page_lost(run)
 
 
 def test_the_real_history_sends_every_message_when_invocations_die() -> None:
-    expected: list[dict[str, Any]] = expected_messages(REAL_HISTORY)
-    assert_no_page_lost(run_with_chaos(REAL_HISTORY.name, read_replay(REAL_HISTORY), expected, 1, 0.03))
+    # Its first 30 polls (two days, dozens of pages and reminders), against the same polls
+    # without crashes: the whole history replays to its expected messages in test_scenarios.
+    history = read_replay(REAL_HISTORY)
+    cut = dataclasses.replace(history, events=list(itertools.islice(history.events, 30)))
+    run = run_with_chaos(f"{REAL_HISTORY.name}, 30 polls", cut, [], 1, 0.03)
+    assert run.expected > 10
+    assert_no_page_lost(run)
 
 
 def test_a_tick_whose_records_were_dead_lettered_is_settled_by_the_sweep() -> None:
