@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -158,13 +159,12 @@ def timeline_line(published: Any) -> str:
 def _poll(args: argparse.Namespace) -> int:
     from trunkwatch import sources
     from trunkwatch.channels import RECEIVER_TYPES
-    from trunkwatch.domain import clock
     from trunkwatch.domain.config import load_file
     from trunkwatch_local.runtime import running
 
     deployment = load_file(args.config, RECEIVER_TYPES, sources.REGISTRY)
     with running(deployment, args.template) as runtime:
-        now = clock.now()
+        now = datetime.now(UTC)  # one tick on the real clock
         result = runtime.tick(now)
         for error in result.get("errors", []):
             print(
@@ -178,7 +178,6 @@ def _poll(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from trunkwatch import sources
     from trunkwatch.channels import RECEIVER_TYPES
-    from trunkwatch.domain import clock
     from trunkwatch.domain.config import load_deployment, load_file
     from trunkwatch_local.replay import read_replay
     from trunkwatch_local.schedule import period_seconds
@@ -231,7 +230,7 @@ def _serve(args: argparse.Namespace) -> int:
                 flush=True,
             )
             while not stop.is_set():
-                for published in session.serve_tick(clock.now()):
+                for published in session.serve_tick(datetime.now(UTC)):  # the real clock
                     print(timeline_line(published), flush=True)
                 stop.wait(period)
         else:

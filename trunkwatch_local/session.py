@@ -7,11 +7,10 @@ import secrets
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trunkwatch.domain import clock
 from trunkwatch.domain.config import ConfigError, Deployment
 from trunkwatch_local.apigw import serve_api
 from trunkwatch_local.chaos import Chaos
@@ -36,6 +35,9 @@ class Session:
         self.port = port
         self.tokens = tokens
         self.api: Any = None
+        # The API answers on the real clock, except while a replay sets the time (its own
+        # silence events are API calls at the replayed time).
+        self.replaying = False
         # What the replay's own API calls (silence events) authenticate with when a tokens
         # document is enforced: random per process, held only in memory, never printed.
         self._internal_token = secrets.token_urlsafe(32)
@@ -43,7 +45,7 @@ class Session:
     def start(self, deployment: Deployment) -> Session:
         # The API's port first: the notifier's environment names the API's URL.
         self.api = serve_api(
-            lambda event, context: self.runtime.invoke("api", event),
+            lambda event, context: self._api(event),
             port=self.port,
             tokens=self.tokens,
             internal_token=self._internal_token,
@@ -51,6 +53,12 @@ class Session:
         )
         self.runtime.start(deployment, api_url=self.api_url)
         return self
+
+    def _api(self, event: dict[str, Any]) -> Any:
+        with self.runtime.lock:
+            if not self.replaying:
+                self.runtime.clock.set(datetime.now(UTC))
+            return self.runtime.invoke("api", event)
 
     @property
     def api_url(self) -> str:
@@ -116,13 +124,23 @@ def replay_steps(session: Session, replay: Replay) -> Iterator[tuple[ReplayEvent
     refs: dict[str, str] = {}
     events = iter(replay.events)
     event = next(events, None)
+    session.replaying = True
+    try:
+        yield from _steps(session, event, events, refs)
+    finally:
+        session.replaying = False
+
+
+def _steps(
+    session: Session, event: ReplayEvent | None, events: Iterator[ReplayEvent], refs: dict[str, str]
+) -> Iterator[tuple[ReplayEvent, list[Published]]]:
     while event is not None:
         following = next(events, None)
-        with clock.frozen(event.at):
-            try:
-                _apply(session, event.kind, event.payload, event.ref, refs, event.at)
-            except ReplayError as err:
-                raise ReplayError(f"line {event.line}: {err}") from None
+        session.runtime.clock.set(event.at)
+        try:
+            _apply(session, event.kind, event.payload, event.ref, refs, event.at)
+        except ReplayError as err:
+            raise ReplayError(f"line {event.line}: {err}") from None
         if event.kind == "webhook" and (
             following is None or (following.kind, following.at) != ("webhook", event.at)
         ):
