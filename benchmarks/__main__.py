@@ -16,6 +16,9 @@ against a page that changes every tick and records its memory day by day.
 `python -m benchmarks chaos` replays the repository's scenarios with invocations dying at
 random AWS calls (3 seeds, 3% and 8% of calls) and counts the messages lost, repeated and
 delayed.
+`python -m benchmarks memory_replay` replays the repository's scenarios and real-history
+cut on moto's table and on the in-memory store (`trunkwatch replay --store memory`), checks
+both against the expected messages and reports the wall-time ratio.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from benchmarks.github_budget import github_budget
 from benchmarks.ingest import ingest_github, ingest_hud
 from benchmarks.local_scale import local_scale
 from benchmarks.long_history import REPOSITORY_HISTORY, long_history
+from benchmarks.memory_replay import memory_replay
 from benchmarks.push import run_push
 from benchmarks.serve_week import serve_week
 from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, PYTORCH_SCALE, Day
@@ -61,6 +65,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
     "serve_week": lambda: _fresh(serve_week),
     "chaos": chaos,
+    "memory_replay": lambda: _fresh(memory_replay),
 }
 
 

@@ -82,8 +82,9 @@ class LocalRuntime:
         webhook_secret: str | None = None,
         chaos: Chaos | None = None,
         clock: SimulatedClock | None = None,
+        store: str = "dynamodb",
     ) -> None:
-        self.stack = LocalStack(template, clock=clock)
+        self.stack = LocalStack(template, clock=clock, store=store)
         self.template = self.stack.template
         self.clock = self.stack.clock  # what every handler of the runtime runs on
         self.chaos = chaos  # kills invocations at AWS calls (`trunkwatch replay --chaos`)

@@ -29,8 +29,9 @@ class Session:
         tokens: dict[str, Any] | None = None,
         webhook_secret: str | None = None,
         chaos: Chaos | None = None,
+        store: str = "dynamodb",
     ) -> None:
-        self.runtime = LocalRuntime(template, webhook_secret, chaos)
+        self.runtime = LocalRuntime(template, webhook_secret, chaos, store=store)
         self.hud = HudServer()
         self.port = port
         self.tokens = tokens
@@ -101,10 +102,11 @@ class Session:
 
 
 def run_replay(
-    replay: Replay, template: Path | None = None, chaos: Chaos | None = None
+    replay: Replay, template: Path | None = None, chaos: Chaos | None = None, store: str = "dynamodb"
 ) -> Iterator[Published]:
-    """Run every event of `replay` on a fresh local pipeline; yield each SNS message."""
-    session = Session(template, chaos=chaos)
+    """Run every event of `replay` on a fresh local pipeline (its items in moto's table, or
+    with `store="memory"` in the in-memory store); yield each SNS message."""
+    session = Session(template, chaos=chaos, store=store)
     try:
         session.start(replay.deployment(session.hud.url))
         yield from replay_into(session, replay)

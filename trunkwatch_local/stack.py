@@ -6,11 +6,16 @@ locally) in this process, starts moto's in-process emulation (`emulator.emulatio
 stack's clock) and creates the template's resources in it: the table with its stream and
 TTL, the alert topic (captured by an SQS subscription, and an email subscription), the
 stream mappings' dead-letter queue, the configuration parameter and the webhook secret.
+With `store="memory"` the functions' items are kept by the in-memory store instead
+(`memory_stream`: its cells and ticks record the stream records the pump delivers); moto
+still answers the configuration parameter, the topic and its queues, the secret and the
+notifier's idempotency records.
 
 `handler` loads a function's handler module from its file, the way Lambda loads it in a
-new container, and gives its edge (`app/settings.Edge`) the stack's clock: every handler of
-a stack runs on one `SimulatedClock`, which whoever drives the stack moves. `stop` empties
-the account and puts the process's environment back.
+new container, and gives its edge (`app/settings.Edge`) the stack's clock (and the memory
+store, if the stack keeps one): every handler of a stack runs on one `SimulatedClock`,
+which whoever drives the stack moves. `stop` empties the account and puts the process's
+environment back.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from aws_lambda_powertools.utilities import parameters
 from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import ConfigError
 from trunkwatch_local.emulator import emulation, release_stream
+from trunkwatch_local.memory_stream import MemoryStream, MemoryStreams, streamed_storage
 from trunkwatch_local.pump import Invoke, StreamPump
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import Wiring, read_wiring
@@ -40,6 +46,9 @@ if TYPE_CHECKING:
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's fixed example account
 NAME = "trunkwatch-local"
+# Where the functions' items live: moto's table (and its stream), or the in-memory store
+# (`memory_stream`), whose cells and ticks record the stream the pump delivers.
+STORES = ("dynamodb", "memory")
 
 
 class LocalStack:
@@ -52,7 +61,11 @@ class LocalStack:
         name: str = NAME,
         clock: SimulatedClock | None = None,
         credentials: str = "local",
+        store: str = "dynamodb",
     ) -> None:
+        if store not in STORES:
+            raise ConfigError(f"unknown store {store!r} (one of {', '.join(STORES)})")
+        self.store = store
         self.template = template or find_template()
         self.wiring: Wiring = read_wiring(self.template)
         self.name = name
@@ -120,13 +133,27 @@ class LocalStack:
         table = self.wiring.table
         dynamodb, sqs, sns = boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("sns")
         self.table_name = self.name  # the template leaves the name to CloudFormation
-        self.stream_arn = dynamodb.create_table(
-            TableName=self.table_name,
-            KeySchema=table["KeySchema"],
-            AttributeDefinitions=table["AttributeDefinitions"],
-            BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
-            StreamSpecification={"StreamEnabled": True, **table["StreamSpecification"]},
-        )["TableDescription"]["LatestStreamArn"]
+        if self.store == "memory":
+            # The items are in memory; the table holds only what the handlers write past
+            # the storage port (the notifier's Powertools idempotency records), unstreamed.
+            dynamodb.create_table(
+                TableName=self.table_name,
+                KeySchema=table["KeySchema"],
+                AttributeDefinitions=table["AttributeDefinitions"],
+                BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
+            )
+            arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self.table_name}/stream/memory"
+            self.stream_arn = arn
+            self.memory_stream = MemoryStream(arn, self.clock)
+            self.memory = streamed_storage(self.memory_stream)
+        else:
+            self.stream_arn = dynamodb.create_table(
+                TableName=self.table_name,
+                KeySchema=table["KeySchema"],
+                AttributeDefinitions=table["AttributeDefinitions"],
+                BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
+                StreamSpecification={"StreamEnabled": True, **table["StreamSpecification"]},
+            )["TableDescription"]["LatestStreamArn"]
         if ttl := table.get("TimeToLiveSpecification"):
             dynamodb.update_time_to_live(TableName=self.table_name, TimeToLiveSpecification=ttl)
         self.topic_arn: str = sns.create_topic(Name=f"{self.name}-alerts")["TopicArn"]
@@ -185,7 +212,7 @@ class LocalStack:
             if not path.exists():
                 raise ConfigError(f"{self.template}: {logical_id}'s handler {path} does not exist")
             module = load_handler(path)
-            module.edge.use(clock=self.clock)
+            module.edge.use(clock=self.clock, storage=self.memory if self.store == "memory" else None)
             self.modules[logical_id] = module
         return module
 
@@ -204,7 +231,19 @@ class LocalStack:
 
     def pump(self, invoke: Invoke, release: bool = True) -> StreamPump:
         """Lambda's stream event source mappings of the template, invoking through `invoke`;
-        with `release`, records every mapping has read leave the emulated stream."""
+        with `release`, records every mapping has read leave the stream."""
+        if self.store == "memory":
+            stream = self.memory_stream
+            return StreamPump(
+                MemoryStreams(stream),
+                boto3.client("sqs"),
+                self.stream_arn,
+                self.dlq_url,
+                REGION,
+                self.wiring.streams,
+                invoke,
+                stream.release if release else None,
+            )
         return StreamPump(
             boto3.client("dynamodbstreams"),
             boto3.client("sqs"),
@@ -220,6 +259,8 @@ class LocalStack:
         """The storage the handlers use (for reads and use-case calls beside them)."""
         from trunkwatch.storage.dynamodb import open_table
 
+        if self.store == "memory":
+            return self.memory
         return open_table(self.table_name, REGION)
 
 
