@@ -19,6 +19,9 @@ delayed.
 `python -m benchmarks redtrunk [--quick]` generates a calibrated red trunk (two weeks;
 `--quick`: three days), replays it through the local runtime and scores today's rule against
 its ground truth, then what rerun verdicts would say about its pages (benchmarks/redtrunk_score.py).
+`python -m benchmarks memory_replay` replays the repository's scenarios and real-history
+cut on moto's table and on the in-memory store (`trunkwatch replay --store memory`), checks
+both against the expected messages and reports the wall-time ratio.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from benchmarks.github_budget import github_budget
 from benchmarks.ingest import ingest_github, ingest_hud
 from benchmarks.local_scale import local_scale
 from benchmarks.long_history import REPOSITORY_HISTORY, long_history
+from benchmarks.memory_replay import memory_replay
 from benchmarks.push import run_push
 from benchmarks.redtrunk_score import QUICK_DAYS, redtrunk
 from benchmarks.serve_week import serve_week
@@ -66,6 +70,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "serve_week": lambda: _fresh(serve_week),
     "chaos": chaos,
     "redtrunk": redtrunk,
+    "memory_replay": lambda: _fresh(memory_replay),
 }
 # Workloads with a smaller size for --quick.
 QUICK_WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {

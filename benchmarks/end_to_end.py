@@ -44,7 +44,7 @@ from benchmarks.ingest import deployment
 from benchmarks.trunk import DAY_START, EPISODES, Day, episode_of
 from benchmarks.usage import stored_by_kind
 from trunkwatch.app import settings
-from trunkwatch.domain import alerts, clock
+from trunkwatch.domain import alerts
 from trunkwatch.domain.config import RuleConfig
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.runtime import NAME, REGION, LocalRuntime, Published
@@ -145,7 +145,7 @@ def time_invocations(runtime: LocalRuntime, calls: list[Call]) -> None:
             seconds = time.perf_counter() - started
             records = len(event["Records"]) if "Records" in event else None
             logical_id = runtime.names.get(function, function)
-            calls.append(Call(logical_id, records, seconds, runtime.published(clock.now())))
+            calls.append(Call(logical_id, records, seconds, runtime.published(runtime.clock.now())))
 
     runtime.invoke = timed  # type: ignore[method-assign]
     runtime.pump.invoke = timed

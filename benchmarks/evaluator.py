@@ -18,7 +18,6 @@ from datetime import datetime, timedelta
 from benchmarks.harness import InProcessAws
 from benchmarks.trunk import Day
 from benchmarks.usage import Meter, Usage
-from trunkwatch.domain import clock
 from trunkwatch_local.hud_server import HudServer
 
 
@@ -86,12 +85,12 @@ def evaluator_figures(phase: Phase) -> EvaluatorFigures:
 def _tick(aws: InProcessAws, meter: Meter, at: datetime, sweep: bool) -> Phase:
     """One schedule tick at `at`: poll, let the stream settle, and (if asked) sweep."""
     meter.take()
-    with clock.frozen(at):
-        result = aws.invoke("ingest", aws.scheduled_event())
+    aws.clock.set(at)
+    result = aws.invoke("ingest", aws.scheduled_event())
+    aws.drain()
+    if sweep:
+        aws.invoke("evaluator", aws.scheduled_event())
         aws.drain()
-        if sweep:
-            aws.invoke("evaluator", aws.scheduled_event())
-            aws.drain()
     cells = sum(p["cells_written"] for p in result.get("polled", []))
     return Phase(at, cells, meter.take())
 
@@ -109,8 +108,8 @@ def commit_cycle(
     while stored_commits < depth:
         at = day.landed(day.commits_landed(at) + day.window - 1)  # the next page, complete
         hud.serve(day.trunk.snapshot(at))
-        with clock.frozen(at):
-            aws.invoke("ingest", aws.scheduled_event())
+        aws.clock.set(at)
+        aws.invoke("ingest", aws.scheduled_event())
         stored_commits += day.window
     aws.skip_stream()
     meter.take()

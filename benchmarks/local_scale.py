@@ -77,7 +77,6 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
     ("poll", seconds, max per pk) after each poll and ("done", ScaleRun fields) at the end."""
     from moto.dynamodb.models import dynamodb_backends
 
-    from trunkwatch.domain import clock
     from trunkwatch_local.hud_server import HudServer
     from trunkwatch_local.runtime import ACCOUNT, NAME, REGION, LocalRuntime
 
@@ -115,17 +114,17 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
                 for _ in range(polls):
                     hud.serve(day.trunk.snapshot(at))
                     started = time.perf_counter()
-                    with clock.frozen(at):  # what runtime.tick does, the ingest step timed apart
-                        ingest, *others = runtime.wiring.schedules
-                        runtime.invoke(ingest, runtime.scheduled_event(ingest))
-                        ingested = writes()
-                        if not poll_s:
-                            first_ingest = time.perf_counter() - started
-                            progress.put(("ingest", first_ingest, max(ingested.values(), default=0)))
+                    runtime.clock.set(at)  # what runtime.tick does, the ingest step timed apart
+                    ingest, *others = runtime.wiring.schedules
+                    runtime.invoke(ingest, runtime.scheduled_event(ingest))
+                    ingested = writes()
+                    if not poll_s:
+                        first_ingest = time.perf_counter() - started
+                        progress.put(("ingest", first_ingest, max(ingested.values(), default=0)))
+                    runtime.pump.drain()
+                    for scheduled in others:  # the evaluator's sweep, and the notifier it settles
+                        runtime.invoke(scheduled, runtime.scheduled_event(scheduled))
                         runtime.pump.drain()
-                        for scheduled in others:  # the evaluator's sweep, and the notifier it settles
-                            runtime.invoke(scheduled, runtime.scheduled_event(scheduled))
-                            runtime.pump.drain()
                     in_poll = ingested + writes()
                     if not poll_s:
                         first_items, first_delivered = sum(in_poll.values()), delivered

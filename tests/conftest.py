@@ -1,4 +1,4 @@
-"""Shared fixtures: a moto-backed table created from template.yaml's own definition."""
+"""Shared fixtures: the local stack from template.yaml, a bare moto table, a HUD stand-in."""
 
 from __future__ import annotations
 
@@ -8,49 +8,39 @@ from typing import Any
 
 import boto3
 import pytest
-from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
-from tests.support.aws import CONFIG, CONFIG_PARAMETER, PLAIN_TABLE, TABLE, template_environment
+from tests.support.aws import CONFIG, PLAIN_TABLE, TABLE, running
 from tests.support.hud import grid
-from trunkwatch.storage.dynamodb import open_table
 from trunkwatch_local.hud_server import HudServer
-from trunkwatch_local.template import find_template
-from trunkwatch_local.wiring import read_wiring
+from trunkwatch_local.stack import LocalStack
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    """moto in-process AWS with the template's table and an SNS topic captured by SQS."""
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("TABLE_NAME", TABLE)
-    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-    for name, value in template_environment().items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
-        definition = read_wiring(find_template()).table
-        boto3.client("dynamodb").create_table(
-            TableName=TABLE,
-            KeySchema=definition["KeySchema"],
-            AttributeDefinitions=definition["AttributeDefinitions"],
-            BillingMode="PAY_PER_REQUEST",
+def aws() -> Iterator[dict[str, Any]]:
+    """The local stack (`trunkwatch_local.stack`, as the runtime builds it) named for the
+    tests: the template's table, its topic captured by SQS (`queue`), the configuration
+    CONFIG; `clock` is the simulated clock its handlers run on (tests set it)."""
+    stack = LocalStack(name=TABLE, credentials="testing")
+    # The tests set these themselves where they need them.
+    unset: dict[str, str | None] = dict.fromkeys(
+        (
+            "RULE_DEFAULTS",
+            "DASHBOARD_URL",
+            "API_TOKENS_PARAMETER",
+            "WEBHOOK_SECRET_NAME",
+            "POWERTOOLS_LOG_LEVEL",
         )
-        # The configuration parameter every deployed function is given (CONFIG_PARAMETER).
-        boto3.client("ssm").put_parameter(Name=CONFIG_PARAMETER, Type="String", Value=json.dumps(CONFIG))
-        monkeypatch.setenv("CONFIG_PARAMETER", CONFIG_PARAMETER)
-        parameters.clear_caches()
-        sns, sqs = boto3.client("sns"), boto3.client("sqs")
-        topic = sns.create_topic(Name="alerts")["TopicArn"]
-        queue = sqs.create_queue(QueueName="capture")["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
-        monkeypatch.setenv("TOPIC_ARN", topic)
-        yield {"table": TABLE, "topic": topic, "queue": queue, "storage": open_table(TABLE, "us-east-1")}
+    )
+    with stack.start(json.dumps(CONFIG), {"POWERTOOLS_TRACE_DISABLED": "true", **unset}), running(stack):
+        yield {
+            "table": TABLE,
+            "topic": stack.topic_arn,
+            "queue": stack.capture_url,
+            "storage": stack.storage(),
+            "stack": stack,
+            "clock": stack.clock,
+        }
 
 
 @pytest.fixture

@@ -9,11 +9,13 @@ import signal
 import sys
 import threading
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
 from trunkwatch.domain.config import ConfigError
 
+STORES = ("dynamodb", "memory")  # trunkwatch_local.stack.STORES (not imported: --help stays fast)
 WEBHOOK_SECRET_VARIABLE = "TRUNKWATCH_WEBHOOK_SECRET"  # noqa: S105 - the variable's name
 
 
@@ -37,6 +39,13 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--json", action="store_true", help="print SNS messages as JSON lines")
     replay.add_argument(
         "--chaos", type=int, metavar="SEED", help="kill invocations at random AWS calls (seeded draws)"
+    )
+    replay.add_argument(
+        "--store",
+        choices=STORES,
+        default="dynamodb",
+        help="where the functions' items live: moto's DynamoDB table and its stream (default), "
+        "or the in-memory store with its stream records (faster)",
     )
     replay.add_argument(
         "--crash-rate",
@@ -96,10 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _replayed(replay: Any, template: Path | None, chaos: Any = None) -> Iterable[Any]:
+def _replayed(
+    replay: Any, template: Path | None, chaos: Any = None, store: str = "dynamodb"
+) -> Iterable[Any]:
     from trunkwatch_local.session import run_replay
 
-    return run_replay(replay, template, chaos)
+    return run_replay(replay, template, chaos, store)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -110,7 +121,9 @@ def _replay(args: argparse.Namespace) -> int:
         chaos = None if args.chaos is None else Chaos(args.chaos, args.crash_rate)
     except ValueError as err:
         raise ConfigError(f"--crash-rate: {err}") from None
-    status = _print(_replayed(read_replay(args.file), args.template, chaos), args.json)
+    if chaos is not None and args.store != "dynamodb":
+        raise ConfigError("--chaos kills invocations at AWS calls: it needs --store dynamodb")
+    status = _print(_replayed(read_replay(args.file), args.template, chaos, args.store), args.json)
     if chaos is not None:
         print(f"trunkwatch: chaos seed {args.chaos}: {chaos.stats.line()}", file=sys.stderr)
     return status
@@ -158,13 +171,12 @@ def timeline_line(published: Any) -> str:
 def _poll(args: argparse.Namespace) -> int:
     from trunkwatch import sources
     from trunkwatch.channels import RECEIVER_TYPES
-    from trunkwatch.domain import clock
     from trunkwatch.domain.config import load_file
     from trunkwatch_local.runtime import running
 
     deployment = load_file(args.config, RECEIVER_TYPES, sources.REGISTRY)
     with running(deployment, args.template) as runtime:
-        now = clock.now()
+        now = datetime.now(UTC)  # one tick on the real clock
         result = runtime.tick(now)
         for error in result.get("errors", []):
             print(
@@ -178,7 +190,6 @@ def _poll(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from trunkwatch import sources
     from trunkwatch.channels import RECEIVER_TYPES
-    from trunkwatch.domain import clock
     from trunkwatch.domain.config import load_deployment, load_file
     from trunkwatch_local.replay import read_replay
     from trunkwatch_local.schedule import period_seconds
@@ -231,7 +242,7 @@ def _serve(args: argparse.Namespace) -> int:
                 flush=True,
             )
             while not stop.is_set():
-                for published in session.serve_tick(clock.now()):
+                for published in session.serve_tick(datetime.now(UTC)):  # the real clock
                     print(timeline_line(published), flush=True)
                 stop.wait(period)
         else:

@@ -28,8 +28,9 @@ What moto keeps that grows with the run, where DynamoDB's cost stays flat:
   and drops the stream records it wrote, which is all moto's copy would have restored (and
   the stream's open iterators keep reading the same shard).
 - a table's stream keeps every record written since the table was made. DynamoDB keeps
-  stream records 24 hours. Here a record leaves the stream 24 hours (of
-  `trunkwatch.domain.clock`) after it was written, or once every consumer has read it
+  stream records 24 hours. Here a record leaves the stream 24 hours (of the clock the
+  emulation is given: the local runtime's simulated clock) after it was written, or once
+  every consumer has read it
   (`release_stream`, which the local runtime's stream pump calls after each drain); the
   shard's first sequence number moves on, so TRIM_HORIZON starts at the oldest record kept
   and an iterator behind it gets DynamoDB's TrimmedDataAccessException.
@@ -66,7 +67,7 @@ from moto.dynamodb.models.utilities import bytesize
 from moto.dynamodb.responses import DynamoResult
 from moto.dynamodbstreams.models import DynamoDBStreamsBackend
 
-from trunkwatch.domain import clock
+from trunkwatch.domain.clock import Clock, SystemClock
 
 ITEM_SIZE_LIMIT = 405000  # moto's own threshold (DynamoDB's 400 KB, as moto measures it)
 # Responses that are DynamoDB JSON items already: written as they are.
@@ -76,10 +77,11 @@ ITERATOR_LIFETIME = timedelta(minutes=15)  # and a shard iterator is good for th
 
 
 @contextlib.contextmanager
-def emulation() -> Iterator[None]:
+def emulation(clock: Clock | None = None) -> Iterator[None]:
     """moto for every AWS client made in this process, from an empty account, with
-    `fast_dynamodb`; the account is emptied again on the way out."""
-    with mock_aws(), fast_dynamodb(), untracked_models():
+    `fast_dynamodb` on `clock` (real time by default); the account is emptied again on the
+    way out."""
+    with mock_aws(), fast_dynamodb(clock), untracked_models():
         yield
 
 
@@ -111,7 +113,10 @@ def untracked_models() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def fast_dynamodb() -> Iterator[None]:
+def fast_dynamodb(clock: Clock | None = None) -> Iterator[None]:
+    """moto's DynamoDB at DynamoDB-like cost (see above); stream retention and iterator
+    expiry on `clock` (real time by default)."""
+    time_of: Clock = clock or SystemClock()
     original = Table.query
     serialize, serialize_action = DynamoResult.execute_result, ActionResult.execute_result
     transact = DynamoDBBackend.transact_write_items
@@ -204,10 +209,14 @@ def fast_dynamodb() -> Iterator[None]:
         (Table, "put_item", forgetting(Table.put_item)),
         (Table, "delete_item", forgetting(Table.delete_item)),
         (DynamoDBBackend, "transact_write_items", transact_write_items),
-        (StreamShard, "add", _retaining(StreamShard.add)),
+        (StreamShard, "add", _retaining(StreamShard.add, time_of)),
         (StreamShard, "get", _trimmed_get(StreamShard.get)),
-        (DynamoDBStreamsBackend, "get_shard_iterator", _expiring(DynamoDBStreamsBackend.get_shard_iterator)),
-        (DynamoDBStreamsBackend, "get_records", _expiring(DynamoDBStreamsBackend.get_records)),
+        (
+            DynamoDBStreamsBackend,
+            "get_shard_iterator",
+            _expiring(DynamoDBStreamsBackend.get_shard_iterator, time_of),
+        ),
+        (DynamoDBStreamsBackend, "get_records", _expiring(DynamoDBStreamsBackend.get_records, time_of)),
     ]
     # What each class defines itself (None: it inherits the attribute, and will again).
     originals = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in patches]
@@ -325,7 +334,7 @@ class _Undo:
             del shard.items[max(0, end - shard.starting_sequence_number) :]
 
 
-def _retaining(add: Any) -> Any:
+def _retaining(add: Any, clock: Clock) -> Any:
     """StreamShard.add, then records older than DynamoDB's 24 hours leave the stream."""
 
     def wrapped(self: StreamShard, old: Any, new: Any) -> None:
@@ -380,7 +389,7 @@ def _trimmed_get(get: Any) -> Any:
     return wrapped
 
 
-def _expiring(call: Any) -> Any:
+def _expiring(call: Any, clock: Clock) -> Any:
     """A streams backend call on the iterators not yet 15 minutes old (an older one gets
     DynamoDB's ExpiredIteratorException); the iterators it issues are stamped with the time."""
 

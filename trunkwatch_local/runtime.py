@@ -11,42 +11,31 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import importlib.util
 import json
-import logging
 import os
 import secrets
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import boto3
 from aws_lambda_powertools import Metrics
-from aws_lambda_powertools.utilities import parameters
 
-from trunkwatch.domain import clock
-from trunkwatch.domain.clock import format_time
-from trunkwatch.domain.config import ConfigError, Deployment, to_json
+from trunkwatch.domain.clock import SimulatedClock, format_time
+from trunkwatch.domain.config import Deployment, to_json
 from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local import idempotency_clock, verified
 from trunkwatch_local.chaos import Chaos, InvocationDied
-from trunkwatch_local.emulator import emulation, release_stream
 from trunkwatch_local.function_url import function_url_event
-from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.schedule import period_seconds
-from trunkwatch_local.template import find_template
-from trunkwatch_local.wiring import Wiring, read_wiring
-
-REGION = "us-east-1"
-ACCOUNT = "123456789012"  # moto's fixed example account
-NAME = "trunkwatch-local"
-
+from trunkwatch_local.stack import ACCOUNT, NAME, REGION, LocalStack
+from trunkwatch_local.wiring import Wiring
 
 # What a function URL answers for a function that failed.
 DIED_ANSWER = {"statusCode": 502, "body": "Internal Server Error"}
@@ -93,28 +82,36 @@ class Published:
 
 
 class LocalRuntime:
+    """The template's stack (`trunkwatch_local.stack`) with its stream mappings, driven on
+    the stack's simulated clock: every Lambda invocation passes through `invoke`."""
+
     def __init__(
         self,
         template: Path | None = None,
         webhook_secret: str | None = None,
         chaos: Chaos | None = None,
+        clock: SimulatedClock | None = None,
+        store: str = "dynamodb",
         extra_ticks: Iterable[datetime] = (),
     ) -> None:
-        self.template = template or find_template()
+        self.stack = LocalStack(template, clock=clock, store=store)
+        self.template = self.stack.template
+        self.clock = self.stack.clock  # what every handler of the runtime runs on
         self.extra_ticks = sorted(extra_ticks)  # schedule ticks between a replay's events
         self.chaos = chaos  # kills invocations at AWS calls (`trunkwatch replay --chaos`)
         self._chaos_installed: Any = None
         self.dropped_schedule_events = 0  # scheduled invocations that died (no retries)
         self.failed_deliveries = 0  # webhook invocations that died (GitHub does not redeliver)
-        self._crashable: set[str] = set()  # logical ids; set as the handlers load
         self._crashes_recovered = 0  # crashes the schedule's recovery ticks have run after
         self.schedule_period = timedelta(minutes=1)  # the deployment's, once started
-        self.wiring: Wiring = read_wiring(self.template)
-        self._emulation: Any = None  # moto's mock while started; its patches otherwise off
         self._idempotency_clock: Any = None  # Powertools' idempotency on `clock` while started
-        self._environ_before: dict[str, str] | None = None
-        self.modules: dict[str, ModuleType] = {}
-        self.names: dict[str, str] = {}  # functions/<name> folder -> logical id
+        self.wiring: Wiring = self.stack.wiring
+        # Where crashes are injected: what the schedule, the streams and GitHub invoke. The
+        # API's callers (people, amtool) see its 5xx and try again.
+        self._crashable = {*self.wiring.schedules, *(source.function for source in self.wiring.streams)}
+        self._crashable.add(self.stack.logical_id("webhook"))
+        self.modules = self.stack.modules
+        self.names = self.stack.names  # functions/<name> folder -> logical id
         # What GitHub signs deliveries with here: the caller's, else random per run; held
         # only in memory, never printed.
         self.webhook_secret = webhook_secret or secrets.token_hex(20)
@@ -124,70 +121,42 @@ class LocalRuntime:
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self, deployment: Deployment, api_url: str | None = None) -> LocalRuntime:
-        """Create the template's resources, set the functions' environment and load their
-        handlers (each resolves its environment as it loads, as in a new Lambda container).
-        `api_url` is where the local API is served (the deployed notifier's API_URL).
-        The process's environment is the functions' while the runtime runs; `stop` puts back
-        what it was."""
+        """Start the stack with `deployment` and load the handlers (each resolves its
+        environment as it loads, as in a new Lambda container). `api_url` is where the local
+        API is served (the deployed notifier's API_URL). The process's environment is the
+        functions' while the runtime runs; `stop` puts back what it was."""
         verified.check()
         self.schedule_period = timedelta(seconds=period_seconds(deployment.schedule))
-        self._environ_before = dict(os.environ)
-        os.environ.update(
-            AWS_ACCESS_KEY_ID="local",
-            AWS_SECRET_ACCESS_KEY="local",  # noqa: S106 - moto accepts any credentials
-            AWS_DEFAULT_REGION=REGION,
-            AWS_REGION=REGION,
+        # Locally stdout carries results: logs (and EMF metrics) only when asked for.
+        level = os.environ.get("TRUNKWATCH_LOG_LEVEL", "WARNING").upper()
+        self.stack.start(
+            to_json(deployment),
+            {
+                "API_URL": api_url,
+                "POWERTOOLS_TRACE_DISABLED": "true",
+                "POWERTOOLS_LOG_LEVEL": level,
+                "POWERTOOLS_METRICS_DISABLED": "false" if level in ("DEBUG", "INFO") else "true",
+            },
+            webhook_secret=self.webhook_secret,
         )
-        os.environ.pop("AWS_ENDPOINT_URL", None)  # clients go to moto's in-process backends
-        self._emulation = emulation()
-        self._emulation.__enter__()  # starts with an empty account (moto keeps state per process)
         if self.chaos is not None:
             self._chaos_installed = self.chaos.installed()
             self._chaos_installed.__enter__()
-        self._idempotency_clock = idempotency_clock.simulated(clock.now)
+        self._idempotency_clock = idempotency_clock.simulated(self.clock.now)
         self._idempotency_clock.__enter__()
-        _forget_aws_clients()
-        self.dynamodb = boto3.client("dynamodb")
         self.sqs = boto3.client("sqs")
-        self.sns = boto3.client("sns")
-        refs = self._create_resources(deployment)
-        for name, value in self.wiring.environment.items():
-            resolved = self.wiring.resolve(value, refs)
-            if resolved is not None:
-                os.environ[name] = str(resolved)
-        if api_url is None:
-            os.environ.pop("API_URL", None)
-        else:
-            os.environ["API_URL"] = api_url
-        # Locally stdout carries results: logs (and EMF metrics) only when asked for.
-        level = os.environ.get("TRUNKWATCH_LOG_LEVEL", "WARNING").upper()
-        os.environ.update(
-            POWERTOOLS_TRACE_DISABLED="true",
-            POWERTOOLS_LOG_LEVEL=level,
-            POWERTOOLS_METRICS_DISABLED="false" if level in ("DEBUG", "INFO") else "true",
-        )
-        secret_name = os.environ.get("WEBHOOK_SECRET_NAME")
-        if secret_name:
-            boto3.client("secretsmanager").create_secret(Name=secret_name, SecretString=self.webhook_secret)
-        self._load_handlers()
-        stream_arn = self.dynamodb.describe_table(TableName=refs["Table"])["Table"]["LatestStreamArn"]
-        self.pump = StreamPump(
-            boto3.client("dynamodbstreams"),
-            self.sqs,
-            stream_arn,
-            self.dlq_url,
-            REGION,
-            self.wiring.streams,
-            self.invoke,
-            release_stream,
-        )
+        self.dynamodb = boto3.client("dynamodb")
+        self.topic_arn = self.stack.topic_arn
+        self.dlq_url = self.stack.dlq_url
+        self.capture_url = self.stack.capture_url
+        self.email_subscription = self.stack.email_subscription
+        self.config_parameter = self.stack.config_parameter
+        # Powertools logs to stdout in Lambda; locally stdout carries the results.
+        self.stack.load_handlers(log_stream=sys.__stderr__ or sys.stderr)  # not a test-captured stream
+        self.pump = self.stack.pump(self.invoke)
         return self
 
     def stop(self) -> None:
-        if self._environ_before is not None:
-            os.environ.clear()
-            os.environ.update(self._environ_before)
-            self._environ_before = None
         if self._chaos_installed is not None:
             assert self.chaos is not None
             self.chaos.stats.stream_retries = self.pump.stats.retries
@@ -199,10 +168,7 @@ class LocalRuntime:
         if self._idempotency_clock is not None:
             self._idempotency_clock.__exit__(None, None, None)
             self._idempotency_clock = None
-        if self._emulation is not None:
-            self._emulation.__exit__(None, None, None)  # and leaves the account empty
-            self._emulation = None
-            _forget_aws_clients()
+        self.stack.stop()  # empties the account and puts the environment back
 
     def __enter__(self) -> LocalRuntime:
         return self
@@ -210,85 +176,13 @@ class LocalRuntime:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _create_resources(self, deployment: Deployment) -> dict[str, str]:
-        table = self.wiring.table
-        self.dynamodb.create_table(
-            TableName=NAME,  # the template leaves the name to CloudFormation
-            KeySchema=table["KeySchema"],
-            AttributeDefinitions=table["AttributeDefinitions"],
-            BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
-            StreamSpecification={"StreamEnabled": True, **table["StreamSpecification"]},
-        )
-        ttl = table.get("TimeToLiveSpecification")
-        if ttl:
-            self.dynamodb.update_time_to_live(TableName=NAME, TimeToLiveSpecification=ttl)
-        topic_arn = self.sns.create_topic(Name=f"{NAME}-alerts")["TopicArn"]
-        self.dlq_url = self.sqs.create_queue(QueueName=f"{NAME}-dlq")["QueueUrl"]
-        # SNS is captured through an SQS subscription, like any subscriber would see it.
-        self.capture_url = self.sqs.create_queue(QueueName=f"{NAME}-capture")["QueueUrl"]
-        capture_arn = self.sqs.get_queue_attributes(QueueUrl=self.capture_url, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
-        self.sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=capture_arn)
-        # An email subscriber too. moto records email subscriptions but sends no mail and keeps
-        # no per-protocol copy, so `published` reads the message exactly as Publish received it
-        # (moto's record of the topic's notifications) and resolves it for this subscription
-        # with moto's own per-protocol rule (the `email` key, else `default`), the rule SNS
-        # applies. The email text is never re-rendered here from the alert.
-        self.email_subscription = self.sns.subscribe(
-            TopicArn=topic_arn,
-            Protocol="email",
-            Endpoint="oncall@example.invalid",
-            ReturnSubscriptionArn=True,
-        )["SubscriptionArn"]
-        self.topic_arn = topic_arn
-        config_name = f"/{NAME}/config"
-        self.config_parameter = config_name
-        self.configure(deployment)
-        return {
-            "Table": NAME,
-            "Table.Arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{NAME}",
-            "AlertTopic": topic_arn,
-            "ConfigParameter": config_name,
-            "Dashboard": NAME,
-            "Api": "local",
-            "AWS::Region": REGION,
-            "AWS::AccountId": ACCOUNT,
-            "AWS::StackName": NAME,
-            "AWS::URLSuffix": "amazonaws.com",
-            "AWS::Partition": "aws",
-        }
-
     def configure(self, deployment: Deployment) -> None:
         """Store the configuration where the deployed functions read it (SSM)."""
-        boto3.client("ssm").put_parameter(
-            Name=self.config_parameter, Type="String", Value=to_json(deployment), Overwrite=True
-        )
-        parameters.clear_caches()
-
-    def _load_handlers(self) -> None:
-        for logical_id, path in self.wiring.functions.items():
-            if not path.exists():
-                raise ConfigError(f"{self.template}: {logical_id}'s handler {path} does not exist")
-            name = path.parent.name
-            spec = importlib.util.spec_from_file_location(f"trunkwatch_function_{name}", path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            self.modules[logical_id] = module
-            self.names[name] = logical_id
-        # Where crashes are injected: what the schedule, the streams and GitHub invoke. The
-        # API's callers (people, amtool) see its 5xx and try again.
-        self._crashable = {*self.wiring.schedules, *(source.function for source in self.wiring.streams)}
-        self._crashable.add(self.names.get("webhook", "webhook"))
-        # Powertools logs to stdout in Lambda; locally stdout carries the results.
-        for handler in logging.getLogger(os.environ.get("POWERTOOLS_SERVICE_NAME", "trunkwatch")).handlers:
-            if isinstance(handler, logging.StreamHandler):
-                handler.setStream(sys.__stderr__ or sys.stderr)  # not a test-captured stream
+        self.stack.configure(to_json(deployment))
 
     # --- invoking ------------------------------------------------------------------------
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
-        logical_id = self.names.get(function, function)
+        logical_id = self.stack.logical_id(function)
         context = LambdaContext(
             function_name=logical_id,
             aws_request_id=str(uuid.uuid4()),
@@ -301,7 +195,7 @@ class LocalRuntime:
         )
         try:
             with contextlib.redirect_stdout(sys.stderr), dying:
-                return self.modules[logical_id].lambda_handler(event, context)
+                return self.stack.handler(logical_id).lambda_handler(event, context)
         except InvocationDied as died:
             raise InvocationFailed(str(died)) from None
         finally:
@@ -339,17 +233,18 @@ class LocalRuntime:
         self._crashes_recovered = len(self.chaos.stats.crashes)
 
     def scheduled_event(self, function: str) -> dict[str, Any]:
-        return scheduled_event(f"{NAME}-{function}")
+        return scheduled_event(f"{NAME}-{function}", self.clock.now())
 
     def tick(self, at: datetime) -> Any:
         """One schedule tick at `at`: every function the template schedules, in template
         order (ingest polls, then the evaluator sweeps), each followed by the streams it
         causes (evaluation, notification). Returns the first (ingest's) result."""
         results = []
-        with self.lock, clock.frozen(at):
+        with self.lock:
+            self.clock.set(at)
             for logical_id in self.wiring.schedules:
                 try:
-                    results.append(self.invoke(logical_id, scheduled_event(f"{NAME}-{logical_id}")))
+                    results.append(self.invoke(logical_id, self.scheduled_event(logical_id)))
                 except InvocationFailed:
                     # An asynchronous invocation the template retries 0 times: the event is gone;
                     # what the invocation wrote before it died still flows down the stream.
@@ -371,16 +266,24 @@ class LocalRuntime:
             "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
             "X-Hub-Signature-256": signature if signature is not None else self.sign(body),
         }
-        with self.lock, clock.frozen(at):
+        with self.lock:
+            self.clock.set(at)
             return self._webhook(function_url_event("POST", "/", headers, body))
 
     def receive(self, headers: dict[str, str], body: bytes) -> dict[str, Any]:
         """A delivery from GitHub (or `gh webhook forward`) on the real clock: the webhook
-        function, then the stream records it causes (evaluation, and the notifier once its
-        group settles)."""
+        function, then the stream records it causes (evaluation), then, once its group has
+        closed (the caller waits, as a deployed function waits for it), the group settles
+        and the notifier runs."""
         with self.lock:
+            self.clock.set(datetime.now(UTC))
             answer = self._webhook(function_url_event("POST", "/", headers, body))
             self.pump.drain()
+            while (due := self.clock.next_due()) is not None:
+                time.sleep(max(0.0, (due - datetime.now(UTC)).total_seconds()))
+                self.clock.set(max(due, datetime.now(UTC)))
+                self.clock.run_due()
+                self.pump.drain()
             return answer
 
     def _webhook(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -399,11 +302,11 @@ class LocalRuntime:
         """Evaluate what the deliveries of `at` wrote, then, once their second has closed, let
         the delivery that opened its group settle it (`storage.ticks`) and notify."""
         with self.lock:
-            with clock.frozen(at):
-                self.pump.drain()
-            with clock.frozen(at + GROUP_WINDOW):
-                clock.run_due()
-                self.pump.drain()
+            self.clock.set(at)
+            self.pump.drain()
+            self.clock.set(at + GROUP_WINDOW)
+            self.clock.run_due()
+            self.pump.drain()
 
     def sign(self, body: bytes) -> str:
         return "sha256=" + hmac.new(self.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
@@ -454,30 +357,26 @@ class LocalRuntime:
         return [json.loads(m["Body"]) for m in batch.get("Messages", [])]
 
 
-def scheduled_event(rule: str) -> dict[str, Any]:
-    """The EventBridge Scheduled Event a schedule delivers, at the current clock."""
+def scheduled_event(rule: str, at: datetime) -> dict[str, Any]:
+    """The EventBridge Scheduled Event a schedule delivers at `at`."""
     return {
         "version": "0",
         "id": str(uuid.uuid4()),
         "detail-type": "Scheduled Event",
         "source": "aws.events",
         "account": ACCOUNT,
-        "time": clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "time": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "region": REGION,
         "resources": [f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"],
         "detail": {},
     }
 
 
-def _forget_aws_clients() -> None:
-    """Powertools keeps its parameter providers (values and clients) per process; clients
-    made for one runtime's emulator endpoint must not outlive it."""
-    parameters.clear_caches()
-
-
 @contextlib.contextmanager
-def running(deployment: Deployment, template: Path | None = None) -> Iterator[LocalRuntime]:
-    runtime = LocalRuntime(template)
+def running(
+    deployment: Deployment, template: Path | None = None, clock: SimulatedClock | None = None
+) -> Iterator[LocalRuntime]:
+    runtime = LocalRuntime(template, clock=clock)
     try:
         yield runtime.start(deployment)
     finally:

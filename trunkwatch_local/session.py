@@ -7,11 +7,10 @@ import secrets
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trunkwatch.domain import clock
 from trunkwatch.domain.config import ConfigError, Deployment
 from trunkwatch_local.apigw import serve_api
 from trunkwatch_local.chaos import Chaos
@@ -30,13 +29,17 @@ class Session:
         tokens: dict[str, Any] | None = None,
         webhook_secret: str | None = None,
         chaos: Chaos | None = None,
+        store: str = "dynamodb",
         extra_ticks: Iterable[datetime] = (),
     ) -> None:
-        self.runtime = LocalRuntime(template, webhook_secret, chaos, extra_ticks)
+        self.runtime = LocalRuntime(template, webhook_secret, chaos, store=store, extra_ticks=extra_ticks)
         self.hud = HudServer()
         self.port = port
         self.tokens = tokens
         self.api: Any = None
+        # The API answers on the real clock, except while a replay sets the time (its own
+        # silence events are API calls at the replayed time).
+        self.replaying = False
         # What the replay's own API calls (silence events) authenticate with when a tokens
         # document is enforced: random per process, held only in memory, never printed.
         self._internal_token = secrets.token_urlsafe(32)
@@ -44,7 +47,7 @@ class Session:
     def start(self, deployment: Deployment) -> Session:
         # The API's port first: the notifier's environment names the API's URL.
         self.api = serve_api(
-            lambda event, context: self.runtime.invoke("api", event),
+            lambda event, context: self._api(event),
             port=self.port,
             tokens=self.tokens,
             internal_token=self._internal_token,
@@ -52,6 +55,12 @@ class Session:
         )
         self.runtime.start(deployment, api_url=self.api_url)
         return self
+
+    def _api(self, event: dict[str, Any]) -> Any:
+        with self.runtime.lock:
+            if not self.replaying:
+                self.runtime.clock.set(datetime.now(UTC))
+            return self.runtime.invoke("api", event)
 
     @property
     def api_url(self) -> str:
@@ -97,11 +106,13 @@ def run_replay(
     replay: Replay,
     template: Path | None = None,
     chaos: Chaos | None = None,
+    store: str = "dynamodb",
     extra_ticks: Iterable[datetime] = (),
 ) -> Iterator[Published]:
-    """Run every event of `replay` on a fresh local pipeline (with schedule ticks at
-    `extra_ticks` too); yield each SNS message."""
-    session = Session(template, chaos=chaos, extra_ticks=extra_ticks)
+    """Run every event of `replay` on a fresh local pipeline (its items in moto's table, or
+    with `store="memory"` in the in-memory store; with schedule ticks at `extra_ticks` too);
+    yield each SNS message."""
+    session = Session(template, chaos=chaos, store=store, extra_ticks=extra_ticks)
     try:
         session.start(replay.deployment(session.hud.url))
         yield from replay_into(session, replay)
@@ -121,13 +132,23 @@ def replay_steps(session: Session, replay: Replay) -> Iterator[tuple[ReplayEvent
     refs: dict[str, str] = {}
     events = iter(replay.events)
     event = next(events, None)
+    session.replaying = True
+    try:
+        yield from _steps(session, event, events, refs)
+    finally:
+        session.replaying = False
+
+
+def _steps(
+    session: Session, event: ReplayEvent | None, events: Iterator[ReplayEvent], refs: dict[str, str]
+) -> Iterator[tuple[ReplayEvent, list[Published]]]:
     while event is not None:
         following = next(events, None)
-        with clock.frozen(event.at):
-            try:
-                _apply(session, event.kind, event.payload, event.ref, refs, event.at)
-            except ReplayError as err:
-                raise ReplayError(f"line {event.line}: {err}") from None
+        session.runtime.clock.set(event.at)
+        try:
+            _apply(session, event.kind, event.payload, event.ref, refs, event.at)
+        except ReplayError as err:
+            raise ReplayError(f"line {event.line}: {err}") from None
         if event.kind == "webhook" and (
             following is None or (following.kind, following.at) != ("webhook", event.at)
         ):

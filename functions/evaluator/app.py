@@ -10,7 +10,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from trunkwatch.app import settings, stream
 from trunkwatch.app.evaluate import BatchEvaluation, oldest_changes
 from trunkwatch.app.sweep import sweep_all
-from trunkwatch.domain import clock
 from trunkwatch.tracing import traced
 
 logger = Logger()
@@ -26,12 +25,12 @@ edge = settings.Edge.from_environ(settings.PIPELINE)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     deployment, storage = edge.deployment(), edge.storage()
     if "Records" not in event:  # the schedule
-        results = sweep_all(storage, deployment, clock.now())
+        results = sweep_all(storage, deployment, edge.clock.now())
         return {
             "rejudged": sum(r.rejudged for r in results),
             "waiting": [r.trunk for r in results if r.waiting_for_poll],
         }
-    evaluation = BatchEvaluation(storage, deployment, clock.now(), oldest_changes(event["Records"]))
+    evaluation = BatchEvaluation(storage, deployment, edge.clock.now(), oldest_changes(event["Records"]))
     failed = stream.each_image(event["Records"], evaluation.cell)
     # The records before the first failure count towards their polls' ticks.
     evaluation.settle(event["Records"], set(failed))

@@ -9,7 +9,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings
 from trunkwatch.app.poll import poll_all
-from trunkwatch.domain import clock
 from trunkwatch.tracing import traced
 
 DEADLINE_MARGIN_S = 5.0
@@ -28,4 +27,4 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     logger.debug("schedule tick", extra={"rule": event.get("resources"), "time": event.get("time")})
     # Every poll ends in time to log and flush metrics before Lambda's own timeout.
     deadline = time.monotonic() + max(1.0, context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_S)
-    return poll_all(edge.storage(), edge.deployment(), clock.now(), deadline)
+    return poll_all(edge.storage(), edge.deployment(), edge.clock.now(), deadline)

@@ -9,7 +9,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings, stream
 from trunkwatch.app.notify import on_settled_tick
-from trunkwatch.domain import clock
 from trunkwatch.tracing import traced
 
 logger = Logger()
@@ -31,7 +30,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         # Read per tick (cached): a configuration that cannot be read fails this tick, which
         # comes again, with every record after it.
         on_settled_tick(
-            edge.storage(), str(tick["trunk"]), clock.now(), edge.settings, edge.deployment(), remaining_s
+            edge.storage(),
+            str(tick["trunk"]),
+            edge.clock.now(),
+            edge.settings,
+            edge.deployment(),
+            remaining_s,
         )
 
     return stream.response(stream.each_image(event["Records"], settled))

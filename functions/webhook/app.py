@@ -10,7 +10,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings
 from trunkwatch.app.delivery import handle_request
-from trunkwatch.domain import clock
 from trunkwatch.tracing import traced
 
 SECRET_CACHE_SECONDS = 300
@@ -31,5 +30,5 @@ def _secret() -> str:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return handle_request(
-        event, secret=_secret, deployment=edge.deployment, storage=edge.storage, now=clock.now()
+        event, secret=_secret, deployment=edge.deployment, storage=edge.storage, clock=edge.clock
     )

@@ -10,18 +10,17 @@ import types
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from tests.support.api import HOUR, NOW, FakeView, fake_alert
-from tests.support.aws import table_items
+from tests.support.aws import set_clock, table_items
 from tests.support.peers import READER, call_api
 from trunkwatch.api import routes
 from trunkwatch.api.routes import MAX_BODY_BYTES
-from trunkwatch.domain import clock
+from trunkwatch.domain.clock import parse_time
 from trunkwatch.silences.model import MAX_MATCHERS
 from trunkwatch_local.apigw import serve_api
 
@@ -29,9 +28,8 @@ JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 
 
 @pytest.fixture(autouse=True)
-def api(aws: dict[str, Any]) -> Iterator[None]:
-    with clock.frozen(NOW):
-        yield
+def api(aws: dict[str, Any]) -> None:
+    aws["clock"].set(NOW)
 
 
 def postable(**changes: Any) -> dict[str, Any]:
@@ -86,9 +84,9 @@ def test_update_in_place_and_replacement() -> None:
 def test_delete_expires_and_keeps_the_silence() -> None:
     sid = create()
     later = NOW + timedelta(minutes=5)
-    with clock.frozen(later):
-        assert call_api("DELETE", f"/api/v2/silence/{sid}") == (200, None)
-        status, got = call_api("GET", f"/api/v2/silence/{sid}")
+    set_clock(later)
+    assert call_api("DELETE", f"/api/v2/silence/{sid}") == (200, None)
+    status, got = call_api("GET", f"/api/v2/silence/{sid}")
     assert status == 200
     assert (got["status"]["state"], got["endsAt"]) == ("expired", "2026-11-18T15:05:00.000Z")
 
@@ -126,7 +124,7 @@ def test_status_and_receivers_have_alertmanagers_shape() -> None:
         "goVersion",
     }
     assert "receiver: trunkwatch-sns" in body["config"]["original"]
-    assert clock.parse_time(body["uptime"])
+    assert parse_time(body["uptime"])
     assert call_api("GET", "/api/v2/receivers") == (200, [{"name": "trunkwatch-sns"}])
 
 

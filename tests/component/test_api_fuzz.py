@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.support.aws import table_items
 from tests.support.peers import READER, WRITER, call_api
-from trunkwatch.domain import clock
+from trunkwatch.domain.clock import format_time, parse_time
 
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -24,13 +23,12 @@ FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCh
 
 
 @pytest.fixture(autouse=True)
-def api(aws: dict[str, Any]) -> Iterator[None]:
-    with clock.frozen(NOW):
-        yield
+def api(aws: dict[str, Any]) -> None:
+    aws["clock"].set(NOW)
 
 
 def _stamp(offset_minutes: int) -> str:
-    return clock.format_time(NOW + timedelta(minutes=offset_minutes))
+    return format_time(NOW + timedelta(minutes=offset_minutes))
 
 
 names = st.one_of(
@@ -98,7 +96,7 @@ def _assert_valid_stored(silence_id: str) -> None:
         empty_hit = re2.fullmatch(m["value"], "") is not None if m["isRegex"] else m["value"] == ""
         not_empty.append(empty_hit != m["isEqual"])
     assert any(not_empty), stored
-    starts, ends = clock.parse_time(stored["startsAt"]), clock.parse_time(stored["endsAt"])
+    starts, ends = parse_time(stored["startsAt"]), parse_time(stored["endsAt"])
     assert NOW <= starts < ends and ends > NOW
     assert stored["comment"] and stored["createdBy"]
 

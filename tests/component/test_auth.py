@@ -226,6 +226,7 @@ def test_local_gateway_without_tokens_lets_everyone_write_as_local(aws: dict[str
         server.server_close()
 
 
+@pytest.mark.usefixtures("aws")
 def test_serve_api_refuses_a_malformed_tokens_document() -> None:
     with pytest.raises(auth.TokensError, match="tokens"):
         serve_api(load_function("api").lambda_handler, port=0, tokens={"tokens": "nope"})

@@ -191,3 +191,12 @@ def test_example_configuration_is_valid() -> None:
     assert rule.in_scope("pull / linux-jammy / build") and not rule.in_scope("periodic / x")
     assert rule.team_for("trunk / linux-jammy-cuda12.8 / test") == "pytorch-gpu"
     assert vision.source == "github" and deployment.rule_for(vision).team == "ci-oncall"
+
+
+def test_chaos_needs_the_dynamodb_store() -> None:
+    scenario = str(SCENARIOS / "basic-break.jsonl")
+    one_line_error(trunkwatch("replay", scenario, "--store", "memory", "--chaos", "1"), "--store dynamodb")
+
+
+def test_unknown_store() -> None:
+    one_line_error(trunkwatch("replay", "x.jsonl", "--store", "sqlite"), "--store", "memory")

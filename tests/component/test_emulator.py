@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from moto.dynamodbstreams.models import dynamodbstreams_backends
 
 from tests.support.aws import PLAIN_TABLE, padded_item
-from trunkwatch.domain import clock
+from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch_local.emulator import emulation, fast_dynamodb, release_stream
 
 
@@ -227,27 +227,28 @@ def test_a_cancelled_transaction_leaves_nothing_on_an_open_stream_iterator(plain
 
 def test_stream_records_leave_after_24_hours_of_the_runtime_clock(plain_table: Any) -> None:
     start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
-    with fast_dynamodb():
-        with clock.frozen(start):
-            for sk in ("a", "b"):
-                plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", sk, 5))
-            arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
-            streams = boto3.client("dynamodbstreams")
-            shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
-        with clock.frozen(start + timedelta(hours=23)):
-            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "c", 5))
-            before = _stream(plain_table)
-        with clock.frozen(start + timedelta(hours=24, seconds=1)):
-            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "d", 5))
-            kept = _stream(plain_table)
-            behind = streams.get_shard_iterator(
-                StreamArn=arn,
-                ShardId=shard,
-                ShardIteratorType="AT_SEQUENCE_NUMBER",
-                SequenceNumber=before[0]["dynamodb"]["SequenceNumber"],
-            )
-            with pytest.raises(ClientError, match="TrimmedDataAccessException"):
-                streams.get_records(ShardIterator=behind["ShardIterator"])
+    clock = SimulatedClock(start)
+    with fast_dynamodb(clock):
+        clock.set(start)
+        for sk in ("a", "b"):
+            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", sk, 5))
+        arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
+        streams = boto3.client("dynamodbstreams")
+        shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+        clock.set(start + timedelta(hours=23))
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "c", 5))
+        before = _stream(plain_table)
+        clock.set(start + timedelta(hours=24, seconds=1))
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "d", 5))
+        kept = _stream(plain_table)
+        behind = streams.get_shard_iterator(
+            StreamArn=arn,
+            ShardId=shard,
+            ShardIteratorType="AT_SEQUENCE_NUMBER",
+            SequenceNumber=before[0]["dynamodb"]["SequenceNumber"],
+        )
+        with pytest.raises(ClientError, match="TrimmedDataAccessException"):
+            streams.get_records(ShardIterator=behind["ShardIterator"])
     assert [r["dynamodb"]["Keys"]["sk"]["S"] for r in before] == ["a", "b", "c"]
     assert [r["dynamodb"]["Keys"]["sk"]["S"] for r in kept] == ["c", "d"]
     assert kept[0] == before[2]  # the same record, its sequence number unchanged
@@ -270,20 +271,17 @@ def test_records_every_consumer_has_read_are_released(plain_table: Any) -> None:
 
 def test_shard_iterators_expire_after_15_minutes(plain_table: Any) -> None:
     start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
-    with fast_dynamodb():
+    clock = SimulatedClock(start)
+    with fast_dynamodb(clock):
         arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
         streams = boto3.client("dynamodbstreams")
         shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
-        with clock.frozen(start):
-            iterator = streams.get_shard_iterator(
-                StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
-            )
-        with clock.frozen(start + timedelta(minutes=14)):
-            assert streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"] == []
-        with (
-            clock.frozen(start + timedelta(minutes=15, seconds=1)),
-            pytest.raises(ClientError, match="ExpiredIteratorException"),
-        ):
+        clock.set(start)
+        iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+        clock.set(start + timedelta(minutes=14))
+        assert streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"] == []
+        clock.set(start + timedelta(minutes=15, seconds=1))
+        with pytest.raises(ClientError, match="ExpiredIteratorException"):
             streams.get_records(ShardIterator=iterator["ShardIterator"])
         # moto's backend no longer holds the iterator issued at the start.
         assert len(dynamodbstreams_backends["123456789012"]["us-east-1"].shard_iterators) == 1

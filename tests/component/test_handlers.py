@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from datetime import UTC, datetime, timedelta
 from types import ModuleType
@@ -13,10 +12,9 @@ import boto3
 import pytest
 from pytest_httpserver import HTTPServer
 
-from tests.support.aws import TABLE, table_items
+from tests.support.aws import TABLE, running_stack, set_clock, table_items
 from tests.support.hud import grid
 from tests.support.paths import ROOT
-from trunkwatch.domain import clock
 from trunkwatch.domain.cells import Cell, CellState, Commit
 from trunkwatch.storage import keys
 from trunkwatch.storage.dynamodb import open_table
@@ -25,11 +23,10 @@ from trunkwatch_local.runtime import LambdaContext
 
 
 def handler(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"handler_{name}", ROOT / "functions" / name / "app.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """functions/<name>/app.py loaded anew (a new container) by the `aws` fixture's stack."""
+    stack = running_stack()
+    assert stack is not None, "the handler tests run on the aws fixture's stack"
+    return stack.handler(name, cold=True)
 
 
 def sample(name: str) -> dict[str, Any]:
@@ -61,8 +58,8 @@ def test_every_function_has_a_sample_event() -> None:
 def test_ingest_on_schedule_event(configured: HTTPServer) -> None:
     configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_json(grid())
     # Half an hour after the grid's newest commit: well within the cells' retention.
-    with clock.frozen(datetime(2026, 11, 18, 20, 0, tzinfo=UTC)):
-        result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
+    set_clock(datetime(2026, 11, 18, 20, 0, tzinfo=UTC))
+    result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
     assert result["errors"] == [] and result["polled"][0]["cells_written"] == 3
     assert len(table_items("cell")) == 3
 
@@ -98,8 +95,8 @@ def store_the_sample_batchs_history() -> None:
 
 
 def evaluate_the_sample_batch() -> dict[str, Any]:
-    with clock.frozen(SAMPLE_NOW):
-        return handler("evaluator").lambda_handler(sample("evaluator_stream"), context("evaluator"))
+    set_clock(SAMPLE_NOW)
+    return handler("evaluator").lambda_handler(sample("evaluator_stream"), context("evaluator"))
 
 
 def published(queue: str) -> list[dict[str, Any]]:
@@ -161,8 +158,8 @@ def test_notifier_on_a_settled_tick(configured: HTTPServer, aws: dict[str, Any])
     store_the_sample_batchs_history()
     assert evaluate_the_sample_batch() == {"batchItemFailures": []}
     notifier = handler("notifier")
-    with clock.frozen(SAMPLE_NOW + timedelta(seconds=1)):
-        answer = notifier.lambda_handler(sample("notifier_stream"), context("notifier"))
+    set_clock(SAMPLE_NOW + timedelta(seconds=1))
+    answer = notifier.lambda_handler(sample("notifier_stream"), context("notifier"))
     assert answer == {"batchItemFailures": []}
     # The job's new alert, and the trunk-level one it raises, each in its own group.
     notifications = {n["groupLabels"]["alertname"]: n for n in published(aws["queue"])}
@@ -175,10 +172,10 @@ def test_notifier_on_a_settled_tick(configured: HTTPServer, aws: dict[str, Any])
     (alert,) = table_items("alert")
     assert alert["job"] == {"S": SAMPLE_JOB}
     # Published once: the same tick delivered again (a retried batch) sends nothing more.
-    with clock.frozen(SAMPLE_NOW + timedelta(seconds=2)):
-        assert notifier.lambda_handler(sample("notifier_stream"), context("notifier")) == {
-            "batchItemFailures": []
-        }
+    set_clock(SAMPLE_NOW + timedelta(seconds=2))
+    assert notifier.lambda_handler(sample("notifier_stream"), context("notifier")) == {
+        "batchItemFailures": []
+    }
     assert published(aws["queue"]) == []
 
 
@@ -268,8 +265,6 @@ def test_a_webhook_fed_trunk_is_polled_only_every_poll_every(configured: HTTPSer
 
     from aws_lambda_powertools.utilities import parameters
 
-    from trunkwatch.domain import clock
-
     url = configured.url_for("/").rstrip("/")
     config = {"trunks": [{"repo": "pytorch/pytorch", "url": url, "webhook": True, "poll_every": "10m"}]}
     boto3.client("ssm").put_parameter(
@@ -281,8 +276,8 @@ def test_a_webhook_fed_trunk_is_polled_only_every_poll_every(configured: HTTPSer
     start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
     polled = []
     for minutes in (0, 1, 9, 10, 11):
-        with clock.frozen(start + timedelta(minutes=minutes)):
-            result = ingest.lambda_handler(sample("ingest_schedule"), context("ingest"))
+        set_clock(start + timedelta(minutes=minutes))
+        result = ingest.lambda_handler(sample("ingest_schedule"), context("ingest"))
         polled.append(len(result["polled"]))
     assert polled == [1, 0, 0, 1, 0]
     # The first poll found results that no delivery (none ever came) had brought.
@@ -329,8 +324,8 @@ def test_a_firing_job_is_read_only_down_to_its_alerts_newest_failure(configured:
     evaluator = handler("evaluator")
 
     def evaluate(*records: dict[str, Any]) -> None:
-        with clock.frozen(datetime(2026, 11, 18, 10, tzinfo=UTC)):
-            response = evaluator.lambda_handler({"Records": list(records)}, context("evaluator"))
+        set_clock(datetime(2026, 11, 18, 10, tzinfo=UTC))
+        response = evaluator.lambda_handler({"Records": list(records)}, context("evaluator"))
         assert response == {"batchItemFailures": []}
 
     cell_record(1, "pass")

@@ -120,14 +120,12 @@ def test_cells_are_written_job_by_job_with_each_jobs_newest_cell_before_the_poll
     newer.update(sha="ccc", time="2026-11-18T19:45:00Z")
     body["shaGrid"].insert(0, newer)
     body["shaGrid"][2]["jobs"][2] = {"conclusion": "failure", "status": "completed"}  # aaa's lint
-    dynamodb = boto3.client("dynamodb")
-    arn = dynamodb.update_table(
-        TableName=aws["table"], StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
-    )["TableDescription"]["LatestStreamArn"]
-    poll(aws["storage"], httpserver, body)
+    # The table's stream (the template's), read from here on.
+    arn = aws["stack"].stream_arn
     streams = boto3.client("dynamodbstreams")
     shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
-    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="LATEST")
+    poll(aws["storage"], httpserver, body)
     images = [
         r["dynamodb"]["NewImage"]
         for r in streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"]

@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 
 from tests.support.aws import PLAIN_TABLE, padded_item
-from trunkwatch.domain import clock
+from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch_local.emulator import fast_dynamodb, release_stream
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.wiring import StreamSource
@@ -86,16 +86,17 @@ def test_on_the_emulation_a_pump_idle_for_hours_resumes_where_it_stopped_and_rel
     minutes): it takes new ones after the last record it read, and after each drain the
     stream keeps nothing every mapping has read."""
     start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
-    with fast_dynamodb():
+    clock = SimulatedClock(start)
+    with fast_dynamodb(clock):
         arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
-        with clock.frozen(start):
-            pump, delivered = _emulated_pump(arn, "a", "b")
-            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "first", 5))
-            pump.drain()
+        clock.set(start)
+        pump, delivered = _emulated_pump(arn, "a", "b")
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "first", 5))
+        pump.drain()
         kept_after_first = _stream_size(arn)
-        with clock.frozen(start + timedelta(hours=3)):
-            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "second", 5))
-            pump.drain()
+        clock.set(start + timedelta(hours=3))
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "second", 5))
+        pump.drain()
         kept_after_second = _stream_size(arn)
     assert delivered == ["a:first", "b:first", "a:second", "b:second"]
     assert kept_after_first == kept_after_second == 0
@@ -107,16 +108,17 @@ def test_on_the_emulation_records_nobody_read_for_a_day_are_gone_and_the_pump_go
     """Records the stream trimmed (over 24 hours old) before a mapping read them are lost, as
     for Lambda's poller; the pump goes on from the oldest record kept."""
     start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
-    with fast_dynamodb():
+    clock = SimulatedClock(start)
+    with fast_dynamodb(clock):
         arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
-        with clock.frozen(start):
-            pump, delivered = _emulated_pump(arn, "a")
-            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "read", 5))
-            pump.drain()
-            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "never-read", 5))
-        with clock.frozen(start + timedelta(hours=25)):
-            plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "new", 5))
-            pump.drain()
+        clock.set(start)
+        pump, delivered = _emulated_pump(arn, "a")
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "read", 5))
+        pump.drain()
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "never-read", 5))
+        clock.set(start + timedelta(hours=25))
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "new", 5))
+        pump.drain()
     assert delivered == ["a:read", "a:new"]
     assert pump.stats.trimmed == 1
 

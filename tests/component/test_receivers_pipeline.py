@@ -15,7 +15,6 @@ import pytest
 
 from tests.support.aws import record_stream_batches, table_items
 from tests.support.scenarios import SCENARIOS
-from trunkwatch.domain import clock
 from trunkwatch.storage.keys import IDEMPOTENCY
 from trunkwatch_local.receiver_servers import GitHubIssuesServer, SlackServer
 from trunkwatch_local.replay import Replay, read_replay
@@ -181,10 +180,10 @@ def test_redelivered_stream_batches_send_nothing_again(
     run(runtime, hud, trunk, 5)
     posts, issues, requests = len(slack.posts), len(github.issues), len(github.requests)
     assert posts and issues == 1
-    with clock.frozen(trunk.start + timedelta(hours=5)):
-        for function, event in delivered:
-            runtime.invoke(function, event)
-        runtime.pump.drain()
+    runtime.clock.set(trunk.start + timedelta(hours=5))
+    for function, event in delivered:
+        runtime.invoke(function, event)
+    runtime.pump.drain()
     assert len(slack.posts) == posts and len(github.issues) == 1
     assert [m for m, _ in github.requests[requests:]] == []  # nothing due: GitHub not even asked
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support import band
 from tests.support.paths import ROOT
-from trunkwatch.domain import clock
+from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.storage.ticks import TICK_TTL
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.replay import Replay
@@ -90,8 +90,8 @@ def api_alerts(runtime: LocalRuntime, at: datetime) -> list[dict[str, Any]]:
     event = json.loads(API_EVENT.read_text())
     event.update(path="/api/v2/alerts", pathParameters={"proxy": "alerts"})
     event.update(queryStringParameters=None, multiValueQueryStringParameters=None)
-    with clock.frozen(at):
-        response = runtime.invoke("api", event)
+    runtime.clock.set(at)
+    response = runtime.invoke("api", event)
     assert response["statusCode"] == 200, response
     alerts: list[dict[str, Any]] = json.loads(response["body"])
     return alerts
@@ -109,7 +109,7 @@ def test_items_carry_their_expiry(pipeline: Any) -> None:
         runtime.tick(at)
     assert ("firing", "TrunkJobFailing") in sent(runtime.published(at))
 
-    commit_times = {c["sha"]["S"]: clock.parse_time(c["time"]["S"]) for c in items("commit")}
+    commit_times = {c["sha"]["S"]: parse_time(c["time"]["S"]) for c in items("commit")}
     assert len(commit_times) == 6
     for item in items("commit"):
         assert int(item["expires_at"]["N"]) == epoch(commit_times[item["sha"]["S"]] + RETENTION)
@@ -119,7 +119,7 @@ def test_items_carry_their_expiry(pipeline: Any) -> None:
         assert int(cell["expires_at"]["N"]) == epoch(commit_times[cell["sha"]["S"]] + RETENTION)
     ticks = items("tick")
     assert ticks and all(
-        int(t["expires_at"]["N"]) == epoch(clock.parse_time(t["at"]["S"]) + TICK_TTL) for t in ticks
+        int(t["expires_at"]["N"]) == epoch(parse_time(t["at"]["S"]) + TICK_TTL) for t in ticks
     )
     logs = items("notification")
     assert {log["last_status"]["S"] for log in logs} == {"firing"}
@@ -146,7 +146,7 @@ def test_expired_items_change_no_alert(pipeline: Any) -> None:
     assert deleted > 0
 
     # While firing, the culprit's and its last pass's cells and commits had long expired...
-    first_kept = clock.parse_time(min(c["time"]["S"] for c in items("commit")))
+    first_kept = parse_time(min(c["time"]["S"] for c in items("commit")))
     assert first_kept > trunk.start + FIRST_FAIL * EVERY
     assert len(stored_seqs) < FIXED
     # ...and the alert kept them, and counted every failing commit.
@@ -155,7 +155,7 @@ def test_expired_items_change_no_alert(pipeline: Any) -> None:
     assert job["annotations"]["last_pass_sha"] == trunk.sha(FIRST_FAIL - 1)
     assert job["annotations"]["streak"] == str(FIXED - FIRST_FAIL)
     assert job["annotations"]["culprit_autoreverted_by"] == f"autorevert ({BROKEN})"
-    assert job["startsAt"].startswith(clock.format_time(trunk.start + FIRST_FAIL * EVERY)[:19])
+    assert job["startsAt"].startswith(format_time(trunk.start + FIRST_FAIL * EVERY)[:19])
     assert any(a["labels"]["alertname"] == "TrunkBroken" for a in shown)
 
     # One episode: fired once, never again on stale data, resolved once by the fix.

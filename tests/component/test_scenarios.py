@@ -33,10 +33,10 @@ def test_the_projects_own_scenarios_are_present() -> None:
     assert len(_scenarios(SCENARIOS)) >= 4, f"replay scenarios missing from {SCENARIOS}"
 
 
-def replay_json(scenario: Path) -> list[dict[str, Any]]:
+def replay_json(scenario: Path, *options: str) -> list[dict[str, Any]]:
     """`trunkwatch replay --json` on a scenario file: its published messages."""
     run = subprocess.run(
-        [sys.executable, "-m", "trunkwatch_local.cli", "replay", str(scenario), "--json"],
+        [sys.executable, "-m", "trunkwatch_local.cli", "replay", str(scenario), "--json", *options],
         capture_output=True,
         text=True,
         timeout=300,
@@ -96,3 +96,17 @@ def test_a_real_trunks_history_replays_to_exactly_its_messages() -> None:
     assert len(expected) == 152
     assert Counter(got) == Counter(map(summary, expected))
     assert [p["at"] for p in published] == sorted(p["at"] for p in published)
+
+
+MEMORY_FILES = [*_scenarios(SCENARIOS), REAL_HISTORY]
+
+
+@pytest.mark.parametrize("scenario", MEMORY_FILES, ids=[p.name.split(".jsonl")[0] for p in MEMORY_FILES])
+def test_a_replay_on_the_memory_store_publishes_the_expected_messages(scenario: Path) -> None:
+    """`--store memory`: the same handlers on the in-memory store, its cells' and ticks'
+    stream records pumped to the evaluator and notifier, publish what the moto replay does."""
+    published = replay_json(scenario, "--store", "memory")
+    expected = expected_messages(scenario)
+    assert Counter(summary(published_row(m)) for m in published) == Counter(map(summary, expected))
+    assert [p["at"] for p in published] == sorted(p["at"] for p in published)
+    assert all(m["email"].startswith(("FIRING: ", "RESOLVED: ")) for m in published)

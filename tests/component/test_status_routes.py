@@ -17,7 +17,6 @@ import pytest
 from tests.support.api import NOW, FakeView, fake_alert, get_page, headers_of
 from tests.support.peers import call_api
 from trunkwatch.api import auth, page
-from trunkwatch.domain import clock
 from trunkwatch.domain.links import matcher_filter, silence_url
 from trunkwatch_local import apigw
 from trunkwatch_local.template import find_template
@@ -215,8 +214,8 @@ def views(aws: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeView]]
     fake = types.ModuleType("trunkwatch.app.views")
     fake.current_alerts = lambda storage, deployment, now, links: found  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "trunkwatch.app.views", fake)
-    with clock.frozen(NOW):
-        yield found
+    aws["clock"].set(NOW)
+    yield found
 
 
 def test_alert_groups_have_alertmanagers_schema_and_the_notifiers_grouping(views: list[FakeView]) -> None:

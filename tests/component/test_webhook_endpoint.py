@@ -13,8 +13,10 @@ import pytest
 from tests.support import webhooks
 from tests.support.aws import TABLE, table_items
 from trunkwatch.app.delivery import MAX_BODY_BYTES, handle_request
+from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import Deployment, load_deployment
 from trunkwatch.storage.dynamodb import open_table
+from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local.function_url import function_url_event
 
 NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)
@@ -39,7 +41,10 @@ def post(
     headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": "application/json"}
     headers["X-Hub-Signature-256"] = webhooks.sign(body, SECRET) if signature is None else signature
     event = function_url_event("POST", "/", headers, body)
-    answer = handle_request(event, lambda: SECRET, deployment, lambda: open_table(TABLE, "us-east-1"), NOW)
+    clock = SimulatedClock(NOW)
+    answer = handle_request(event, lambda: SECRET, deployment, lambda: open_table(TABLE, "us-east-1"), clock)
+    clock.advance(GROUP_WINDOW)  # the group the delivery opened (if it did) closes and settles
+    clock.run_due()
     return int(answer["statusCode"]), json.loads(answer["body"])["message"]
 
 

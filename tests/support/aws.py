@@ -3,11 +3,15 @@ create, and reading back what the code under test wrote."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import boto3
 
+from trunkwatch_local.stack import LocalStack
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
 
@@ -28,6 +32,30 @@ def table_items(kind: str | None = None) -> list[dict[str, Any]]:
 
 
 PLAIN_TABLE = "plain"
+
+# The stack the `aws` fixture runs for the current test (moto's account is per process too).
+_running: list[LocalStack] = []
+
+
+@contextlib.contextmanager
+def running(stack: LocalStack) -> Iterator[LocalStack]:
+    _running.append(stack)
+    try:
+        yield stack
+    finally:
+        _running.remove(stack)
+
+
+def running_stack() -> LocalStack | None:
+    """The stack of the `aws` fixture, while a test uses it."""
+    return _running[-1] if _running else None
+
+
+def set_clock(at: datetime) -> None:
+    """Set the simulated clock the `aws` fixture's handlers run on."""
+    stack = running_stack()
+    assert stack is not None, "no stack: the test does not use the aws fixture"
+    stack.clock.set(at)
 
 
 def padded_item(pk: str, sk: str, padding: int, **extra: Any) -> dict[str, Any]:

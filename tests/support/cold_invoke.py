@@ -71,10 +71,10 @@ def main() -> None:
             assert loader is not None and loader.loader is not None
             module = importlib.util.module_from_spec(loader)
             loader.loader.exec_module(module)
-            from trunkwatch.domain import clock
+            from trunkwatch.domain.clock import SimulatedClock
 
-            with clock.frozen(datetime.fromtimestamp(spec["at"], UTC)):
-                result = module.lambda_handler(spec["event"], Context(spec["function"]))
+            module.edge.use(clock=SimulatedClock(datetime.fromtimestamp(spec["at"], UTC)))
+            result = module.lambda_handler(spec["event"], Context(spec["function"]))
         except Exception as err:
             traceback.print_exc()
             print(json.dumps({"error": f"{type(err).__name__}: {err}"}))

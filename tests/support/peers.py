@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
 import json
 import os
 import shutil
@@ -27,10 +26,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.aws import running_stack
 from tests.support.paths import ROOT
 from trunkwatch.api import auth
 from trunkwatch_local import apigw
 from trunkwatch_local.runtime import LambdaContext
+from trunkwatch_local.stack import load_handler
 
 INSTALL_PEERS = ROOT / "scripts" / "install_peers.sh"
 ALERTMANAGER_CONFIG = """\
@@ -41,15 +42,16 @@ receivers:
 """
 
 
-@functools.cache
 def load_function(name: str) -> ModuleType:
-    """functions/<name>/app.py as Lambda loads it (every handler file is named app.py)."""
-    path = ROOT / "functions" / name / "app.py"
-    spec = importlib.util.spec_from_file_location(f"test_function_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """functions/<name>/app.py as Lambda loads it: the `aws` fixture's stack's (on its
+    simulated clock) while a test has one, else loaded once per process (real time)."""
+    stack = running_stack()
+    return stack.handler(name) if stack is not None else _loaded(name)
+
+
+@functools.cache
+def _loaded(name: str) -> ModuleType:
+    return load_handler(ROOT / "functions" / name / "app.py")
 
 
 def invoke(name: str, event: dict[str, Any]) -> Any:

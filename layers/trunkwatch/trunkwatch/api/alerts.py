@@ -9,8 +9,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from trunkwatch.api.edge import edge_of
 from trunkwatch.api.models import AlertGroup, GettableAlert, Receiver
-from trunkwatch.domain import clock
 from trunkwatch.domain.alerts import RECEIVER, RESOLVED, AlertView, Links
+from trunkwatch.domain.clock import format_time
 from trunkwatch.silences.matchers import compile_regex, parse_matchers
 
 router = Router()
@@ -38,7 +38,7 @@ def _gettable(view: AlertView) -> GettableAlert:
             **alert.webhook_form(),
             "receivers": [{"name": RECEIVER}],
             # The alert last changed when it started (firing) or ended (resolved).
-            "updatedAt": clock.format_time(alert.ends_at or alert.starts_at),
+            "updatedAt": format_time(alert.ends_at or alert.starts_at),
             "status": {
                 "state": "suppressed" if silenced_by or inhibited_by else "active",
                 "silencedBy": silenced_by,
@@ -71,7 +71,7 @@ def _shown(
     shown = []
     edge = edge_of(router)
     links = Links(external_url(), edge.settings.dashboard_url)
-    for view in current_alerts(edge.storage(), edge.deployment(), clock.now(), links):
+    for view in current_alerts(edge.storage(), edge.deployment(), edge.clock.now(), links):
         if view.alert.status == RESOLVED:
             continue
         if not active and not view.silenced_by and not view.inhibited_by:

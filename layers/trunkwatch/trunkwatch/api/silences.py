@@ -7,6 +7,7 @@ this function serves too, never need it.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -17,7 +18,6 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from trunkwatch.api import caller
 from trunkwatch.api.edge import edge_of
 from trunkwatch.api.models import ApiError, GettableSilence, SilenceCreated
-from trunkwatch.domain import clock
 from trunkwatch.silences import store
 from trunkwatch.silences.matchers import parse_matchers
 from trunkwatch.silences.model import sort_for_listing
@@ -34,6 +34,11 @@ def _silences() -> Silences:
     return edge_of(router).storage().silences
 
 
+def _now() -> datetime:
+    """The time on the function's clock."""
+    return edge_of(router).clock.now()
+
+
 _FORBIDDEN: dict[int, OpenAPIResponse] = {
     403: {"description": "The token may only read", "content": {"application/json": {"model": ApiError}}}
 }
@@ -48,7 +53,7 @@ _NOT_FOUND: dict[int, OpenAPIResponse] = {
     responses={200: {"description": "The id of the silence now in effect"}, **_FORBIDDEN, **_NOT_FOUND},
 )
 def post_silence(silence: Annotated[PostableSilence, Body()]) -> SilenceCreated:
-    silence_id = store.upsert(_silences(), silence, caller.principal(router.current_event), clock.now())
+    silence_id = store.upsert(_silences(), silence, caller.principal(router.current_event), _now())
     return SilenceCreated(silenceID=silence_id)
 
 
@@ -60,7 +65,7 @@ def get_silences(
     ] = None,
 ) -> list[GettableSilence]:
     wanted = parse_matchers(filters or [])
-    now = clock.now()
+    now = _now()
     # Alertmanager's silence filter: each filter is one of the silence's own matchers
     # (same name, operator and value), not a label set the silence would match.
     found = [s for s in store.list_silences(_silences(), now) if all(m in s.matchers for m in wanted)]
@@ -73,7 +78,7 @@ def get_silences(
     responses={200: {"description": "The silence"}, **_NOT_FOUND},
 )
 def get_silence(silence_id: str) -> GettableSilence:
-    now = clock.now()
+    now = _now()
     return GettableSilence.model_validate(store.get(_silences(), silence_id, now).to_api(now))
 
 
@@ -83,6 +88,6 @@ def get_silence(silence_id: str) -> GettableSilence:
     responses={200: {"description": "Expired", "content": {}}, **_FORBIDDEN, **_NOT_FOUND},
 )
 def delete_silence(silence_id: str) -> Response[str]:
-    store.expire(_silences(), silence_id, caller.principal(router.current_event), clock.now())
+    store.expire(_silences(), silence_id, caller.principal(router.current_event), _now())
     # Alertmanager answers an empty 200.
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body="")

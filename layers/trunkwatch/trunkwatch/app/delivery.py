@@ -17,14 +17,13 @@ import hmac
 import json
 from collections.abc import Callable
 from dataclasses import asdict
-from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, settle, trunk_of
-from trunkwatch.domain import clock
+from trunkwatch.domain.clock import Clock
 from trunkwatch.domain.config import Deployment
 from trunkwatch.sources.webhook import EVENTS, PayloadError
 from trunkwatch.storage.port import Storage
@@ -43,9 +42,11 @@ def handle_request(
     secret: Callable[[], str],
     deployment: Callable[[], Deployment],
     storage: Callable[[], Storage],
-    now: datetime,
+    clock: Clock,
 ) -> dict[str, Any]:
-    """Answer one delivery. `secret`, `deployment` and `storage` are made only when needed."""
+    """Answer one delivery at `clock`'s time. `secret`, `deployment` and `storage` are made
+    only when needed; a group the delivery opens is settled when it closes (`clock.call_at`)."""
+    now = clock.now()
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
     body = _body(event)
     if body is None:

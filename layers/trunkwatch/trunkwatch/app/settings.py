@@ -4,8 +4,10 @@ Each handler builds one `Edge` when Lambda loads it (`Edge.from_environ(<its var
 the settings read from the environment the template gives the function, checked there (a
 variable the function needs and does not have is an error naming it, never a default
 table or region), the storage on the function's table (built once, at the first table
-access), and the running deployment's configuration. Nothing below the handlers reads the environment;
-`app/` and `api/` functions take what they need as arguments.
+access), the running deployment's configuration, and the clock the function runs on (real
+time when deployed; the local runtime gives the handlers it loads its simulated clock).
+Nothing below the handlers reads the environment or the time; `app/` and `api/` functions
+take what they need as arguments.
 
 The configuration document is the SSM parameter `CONFIG_PARAMETER` names, read through
 Powertools parameters (cached for a minute, so a warm container sees a change within one)
@@ -23,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from trunkwatch.domain.clock import Clock, SystemClock
 from trunkwatch.domain.config import ConfigError
 
 if TYPE_CHECKING:
@@ -84,14 +87,24 @@ class Settings:
 
 @dataclass
 class Edge:
-    """One function's resolved environment: its settings, its storage, its deployment."""
+    """One function's resolved environment: its settings, its storage, its deployment, and
+    the clock it runs on."""
 
     settings: Settings
     _storage: Storage | None = field(default=None, repr=False)
+    clock: Clock = field(default_factory=SystemClock)
 
     @classmethod
     def from_environ(cls, required: Iterable[str], environ: Mapping[str, str] | None = None) -> Edge:
         return cls(Settings.from_environ(required, environ))
+
+    def use(self, *, clock: Clock | None = None, storage: Storage | None = None) -> None:
+        """Run this function on `clock` and/or `storage` instead (the local runtime's, given
+        to each handler it loads, as Lambda gives a container its environment)."""
+        if clock is not None:
+            self.clock = clock
+        if storage is not None:
+            self._storage = storage
 
     def storage(self) -> Storage:
         """The storage on this function's table (built once per container, at the first table

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from trunkwatch.domain import clock
+from trunkwatch.domain.clock import format_time
 from trunkwatch.silences.matchers import Matcher, SilenceError
 
 if TYPE_CHECKING:
@@ -92,15 +92,15 @@ class Silence:
         """Order (and repetition) does not change what a silence matches."""
         return set(self.matchers) == set(other.matchers)
 
-    def to_api(self, now: datetime | None = None) -> dict[str, Any]:
+    def to_api(self, now: datetime) -> dict[str, Any]:
         """Alertmanager's gettableSilence."""
         return {
             "id": self.id,
-            "status": {"state": self.status(now or clock.now())},
-            "updatedAt": clock.format_time(self.updated_at),
+            "status": {"state": self.status(now)},
+            "updatedAt": format_time(self.updated_at),
             "matchers": [matcher.to_api() for matcher in self.matchers],
-            "startsAt": clock.format_time(self.starts_at),
-            "endsAt": clock.format_time(self.ends_at),
+            "startsAt": format_time(self.starts_at),
+            "endsAt": format_time(self.ends_at),
             "createdBy": self.created_by,
             "comment": self.comment,
         }

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from trunkwatch.domain import clock
+from trunkwatch.domain.clock import parse_time
 from trunkwatch.silences.matchers import MAX_NAME_LENGTH, MAX_VALUE_LENGTH, SilenceError
 from trunkwatch.silences.model import MAX_COMMENT_LENGTH, MAX_CREATED_BY_LENGTH, MAX_MATCHERS
 
@@ -21,7 +21,7 @@ def _timestamp(value: Any) -> datetime:
     if not isinstance(value, str):
         raise ValueError("expected an RFC 3339 timestamp string such as 2026-01-02T15:04:05Z")
     try:
-        return clock.parse_time(value)
+        return parse_time(value)
     except (ValueError, OverflowError):
         raise ValueError(f"{value!r} is not an RFC 3339 timestamp with a timezone") from None
 

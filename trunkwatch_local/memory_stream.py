@@ -1,0 +1,224 @@
+"""The in-memory store (`trunkwatch.storage.memory`) with a stream: `trunkwatch replay
+--store memory` runs the pipeline on it instead of moto's table.
+
+The deployed pipeline is driven by the table's stream: a cell item written starts the
+evaluator, a tick item written settled starts the notifier. Here the stores whose items the
+template's stream mappings select (cells and ticks) record each change of one of their
+items as a DynamoDB stream record: the item's key, its new and old image in DynamoDB JSON
+(made by the same PynamoDB item classes the DynamoDB store writes, so every attribute the
+handlers read is spelled as in the table) and a sequence number. A write that changes
+nothing records nothing, as DynamoDB Streams does. `MemoryStreams` answers the three
+DynamoDB Streams calls the local runtime's `StreamPump` makes on these records, so the same
+pump (the template's FilterCriteria, batch sizes, partial batch failures, retries and
+bisection) delivers them to the same handlers.
+
+Items of other kinds are kept by the plain in-memory stores and recorded nowhere: no stream
+mapping would select them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from trunkwatch.domain.clock import Clock
+from trunkwatch.storage import keys
+from trunkwatch.storage.cells import _item as cell_item
+from trunkwatch.storage.items import TickItem
+from trunkwatch.storage.memory import MemoryCells, MemoryTicks, MemoryTrunks, memory_storage
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import TICK_TTL, CellWrite, Group
+
+SHARD = "shardId-00000000000000000000-memory"
+Image = dict[str, Any]  # an item in DynamoDB JSON
+
+
+@dataclass
+class MemoryStream:
+    """A table's stream of NEW_AND_OLD_IMAGES records, one shard, oldest first."""
+
+    arn: str
+    clock: Clock
+    records: list[dict[str, Any]] = field(default_factory=list)
+    first_sequence: int = 1  # the sequence number of records[0]
+    next_sequence: int = 1  # the sequence number of the next record
+
+    def change(self, key: Image, old: Image | None, new: Image) -> None:
+        if old == new:
+            return  # DynamoDB Streams records no write that changes nothing
+        sequence, self.next_sequence = self.next_sequence, self.next_sequence + 1
+        if not self.records:
+            self.first_sequence = sequence
+        self.records.append(
+            {
+                "eventID": f"{sequence:x}",
+                "eventName": "INSERT" if old is None else "MODIFY",
+                "eventSource": "aws:dynamodb",
+                "awsRegion": "us-east-1",
+                "dynamodb": {
+                    "ApproximateCreationDateTime": self.clock.now(),
+                    "Keys": key,
+                    "NewImage": new,
+                    **({"OldImage": old} if old is not None else {}),
+                    "SequenceNumber": str(sequence),
+                    "SizeBytes": 0,
+                    "StreamViewType": "NEW_AND_OLD_IMAGES",
+                },
+            }
+        )
+
+    def release(self, _arn: str, through_sequence: int) -> None:
+        """Every mapping has read through `through_sequence`: those records go."""
+        drop = max(0, min(len(self.records), through_sequence + 1 - self.first_sequence))
+        del self.records[:drop]
+        self.first_sequence = self.next_sequence if not self.records else self.first_sequence + drop
+
+
+class MemoryStreams:
+    """The DynamoDB Streams calls `StreamPump` makes, answered from a `MemoryStream`.
+    A shard iterator is the sequence number to read from."""
+
+    PAGE = 1000  # records per GetRecords, as DynamoDB Streams' limit
+
+    def __init__(self, stream: MemoryStream) -> None:
+        self.stream = stream
+
+    def describe_stream(self, StreamArn: str) -> dict[str, Any]:
+        return {"StreamDescription": {"StreamArn": StreamArn, "Shards": [{"ShardId": SHARD}]}}
+
+    def get_shard_iterator(
+        self,
+        StreamArn: str,
+        ShardId: str,
+        ShardIteratorType: str,
+        SequenceNumber: str | None = None,
+    ) -> dict[str, Any]:
+        stream = self.stream
+        if ShardIteratorType == "TRIM_HORIZON":
+            position = stream.first_sequence if stream.records else stream.next_sequence
+        elif ShardIteratorType == "LATEST":
+            position = stream.next_sequence
+        elif ShardIteratorType == "AFTER_SEQUENCE_NUMBER":
+            position = int(SequenceNumber or 0) + 1
+        elif ShardIteratorType == "AT_SEQUENCE_NUMBER":
+            position = int(SequenceNumber or 0)
+        else:
+            raise ValueError(f"unknown shard iterator type {ShardIteratorType}")
+        return {"ShardIterator": str(position)}
+
+    def get_records(self, ShardIterator: str) -> dict[str, Any]:
+        stream = self.stream
+        position = max(int(ShardIterator), stream.first_sequence if stream.records else 0)
+        start = position - stream.first_sequence
+        page = stream.records[start : start + self.PAGE] if stream.records and start >= 0 else []
+        after = int(page[-1]["dynamodb"]["SequenceNumber"]) + 1 if page else position
+        return {"Records": copy.deepcopy(page), "NextShardIterator": str(after)}
+
+
+class StreamedCells(MemoryCells):
+    """Cells in memory; each cell item written is a stream record."""
+
+    def __init__(self, stream: MemoryStream) -> None:
+        super().__init__()
+        self.stream = stream
+        self._images: dict[tuple[str, str], Image] = {}
+
+    def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
+        written = list(writes)
+        super().save_all(trunk_id, written, retention)
+        for write in written:
+            item = cell_item(trunk_id, write, retention)
+            new = _image(item)
+            key = (item.pk, item.sk)
+            old = self._images.get(key)
+            self._images[key] = new
+            self.stream.change(_key(item.pk, item.sk), old, new)
+
+
+class StreamedTicks(MemoryTicks):
+    """Ticks in memory; each change of a tick item is a stream record of its image."""
+
+    def __init__(self, trunks: MemoryTrunks, stream: MemoryStream) -> None:
+        super().__init__(trunks)
+        self.stream = stream
+        self._images: dict[tuple[str, str], Image] = {}
+
+    def _changed(self, trunk_id: str, poll: str) -> None:
+        tick = self._ticks.get((trunk_id, poll))
+        if tick is None:
+            return
+        item = TickItem(
+            keys.ticks(trunk_id),
+            poll,
+            trunk=trunk_id,
+            poll=poll,
+            expected=tick.expected,
+            evaluated=tick.evaluated,
+            settled=True if tick.settled else None,
+            at=tick.at,
+            expires_at=(tick.closes_at or tick.at) + TICK_TTL,
+            closes_at=tick.closes_at,
+            opened_by=tick.opened_by,
+        )
+        new = _image(item)
+        old = self._images.get((trunk_id, poll))
+        self._images[(trunk_id, poll)] = new
+        self.stream.change(_key(item.pk, item.sk), old, new)
+
+    def open_poll(self, trunk_id: str, poll: str, expected: int, now: datetime) -> None:
+        super().open_poll(trunk_id, poll, expected, now)
+        self._changed(trunk_id, poll)
+
+    def count(self, trunk_id: str, poll: str, sequences: Sequence[str], now: datetime) -> bool:
+        due = super().count(trunk_id, poll, sequences, now)
+        self._changed(trunk_id, poll)
+        return due
+
+    def force_settle(self, trunk_id: str, poll: str, opened_at: datetime) -> bool:
+        settled = super().force_settle(trunk_id, poll, opened_at)
+        self._changed(trunk_id, poll)
+        return settled
+
+    def settle(self, trunk_id: str, poll: str, now: datetime) -> bool:
+        settled = super().settle(trunk_id, poll, now)
+        self._changed(trunk_id, poll)
+        return settled
+
+    def join_group(self, trunk_id: str, cells: int, now: datetime) -> Group:
+        group = super().join_group(trunk_id, cells, now)
+        self._changed(trunk_id, group.id)
+        return group
+
+    def settle_sweep(self, trunk_id: str, sweep: str, now: datetime) -> None:
+        super().settle_sweep(trunk_id, sweep, now)
+        self._changed(trunk_id, sweep)
+
+
+def streamed_storage(stream: MemoryStream) -> Storage:
+    """An empty in-memory storage whose cells and ticks record their changes on `stream`."""
+    plain = memory_storage()
+    trunks = plain.trunks
+    assert isinstance(trunks, MemoryTrunks)
+    return Storage(
+        trunks=trunks,
+        commits=plain.commits,
+        cells=StreamedCells(stream),
+        alerts=plain.alerts,
+        ticks=StreamedTicks(trunks, stream),
+        shards=plain.shards,
+        deliveries=plain.deliveries,
+        logs=plain.logs,
+        silences=plain.silences,
+    )
+
+
+def _image(item: Any) -> Image:
+    """The item as DynamoDB stores it (DynamoDB JSON), `kind` included."""
+    return {**item.serialize(), "pk": {"S": item.pk}, "sk": {"S": item.sk}}
+
+
+def _key(pk: str, sk: str) -> Image:
+    return {"pk": {"S": pk}, "sk": {"S": sk}}

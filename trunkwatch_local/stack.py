@@ -1,0 +1,279 @@
+"""The local stack, built from template.yaml: the one builder the local runtime, the
+benchmarks and the tests share.
+
+`LocalStack.start` sets the functions' environment (the template's Globals, resolved
+locally) in this process, starts moto's in-process emulation (`emulator.emulation`, on the
+stack's clock) and creates the template's resources in it: the table with its stream and
+TTL, the alert topic (captured by an SQS subscription, and an email subscription), the
+stream mappings' dead-letter queue, the configuration parameter and the webhook secret.
+With `store="memory"` the functions' items are kept by the in-memory store instead
+(`memory_stream`: its cells and ticks record the stream records the pump delivers); moto
+still answers the configuration parameter, the topic and its queues, the secret and the
+notifier's idempotency records.
+
+`handler` loads a function's handler module from its file, the way Lambda loads it in a
+new container, and gives its edge (`app/settings.Edge`) the stack's clock (and the memory
+store, if the stack keeps one): every handler of a stack runs on one `SimulatedClock`,
+which whoever drives the stack moves. `stop` empties the account and puts the process's
+environment back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import IO, TYPE_CHECKING
+
+import boto3
+from aws_lambda_powertools.utilities import parameters
+
+from trunkwatch.domain.clock import SimulatedClock
+from trunkwatch.domain.config import ConfigError
+from trunkwatch_local.emulator import emulation, release_stream
+from trunkwatch_local.memory_stream import MemoryStream, MemoryStreams, streamed_storage
+from trunkwatch_local.pump import Invoke, StreamPump
+from trunkwatch_local.template import find_template
+from trunkwatch_local.wiring import Wiring, read_wiring
+
+if TYPE_CHECKING:
+    from trunkwatch.storage.port import Storage
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's fixed example account
+NAME = "trunkwatch-local"
+# Where the functions' items live: moto's table (and its stream), or the in-memory store
+# (`memory_stream`), whose cells and ticks record the stream the pump delivers.
+STORES = ("dynamodb", "memory")
+
+
+class LocalStack:
+    """The template's resources on moto in this process, and the functions' handlers."""
+
+    def __init__(
+        self,
+        template: Path | None = None,
+        *,
+        name: str = NAME,
+        clock: SimulatedClock | None = None,
+        credentials: str = "local",
+        store: str = "dynamodb",
+    ) -> None:
+        if store not in STORES:
+            raise ConfigError(f"unknown store {store!r} (one of {', '.join(STORES)})")
+        self.store = store
+        self.template = template or find_template()
+        self.wiring: Wiring = read_wiring(self.template)
+        self.name = name
+        self.clock = clock or SimulatedClock()
+        self.credentials = credentials
+        self.modules: dict[str, ModuleType] = {}  # logical id -> loaded handler module
+        self.names = {path.parent.name: logical_id for logical_id, path in self.wiring.functions.items()}
+        self.refs: dict[str, str] = {}
+        self._stack = contextlib.ExitStack()
+
+    # --- lifecycle -------------------------------------------------------------------
+    def start(
+        self, config: str, environ: Mapping[str, str | None] | None = None, webhook_secret: str | None = None
+    ) -> LocalStack:
+        """Create the resources, with `config` (the configuration document's text) in the
+        configuration parameter, and set the functions' environment, then `environ` over it
+        (None removes a variable)."""
+        try:
+            self._start(config, environ or {}, webhook_secret)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, config: str, environ: Mapping[str, str | None], webhook_secret: str | None) -> None:
+        before = dict(os.environ)
+        self._stack.callback(_restore_environ, before)
+        os.environ.update(
+            AWS_ACCESS_KEY_ID=self.credentials,
+            AWS_SECRET_ACCESS_KEY=self.credentials,  # moto accepts any credentials
+            AWS_DEFAULT_REGION=REGION,
+            AWS_REGION=REGION,
+        )
+        for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+            os.environ.pop(name, None)  # clients go to moto's in-process backends
+        self._stack.enter_context(emulation(self.clock))  # from an empty account
+        self._stack.callback(parameters.clear_caches)
+        # Powertools keeps its parameter providers (values and clients) per process.
+        parameters.clear_caches()
+        self.refs = self._create_resources(config)
+        for name, value in self.wiring.environment.items():
+            resolved = self.wiring.resolve(value, self.refs)
+            if resolved is not None:
+                os.environ[name] = str(resolved)
+        for name, given in environ.items():
+            if given is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = given
+        secret_name = os.environ.get("WEBHOOK_SECRET_NAME")
+        if secret_name and webhook_secret is not None:
+            boto3.client("secretsmanager").create_secret(Name=secret_name, SecretString=webhook_secret)
+
+    def stop(self) -> None:
+        self._stack.close()
+        self.modules.clear()
+
+    def __enter__(self) -> LocalStack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _create_resources(self, config: str) -> dict[str, str]:
+        table = self.wiring.table
+        dynamodb, sqs, sns = boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("sns")
+        self.table_name = self.name  # the template leaves the name to CloudFormation
+        if self.store == "memory":
+            # The items are in memory; the table holds only what the handlers write past
+            # the storage port (the notifier's Powertools idempotency records), unstreamed.
+            dynamodb.create_table(
+                TableName=self.table_name,
+                KeySchema=table["KeySchema"],
+                AttributeDefinitions=table["AttributeDefinitions"],
+                BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
+            )
+            arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self.table_name}/stream/memory"
+            self.stream_arn = arn
+            self.memory_stream = MemoryStream(arn, self.clock)
+            self.memory = streamed_storage(self.memory_stream)
+        else:
+            self.stream_arn = dynamodb.create_table(
+                TableName=self.table_name,
+                KeySchema=table["KeySchema"],
+                AttributeDefinitions=table["AttributeDefinitions"],
+                BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
+                StreamSpecification={"StreamEnabled": True, **table["StreamSpecification"]},
+            )["TableDescription"]["LatestStreamArn"]
+        if ttl := table.get("TimeToLiveSpecification"):
+            dynamodb.update_time_to_live(TableName=self.table_name, TimeToLiveSpecification=ttl)
+        self.topic_arn: str = sns.create_topic(Name=f"{self.name}-alerts")["TopicArn"]
+        self.dlq_url: str = sqs.create_queue(QueueName=f"{self.name}-dlq")["QueueUrl"]
+        # SNS is captured through an SQS subscription, like any subscriber would see it.
+        self.capture_url: str = sqs.create_queue(QueueName=f"{self.name}-capture")["QueueUrl"]
+        capture_arn = sqs.get_queue_attributes(QueueUrl=self.capture_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        sns.subscribe(TopicArn=self.topic_arn, Protocol="sqs", Endpoint=capture_arn)
+        # An email subscriber too (moto records it and sends nothing; see LocalRuntime.published).
+        self.email_subscription: str = sns.subscribe(
+            TopicArn=self.topic_arn,
+            Protocol="email",
+            Endpoint="oncall@example.invalid",
+            ReturnSubscriptionArn=True,
+        )["SubscriptionArn"]
+        self.config_parameter = f"/{self.name}/config"
+        self.configure(config)
+        return {
+            "Table": self.table_name,
+            "Table.Arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self.table_name}",
+            "AlertTopic": self.topic_arn,
+            "ConfigParameter": self.config_parameter,
+            "Dashboard": self.name,
+            "Api": "local",
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::StackName": self.name,
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::Partition": "aws",
+        }
+
+    def configure(self, config: str) -> None:
+        """Store the configuration document where the deployed functions read it (SSM)."""
+        boto3.client("ssm").put_parameter(
+            Name=self.config_parameter, Type="String", Value=config, Overwrite=True
+        )
+        parameters.clear_caches()
+
+    # --- the functions ------------------------------------------------------------------
+    def logical_id(self, function: str) -> str:
+        """A function's logical id, from itself or its functions/<folder> name."""
+        return self.names.get(function, function)
+
+    def handler(self, function: str, cold: bool = False) -> ModuleType:
+        """The handler module of `function` (a logical id or its folder), loaded from its
+        file at the first call (or, `cold`, now again), as a new Lambda container loads it:
+        it resolves its environment as it loads, and its edge is given the stack's clock."""
+        logical_id = self.logical_id(function)
+        module = self.modules.get(logical_id)
+        if module is None or cold:
+            path = self.wiring.functions.get(logical_id)
+            if path is None:
+                raise ConfigError(f"{self.template}: no function {function!r}")
+            if not path.exists():
+                raise ConfigError(f"{self.template}: {logical_id}'s handler {path} does not exist")
+            module = load_handler(path)
+            module.edge.use(clock=self.clock, storage=self.memory if self.store == "memory" else None)
+            self.modules[logical_id] = module
+        return module
+
+    def load_handlers(self, log_stream: IO[str] | None = None) -> None:
+        """Load every function's handler now; Powertools' logs (stdout in Lambda) go to
+        `log_stream` while the stack runs (locally stdout carries results)."""
+        for logical_id in self.wiring.functions:
+            self.handler(logical_id)
+        if log_stream is None:
+            return
+        for handler in logging.getLogger(os.environ.get("POWERTOOLS_SERVICE_NAME", "trunkwatch")).handlers:
+            if isinstance(handler, logging.StreamHandler):
+                previous = handler.setStream(log_stream)
+                if previous is not None and previous is not log_stream:
+                    self._stack.callback(handler.setStream, previous)
+
+    def pump(self, invoke: Invoke, release: bool = True) -> StreamPump:
+        """Lambda's stream event source mappings of the template, invoking through `invoke`;
+        with `release`, records every mapping has read leave the stream."""
+        if self.store == "memory":
+            stream = self.memory_stream
+            return StreamPump(
+                MemoryStreams(stream),
+                boto3.client("sqs"),
+                self.stream_arn,
+                self.dlq_url,
+                REGION,
+                self.wiring.streams,
+                invoke,
+                stream.release if release else None,
+            )
+        return StreamPump(
+            boto3.client("dynamodbstreams"),
+            boto3.client("sqs"),
+            self.stream_arn,
+            self.dlq_url,
+            REGION,
+            self.wiring.streams,
+            invoke,
+            release_stream if release else None,
+        )
+
+    def storage(self) -> Storage:
+        """The storage the handlers use (for reads and use-case calls beside them)."""
+        from trunkwatch.storage.dynamodb import open_table
+
+        if self.store == "memory":
+            return self.memory
+        return open_table(self.table_name, REGION)
+
+
+def load_handler(path: Path) -> ModuleType:
+    """A handler module loaded from its file (every handler file is named app.py: the module
+    is named after its folder)."""
+    spec = importlib.util.spec_from_file_location(f"trunkwatch_function_{path.parent.name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _restore_environ(before: dict[str, str]) -> None:
+    os.environ.clear()
+    os.environ.update(before)
