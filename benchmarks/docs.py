@@ -35,6 +35,7 @@ SECTIONS = {
     "long_history": "Local runtime on a real trunk's history",
     "serve_week": "`trunkwatch serve` for a simulated week",
     "chaos": "Invocations dying at random AWS calls",
+    "memory_replay": "Replays on the in-memory store",
 }
 
 
@@ -523,6 +524,35 @@ def _chaos(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _memory_replay(summary: dict[str, Any]) -> list[str]:
+    m = summary.get("memory_replay")
+    if not m:
+        return []
+    rows = [
+        [
+            f"`{name}`",
+            _n(f["expected"]),
+            f"{_n(f['dynamodb']['wall_s'])} s",
+            f"{_n(f['memory']['wall_s'])} s",
+            f"{_n(f['ratio'])}x",
+            "yes" if f["dynamodb"]["matches_expected"] and f["memory"]["matches_expected"] else "**no**",
+        ]
+        for name, f in m["files"].items()
+    ]
+    rows.append(
+        ["all", "", f"{_n(m['moto_wall_s'])} s", f"{_n(m['memory_wall_s'])} s", f"{_n(m['ratio'])}x", ""]
+    )
+    return [
+        "## Replays on the in-memory store",
+        "",
+        "`python -m benchmarks memory_replay`: each scenario and the real-history cut replayed on",
+        "moto's table (the default) and on the in-memory store (`trunkwatch replay --store memory`),",
+        "in one process; both must send the expected messages.",
+        "",
+        *_table(["replay", "messages", "moto", "in memory", "ratio", "expected messages both ways"], rows),
+    ]
+
+
 def render(summary: dict[str, Any]) -> str:
     """The page for this summary (a pure function of it)."""
     lines = [
@@ -554,6 +584,7 @@ def render(summary: dict[str, Any]) -> str:
         _long_history,
         _serve_week,
         _chaos,
+        _memory_replay,
     ):
         lines += part(summary)
     notes = summary.get("scale", {}).get("notes", [])

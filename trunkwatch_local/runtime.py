@@ -157,18 +157,23 @@ class LocalRuntime:
         return self
 
     def stop(self) -> None:
-        if self._chaos_installed is not None:
-            assert self.chaos is not None
-            self.chaos.stats.stream_retries = self.pump.stats.retries
-            self.chaos.stats.dead_lettered = self.pump.stats.dead_lettered
-            self.chaos.stats.dropped_schedule_events = self.dropped_schedule_events
-            self.chaos.stats.failed_deliveries = self.failed_deliveries
-            self._chaos_installed.__exit__(None, None, None)
-            self._chaos_installed = None
-        if self._idempotency_clock is not None:
-            self._idempotency_clock.__exit__(None, None, None)
-            self._idempotency_clock = None
-        self.stack.stop()  # empties the account and puts the environment back
+        """Undo `start`, however far it got: the emulation's patches come off whatever fails."""
+        try:
+            if self._chaos_installed is not None:
+                assert self.chaos is not None
+                pump = getattr(self, "pump", None)  # none if `start` failed before it
+                if pump is not None:
+                    self.chaos.stats.stream_retries = pump.stats.retries
+                    self.chaos.stats.dead_lettered = pump.stats.dead_lettered
+                self.chaos.stats.dropped_schedule_events = self.dropped_schedule_events
+                self.chaos.stats.failed_deliveries = self.failed_deliveries
+                self._chaos_installed.__exit__(None, None, None)
+                self._chaos_installed = None
+            if self._idempotency_clock is not None:
+                self._idempotency_clock.__exit__(None, None, None)
+                self._idempotency_clock = None
+        finally:
+            self.stack.stop()  # empties the account and puts the environment back
 
     def __enter__(self) -> LocalRuntime:
         return self

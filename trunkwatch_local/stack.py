@@ -225,9 +225,9 @@ class LocalStack:
             return
         for handler in logging.getLogger(os.environ.get("POWERTOOLS_SERVICE_NAME", "trunkwatch")).handlers:
             if isinstance(handler, logging.StreamHandler):
-                previous = handler.setStream(log_stream)
+                previous = _set_stream(handler, log_stream)
                 if previous is not None and previous is not log_stream:
-                    self._stack.callback(handler.setStream, previous)
+                    self._stack.callback(_set_stream, handler, previous)
 
     def pump(self, invoke: Invoke, release: bool = True) -> StreamPump:
         """Lambda's stream event source mappings of the template, invoking through `invoke`;
@@ -277,3 +277,13 @@ def load_handler(path: Path) -> ModuleType:
 def _restore_environ(before: dict[str, str]) -> None:
     os.environ.clear()
     os.environ.update(before)
+
+
+def _set_stream(handler: logging.StreamHandler[IO[str]], stream: IO[str]) -> IO[str] | None:
+    """`handler.setStream`, which flushes the stream it replaces: one closed meanwhile (a test's
+    captured output, say) is replaced without a flush."""
+    previous = handler.stream
+    if getattr(previous, "closed", False):
+        handler.stream = stream
+        return previous
+    return handler.setStream(stream)

@@ -57,7 +57,7 @@ def test_cells_and_ticks_reach_the_templates_functions_through_the_pump() -> Non
     assert changes.records == []  # every mapping read them: released
 
     delivered.clear()
-    assert storage.ticks.count(TRUNK, "p1", "batch-1", 1, NOW)
+    assert storage.ticks.count(TRUNK, "p1", ["101"], NOW)
     assert storage.ticks.settle(TRUNK, "p1", NOW)
     storage.cells.save_all(TRUNK, [write("pass", "p2")], timedelta(days=30))
     pump.drain()
