@@ -211,6 +211,8 @@ def _serve(args: argparse.Namespace) -> int:
         )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Ctrl-C stops, even when the process started with SIGINT ignored (inherited from its parent).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         session.start(deployment)
         print(
