@@ -27,7 +27,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools.utilities import parameters
@@ -232,27 +232,22 @@ class LocalStack:
     def pump(self, invoke: Invoke, release: bool = True) -> StreamPump:
         """Lambda's stream event source mappings of the template, invoking through `invoke`;
         with `release`, records every mapping has read leave the stream."""
+        # The in-memory store's stream stands in for DynamoDB Streams; the pump is the same.
+        streams: Any
+        release_records: Any
         if self.store == "memory":
-            stream = self.memory_stream
-            return StreamPump(
-                MemoryStreams(stream),
-                boto3.client("sqs"),
-                self.stream_arn,
-                self.dlq_url,
-                REGION,
-                self.wiring.streams,
-                invoke,
-                stream.release if release else None,
-            )
+            streams, release_records = MemoryStreams(self.memory_stream), self.memory_stream.release
+        else:
+            streams, release_records = boto3.client("dynamodbstreams"), release_stream
         return StreamPump(
-            boto3.client("dynamodbstreams"),
+            streams,
             boto3.client("sqs"),
             self.stream_arn,
             self.dlq_url,
             REGION,
             self.wiring.streams,
             invoke,
-            release_stream if release else None,
+            release_records if release else None,
         )
 
     def storage(self) -> Storage:
