@@ -23,11 +23,15 @@ $(VENV)/.installed: $(CONSTRAINTS) requirements-dev.txt pyproject.toml
 demo: $(VENV)/.installed
 	$(BIN)/trunkwatch demo
 
+# One test handed out at a time, the long ones first (tests/conftest.py), so the two
+# workers finish together.
+PYTEST := $(BIN)/python -m pytest -n 2 --maxschedchunk 1
+
 # Everything CI runs: lint, types, template checks, the peers, then every tier of tests in one
 # run (tests/unit, tests/component, tests/peers, tests/template; real peers included).
 TEST_TIERS := tests/unit tests/component tests/peers tests/template
 test: lint typecheck check-template peers
-	$(BIN)/python -m pytest -n 2 $(TEST_TIERS)
+	$(PYTEST) $(TEST_TIERS)
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
@@ -41,16 +45,16 @@ typecheck: $(VENV)/.installed
 # emulator.
 # The fast ones only: no AWS, no subprocess, no real peer.
 unit: $(VENV)/.installed
-	$(BIN)/python -m pytest -n 2 tests/unit
+	$(PYTEST) tests/unit
 
 component: $(VENV)/.installed
-	$(BIN)/python -m pytest -n 2 tests/component
+	$(PYTEST) tests/component
 
 peer-tests: $(VENV)/.installed peers
-	$(BIN)/python -m pytest -n 2 tests/peers
+	$(PYTEST) tests/peers
 
 template-tests: $(VENV)/.installed
-	$(BIN)/python -m pytest -n 2 tests/template
+	$(PYTEST) tests/template
 
 # amtool, Alertmanager (Debian's prometheus-alertmanager) and chromium for the peer tests.
 # TRUNKWATCH_SKIP_PEERS=1 (exactly 1, as for the tests: tests/support/peers.py) skips them.

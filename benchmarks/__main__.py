@@ -55,7 +55,7 @@ from benchmarks.memory_replay import memory_replay
 from benchmarks.push import run_push
 from benchmarks.redtrunk_score import QUICK_DAYS, redtrunk
 from benchmarks.serve_week import serve_week
-from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, PYTORCH_SCALE, Day
+from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, EPISODES, PYTORCH_SCALE, Day
 from trunkwatch.app.evaluate import JOB_WINDOW
 
 T = TypeVar("T")
@@ -88,6 +88,7 @@ class Scale:
     coarse: timedelta  # its step away from the episodes' deciding jobs
     hours: float  # its length
     depth: int  # commits of history per job before the evaluator is measured
+    push_episodes: int  # the push path runs through the deliveries around this many episodes
     import_runs: int
     build_layer: bool
 
@@ -103,6 +104,8 @@ class Scale:
             "cost: per-commit and per-tick counts measured at full scale, multiplied out to "
             f"{COMMITS_PER_DAY} commits/day and {ticks_per_day():,.0f} ticks/day for 30 days "
             "(see cost.basis)",
+            f"the push path runs through the deliveries around {self.push_episodes} of the day's "
+            f"{len(EPISODES)} episodes",
             "wall times are in-process against moto (code_s excludes the emulator's share)",
         ]
 
@@ -114,6 +117,7 @@ FULL = Scale(
     coarse=timedelta(minutes=5),
     hours=24,
     depth=JOB_WINDOW,
+    push_episodes=len(EPISODES),
     import_runs=9,
     build_layer=True,
 )
@@ -124,6 +128,7 @@ QUICK = Scale(
     coarse=timedelta(minutes=30),
     hours=3,
     depth=5,
+    push_episodes=1,
     import_runs=1,
     build_layer=False,
 )
@@ -150,7 +155,7 @@ def run(scale: Scale) -> dict[str, Any]:
     )
     github = _step("ingest (GitHub)", lambda: _fresh(ingest_github, scale.pytorch, DAY_START))
     day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours, scale.coarse))
-    push = _step("push (webhook deliveries)", lambda: run_push(scale.day))
+    push = _step("push (webhook deliveries)", lambda: run_push(scale.day, EPISODES[: scale.push_episodes]))
     cold = _step("cold start", lambda: cold_start(scale.import_runs, scale.build_layer))
     notifications_per_day = day.notifications * 24 / scale.hours
     cost = project(cycle, notifications_per_day, scale.pytorch.columns, day.stored, scale.hours)

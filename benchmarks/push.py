@@ -28,6 +28,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,7 +36,7 @@ from unittest import mock
 
 from benchmarks import prices
 from benchmarks.end_to_end import STREAM_HOP_S, Call, time_invocations
-from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, EPISODES, PYTORCH_SCALE, Day
+from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, EPISODES, PYTORCH_SCALE, Day, Episode
 from benchmarks.usage import Meter
 from tests.support import webhooks
 from trunkwatch.domain import alerts
@@ -79,7 +80,8 @@ class PushFigures:
     wall_s: float = 0.0
 
 
-def run_push(day: Day) -> PushFigures:
+def run_push(day: Day, episodes: Sequence[Episode] = EPISODES) -> PushFigures:
+    """The push path through the deliveries around `episodes` (all of the day's by default)."""
     started = time.perf_counter()
     rng = random.Random(SEED)
     trunk = {
@@ -101,7 +103,7 @@ def run_push(day: Day) -> PushFigures:
             deliveries = trunk_deliveries = 0
             trunk_usage_s = 0.0
             with meter:
-                for at, events in _instants(day, rng):
+                for at, events in _instants(day, rng, episodes):
                     calls.clear()
                     for event, payload in events:
                         body = webhooks_body(payload)
@@ -151,12 +153,14 @@ def webhooks_body(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload).encode()
 
 
-def _instants(day: Day, rng: random.Random) -> list[tuple[datetime, list[tuple[str, dict[str, Any]]]]]:
+def _instants(
+    day: Day, rng: random.Random, episodes: Sequence[Episode]
+) -> list[tuple[datetime, list[tuple[str, dict[str, Any]]]]]:
     """The deliveries around the episodes, by second: a commit's push when it lands, its
     jobs' `completed` deliveries when they finish."""
     trunk = day.trunk
-    first = min(e.commits[0] for e in EPISODES) - 6
-    last = max(e.commits[-1] for e in EPISODES) + 4
+    first = min(e.commits[0] for e in episodes) - 6
+    last = max(e.commits[-1] for e in episodes) + 4
     moments: dict[datetime, list[tuple[str, dict[str, Any]]]] = {}
     for index in range(first, last + 1):
         landed = day.landed(index) + timedelta(seconds=rng.random())

@@ -78,3 +78,9 @@ def healthy() -> Iterator[HudServer]:
     server.serve(grid())
     yield server
     server.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `long` first: each runs for minutes, and handed out last they would leave
+    one worker running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -135,6 +135,7 @@ def test_a_replay_without_crashes_is_the_plain_replay() -> None:
     )
 
 
+@pytest.mark.long
 def test_a_replay_with_crashes_runs_to_its_end_and_counts_them() -> None:
     run = replay("--chaos", "5", "--crash-rate", "0.08")
     assert run.returncode == 0, run.stderr[-2000:]

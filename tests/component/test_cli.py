@@ -107,7 +107,7 @@ def test_a_gzipped_replay_gives_the_same_messages_as_the_plain_one(tmp_path: Pat
     plain = SCENARIOS / "basic-break.jsonl"
     zipped = tmp_path / "basic-break.jsonl.gz"
     zipped.write_bytes(gzip.compress(plain.read_bytes()))
-    runs = [trunkwatch("replay", str(path), "--json") for path in (plain, zipped)]
+    runs = [trunkwatch("replay", str(path), "--json", "--store", "memory") for path in (plain, zipped)]
     assert all(run.returncode == 0 for run in runs), runs[1].stderr
     plain_messages, zipped_messages = (
         [

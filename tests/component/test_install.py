@@ -2,8 +2,10 @@
 
 The slow test copies the checkout's files into an empty folder, runs the README's line there
 (a new virtualenv, pip from the package index, whatever the day's releases are) and replays the
-repository's scenarios and real history with that install's `trunkwatch`. The fast ones hold
-the locks to each other, to the running environment and to the emulator's verified moto."""
+repository's scenarios and real history with that install's `trunkwatch`: it is the suite's
+replay of every scenario on the AWS emulation, as a user runs it (test_scenarios replays them
+on the in-memory store). The fast ones hold the locks to each other, to the running
+environment and to the emulator's verified moto."""
 
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ import os
 import re
 import subprocess
 import tomllib
-from collections import Counter
 from importlib import metadata
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import pytest
 from packaging.markers import Marker
 
 from tests.support.paths import ROOT
-from tests.support.scenarios import REAL_HISTORY, SCENARIOS, expected_messages, published_row, summary
+from tests.support.scenarios import REAL_HISTORY, SCENARIOS, assert_publishes_expected
 from trunkwatch_local import verified
 from trunkwatch_local.cli import main
 
@@ -75,6 +76,7 @@ def project_files() -> list[str]:
 # --- the README's line in an empty folder ---------------------------------------------------
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_the_readme_install_line_replays_every_scenario(tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"
@@ -104,8 +106,7 @@ def test_the_readme_install_line_replays_every_scenario(tmp_path: Path) -> None:
             timeout=600,
         )
         assert replay.returncode == 0, f"{scenario.name}: {replay.stderr[-3000:]}"
-        published = [summary(published_row(json.loads(line))) for line in replay.stdout.splitlines()]
-        assert Counter(published) == Counter(map(summary, expected_messages(scenario))), scenario.name
+        assert_publishes_expected(scenario, [json.loads(line) for line in replay.stdout.splitlines()])
 
     # The install took the lock's versions: those this test suite runs on.
     frozen = subprocess.run(

@@ -4,8 +4,9 @@ bisection and dead-letter queue and the schedule's unretried events handle them
 (`trunkwatch replay --chaos`). Every expected message is sent; a message goes out twice
 only where a crash came right after its publish (the one window SNS cannot close).
 
-Each scenario runs under its own seed and one of the two crash rates (the benchmark,
-`python -m benchmarks chaos`, runs every scenario under three seeds at both rates)."""
+Four scenarios run here, each under its own seed and one of the two crash rates: a break and
+its fix, an infrastructure outage, silences, a reminder due as the alert resolves (the
+benchmark, `python -m benchmarks chaos`, runs every scenario under three seeds at both rates)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,12 @@ from trunkwatch_local.chaos import Chaos
 from trunkwatch_local.replay import parse_replay, read_replay
 from trunkwatch_local.session import Session, replay_steps
 
-SCENARIO_FILES = sorted(p for p in SCENARIOS.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
-RATES = (0.03, 0.08)
+CHAOS_RUNS = [
+    ("basic-break", 100, 0.08),
+    ("infra-outage", 102, 0.03),
+    ("resolved-while-due-a-reminder", 104, 0.08),
+    ("silenced", 105, 0.03),
+]
 
 
 def assert_no_page_lost(run: Run) -> None:
@@ -39,14 +44,13 @@ def assert_no_page_lost(run: Run) -> None:
     )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     ("scenario", "seed", "rate"),
-    [(path, 100 + index, RATES[index % 2]) for index, path in enumerate(SCENARIO_FILES)],
+    [(SCENARIOS / f"{name}.jsonl", seed, rate) for name, seed, rate in CHAOS_RUNS],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )
-def test_every_scenario_sends_every_message_when_invocations_die(
-    scenario: Path, seed: int, rate: float
-) -> None:
+def test_scenarios_send_every_message_when_invocations_die(scenario: Path, seed: int, rate: float) -> None:
     assert_no_page_lost(
         run_with_chaos(
             scenario.name,
@@ -59,6 +63,7 @@ def test_every_scenario_sends_every_message_when_invocations_die(
     )
 
 
+@pytest.mark.long
 def test_a_webhook_fed_trunk_sends_every_message_when_the_pipeline_behind_it_dies() -> None:
     # A delivery whose own invocation dies is GitHub's to lose (it does not redeliver; the
     # backstop poll finds its result): here every delivery lands, and the evaluator,
@@ -79,12 +84,13 @@ def test_a_webhook_fed_trunk_sends_every_message_when_the_pipeline_behind_it_die
     assert_no_page_lost(run)
 
 
+@pytest.mark.long
 def test_the_real_history_sends_every_message_when_invocations_die() -> None:
-    # Its first 30 polls (two days, dozens of pages and reminders), against the same polls
-    # without crashes: the whole history replays to its expected messages in test_scenarios.
+    # Its first 20 polls (a day and a half, pages and reminders), against the same polls
+    # without crashes: the whole history replays to its expected messages in test_install.
     history = read_replay(REAL_HISTORY)
-    cut = dataclasses.replace(history, events=list(itertools.islice(history.events, 30)))
-    run = run_with_chaos(f"{REAL_HISTORY.name}, 30 polls", cut, [], 1, 0.03)
+    cut = dataclasses.replace(history, events=list(itertools.islice(history.events, 20)))
+    run = run_with_chaos(f"{REAL_HISTORY.name}, 20 polls", cut, [], 1, 0.03)
     assert run.expected > 10
     assert_no_page_lost(run)
 

@@ -1,6 +1,7 @@
 """Slack and GitHub-issues receivers on the local runtime, against stand-ins on 127.0.0.1:
-the project's scenarios replayed with a `receivers` header, receivers failing and
-recovering, redelivered stream batches and a lost notification log."""
+the project's scenarios replayed with a `receivers` header (on the in-memory store), receivers
+failing and recovering, redelivered stream batches and a lost notification log (in moto's
+table)."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def test_a_scenario_reaches_slack_and_github_issues(
 ) -> None:
     replay = read_replay(SCENARIOS / f"{name}.jsonl")
     replay.receivers = receivers(slack, github)
-    published = list(run_replay(replay))
+    published = list(run_replay(replay, store="memory"))
 
     assert published and slack_posts(slack) == sns_messages(published)  # one post per message
     for message in published:  # the default runbook_url: the API's runbook page, at the alert
@@ -245,7 +246,7 @@ def test_the_trunk_level_page_names_every_failing_jobs_culprit(
 ) -> None:
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = receivers(slack, github)
-    published = list(run_replay(replay))
+    published = list(run_replay(replay, store="memory"))
     culprits = {  # each job's culprit, as its own alert names it
         p.message["commonLabels"]["job"]: p.message["commonAnnotations"]
         for p in published

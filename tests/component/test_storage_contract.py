@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import boto3
 import pytest
 
 from trunkwatch.domain.cells import Cell, CellState, Commit
 from trunkwatch.domain.shards import ShardReport
-from trunkwatch.storage.errors import Conflict
+from trunkwatch.storage.dynamodb import open_table
+from trunkwatch.storage.errors import Conflict, StorageNotBound
+from trunkwatch.storage.items import TrunkStateItem
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import (
@@ -483,3 +487,31 @@ def test_a_stale_silence_conflicts_and_writes_nothing(storage: Storage) -> None:
     assert stored is not None and stored.comment == "first"
     assert silences.get("s-2") is None
     assert [a.action for a in silences.audit()] == ["create", "update"]
+
+
+# --- the DynamoDB storage's table ---------------------------------------------------------
+
+
+def test_two_dynamodb_storages_each_write_their_own_table(aws: dict[str, Any]) -> None:
+    """Nothing is bound process-wide: a second storage on another table, opened after the
+    first, leaves the first one's requests on its own table."""
+    client = boto3.client("dynamodb")
+    schema = client.describe_table(TableName=aws["table"])["Table"]
+    client.create_table(
+        TableName="trunkwatch-other",
+        KeySchema=schema["KeySchema"],
+        AttributeDefinitions=schema["AttributeDefinitions"],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    first: Storage = aws["storage"]
+    other = open_table("trunkwatch-other", "us-east-1")
+    first.trunks.record_poll_failure(TRUNK, NOW, "timeout", "first table")
+    other.trunks.record_poll_failure(TRUNK, NOW, "refused", "other table")
+    assert first.trunks.state(TRUNK).poll_error == "first table"
+    assert other.trunks.state(TRUNK).poll_error == "other table"
+    assert client.scan(TableName="trunkwatch-other")["Count"] == 1
+
+
+def test_a_model_used_outside_a_store_names_the_wiring_error() -> None:
+    with pytest.raises(StorageNotBound, match="TrunkStateItem used outside a DynamoDB store"):
+        TrunkStateItem.get("trunk#x", "state")

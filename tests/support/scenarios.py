@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -54,3 +55,20 @@ def published_row(message: dict[str, Any]) -> dict[str, Any]:
 def summary(row: dict[str, Any]) -> tuple[object, ...]:
     """What an expected row and a published one are compared by."""
     return tuple(row[key] for key in ("at", "status", "alertname", "job", "priority", "team"))
+
+
+def assert_publishes_expected(replay_file: Path, published: list[dict[str, Any]]) -> None:
+    """`trunkwatch replay --json`'s messages for `replay_file` are its expected ones, each a
+    well-formed SNS message: nothing missing, nothing extra, in time order (messages of the
+    same `at` in any order)."""
+    for message in published:
+        assert set(message) == {"at", "subject", "attributes", "message", "email"}
+        annotations = message["message"]["alerts"][0]["annotations"]
+        assert all(value != "" for value in annotations.values()), annotations
+        assert message["email"].startswith(("FIRING: ", "RESOLVED: "))
+        assert message["attributes"]["fingerprint"] in message["email"]
+        assert message["attributes"]["fingerprint"] == message["message"]["alerts"][0]["fingerprint"]
+        assert len(message["subject"]) <= 100 and "\n" not in message["subject"]
+    expected = Counter(map(summary, expected_messages(replay_file)))
+    assert Counter(summary(published_row(m)) for m in published) == expected, replay_file.name
+    assert [m["at"] for m in published] == sorted(m["at"] for m in published), replay_file.name

@@ -15,7 +15,7 @@ from trunkwatch.storage import keys
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.items import AlertItem, CommitRefMap, TrunkStateItem
 from trunkwatch.storage.records import CommitRef, JobAlert
-from trunkwatch.storage.table import connection
+from trunkwatch.storage.table import TableStore, connection
 
 
 def _ref(stored: CommitRefMap) -> CommitRef:
@@ -61,7 +61,7 @@ def _alert(item: AlertItem) -> JobAlert:
     )
 
 
-class DynamoAlerts:
+class DynamoAlerts(TableStore):
     def job_alert(self, trunk_id: str, job: str) -> JobAlert | None:
         try:
             item = AlertItem.get(keys.alerts(trunk_id), keys.alert(JOB_FAILING, job), consistent_read=True)

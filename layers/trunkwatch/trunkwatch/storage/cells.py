@@ -9,6 +9,7 @@ from trunkwatch.domain.cells import CellState, Commit, StoredCell
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CellItem
 from trunkwatch.storage.records import TITLE_MAX, CellWrite
+from trunkwatch.storage.table import TableStore
 
 
 def _item(trunk_id: str, write: CellWrite, retention: timedelta) -> CellItem:
@@ -36,7 +37,7 @@ def _item(trunk_id: str, write: CellWrite, retention: timedelta) -> CellItem:
     )
 
 
-class DynamoCells:
+class DynamoCells(TableStore):
     def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
         with CellItem.batch_write() as batch:
             for write in writes:

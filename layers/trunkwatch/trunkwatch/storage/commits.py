@@ -17,7 +17,7 @@ from trunkwatch.domain.cells import Commit
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CommitItem, CommitPointer
 from trunkwatch.storage.records import CommitMark, Pointer, StoredCommit
-from trunkwatch.storage.table import connection
+from trunkwatch.storage.table import TableStore, connection
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
@@ -60,7 +60,7 @@ def _item(trunk_id: str, stored: StoredCommit, retention: timedelta) -> CommitIt
     )
 
 
-class DynamoCommits:
+class DynamoCommits(TableStore):
     def newest(self, trunk_id: str, limit: int) -> list[StoredCommit]:
         query = CommitItem.query(keys.commits(trunk_id), scan_index_forward=False, limit=limit)
         return [_stored(item) for item in query]

@@ -9,9 +9,10 @@ from pynamodb.exceptions import PutError
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import DeliveryItem
 from trunkwatch.storage.records import DELIVERY_TTL
+from trunkwatch.storage.table import TableStore
 
 
-class DynamoDeliveries:
+class DynamoDeliveries(TableStore):
     def claim(self, delivery_id: str, event: str, now: datetime) -> bool:
         """Record the delivery; False if it was handled before."""
         try:

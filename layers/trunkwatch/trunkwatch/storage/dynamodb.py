@@ -1,8 +1,5 @@
-"""The DynamoDB storage: every store on one table, the one a function's environment names.
-
-PynamoDB keeps the table on its model classes, so opening a table points every model at it:
-a process works on one table at a time (a Lambda container always does; the local runtime,
-tests and benchmarks open the emulated table they created)."""
+"""The DynamoDB storage: every store on one table, the one a function's environment names
+(each store's requests go to its own table: `table.TableStore`)."""
 
 from __future__ import annotations
 
@@ -14,22 +11,22 @@ from trunkwatch.storage.logs import DynamoLogs
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.shards import DynamoShards
 from trunkwatch.storage.silences import DynamoSilences
-from trunkwatch.storage.table import bind
+from trunkwatch.storage.table import Table
 from trunkwatch.storage.ticks import DynamoTicks
 from trunkwatch.storage.trunks import DynamoTrunks
 
 
 def open_table(table_name: str, region: str | None = None, endpoint_url: str | None = None) -> Storage:
     """The storage on `table_name` (`endpoint_url`: a local emulation's)."""
-    bind(table_name, region, endpoint_url)
+    table = Table(table_name, region, endpoint_url)
     return Storage(
-        trunks=DynamoTrunks(),
-        commits=DynamoCommits(),
-        cells=DynamoCells(),
-        alerts=DynamoAlerts(),
-        ticks=DynamoTicks(),
-        shards=DynamoShards(),
-        deliveries=DynamoDeliveries(),
-        logs=DynamoLogs(),
-        silences=DynamoSilences(),
+        trunks=DynamoTrunks(table),
+        commits=DynamoCommits(table),
+        cells=DynamoCells(table),
+        alerts=DynamoAlerts(table),
+        ticks=DynamoTicks(table),
+        shards=DynamoShards(table),
+        deliveries=DynamoDeliveries(table),
+        logs=DynamoLogs(table),
+        silences=DynamoSilences(table),
     )

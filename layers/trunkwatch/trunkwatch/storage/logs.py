@@ -8,6 +8,7 @@ from trunkwatch.domain.alerts import FIRING
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import NotificationLog
 from trunkwatch.storage.records import LogEntry
+from trunkwatch.storage.table import TableStore
 
 
 def _entry(item: NotificationLog) -> LogEntry:
@@ -28,7 +29,7 @@ def _entry(item: NotificationLog) -> LogEntry:
     )
 
 
-class DynamoLogs:
+class DynamoLogs(TableStore):
     def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]:
         """The receiver's log entries of the trunk, by fingerprint."""
         query = NotificationLog.query(

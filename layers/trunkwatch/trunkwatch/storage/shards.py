@@ -13,9 +13,10 @@ from trunkwatch.domain.shards import ShardReport, pending_shards, shard_run
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import ShardItem
 from trunkwatch.storage.records import FAILED_CONCLUSIONS, SHARD_TTL
+from trunkwatch.storage.table import TableStore
 
 
-class DynamoShards:
+class DynamoShards(TableStore):
     def report(self, trunk_id: str, shard: ShardReport, now: datetime) -> bool:
         """Store the report if it is newer than the stored one: a later attempt, or the same
         attempt's completion; a pending report never replaces a completed one. A failed attempt

@@ -14,7 +14,7 @@ from trunkwatch.storage import keys
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.items import MatcherMap, SilenceAuditItem, SilenceItem
 from trunkwatch.storage.records import SilenceAudit, SilenceRecord, StoredMatcher
-from trunkwatch.storage.table import connection
+from trunkwatch.storage.table import TableStore, connection
 
 
 def _record(item: SilenceItem) -> SilenceRecord:
@@ -68,7 +68,7 @@ def audit_item(audit: SilenceAudit) -> SilenceAuditItem:
     )
 
 
-class DynamoSilences:
+class DynamoSilences(TableStore):
     def get(self, silence_id: str) -> SilenceRecord | None:
         try:
             return _record(SilenceItem.get(keys.SILENCES, silence_id, consistent_read=True))

@@ -27,10 +27,10 @@ from pynamodb.exceptions import UpdateError
 from trunkwatch.storage import keys, trunks
 from trunkwatch.storage.items import TickCount, TickItem
 from trunkwatch.storage.records import TICK_TTL, Group, group_bucket
-from trunkwatch.storage.table import BaseItem
+from trunkwatch.storage.table import BaseItem, TableStore
 
 
-class DynamoTicks:
+class DynamoTicks(TableStore):
     def open_poll(self, trunk_id: str, poll: str, expected: int, now: datetime) -> None:
         """Before a poll's cells are written: its tick, and the trunk's open poll (the barrier
         a sweep waits on)."""

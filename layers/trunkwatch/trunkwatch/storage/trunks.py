@@ -12,11 +12,12 @@ from pynamodb.expressions.update import Action
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import JobIndex, SourceState, TrunkStateItem
 from trunkwatch.storage.records import ERROR_MAX, LAST_OK_PRECISION, TrunkState
+from trunkwatch.storage.table import TableStore
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
-class DynamoTrunks:
+class DynamoTrunks(TableStore):
     def state(self, trunk_id: str, consistent: bool = False) -> TrunkState:
         """The trunk's state (an empty one before the first poll)."""
         try:
