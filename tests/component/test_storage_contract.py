@@ -9,7 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from trunkwatch.domain.cells import Cell, CellState, Commit
+from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import ShardReport
+from trunkwatch.storage import keys
+from trunkwatch.storage.items import EpisodeItem
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
@@ -18,7 +21,9 @@ from trunkwatch.storage.records import (
     TITLE_MAX,
     CellWrite,
     CommitMark,
+    EPISODE_RETENTION,
     CommitRef,
+    Episode,
     JobAlert,
     LogEntry,
     Pointer,
@@ -255,6 +260,56 @@ def test_a_stale_alert_conflicts_and_writes_nothing(storage: Storage) -> None:
     stored = alerts.job_alert(TRUNK, JOB)
     assert stored is not None and (stored.status, stored.streak) == ("firing", 3)
     assert storage.trunks.state(TRUNK).failing == {JOB}
+
+
+def test_an_alert_writes_its_episode_when_it_fires_and_when_it_resolves(storage: Storage) -> None:
+    alerts = storage.alerts
+    first = alerts.save_with_failing_set(TRUNK, alert(), now_firing=True)
+    ref = first.first_fail
+    assert alerts.episodes(TRUNK, NOW) == [Episode(JOB, NOW, None, ref)]
+    # A firing alert's updates (its streak) leave its episode alone.
+    grown = alerts.save_with_failing_set(TRUNK, dataclasses.replace(first, streak=5), now_firing=None)
+    assert alerts.episodes(TRUNK, NOW) == [Episode(JOB, NOW, None, ref)]
+    ended = NOW + timedelta(hours=3)
+    resolved = alerts.save_with_failing_set(
+        TRUNK, dataclasses.replace(grown, status="resolved", ends_at=ended), now_firing=False
+    )
+    later = NOW + timedelta(days=2)
+    again = alerts.save_with_failing_set(
+        TRUNK, dataclasses.replace(resolved, status="firing", starts_at=later, ends_at=None), now_firing=True
+    )
+    other = alerts.save_with_failing_set(TRUNK, alert("other", starts_at=later), now_firing=True)
+    assert alerts.episodes(TRUNK, NOW) == [
+        Episode(JOB, NOW, ended, ref),
+        Episode("other", later, None, other.first_fail),
+        Episode(JOB, later, None, again.first_fail),
+    ]
+    # Since after the first one ended: only what still fires or ended since.
+    assert [e.starts_at for e in alerts.episodes(TRUNK, ended + timedelta(seconds=1))] == [later, later]
+    assert alerts.episodes("other/repo#main", NOW) == []
+
+
+def test_a_stale_alert_writes_no_episode(storage: Storage) -> None:
+    alerts = storage.alerts
+    first = alerts.save_with_failing_set(TRUNK, alert(), now_firing=True)
+    alerts.save_with_failing_set(TRUNK, dataclasses.replace(first, streak=3), now_firing=None)
+    with pytest.raises(Conflict):
+        alerts.save_with_failing_set(
+            TRUNK, dataclasses.replace(first, status="resolved", ends_at=NOW), now_firing=False
+        )
+    assert [e.ends_at for e in alerts.episodes(TRUNK, NOW)] == [None]
+
+
+def test_a_resolved_episode_expires_a_month_after_it_ended(aws: dict) -> None:
+    alerts = aws["storage"].alerts
+    first = alerts.save_with_failing_set(TRUNK, alert(), now_firing=True)
+    key = (keys.episodes(TRUNK), keys.episode(format_time(NOW), JOB))
+    assert EpisodeItem.get(*key).expires_at is None  # never while firing
+    ended = NOW + timedelta(hours=1)
+    alerts.save_with_failing_set(
+        TRUNK, dataclasses.replace(first, status="resolved", ends_at=ended), now_firing=False
+    )
+    assert EpisodeItem.get(*key).expires_at == ended + EPISODE_RETENTION
 
 
 # --- ticks --------------------------------------------------------------------------------
