@@ -12,16 +12,16 @@ from trunkwatch.domain.cells import Cell, CellState, Commit
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import ShardReport
 from trunkwatch.storage import keys
-from trunkwatch.storage.items import EpisodeItem
 from trunkwatch.storage.errors import Conflict
+from trunkwatch.storage.items import EpisodeItem
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import (
+    EPISODE_RETENTION,
     GROUP_WINDOW,
     TITLE_MAX,
     CellWrite,
     CommitMark,
-    EPISODE_RETENTION,
     CommitRef,
     Episode,
     JobAlert,

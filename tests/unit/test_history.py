@@ -42,7 +42,8 @@ def test_hours_per_day_split_at_midnight_and_times_to_fix() -> None:
     now = T0 + 30 * HOUR  # 2026-11-20 04:00
     drawn = history([job("a", 0, 4), job("b", 10, 12), job("c", 29, None)], now, 3, band)
     assert drawn.since == datetime(2026, 11, 18, tzinfo=UTC)
-    assert drawn.hours_broken == [(date(2026, 11, 18), 2.0), (date(2026, 11, 19), 4.0), (date(2026, 11, 20), 1.0)]
+    days = [date(2026, 11, 18), date(2026, 11, 19), date(2026, 11, 20)]
+    assert drawn.hours_broken == list(zip(days, [2.0, 4.0, 1.0], strict=True))
     assert drawn.pages_per_week == [(date(2026, 11, 16), 3)]
     assert (drawn.median_time_to_fix, drawn.worst_time_to_fix) == (3 * HOUR, 4 * HOUR)
 

@@ -14,7 +14,9 @@ from trunkwatch.app import health
 
 router = Router()
 
-_Trunk = Annotated[str, Query(description="The trunk's id, `<owner>/<repo>#<branch>`, as GET /api/v2/trunks lists it")]
+_Trunk = Annotated[
+    str, Query(description="The trunk's id, `<owner>/<repo>#<branch>`, as GET /api/v2/trunks lists it")
+]
 
 
 @router.get("/api/v2/trunks", summary="Every configured trunk with its health, broken ones first")
@@ -23,7 +25,7 @@ def get_trunks() -> list[dict[str, Any]]:
     return health.trunks(edge.storage(), edge.deployment(), edge.clock.now())
 
 
-@router.get("/api/v2/trunks/grid", summary="A trunk's recent commits by its failing and recently failing jobs")
+@router.get("/api/v2/trunks/grid", summary="A trunk's recent commits by its failing and recently failed jobs")
 def get_grid(trunk: _Trunk) -> dict[str, Any]:
     edge = edge_of(router)
     return health.grid(edge.storage(), edge.deployment(), trunk)

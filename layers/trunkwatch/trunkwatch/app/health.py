@@ -52,7 +52,14 @@ def _firing(storage: Storage, deployment: Deployment, trunk: TrunkConfig) -> lis
 
 
 def _commit(ref: CommitRef) -> dict[str, Any]:
-    return {"seq": ref.seq, "sha": ref.sha, "title": ref.title, "author": ref.author, "pr": ref.pr, "url": ref.url}
+    return {
+        "seq": ref.seq,
+        "sha": ref.sha,
+        "title": ref.title,
+        "author": ref.author,
+        "pr": ref.pr,
+        "url": ref.url,
+    }
 
 
 def trunks(storage: Storage, deployment: Deployment, now: datetime) -> list[dict[str, Any]]:
@@ -92,17 +99,17 @@ class _Column:
 
 
 def _columns(
-    storage: Storage, deployment: Deployment, trunk: TrunkConfig, codes: dict[str, str], oldest: datetime | None
+    storage: Storage,
+    deployment: Deployment,
+    trunk: TrunkConfig,
+    codes: dict[str, str],
+    oldest: datetime | None,
 ) -> list[_Column]:
     """The grid's jobs: those firing, those whose alert resolved since the oldest row, and
     those with a failure in the rows; firing first, then by name."""
     rule = deployment.rule_for(trunk)
     alerts = {a.job: a for a in storage.alerts.of_trunk(trunk.trunk_id) if rule.in_scope(a.job)}
-    recent = {
-        job
-        for job, alert in alerts.items()
-        if alert.status == FIRING or (oldest is not None and alert.ends_at is not None and alert.ends_at >= oldest)
-    }
+    recent = {job for job, alert in alerts.items() if alert.status == FIRING or _ended_since(alert, oldest)}
     failed = {job for job, states in codes.items() if CellState.FAIL.code in states and rule.in_scope(job)}
     columns = [
         _Column(
@@ -113,6 +120,10 @@ def _columns(
         for job in recent | failed
     ]
     return sorted(columns, key=lambda c: (not c.firing, c.job))[:GRID_JOBS]
+
+
+def _ended_since(alert: JobAlert, oldest: datetime | None) -> bool:
+    return oldest is not None and alert.ends_at is not None and alert.ends_at >= oldest
 
 
 def grid(storage: Storage, deployment: Deployment, trunk_id: str) -> dict[str, Any]:

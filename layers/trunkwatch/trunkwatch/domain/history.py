@@ -9,7 +9,6 @@ each time its name changes (TrunkBroken <-> TrunkBadlyBroken are two alerts).
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -92,17 +91,13 @@ def history(
     ended in the window."""
     first_day = now.date() - timedelta(days=days - 1)
     since = datetime.combine(first_day, time(), UTC)
-    episodes = [
-        e for e in trunk_episodes(jobs, now, alertname) if e.ends_at is None or e.ends_at >= since
-    ]
+    episodes = [e for e in trunk_episodes(jobs, now, alertname) if e.ends_at is None or e.ends_at >= since]
     hours = []
     for offset in range(days):
         day = first_day + timedelta(days=offset)
         start = datetime.combine(day, time(), UTC)
         end = min(start + timedelta(days=1), now)
-        broken = sum(
-            (_overlap(e.starts_at, e.ends_at or now, start, end) for e in episodes), timedelta()
-        )
+        broken = sum((_overlap(e.starts_at, e.ends_at or now, start, end) for e in episodes), timedelta())
         hours.append((day, round(broken / timedelta(hours=1), 2)))
     monday = first_day - timedelta(days=first_day.weekday())
     weeks: dict[date, int] = {}
@@ -120,10 +115,18 @@ def history(
         episodes=episodes,
         hours_broken=hours,
         pages_per_week=sorted(weeks.items()),
-        median_time_to_fix=statistics.median(fixes) if fixes else None,
+        median_time_to_fix=_median(fixes),
         worst_time_to_fix=fixes[-1] if fixes else None,
     )
 
 
 def _overlap(start: datetime, end: datetime, window_start: datetime, window_end: datetime) -> timedelta:
     return max(min(end, window_end) - max(start, window_start), timedelta())
+
+
+def _median(values: list[timedelta]) -> timedelta | None:
+    """Of sorted values (statistics.median is typed for numbers only)."""
+    if not values:
+        return None
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
