@@ -300,6 +300,32 @@ def test_a_stale_alert_writes_no_episode(storage: Storage) -> None:
     assert [e.ends_at for e in alerts.episodes(TRUNK, NOW)] == [None]
 
 
+def test_anepisode_item_is_at_most_one_write_unit(aws: dict) -> None:
+    """docs/status-page.md's cost: an episode with the longest title a commit keeps, a long
+    author and GitHub's run URLs is still under 1 KB (one write unit, two in a transaction)."""
+    from benchmarks.usage import item_bytes
+    from trunkwatch.storage.alerts import episode_item
+
+    sha = "f" * 40
+    culprit = CommitRef(
+        seq=12345678,
+        sha=sha,
+        time=NOW,
+        title="x" * TITLE_MAX,
+        author="a" * 39,
+        pr=160000,
+        url=f"https://github.com/pytorch/pytorch/commit/{sha}",
+        job_url="https://github.com/pytorch/pytorch/actions/runs/12345678901/job/123456789012",
+    )
+    episode = alert(
+        "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)",
+        status="resolved",
+        ends_at=NOW,
+        first_fail=culprit,
+    )
+    assert item_bytes(episode_item(TRUNK, episode)) <= 1024
+
+
 def test_a_resolved_episode_expires_a_month_after_it_ended(aws: dict) -> None:
     alerts = aws["storage"].alerts
     first = alerts.save_with_failing_set(TRUNK, alert(), now_firing=True)

@@ -63,7 +63,7 @@ def _alert(item: AlertItem) -> JobAlert:
     )
 
 
-def _episode_item(trunk_id: str, alert: JobAlert) -> EpisodeItem:
+def episode_item(trunk_id: str, alert: JobAlert) -> EpisodeItem:
     return EpisodeItem(
         keys.episodes(trunk_id),
         keys.episode(format_time(alert.starts_at), alert.job),
@@ -112,7 +112,7 @@ class DynamoAlerts:
             with TransactWrite(connection=connection()) as transaction:
                 transaction.save(item)
                 if now_firing is not None:
-                    transaction.save(_episode_item(trunk_id, alert))
+                    transaction.save(episode_item(trunk_id, alert))
                     change: Action = (
                         TrunkStateItem.failing.add if now_firing else TrunkStateItem.failing.delete
                     )({alert.job})
