@@ -144,7 +144,10 @@ def _openapi_document() -> str:
         resolver.get_openapi_json_schema(
             title="trunkwatch",
             version="2",
-            description="A compatible subset of the Prometheus Alertmanager API v2 (silences and alerts).",
+            description=(
+                "A compatible subset of the Prometheus Alertmanager API v2 (silences and alerts), "
+                "and trunkwatch's trunk health (every trunk, a trunk's grid and 30-day history)."
+            ),
         )
     )
     # Failed request validation is answered 400 {"error": ...}, not with Powertools' 422.
