@@ -29,13 +29,20 @@ def test_overlapping_job_episodes_are_one_trunk_episode() -> None:
     assert [e.time_to_fix for e in episodes] == [5 * HOUR, None]
 
 
-def test_back_to_back_episodes_stay_apart_and_a_band_change_pages_again() -> None:
+def test_a_job_failing_as_another_is_fixed_keeps_the_episode_and_a_band_change_pages_again() -> None:
     now = T0 + 10 * HOUR
     jobs = [job("a", 0, 1), job("b", 1, 4), job("c", 2, 3), job("d", 2, 3)]
-    first, second = trunk_episodes(jobs, now, band)
-    assert first.pages == [T0]
-    # b fires (TrunkBroken), c and d make it TrunkBadlyBroken, then back to TrunkBroken.
-    assert second.pages == [T0 + HOUR, T0 + 2 * HOUR, T0 + 3 * HOUR]
+    (episode,) = trunk_episodes(jobs, now, band)
+    assert (episode.starts_at, episode.ends_at) == (T0, T0 + 4 * HOUR)
+    # a fires (TrunkBroken); b takes over (no page); c and d together make it
+    # TrunkBadlyBroken (one page), then back to TrunkBroken (another).
+    assert episode.pages == [T0, T0 + 2 * HOUR, T0 + 3 * HOUR]
+
+
+def test_jobs_failing_from_one_commit_page_once_at_their_band() -> None:
+    (episode,) = trunk_episodes([job(name, 0, 2) for name in "abc"], T0 + 5 * HOUR, band)
+    assert episode.pages == [T0]
+    assert [j.job for j in episode.jobs] == ["a", "b", "c"]
 
 
 def test_hours_per_day_split_at_midnight_and_times_to_fix() -> None:

@@ -9,6 +9,7 @@ each time its name changes (TrunkBroken <-> TrunkBadlyBroken are two alerts).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -54,22 +55,24 @@ def trunk_episodes(
 ) -> list[TrunkEpisode]:
     """The trunk's episodes, oldest first; `alertname(failing jobs)` names the trunk-level
     alert for a count of failing jobs (None for none)."""
-    # +1 at a start, -1 at an end; at one instant ends come first, so back-to-back episodes
-    # of two jobs are two trunk episodes only if nothing overlapped.
+    # +1 at a start, -1 at an end. The alert is judged once per instant, after all of its
+    # changes (jobs that fail from one commit page once, at the band they reach together),
+    # and starts come before ends: a job that fires as another resolves keeps the trunk broken.
     events: list[tuple[datetime, int, JobEpisode]] = []
     for job in jobs:
         events.append((job.starts_at, 1, job))
         events.append((min(job.ends_at or now, now), -1, job))
-    events.sort(key=lambda event: (event[0], event[1]))
+    events.sort(key=lambda event: (event[0], -event[1]))
     episodes: list[TrunkEpisode] = []
     open_jobs = 0
     name: str | None = None
-    for at, step, job in events:
-        if step > 0 and open_jobs == 0:
-            episodes.append(TrunkEpisode(starts_at=at, ends_at=None))
-        open_jobs += step
-        if step > 0:
-            episodes[-1].jobs.append(job)
+    for at, changes in itertools.groupby(events, key=lambda event: event[0]):
+        for _, step, job in changes:
+            if step > 0 and open_jobs == 0:
+                episodes.append(TrunkEpisode(starts_at=at, ends_at=None))
+            open_jobs += step
+            if step > 0:
+                episodes[-1].jobs.append(job)
         current = alertname(open_jobs)
         if current is not None and current != name:
             episodes[-1].pages.append(at)
