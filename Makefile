@@ -75,9 +75,11 @@ bench: $(VENV)/.installed
 docs: $(VENV)/.installed
 	$(BIN)/python -m benchmarks.docs
 
-# Refresh the README's status page screenshot (chromium + Playwright, like the browser tests).
+# Refresh the status page screenshots in docs/ (chromium + Playwright, like the browser tests):
+# the README's alerts view, and the trunk overview and a trunk's grid and history.
 screenshot: $(VENV)/.installed
 	TRUNKWATCH_UPDATE_SCREENSHOT=1 $(BIN)/python -m pytest -q -p no:xdist tests/peers/test_status_page.py -k test_alerts_silence_from_an_alert_and_expire
+	TRUNKWATCH_UPDATE_SCREENSHOT=1 $(BIN)/python -m pytest -q -p no:xdist tests/peers/test_trunk_pages.py
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(LOCK_VENV) .aws-sam benchmarks/out

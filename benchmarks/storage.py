@@ -8,8 +8,9 @@ items the simulated day leaves in its table; a silence's and its audit records' 
 the items the API writes. Assumed (stated in the basis): how many silences a day are made and
 how long they last. Cells and commits stay the rule's default `retention` after the commit's
 time; a resolved alert's logs the same after their last write; ticks TICK_TTL; idempotency
-records the notifier's 7 days; silences their `endsAt` + 120 h. Alert items and the trunk's
-items never expire: at most one alert item per job column.
+records the notifier's 7 days; silences their `endsAt` + 120 h; job episodes (the status
+page's history) EPISODE_RETENTION after they resolved, as many a day as the simulated day
+wrote. Alert items and the trunk's items never expire: at most one alert item per job column.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from trunkwatch.silences.matchers import Matcher
 from trunkwatch.silences.model import Silence
 from trunkwatch.silences.store import RETENTION as SILENCE_RETENTION
 from trunkwatch.silences.store import audit_record, silence_record
-from trunkwatch.storage.records import TICK_TTL
+from trunkwatch.storage.records import EPISODE_RETENTION, TICK_TTL
 from trunkwatch.storage.silences import audit_item, silence_item
 
 GB = 1e9
@@ -72,6 +73,7 @@ def steady_state(
     alerts, alert_bytes = day_stored.get("alert", [0, 0])
     logs, log_bytes = per_day("notification")
     keys, key_bytes = per_day("idempotency")
+    episodes, episode_bytes = per_day("episode")
     parts: dict[str, tuple[float, float]] = {
         # (items, bytes)
         "cells_and_commits": (
@@ -89,6 +91,7 @@ def steady_state(
             keys * days(IDEMPOTENCY_TTL),
             key_bytes * days(IDEMPOTENCY_TTL),
         ),
+        "episodes": (episodes * days(EPISODE_RETENTION), episode_bytes * days(EPISODE_RETENTION)),
         "alerts": (float(job_columns), job_columns * alert_bytes / alerts if alerts else 0.0),
         "trunk": (
             float(sum(day_stored.get(k, [0, 0])[0] for k in NEVER_EXPIRE)),
@@ -113,11 +116,13 @@ def steady_state(
             "notification_log": round(log_bytes / logs, 1) if logs else 0.0,
             "idempotency": round(key_bytes / keys, 1) if keys else 0.0,
             "alert": round(alert_bytes / alerts, 1) if alerts else 0.0,
+            "episode": round(episode_bytes / episodes, 1) if episodes else 0.0,
             **silence_bytes,
         },
         basis=(
             f"cells and commits {retention / DAY:g} days (retention), resolved alerts' logs the "
-            f"same, ticks {TICK_TTL / DAY:g} days, idempotency records "
+            f"same, ticks {TICK_TTL / DAY:g} days, job episodes {EPISODE_RETENTION / DAY:g} days after "
+            f"they resolved, idempotency records "
             f"{IDEMPOTENCY_TTL / DAY:g} days, each plus {TTL_DELETION_LAG / DAY:g} days until "
             f"DynamoDB deletes it; one alert item per job column; {SILENCES_PER_DAY} silences a day "
             f"assumed, each lasting {SILENCE_LASTS / timedelta(hours=1):g} h and kept 120 h more"

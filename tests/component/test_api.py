@@ -138,7 +138,12 @@ def test_openapi_document_describes_the_routes() -> None:
         "/api/v2/alerts/groups",
         "/api/v2/status",
         "/api/v2/receivers",
+        "/api/v2/trunks",
+        "/api/v2/trunks/grid",
+        "/api/v2/trunks/history",
     }
+    grid = document["paths"]["/api/v2/trunks/grid"]["get"]
+    assert [(p["name"], p["in"], p["required"]) for p in grid["parameters"]] == [("trunk", "query", True)]
     post = document["paths"]["/api/v2/silences"]["post"]
     assert "422" not in post["responses"]
     assert post["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/ApiError")

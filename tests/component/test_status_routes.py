@@ -178,6 +178,8 @@ def test_local_gateway_serves_the_page_without_a_token_but_not_the_api() -> None
         assert status("/") == 200
         assert status("/static/app.js") == 200
         assert status("/api/v2/alerts") == 401
+        assert status("/api/v2/trunks") == 401
+        assert status("/api/v2/trunks/grid?trunk=pytorch%2Fpytorch%23main") == 401
         assert status("/", "POST") == 403
         assert status("/static/a/b") == 403
     finally:

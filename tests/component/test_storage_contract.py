@@ -11,18 +11,23 @@ import boto3
 import pytest
 
 from trunkwatch.domain.cells import Cell, CellState, Commit
+from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import ShardReport
+from trunkwatch.storage import keys
 from trunkwatch.storage.dynamodb import open_table
 from trunkwatch.storage.errors import Conflict, StorageNotBound
 from trunkwatch.storage.items import TrunkStateItem
+from trunkwatch.storage.keys import TTL_ATTRIBUTE
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import (
+    EPISODE_RETENTION,
     GROUP_WINDOW,
     TITLE_MAX,
     CellWrite,
     CommitMark,
     CommitRef,
+    Episode,
     JobAlert,
     LogEntry,
     Pointer,
@@ -259,6 +264,87 @@ def test_a_stale_alert_conflicts_and_writes_nothing(storage: Storage) -> None:
     stored = alerts.job_alert(TRUNK, JOB)
     assert stored is not None and (stored.status, stored.streak) == ("firing", 3)
     assert storage.trunks.state(TRUNK).failing == {JOB}
+
+
+def test_an_alert_writes_its_episode_when_it_fires_and_when_it_resolves(storage: Storage) -> None:
+    alerts = storage.alerts
+    first = alerts.save_with_failing_set(TRUNK, alert(), now_firing=True)
+    ref = first.first_fail
+    assert alerts.episodes(TRUNK, NOW) == [Episode(JOB, NOW, None, ref)]
+    # A firing alert's updates (its streak) leave its episode alone.
+    grown = alerts.save_with_failing_set(TRUNK, dataclasses.replace(first, streak=5), now_firing=None)
+    assert alerts.episodes(TRUNK, NOW) == [Episode(JOB, NOW, None, ref)]
+    ended = NOW + timedelta(hours=3)
+    resolved = alerts.save_with_failing_set(
+        TRUNK, dataclasses.replace(grown, status="resolved", ends_at=ended), now_firing=False
+    )
+    later = NOW + timedelta(days=2)
+    again = alerts.save_with_failing_set(
+        TRUNK, dataclasses.replace(resolved, status="firing", starts_at=later, ends_at=None), now_firing=True
+    )
+    other = alerts.save_with_failing_set(TRUNK, alert("other", starts_at=later), now_firing=True)
+    assert alerts.episodes(TRUNK, NOW) == [
+        Episode(JOB, NOW, ended, ref),
+        Episode("other", later, None, other.first_fail),
+        Episode(JOB, later, None, again.first_fail),
+    ]
+    # Since after the first one ended: only what still fires or ended since.
+    assert [e.starts_at for e in alerts.episodes(TRUNK, ended + timedelta(seconds=1))] == [later, later]
+    assert alerts.episodes("other/repo#main", NOW) == []
+
+
+def test_a_stale_alert_writes_no_episode(storage: Storage) -> None:
+    alerts = storage.alerts
+    first = alerts.save_with_failing_set(TRUNK, alert(), now_firing=True)
+    alerts.save_with_failing_set(TRUNK, dataclasses.replace(first, streak=3), now_firing=None)
+    with pytest.raises(Conflict):
+        alerts.save_with_failing_set(
+            TRUNK, dataclasses.replace(first, status="resolved", ends_at=NOW), now_firing=False
+        )
+    assert [e.ends_at for e in alerts.episodes(TRUNK, NOW)] == [None]
+
+
+def test_anepisode_item_is_at_most_one_write_unit(aws: dict) -> None:
+    """docs/status-page.md's cost: an episode with the longest title a commit keeps, a long
+    author and GitHub's run URLs is still under 1 KB (one write unit, two in a transaction)."""
+    from benchmarks.usage import item_bytes
+    from trunkwatch.storage.alerts import episode_item
+
+    sha = "f" * 40
+    culprit = CommitRef(
+        seq=12345678,
+        sha=sha,
+        time=NOW,
+        title="x" * TITLE_MAX,
+        author="a" * 39,
+        pr=160000,
+        url=f"https://github.com/pytorch/pytorch/commit/{sha}",
+        job_url="https://github.com/pytorch/pytorch/actions/runs/12345678901/job/123456789012",
+    )
+    episode = alert(
+        "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)",
+        status="resolved",
+        ends_at=NOW,
+        first_fail=culprit,
+    )
+    assert item_bytes(episode_item(TRUNK, episode)) <= 1024
+
+
+def test_a_resolved_episode_expires_a_month_after_it_ended(aws: dict) -> None:
+    alerts = aws["storage"].alerts
+    first = alerts.save_with_failing_set(TRUNK, alert(), now_firing=True)
+    key = {"pk": {"S": keys.episodes(TRUNK)}, "sk": {"S": keys.episode(format_time(NOW), JOB)}}
+
+    def expiry() -> str | None:
+        item = boto3.client("dynamodb").get_item(TableName=aws["table"], Key=key)["Item"]
+        return item.get(TTL_ATTRIBUTE, {}).get("N")
+
+    assert expiry() is None  # never while firing
+    ended = NOW + timedelta(hours=1)
+    alerts.save_with_failing_set(
+        TRUNK, dataclasses.replace(first, status="resolved", ends_at=ended), now_firing=False
+    )
+    assert expiry() == str(int((ended + EPISODE_RETENTION).timestamp()))
 
 
 # --- ticks --------------------------------------------------------------------------------

@@ -22,8 +22,9 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from trunkwatch.api import alerts, caller, page, runbook, silences, status
+from trunkwatch.api import alerts, caller, page, runbook, silences, status, trunks
 from trunkwatch.api.models import ApiError
+from trunkwatch.app.health import UnknownTrunk
 from trunkwatch.silences.matchers import SilenceError
 from trunkwatch.silences.model import SilenceConflict, SilenceNotFound
 from trunkwatch.silences.postable import describe_errors
@@ -110,6 +111,11 @@ def _no_silence(err: SilenceNotFound) -> Response:
     return _error(404, str(err))
 
 
+@resolver.exception_handler(UnknownTrunk)
+def _no_trunk(err: UnknownTrunk) -> Response:
+    return _error(404, str(err))
+
+
 @resolver.exception_handler(SilenceConflict)
 def _conflict(err: SilenceConflict) -> Response:
     return _error(409, str(err))
@@ -138,7 +144,10 @@ def _openapi_document() -> str:
         resolver.get_openapi_json_schema(
             title="trunkwatch",
             version="2",
-            description="A compatible subset of the Prometheus Alertmanager API v2 (silences and alerts).",
+            description=(
+                "A compatible subset of the Prometheus Alertmanager API v2 (silences and alerts), "
+                "and trunkwatch's trunk health (every trunk, a trunk's grid and 30-day history)."
+            ),
         )
     )
     # Failed request validation is answered 400 {"error": ...}, not with Powertools' 422.
@@ -162,5 +171,5 @@ def openapi() -> Response[str]:
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=_openapi_document())
 
 
-for _router in (silences.router, alerts.router, status.router, page.router, runbook.router):
+for _router in (silences.router, alerts.router, status.router, trunks.router, page.router, runbook.router):
     resolver.include_router(_router)

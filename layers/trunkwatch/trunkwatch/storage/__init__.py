@@ -18,6 +18,7 @@ one partition per job.
 | commit           | `COMMITS#<repo>#<branch>`        | `<seq:08d>`                | commit       |
 | job cell         | `CELLS#<repo>#<branch>#<job>`    | `<seq:08d>`                | cell         |
 | alert            | `ALERTS#<repo>#<branch>`         | `<alertname>#<job or ->`   | alert        |
+| job episode      | `EPISODES#<repo>#<branch>`       | `<starts_at>#<job>`        | episode      |
 | notification log | `LOG#<repo>#<branch>`            | `<receiver>#<fingerprint>` | notification |
 | tick barrier     | `TICK#<repo>#<branch>`           | `<poll or group id>`       | tick         |
 | commit by sha    | `SHA#<repo>#<branch>#<sha>`      | `SEQ`                      | commit_sha   |
@@ -29,7 +30,8 @@ one partition per job.
 
 Expiry (`expires_at`, epoch seconds), set by each kind's writer: commits and cells the rule's
 `retention` after the commit's time; notification logs `retention` after their last write,
-except while last sent firing; ticks TICK_TTL after their poll; idempotency records after
+except while last sent firing; job episodes EPISODE_RETENTION (31 days) after they resolved,
+never while firing; ticks TICK_TTL after their poll; idempotency records after
 the notifier's 7 days; silences and their audit records `endsAt` + 120 h. Trunk items and
 alerts never expire (one per trunk or job).
 

@@ -1,20 +1,22 @@
 """Stored alerts of a trunk (TrunkJobFailing items) in DynamoDB and the trunk's failing set,
 written together in one transaction so K (design.md §3.3) never disagrees with the alert
-items."""
+items; an alert that starts firing or resolves writes its episode in the same transaction."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.domain.alerts import FIRING, JOB_FAILING
+from trunkwatch.domain.clock import format_time
 from trunkwatch.storage import keys
 from trunkwatch.storage.errors import Conflict
-from trunkwatch.storage.items import AlertItem, CommitRefMap, TrunkStateItem
-from trunkwatch.storage.records import CommitRef, JobAlert
+from trunkwatch.storage.items import AlertItem, CommitRefMap, EpisodeItem, TrunkStateItem
+from trunkwatch.storage.records import EPISODE_RETENTION, CommitRef, Episode, JobAlert
 from trunkwatch.storage.table import TableStore, connection
 
 
@@ -61,6 +63,18 @@ def _alert(item: AlertItem) -> JobAlert:
     )
 
 
+def episode_item(trunk_id: str, alert: JobAlert) -> EpisodeItem:
+    return EpisodeItem(
+        keys.episodes(trunk_id),
+        keys.episode(format_time(alert.starts_at), alert.job),
+        job=alert.job,
+        starts_at=alert.starts_at,
+        ends_at=alert.ends_at,
+        culprit=_ref_map(alert.first_fail),
+        expires_at=alert.ends_at + EPISODE_RETENTION if alert.ends_at is not None else None,
+    )
+
+
 class DynamoAlerts(TableStore):
     def job_alert(self, trunk_id: str, job: str) -> JobAlert | None:
         try:
@@ -75,8 +89,8 @@ class DynamoAlerts(TableStore):
 
     def save_with_failing_set(self, trunk_id: str, alert: JobAlert, now_firing: bool | None) -> JobAlert:
         """Save the alert if it is still at its version (else `Conflict`); `now_firing`
-        True/False adds/removes its job from the trunk's failing set in the same transaction,
-        None leaves the set alone. Returns the alert at its new version."""
+        True/False adds/removes its job from the trunk's failing set and writes its episode in
+        the same transaction, None leaves both alone. Returns the alert at its new version."""
         item = AlertItem(
             keys.alerts(trunk_id),
             keys.alert(JOB_FAILING, alert.job),
@@ -98,6 +112,7 @@ class DynamoAlerts(TableStore):
             with TransactWrite(connection=connection()) as transaction:
                 transaction.save(item)
                 if now_firing is not None:
+                    transaction.save(episode_item(trunk_id, alert))
                     change: Action = (
                         TrunkStateItem.failing.add if now_firing else TrunkStateItem.failing.delete
                     )({alert.job})
@@ -111,3 +126,12 @@ class DynamoAlerts(TableStore):
                 raise Conflict(f"alert of {alert.job} changed since it was read") from None
             raise
         return replace(alert, version=int(item.version))
+
+    def episodes(self, trunk_id: str, since: datetime) -> list[Episode]:
+        """The trunk's episodes still firing or resolved at or after `since`, by start (the
+        partition holds only what TTL has not removed yet: about a month)."""
+        return [
+            Episode(str(item.job), item.starts_at, item.ends_at, _ref(item.culprit))
+            for item in EpisodeItem.query(keys.episodes(trunk_id))
+            if item.ends_at is None or item.ends_at >= since
+        ]

@@ -156,6 +156,17 @@ class AlertItem(BaseItem, discriminator="alert"):
     version = VersionAttribute()
 
 
+class EpisodeItem(BaseItem, discriminator="episode"):
+    """A job alert's episode (`records.Episode`), written with the alert when it fires and
+    when it resolves; it expires EPISODE_RETENTION after it resolved, never while firing."""
+
+    job = UnicodeAttribute()
+    starts_at = UTCDateTimeAttribute()
+    ends_at = UTCDateTimeAttribute(null=True)
+    culprit = CommitRefMap()
+    expires_at = TTLAttribute(null=True)
+
+
 class TickItem(BaseItem, discriminator="tick"):
     """Per-poll barrier: settled once every cell the poll wrote has been evaluated (a sweep's
     tick is written settled: it has no cells to wait for)."""

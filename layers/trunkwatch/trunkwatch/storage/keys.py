@@ -47,6 +47,15 @@ def alert(alertname: str, job: str | None) -> str:
     return f"{alertname}#{job or '-'}"
 
 
+def episodes(trunk_id: str) -> str:
+    """A trunk's job alert episodes, by start: one Query reads its history."""
+    return f"EPISODES#{trunk_id}"
+
+
+def episode(starts_at: str, job: str) -> str:
+    return f"{starts_at}#{job}"
+
+
 def logs(trunk_id: str) -> str:
     return f"LOG#{trunk_id}"
 

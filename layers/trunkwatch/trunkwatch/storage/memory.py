@@ -26,6 +26,7 @@ from trunkwatch.storage.records import (
     TITLE_MAX,
     CellWrite,
     CommitMark,
+    Episode,
     Group,
     JobAlert,
     LogEntry,
@@ -213,6 +214,7 @@ class MemoryAlerts:
     def __init__(self, trunks: MemoryTrunks) -> None:
         self._alerts: dict[str, dict[str, JobAlert]] = {}
         self._trunks = trunks  # the failing set lives in the trunk's state
+        self._episodes: dict[str, dict[tuple[datetime, str], Episode]] = {}
 
     def job_alert(self, trunk_id: str, job: str) -> JobAlert | None:
         return self._alerts.get(trunk_id, {}).get(job)
@@ -231,7 +233,13 @@ class MemoryAlerts:
         if now_firing is not None:
             failing = self._trunks.stored_state(trunk_id).failing
             (failing.add if now_firing else failing.discard)(alert.job)
+            self._episodes.setdefault(trunk_id, {})[(alert.starts_at, alert.job)] = Episode.of(alert)
         return saved
+
+    def episodes(self, trunk_id: str, since: datetime) -> list[Episode]:
+        stored = self._episodes.get(trunk_id, {})
+        by_start = [stored[key] for key in sorted(stored)]
+        return [e for e in by_start if e.ends_at is None or e.ends_at >= since]
 
 
 class MemoryTicks:

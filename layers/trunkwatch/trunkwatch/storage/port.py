@@ -19,6 +19,7 @@ from trunkwatch.domain.shards import ShardReport
 from trunkwatch.storage.records import (
     CellWrite,
     CommitMark,
+    Episode,
     Group,
     JobAlert,
     LogEntry,
@@ -83,11 +84,13 @@ class Cells(Protocol):
 
 
 class Alerts(Protocol):
-    """Job alerts and the trunk's failing set, written together."""
+    """Job alerts and the trunk's failing set, written together; an alert that starts firing
+    or resolves (`now_firing` not None) writes its `Episode` with them."""
 
     def job_alert(self, trunk_id: str, job: str) -> JobAlert | None: ...
     def of_trunk(self, trunk_id: str, firing_only: bool = False) -> list[JobAlert]: ...
     def save_with_failing_set(self, trunk_id: str, alert: JobAlert, now_firing: bool | None) -> JobAlert: ...
+    def episodes(self, trunk_id: str, since: datetime) -> list[Episode]: ...
 
 
 class Ticks(Protocol):

@@ -22,6 +22,10 @@ TITLE_MAX = 200
 ERROR_MAX = 500
 # A steady good poll rewrites its time only this often.
 LAST_OK_PRECISION = timedelta(minutes=5)
+# How long a resolved episode is kept after it ended: the status page's 30-day history, plus
+# a day so an episode that ended just inside the window is never expired under it.
+HISTORY_DAYS = 30
+EPISODE_RETENTION = timedelta(days=HISTORY_DAYS + 1)
 
 
 @dataclass
@@ -125,6 +129,23 @@ class JobAlert:
     # commit item has expired (while it exists, it is read live: reverts land late).
     culprit_autoreverted_by: str | None = None
     version: int | None = None
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One TrunkJobFailing episode of a job, from its start (the culprit commit's time) to its
+    resolution (None while firing): the history the status page draws, kept after the cells
+    and commits that showed it have expired. Written with its alert when it fires and when it
+    resolves."""
+
+    job: str
+    starts_at: datetime
+    ends_at: datetime | None
+    culprit: CommitRef
+
+    @classmethod
+    def of(cls, alert: JobAlert) -> Episode:
+        return cls(alert.job, alert.starts_at, alert.ends_at, alert.first_fail)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-// trunkwatch status page: trunk health, alerts and silences from the Alertmanager v2 API.
+// trunkwatch status page: every trunk's health, its grid and 30-day history (the trunks API),
+// alerts and silences from the Alertmanager v2 API.
 //
 // Safety: alert data (job names, commit titles, authors) comes from untrusted pull requests.
 // Everything is rendered with createElement/textContent, never innerHTML; links are only
@@ -305,7 +306,7 @@
   }
 
   async function showTrunks() {
-    const groups = await api("GET", "api/v2/alerts/groups");
+    const [health, groups] = await Promise.all([api("GET", "api/v2/trunks"), api("GET", "api/v2/alerts/groups")]);
     const trunks = new Map();
     for (const group of groups) {
       for (const alert of group.alerts) {
@@ -314,7 +315,7 @@
         trunks.get(key).alerts.push(alert);
       }
     }
-    const page = [el("h1", { text: "Trunk health" })];
+    const page = [el("h1", { text: "Trunk health" }), renderTrunkList(health), el("h2", { class: "section", text: "Firing alerts" })];
     if (trunks.size === 0) {
       page.push(el("div", { class: "trunk" }, el("p", { class: "healthy", text: "No alerts are firing." })));
     }
@@ -323,6 +324,263 @@
     }
     main.replaceChildren(...page);
     document.getElementById("updated").textContent = "updated " + new Date().toLocaleTimeString();
+  }
+
+  // Every configured trunk, broken first (the API's order), each linking to its grid and history.
+  function renderTrunkList(health) {
+    const rows = health.map((t) => {
+      const culprit = t.failingJobs.length ? t.failingJobs[0].culprit : null;
+      return el(
+        "tr",
+        { class: "trunk-row " + t.health.replace(" ", "-"), "data-trunk": t.trunk },
+        el("td", {}, el("span", { class: "badge health " + t.health.replace(" ", "-"), text: t.health })),
+        el("td", {}, route(trunkHash(t.trunk), t.repo + " @ " + t.branch, "mono trunk-link")),
+        el("td", {}, t.brokenSince ? timeEl(t.brokenSince, "broken " + ago(t.brokenSince)) : ""),
+        el("td", { text: t.failingJobs.length ? t.failingJobs.length + " failing" : "" }),
+        el(
+          "td",
+          {},
+          culprit ? ["culprit ", link(culprit.url, culprit.sha.slice(0, 12), "mono"), " ", el("span", { class: "commit-title", text: culprit.title })] : "",
+        ),
+      );
+    });
+    return el(
+      "table",
+      { class: "trunks" },
+      el("thead", {}, el("tr", {}, ["Health", "Trunk", "Since", "Jobs", "Culprit"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows),
+    );
+  }
+
+  function trunkHash(id) {
+    return "/trunk?id=" + encodeURIComponent(id);
+  }
+
+  // --- one trunk: its grid and its 30-day history ---------------------------------------
+
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function svgEl(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "text") node.textContent = value;
+      else node.setAttribute(key, String(value));
+    }
+    for (const child of children.flat(Infinity)) if (child) node.append(child);
+    return node;
+  }
+
+  async function showTrunk(id) {
+    const query = "?trunk=" + encodeURIComponent(id);
+    const [trunks, grid, history] = await Promise.all([
+      api("GET", "api/v2/trunks"),
+      api("GET", "api/v2/trunks/grid" + query),
+      api("GET", "api/v2/trunks/history" + query),
+    ]);
+    const health = trunks.find((t) => t.trunk === id);
+    main.replaceChildren(
+      el(
+        "h1",
+        {},
+        el("span", { class: "mono", text: grid.repo }),
+        " @ " + grid.branch + " ",
+        health ? el("span", { class: "badge health " + health.health.replace(" ", "-"), text: health.health }) : null,
+      ),
+      el("h2", { class: "section", text: "Recent commits" }),
+      renderGrid(grid),
+      el("h2", { class: "section", text: "Last 30 days" }),
+      renderHistory(history),
+    );
+    document.getElementById("updated").textContent = "updated " + new Date().toLocaleTimeString();
+  }
+
+  function shortJob(job) {
+    const parts = job.split(" / ");
+    return parts.length > 1 ? parts.slice(1).join(" / ") : job;
+  }
+
+  function renderGrid(grid) {
+    if (!grid.jobs.length) {
+      return el("p", { class: "grid-empty healthy", text: "No job failed on the last " + grid.commits.length + " commits." });
+    }
+    const head = el(
+      "tr",
+      {},
+      el("th", { text: "Commit" }),
+      grid.jobs.map((job) =>
+        el("th", { class: "job" + (job.firing ? " firing" : ""), title: job.job, "data-job": job.job }, el("span", { text: shortJob(job.job) })),
+      ),
+    );
+    const rows = grid.commits.map((commit, row) =>
+      el(
+        "tr",
+        { class: commit.culprit ? "culprit" : null, "data-sha": commit.sha },
+        el(
+          "th",
+          { class: "commit" },
+          link(commit.url, commit.sha.slice(0, 8), "mono"),
+          commit.culprit ? el("span", { class: "badge culprit-badge", text: "culprit" }) : null,
+          " ",
+          el("span", { class: "commit-title", title: commit.title, text: commit.title }),
+        ),
+        grid.jobs.map((job) => {
+          const cell = job.cells[row];
+          const label = cell.state === "nodata" ? "no data" : cell.state;
+          const cls = "cell " + cell.state + (cell.culprit ? " culprit" : "");
+          const mark = cell.culprit ? "\u25c6" : "";
+          const inner = cell.url ? link(cell.url, mark, "cell-link") : el("span", { text: mark });
+          inner.title = label + (cell.culprit ? " (culprit)" : "") + " \u2014 " + job.job;
+          return el("td", { class: cls, "data-state": cell.state }, inner);
+        }),
+      ),
+    );
+    const legend = el(
+      "p",
+      { class: "legend small muted" },
+      ["failure", "success", "flaky", "pending", "nodata"].map((s) => [el("span", { class: "cell swatch " + s }), s === "nodata" ? "no data" : s, " "]),
+      "\u25c6 culprit",
+    );
+    return el("div", { class: "grid-wrap" }, el("table", { class: "grid" }, el("thead", {}, head), el("tbody", {}, rows)), legend);
+  }
+
+  const PLOT = { width: 1000, height: 170, left: 44, right: 10, top: 12, bottom: 26 };
+
+  // A bar chart of values over labelled slots; each bar carries its label and value.
+  function barPlot(id, title, slots, max, unit, labelEvery) {
+    const w = PLOT.width - PLOT.left - PLOT.right;
+    const h = PLOT.height - PLOT.top - PLOT.bottom;
+    const step = Math.min(w / Math.max(slots.length, 1), 80);
+    const y = (v) => PLOT.top + h - (max ? (v / max) * h : 0);
+    const svg = svgEl("svg", { id, class: "plot", viewBox: `0 0 ${PLOT.width} ${PLOT.height}`, role: "img", "aria-label": title });
+    for (const tick of [0, max / 2, max]) {
+      svg.append(
+        svgEl("line", { class: "gridline", x1: PLOT.left, x2: PLOT.width - PLOT.right, y1: y(tick), y2: y(tick) }),
+        svgEl("text", { class: "axis", x: PLOT.left - 6, y: y(tick) + 4, "text-anchor": "end", text: +tick.toFixed(1) + unit }),
+      );
+    }
+    slots.forEach((slot, i) => {
+      const x = PLOT.left + i * step;
+      const bar = svgEl("rect", {
+        class: "bar" + (slot.value ? "" : " zero"),
+        x: x + step * 0.15,
+        y: y(slot.value),
+        width: step * 0.7,
+        height: Math.max(PLOT.top + h - y(slot.value), 0),
+        "data-label": slot.label,
+        "data-value": slot.value,
+      });
+      bar.append(svgEl("title", { text: slot.label + ": " + slot.value + unit }));
+      svg.append(bar);
+      if (i % labelEvery === 0) {
+        svg.append(svgEl("text", { class: "axis", x: x + step / 2, y: PLOT.height - 8, "text-anchor": "middle", text: slot.label.slice(5) }));
+      }
+    });
+    return svg;
+  }
+
+  // Episodes on the window's time axis: one row each, from the culprit to the fix (or now).
+  function episodePlot(history) {
+    const since = Date.parse(history.since);
+    const until = Date.parse(history.until);
+    const episodes = history.episodes;
+    const rowH = 18;
+    const height = PLOT.top + Math.max(episodes.length, 1) * rowH + PLOT.bottom;
+    const w = PLOT.width - PLOT.left - PLOT.right;
+    const x = (t) => PLOT.left + ((Math.min(Math.max(t, since), until) - since) / (until - since)) * w;
+    const svg = svgEl("svg", { id: "episodes-plot", class: "plot", viewBox: `0 0 ${PLOT.width} ${height}`, role: "img", "aria-label": "Episodes" });
+    for (let day = 0; day <= 30; day += 5) {
+      const t = since + day * 864e5;
+      svg.append(
+        svgEl("line", { class: "gridline", x1: x(t), x2: x(t), y1: PLOT.top, y2: height - PLOT.bottom }),
+        svgEl("text", { class: "axis", x: x(t), y: height - 8, "text-anchor": day === 30 ? "end" : "middle", text: new Date(t).toISOString().slice(5, 10) }),
+      );
+    }
+    episodes.forEach((episode, i) => {
+      const start = Date.parse(episode.start);
+      const end = episode.end ? Date.parse(episode.end) : until;
+      const x0 = x(start);
+      const width = Math.max(x(end) - x0, 3);
+      const fix = episode.timeToFixSeconds === null ? "still broken" : "fixed in " + humanDuration(episode.timeToFixSeconds * 1000);
+      const top = PLOT.top + i * rowH;
+      const bar = svgEl("rect", {
+        class: "episode" + (episode.end ? "" : " open"),
+        x: x0,
+        y: top + 3,
+        width,
+        height: rowH - 6,
+        "data-start": episode.start,
+      });
+      bar.append(svgEl("title", { text: episode.start + " \u2192 " + (episode.end || "now") + ": " + fix + " (" + episode.jobs.map((j) => j.job).join(", ") + ")" }));
+      const labelAtRight = x0 + width + 170 < PLOT.width;
+      svg.append(
+        bar,
+        svgEl("text", {
+          class: "episode-label",
+          x: labelAtRight ? x0 + width + 6 : x0 - 6,
+          y: top + rowH - 5,
+          "text-anchor": labelAtRight ? "start" : "end",
+          text: fix,
+        }),
+      );
+    });
+    if (!episodes.length) svg.append(svgEl("text", { class: "axis", x: PLOT.left + 8, y: PLOT.top + 12, text: "no episodes" }));
+    return svg;
+  }
+
+  // Each fixed episode's time to fix (hours), with the median and the worst marked.
+  function fixPlot(history) {
+    const fixed = history.episodes.filter((e) => e.timeToFixSeconds !== null);
+    const hours = (s) => +(s / 3600).toFixed(2);
+    const max = Math.max(1, ...fixed.map((e) => hours(e.timeToFixSeconds)));
+    const svg = barPlot(
+      "fix-plot",
+      "Time to fix",
+      fixed.map((e) => ({ label: e.start.slice(0, 16).replace("T", " "), value: hours(e.timeToFixSeconds) })),
+      max,
+      "h",
+      1,
+    );
+    const h = PLOT.height - PLOT.top - PLOT.bottom;
+    const y = (v) => PLOT.top + h - (v / max) * h;
+    // The median's label at the right, the worst's at the left: apart even when they are equal.
+    const marks = [
+      ["median", history.medianTimeToFixSeconds, PLOT.width - PLOT.right - 4, "end"],
+      ["worst", history.worstTimeToFixSeconds, PLOT.left + 4, "start"],
+    ];
+    for (const [cls, seconds, labelX, anchor] of marks) {
+      if (seconds === null) continue;
+      svg.append(
+        svgEl("line", { class: "mark " + cls, x1: PLOT.left, x2: PLOT.width - PLOT.right, y1: y(hours(seconds)), y2: y(hours(seconds)), "data-value": hours(seconds) }),
+        svgEl("text", { class: "mark-label " + cls, x: labelX, y: y(hours(seconds)) - 4, "text-anchor": anchor, text: cls + " " + humanDuration(seconds * 1000) }),
+      );
+    }
+    return svg;
+  }
+
+  function renderHistory(history) {
+    const days = history.hoursBrokenPerDay.map((d) => ({ label: d.day, value: d.hours }));
+    const weeks = history.pagesPerWeek.map((w) => ({ label: w.week, value: w.pages }));
+    const maxPages = Math.max(1, ...weeks.map((w) => w.value));
+    const fixText = (s) => (s === null ? "none fixed" : humanDuration(s * 1000));
+    const total = days.reduce((sum, d) => sum + d.value, 0);
+    const figure = (title, note, svg) => el("figure", { class: "plot-card" }, el("figcaption", {}, el("strong", { text: title }), " ", el("span", { class: "muted small", text: note })), svg);
+    return el(
+      "div",
+      { class: "history" },
+      el(
+        "p",
+        { class: "summary-line" },
+        "Broken " + +total.toFixed(1) + "h in " + history.episodes.length + " episode(s); time to fix: median ",
+        el("strong", { class: "median-fix", text: fixText(history.medianTimeToFixSeconds) }),
+        ", worst ",
+        el("strong", { class: "worst-fix", text: fixText(history.worstTimeToFixSeconds) }),
+        ".",
+      ),
+      figure("Hours broken per day", "(UTC days)", barPlot("hours-plot", "Hours broken per day", days, 24, "h", 5)),
+      figure("Episodes", "(culprit commit to fix)", episodePlot(history)),
+      figure("Pages per week", "(trunk-level alert starting to fire; weeks from Monday)", barPlot("pages-plot", "Pages per week", weeks, maxPages, "", 1)),
+      figure("Time to fix", "(each fixed episode; median and worst)", fixPlot(history)),
+    );
   }
 
   function renderTrunk(trunk) {
@@ -581,15 +839,19 @@
     const hash = location.hash.replace(/^#/, "") || "/";
     const [path, query] = hash.split(/\?(.*)/s);
     const params = new URLSearchParams(query || "");
-    const view = path === "/silences/new" ? "new" : path === "/silences" ? "silences" : "trunks";
+    const view =
+      path === "/silences/new" ? "new" : path === "/silences" ? "silences" : path === "/trunk" ? "trunk" : "trunks";
     for (const a of document.querySelectorAll("[data-nav]")) {
-      a.classList.toggle("current", a.dataset.nav === view);
+      a.classList.toggle("current", a.dataset.nav === (view === "trunk" ? "trunks" : view));
     }
     try {
       if (view === "new") {
         showNewSilence(params);
       } else if (view === "silences") {
         await showSilences();
+      } else if (view === "trunk") {
+        await showTrunk(params.get("id") || "");
+        refreshTimer = setTimeout(() => render().catch(() => {}), REFRESH_MS);
       } else {
         await showTrunks();
         refreshTimer = setTimeout(() => render().catch(() => {}), REFRESH_MS);
