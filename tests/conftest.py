@@ -81,6 +81,11 @@ def healthy() -> Iterator[HudServer]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `long` first: each runs for minutes, and handed out last they would leave
-    one worker running alone at the end."""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+    """Tests marked `long` first, the longest (`minutes=`) first: handed out last they would
+    leave one worker running alone at the end."""
+
+    def minutes(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("long")
+        return 0 if marker is None else float(marker.kwargs.get("minutes", 1))
+
+    items.sort(key=minutes, reverse=True)

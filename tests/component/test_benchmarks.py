@@ -76,7 +76,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-@pytest.mark.long
+@pytest.mark.long(minutes=2)
 def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     assert main(["--quick", "--out", str(tmp_path)]) == 0
 

@@ -76,7 +76,7 @@ def project_files() -> list[str]:
 # --- the README's line in an empty folder ---------------------------------------------------
 
 
-@pytest.mark.long
+@pytest.mark.long(minutes=4)
 @pytest.mark.slow
 def test_the_readme_install_line_replays_every_scenario(tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"
