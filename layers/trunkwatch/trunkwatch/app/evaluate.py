@@ -26,6 +26,7 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch.app import stream
+from trunkwatch.app.confirm import culprit_decision
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
 from trunkwatch.domain.rule import (
@@ -36,6 +37,7 @@ from trunkwatch.domain.rule import (
     judge_job,
     may_change_verdict,
 )
+from trunkwatch.domain.verdict import Verdict
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import CommitRef, JobAlert, TrunkState
@@ -107,7 +109,7 @@ def evaluate_job(
             stored = reads.storage.cells.newest_first(trunk, job, JOB_WINDOW, page_size)
             verdict = judge_job(job, stored, reads.recent_seqs, rule, now)
         try:
-            _store_verdict(trunk, verdict, now, reads)
+            _store_verdict(trunk, verdict, rule, now, reads)
             return verdict
         except Conflict:
             # Another evaluation of the same job won the race: re-read and re-judge.
@@ -242,11 +244,17 @@ def rejudge_firing(
 
 
 def _clock_may_change(alert: JobAlert, rule: RuleConfig, now: datetime, reads: TrunkReads) -> bool:
+    """Also an alert whose culprit is not confirmed yet: a rerun's result may have come in
+    (one that changes no cell, like a culprit failing again, causes no evaluation)."""
+    if rule.confirms and alert.culprit_verdict in (None, Verdict.UNCONFIRMED):
+        return True
     newest_fail = alert.newest_fail
     return clock_may_change_verdict(newest_fail.seq, newest_fail.time, reads.recent_seqs, rule, now)
 
 
-def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkReads) -> None:
+def _store_verdict(
+    trunk: str, verdict: JobVerdict, rule: RuleConfig, now: datetime, reads: TrunkReads
+) -> None:
     if not verdict.firing and not reads.failing(verdict.job):
         return  # nothing fires and nothing is open to resolve: no alert read at all
     alerts = reads.storage.alerts
@@ -274,6 +282,19 @@ def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkR
     if stored is not None and was_firing:
         fields["starts_at"] = stored.starts_at  # the same episode keeps its start
         _keep_culprit(stored, verdict, fields)
+    if rule.confirms:
+        decision = culprit_decision(
+            reads.storage,
+            trunk,
+            rule,
+            verdict.job,
+            fields["starts_at"],
+            fields["first_fail"],
+            fields["last_pass"],
+            now,
+        )
+        fields["culprit_verdict"], fields["verdict_reason"] = decision.verdict.value, decision.reason
+    if stored is not None and was_firing:
         if all(getattr(stored, name) == value for name, value in fields.items()):
             return
     alert = replace(stored, **fields) if stored is not None else JobAlert(**fields)

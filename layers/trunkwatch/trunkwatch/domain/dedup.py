@@ -8,6 +8,9 @@ from datetime import datetime, timedelta
 
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import AlertView
+from trunkwatch.domain.verdict import VERDICT_UPDATES, Verdict
+
+VERDICT_ANNOTATION = "culprit_verdict"
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,7 @@ class LogState:
     last_sent_at: datetime | None = None
     jobs: tuple[str, ...] = ()
     held_by: tuple[str, ...] = ()
+    verdict: str = ""  # the job alert's `culprit_verdict` as last sent
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,9 @@ def decide(view: AlertView, log: LogState, now: datetime, repeat_interval: timed
             [f"stopped failing: {', '.join(stopped)}"] if stopped else []
         )
         return Decision(alerts.FIRING, "update; " + "; ".join(parts))
+    verdict = alert.annotations.get(VERDICT_ANNOTATION, "")
+    if verdict != log.verdict and verdict in VERDICT_UPDATES:
+        return Decision(alerts.FIRING, f"update; {VERDICT_UPDATES[Verdict(verdict)]}")
     if repeat_interval and log.last_sent_at and now - log.last_sent_at >= repeat_interval:
         return Decision(alerts.FIRING, "reminder")
     return None

@@ -111,6 +111,29 @@ class Decision:
         return self.verdict == Verdict.CONFIRMED
 
 
+VERDICT_WORDS = {
+    Verdict.CONFIRMED: "culprit confirmed by reruns",
+    Verdict.ENVIRONMENTAL: "environmental, no commit to blame",
+    Verdict.FLAKY: "flaky, the failure does not follow the code",
+    Verdict.UNCONFIRMED: "culprit not confirmed yet",
+}
+
+# The reason of the update notification a verdict sends (Alertmanager's notification reason).
+VERDICT_UPDATES = {
+    Verdict.CONFIRMED: "culprit confirmed",
+    Verdict.ENVIRONMENTAL: "environmental: the last green commit fails too",
+    Verdict.FLAKY: "flaky",
+}
+
+
+def verdict_words(verdict: str) -> str:
+    """The verdict as people read it; an unknown value as it is."""
+    try:
+        return VERDICT_WORDS[Verdict(verdict)]
+    except ValueError:
+        return verdict
+
+
 def _short(sha: str | None) -> str:
     return (sha or "")[:12]
 

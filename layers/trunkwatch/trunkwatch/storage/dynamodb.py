@@ -12,6 +12,7 @@ from trunkwatch.storage.commits import DynamoCommits
 from trunkwatch.storage.deliveries import DynamoDeliveries
 from trunkwatch.storage.logs import DynamoLogs
 from trunkwatch.storage.port import Storage
+from trunkwatch.storage.reruns import DynamoReruns
 from trunkwatch.storage.shards import DynamoShards
 from trunkwatch.storage.silences import DynamoSilences
 from trunkwatch.storage.table import bind
@@ -32,4 +33,5 @@ def open_table(table_name: str, region: str | None = None, endpoint_url: str | N
         deliveries=DynamoDeliveries(),
         logs=DynamoLogs(),
         silences=DynamoSilences(),
+        reruns=DynamoReruns(),
     )

@@ -1,0 +1,192 @@
+"""Confirmation by reruns (`confirm: rerun`, design.md §3.5): the job alert's culprit judged by
+re-running the job on the last pass and on the culprit (domain/verdict.py).
+
+Two halves, each where its data is:
+
+- the evaluator (`culprit_decision`), when it stores a firing alert, plans the reruns the
+  episode still wants (`plan_reruns`, within the episode's 2 and the trunk's hourly cap) as
+  records without a request, and decides the verdict from the episode's records;
+- ingest (`advance_reruns`), which holds the source's snapshot with GitHub's job ids, sends
+  the planned requests (a failed one is retried at the next polls, up to `MAX_TRIES`), and
+  records a rerun's result once a newer attempt of that job on that commit has finished.
+  It runs before the poll writes its cells, so the evaluation they cause sees the results;
+  a result that changes no cell (a last pass passing again, a culprit failing again) is
+  picked up by the re-judging of unconfirmed alerts at the poll's tick or the sweep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from trunkwatch.domain.cells import CellState, JobRun, job_key, shard_state
+from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.verdict import (
+    Decision,
+    Evidence,
+    Rerun,
+    RerunStatus,
+    Role,
+    Suspect,
+    decide,
+    plan_reruns,
+)
+from trunkwatch.sources.base import CommitResult
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import CommitRef, RerunRecord
+
+HOUR = timedelta(hours=1)
+MAX_TRIES = 3  # requests of one rerun (the first and two retries) before its failure stands
+# A rerun without a result this long after it was planned is given up (its commit left the
+# source's page, or its result never came): its verdict stays `unconfirmed`.
+OPEN_FOR = timedelta(hours=12)
+
+# Requests a rerun of a job id on GitHub; returns None when GitHub accepted it, else why not.
+RequestRerun = Callable[[int], "str | None"]
+
+
+def culprit_decision(
+    storage: Storage,
+    trunk_id: str,
+    rule: RuleConfig,
+    job: str,
+    episode: datetime,
+    first_fail: CommitRef,
+    last_pass: CommitRef | None,
+    now: datetime,
+) -> Decision:
+    """Plan what the episode still wants and decide its verdict from its reruns so far. The
+    suspect is the one the episode's first reruns were planned for (a last pass that fails
+    on rerun moves the range back; the verdict is about the first suspect)."""
+    records = storage.reruns.of_episode(trunk_id, job, episode)
+    if records:
+        suspect = Suspect(job, records[0].culprit_sha, records[0].last_pass_sha)
+    else:
+        suspect = Suspect(job, first_fail.sha, last_pass.sha if last_pass else None)
+    recent = storage.reruns.open(trunk_id, now - OPEN_FOR, now - HOUR)
+    this_hour = sum(1 for r in recent if r.planned_at > now - HOUR)
+    plan = plan_reruns(
+        suspect,
+        requested=frozenset(Role(r.role) for r in records),
+        requested_this_hour=this_hour,
+        hourly_cap=rule.reruns_per_hour,
+    )
+    for request in plan.requests:
+        record = RerunRecord(
+            job=job,
+            episode=episode,
+            role=request.role.value,
+            sha=request.sha,
+            culprit_sha=suspect.culprit_sha,
+            last_pass_sha=suspect.last_pass_sha,
+            planned_at=now,
+        )
+        if storage.reruns.add(trunk_id, record, rule.retention):
+            records.append(record)
+    by_role = {Role(r.role): Rerun(RerunStatus(r.status), r.reason) for r in records}
+    decision = decide(
+        suspect, Evidence(last_pass=by_role.get(Role.LAST_PASS), culprit=by_role.get(Role.CULPRIT))
+    )
+    skipped = dict(plan.skipped)
+    if not records and skipped:
+        # Nothing could be planned (the hourly cap, a clipped range): say why.
+        return Decision(decision.verdict, "; ".join(skipped.values()))
+    return decision
+
+
+def advance_reruns(
+    storage: Storage,
+    trunk: TrunkConfig,
+    rule: RuleConfig,
+    commits: Iterable[CommitResult],
+    request: RequestRerun,
+    now: datetime,
+) -> int:
+    """Send the planned rerun requests and record the results the snapshot shows; returns
+    how many reruns GitHub accepted."""
+    by_sha = {result.commit.sha: result.runs for result in commits}
+    accepted = 0
+    for record in storage.reruns.open(trunk.trunk_id, now - OPEN_FOR, now - HOUR):
+        if record.status not in (RerunStatus.PENDING, RerunStatus.REQUEST_FAILED):
+            continue
+        runs = by_sha.get(record.sha)
+        if runs is None:
+            continue  # the commit is not on this page: the next one may show it
+        if record.requested_at is None:
+            if record.tries >= MAX_TRIES:
+                continue
+            updated = _request(record, runs, by_sha, request, rule, now)
+            accepted += updated.status == RerunStatus.PENDING and updated.job_id is not None
+        else:
+            updated = _result(record, runs, rule)
+        if updated != record:
+            storage.reruns.update(trunk.trunk_id, updated, rule.retention)
+    return accepted
+
+
+def _request(
+    record: RerunRecord,
+    runs: tuple[JobRun, ...],
+    by_sha: dict[str, tuple[JobRun, ...]],
+    request: RequestRerun,
+    rule: RuleConfig,
+    now: datetime,
+) -> RerunRecord:
+    run = _shard(record, runs, by_sha, rule)
+    if run is None:
+        return replace(
+            record, status=RerunStatus.REQUEST_FAILED.value, reason="no run of the job on that commit"
+        )
+    if shard_state(run, rule.cancelled) == CellState.PENDING:
+        # A newer attempt already runs: its result is the rerun's (never rerun it again).
+        return replace(record, status=RerunStatus.PENDING.value, requested_at=now, shard=run.name, reason="")
+    if run.job_id is None:
+        reason = "the source gives no job id to rerun"
+        return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=reason, tries=MAX_TRIES)
+    refused = request(run.job_id)
+    tries = record.tries + 1
+    if refused is not None:
+        return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=refused, tries=tries)
+    return replace(
+        record,
+        status=RerunStatus.PENDING.value,
+        requested_at=now,
+        job_id=run.job_id,
+        shard=run.name,
+        reason="",
+        tries=tries,
+    )
+
+
+def _shard(
+    record: RerunRecord, runs: tuple[JobRun, ...], by_sha: dict[str, tuple[JobRun, ...]], rule: RuleConfig
+) -> JobRun | None:
+    """The job's run to rerun on the record's commit: on the culprit its first failing shard;
+    on the last pass the shard of that name (else its first)."""
+    mine = [run for run in runs if job_key(run.name) == record.job]
+    if not mine:
+        return None
+    culprit_runs = by_sha.get(record.culprit_sha, runs)
+    failing = [
+        run.name
+        for run in culprit_runs
+        if job_key(run.name) == record.job and shard_state(run, rule.cancelled) == CellState.FAIL
+    ]
+    return next((run for run in mine if failing and run.name == failing[0]), mine[0])
+
+
+def _result(record: RerunRecord, runs: tuple[JobRun, ...], rule: RuleConfig) -> RerunRecord:
+    """The rerun's result once an attempt newer than the one it re-ran has finished."""
+    run = next((run for run in runs if run.name == record.shard), None)
+    if run is None or (record.job_id is not None and run.job_id == record.job_id):
+        return record
+    state = shard_state(run, rule.cancelled)
+    if state in (CellState.PASS, CellState.FLAKY):
+        return replace(record, status=RerunStatus.SUCCESS.value)
+    if state == CellState.FAIL:
+        return replace(record, status=RerunStatus.FAILURE.value)
+    if state == CellState.NODATA:
+        reason = f"the rerun ended {run.conclusion or 'without a result'}"
+        return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=reason, tries=MAX_TRIES)
+    return record  # still running
