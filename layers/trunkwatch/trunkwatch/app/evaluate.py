@@ -294,9 +294,8 @@ def _store_verdict(
             now,
         )
         fields["culprit_verdict"], fields["verdict_reason"] = decision.verdict.value, decision.reason
-    if stored is not None and was_firing:
-        if all(getattr(stored, name) == value for name, value in fields.items()):
-            return
+    if stored is not None and was_firing and all(getattr(stored, n) == v for n, v in fields.items()):
+        return
     alert = replace(stored, **fields) if stored is not None else JobAlert(**fields)
     # Only when the alert is written anyway: a copy that outlives the culprit's commit item.
     culprit = reads.storage.commits.mark(trunk, alert.first_fail.seq)

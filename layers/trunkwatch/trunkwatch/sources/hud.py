@@ -6,10 +6,10 @@ job did not run there. A retried-to-green cell carries `failedPreviousRun`.
 
 Columns of one job on PyTorch's runner fleets (`lf.linux.2xlarge`, `ephemeral.linux.*`, ...)
 merge into one job key (see `cells.job_key`). A cell's `id` is GitHub's job id of its latest
-attempt (what a rerun request names). A row the HUD marks `isAutoreverted: true` (PyTorch's autorevert bot reverted that commit; `autorevertWorkflows` and
-`autorevertSignals` name what it acted on) gives the commit an `autoreverted_by` of
-`autorevert` followed by those signals (or workflows) in parentheses. The HUD names no revert
-commit: it only flags the reverted one.
+attempt (what a rerun request names). A row the HUD marks `isAutoreverted: true` (PyTorch's
+autorevert bot reverted that commit; `autorevertWorkflows` and `autorevertSignals` name what
+it acted on) gives the commit an `autoreverted_by` of `autorevert` followed by those signals
+(or workflows) in parentheses. The HUD names no revert commit: it only flags the reverted one.
 """
 
 from __future__ import annotations
