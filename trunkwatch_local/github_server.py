@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from datetime import datetime
 
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.stand_in import Answer, StandInServer
@@ -17,11 +19,19 @@ DOCS = "https://docs.github.com/rest/actions/workflow-jobs#re-run-a-job-from-a-w
 _RERUN = re.compile(r"^/repos/([^/]+)/([^/]+)/actions/jobs/(\d+)/rerun$")
 
 
+@dataclass(frozen=True)
+class AcceptedRerun:
+    at: datetime  # on the HUD stand-in's clock
+    job_id: int
+    sha: str
+    job: str  # the HUD's job name (column)
+
+
 class GitHubServer(StandInServer):
     def __init__(self, hud: HudServer, repo: str = "") -> None:
         self.hud = hud
         self.repo = repo  # the replay's repository: another one's jobs are not found
-        self.requests: list[int] = []  # the job ids whose rerun was accepted, in order
+        self.accepted: list[AcceptedRerun] = []  # in order
         self.refusals = 0  # the next requests answered 403, as without `actions: write`
         super().__init__()
 
@@ -38,9 +48,11 @@ class GitHubServer(StandInServer):
             self.refusals -= 1
             return _error(403, "Resource not accessible by integration")
         job_id = int(found.group(3))
-        if not self.hud.rerun(job_id):
+        rerun = self.hud.rerun(job_id)
+        if rerun is None:
             return _error(404, "Not Found")
-        self.requests.append(job_id)
+        assert self.hud.clock is not None
+        self.accepted.append(AcceptedRerun(self.hud.clock(), job_id, *rerun))
         return 201, {}, b""
 
     def refuse(self, count: int) -> None:

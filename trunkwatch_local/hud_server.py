@@ -83,17 +83,18 @@ class HudServer(StandInServer):
             rows.append({**row, "jobs": jobs})
         return {**snapshot, "shaGrid": rows}
 
-    def rerun(self, job_id: int) -> bool:
-        """Schedule a rerun of the job attempt `job_id` as the snapshot shows it now (False:
-        no such job, or it has not finished)."""
+    def rerun(self, job_id: int) -> tuple[str, str] | None:
+        """Schedule a rerun of the job attempt `job_id` as the snapshot shows it now; returns
+        its commit's sha and job name (None: no such job, or it has not finished)."""
         assert self.clock is not None, "reruns need the runtime's clock"
         found = self._find(job_id)
         if found is None:
-            return False
+            return None
         sha, name, cell = found
         if cell.get("status") not in (None, "completed") or cell.get("conclusion") in (None, "", "pending"):
-            return False
-        outcome = cell.get("rerun") if isinstance(cell.get("rerun"), dict) else {}
+            return None
+        given = cell.get("rerun")
+        outcome: dict[str, Any] = given if isinstance(given, dict) else {}
         conclusion = str(outcome.get("conclusion") or cell.get("conclusion"))
         seconds = outcome.get("durationS") or cell.get("durationS")
         took = timedelta(seconds=float(seconds)) if isinstance(seconds, int | float) else DEFAULT_RERUN
@@ -105,7 +106,7 @@ class HudServer(StandInServer):
         if cell.get("conclusion") != "success" or cell.get("failedPreviousRun"):
             attempt["failedPreviousRun"] = True  # an earlier attempt failed
         self.reruns[(sha, name)] = ScheduledRerun(self.clock() + took, attempt)
-        return True
+        return sha, name
 
     def _find(self, job_id: int) -> tuple[str, str, dict[str, Any]] | None:
         """The cell of attempt `job_id` in what is served now, with the original's `rerun`."""
