@@ -25,6 +25,7 @@ from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.domain.verdict import (
     Decision,
     Evidence,
+    Plan,
     Rerun,
     RerunStatus,
     Role,
@@ -55,24 +56,19 @@ def culprit_decision(
     first_fail: CommitRef,
     last_pass: CommitRef | None,
     now: datetime,
+    plan: bool = True,
 ) -> Decision:
-    """Plan what the episode still wants and decide its verdict from its reruns so far. The
-    suspect is the one the episode's first reruns were planned for (a last pass that fails
-    on rerun moves the range back; the verdict is about the first suspect)."""
+    """Plan what the episode still wants (unless `plan` is False: it is over) and decide its
+    verdict from its reruns so far. The suspect is the one the episode's first reruns were
+    planned for (a last pass that fails on rerun moves the range back; the verdict is about
+    the first suspect)."""
     records = storage.reruns.of_episode(trunk_id, job, episode)
     if records:
         suspect = Suspect(job, records[0].culprit_sha, records[0].last_pass_sha)
     else:
         suspect = Suspect(job, first_fail.sha, last_pass.sha if last_pass else None)
-    recent = storage.reruns.open(trunk_id, now - OPEN_FOR, now - HOUR)
-    this_hour = sum(1 for r in recent if r.planned_at > now - HOUR)
-    plan = plan_reruns(
-        suspect,
-        requested=frozenset(Role(r.role) for r in records),
-        requested_this_hour=this_hour,
-        hourly_cap=rule.reruns_per_hour,
-    )
-    for request in plan.requests:
+    wanted = _plan(storage, trunk_id, rule, suspect, records, now) if plan else Plan(())
+    for request in wanted.requests:
         record = RerunRecord(
             job=job,
             episode=episode,
@@ -88,11 +84,28 @@ def culprit_decision(
     decision = decide(
         suspect, Evidence(last_pass=by_role.get(Role.LAST_PASS), culprit=by_role.get(Role.CULPRIT))
     )
-    skipped = dict(plan.skipped)
+    skipped = dict(wanted.skipped)
     if not records and skipped:
         # Nothing could be planned (the hourly cap, a clipped range): say why.
         return Decision(decision.verdict, "; ".join(skipped.values()))
     return decision
+
+
+def _plan(
+    storage: Storage,
+    trunk_id: str,
+    rule: RuleConfig,
+    suspect: Suspect,
+    records: list[RerunRecord],
+    now: datetime,
+) -> Plan:
+    recent = storage.reruns.open(trunk_id, now - OPEN_FOR, now - HOUR)
+    return plan_reruns(
+        suspect,
+        requested=frozenset(Role(r.role) for r in records),
+        requested_this_hour=sum(1 for r in recent if r.planned_at > now - HOUR),
+        hourly_cap=rule.reruns_per_hour,
+    )
 
 
 def advance_reruns(

@@ -264,6 +264,22 @@ def _store_verdict(
         if stored is None or not was_firing:
             return
         resolved = replace(stored, status="resolved", ends_at=now)
+        if rule.confirms and stored.culprit_verdict is not None:
+            # The results that ended it (a culprit passing on rerun) are its last verdict.
+            decision = culprit_decision(
+                reads.storage,
+                trunk,
+                rule,
+                stored.job,
+                stored.starts_at,
+                stored.first_fail,
+                stored.last_pass,
+                now,
+                plan=False,
+            )
+            resolved = replace(
+                resolved, culprit_verdict=decision.verdict.value, verdict_reason=decision.reason
+            )
         reads.remember(alerts.save_with_failing_set(trunk, resolved, now_firing=False))
         return
     assert verdict.culprit is not None
