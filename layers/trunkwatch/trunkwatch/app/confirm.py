@@ -63,10 +63,17 @@ def culprit_decision(
     planned for (a last pass that fails on rerun moves the range back; the verdict is about
     the first suspect)."""
     records = storage.reruns.of_episode(trunk_id, job, episode)
+    # Commits between the range's ends without a result of the job (while the range is the
+    # suspect's: once it moved, the verdict does not rest on it).
+    unrun = first_fail.seq - last_pass.seq - 1 if last_pass else 0
     if records:
-        suspect = Suspect(job, records[0].culprit_sha, records[0].last_pass_sha)
+        same = (records[0].culprit_sha, records[0].last_pass_sha) == (
+            first_fail.sha,
+            last_pass and last_pass.sha,
+        )
+        suspect = Suspect(job, records[0].culprit_sha, records[0].last_pass_sha, unrun if same else 0)
     else:
-        suspect = Suspect(job, first_fail.sha, last_pass.sha if last_pass else None)
+        suspect = Suspect(job, first_fail.sha, last_pass.sha if last_pass else None, unrun)
     wanted = _plan(storage, trunk_id, rule, suspect, records, now) if plan else Plan(())
     for request in wanted.requests:
         record = RerunRecord(
@@ -120,7 +127,9 @@ def advance_reruns(
     how many reruns GitHub accepted."""
     by_sha = {result.commit.sha: result.runs for result in commits}
     accepted = 0
-    for record in storage.reruns.open(trunk.trunk_id, now - OPEN_FOR, now - HOUR):
+    reruns = storage.reruns.open(trunk.trunk_id, now - OPEN_FOR, now - HOUR)
+    # Oldest plans first, an episode's last pass before its culprit (as `plan_reruns` asks).
+    for record in sorted(reruns, key=lambda r: (r.planned_at, r.role != Role.LAST_PASS)):
         if record.status not in (RerunStatus.PENDING, RerunStatus.REQUEST_FAILED):
             continue
         runs = by_sha.get(record.sha)
