@@ -38,6 +38,7 @@ from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import CommitRef, RerunRecord
 
 HOUR = timedelta(hours=1)
+COMMITS_READ = 200  # newest commit items read to count a range's commits (ingest's COMMITS_KEPT)
 MAX_TRIES = 3  # requests of one rerun (the first and two retries) before its failure stands
 # A rerun without a result this long after it was planned is given up (its commit left the
 # source's page, or its result never came): its verdict stays `unconfirmed`.
@@ -65,7 +66,7 @@ def culprit_decision(
     records = storage.reruns.of_episode(trunk_id, job, episode)
     # Commits between the range's ends without a result of the job (while the range is the
     # suspect's: once it moved, the verdict does not rest on it).
-    unrun = first_fail.seq - last_pass.seq - 1 if last_pass else 0
+    unrun = _commits_between(storage, trunk_id, last_pass.seq, first_fail.seq) if last_pass else 0
     if records:
         same = (records[0].culprit_sha, records[0].last_pass_sha) == (
             first_fail.sha,
@@ -91,11 +92,18 @@ def culprit_decision(
     decision = decide(
         suspect, Evidence(last_pass=by_role.get(Role.LAST_PASS), culprit=by_role.get(Role.CULPRIT))
     )
-    skipped = dict(wanted.skipped)
-    if not records and skipped:
+    if not records and wanted.skipped:
         # Nothing could be planned (the hourly cap, a clipped range): say why.
-        return Decision(decision.verdict, "; ".join(skipped.values()))
+        return Decision(decision.verdict, "; ".join(dict.fromkeys(reason for _, reason in wanted.skipped)))
     return decision
+
+
+def _commits_between(storage: Storage, trunk_id: str, low: int, high: int) -> int:
+    """The trunk's commits strictly between two seqs (seqs may have gaps: counted, not
+    subtracted; read only when there is room for one)."""
+    if high - low <= 1:
+        return 0
+    return sum(1 for c in storage.commits.newest(trunk_id, COMMITS_READ) if low < c.seq < high)
 
 
 def _plan(
@@ -184,18 +192,20 @@ def _request(
 def _shard(
     record: RerunRecord, runs: tuple[JobRun, ...], by_sha: dict[str, tuple[JobRun, ...]], rule: RuleConfig
 ) -> JobRun | None:
-    """The job's run to rerun on the record's commit: on the culprit its first failing shard;
-    on the last pass the shard of that name (else its first)."""
+    """The job's run to rerun on the record's commit: the shard that failed on the culprit
+    (or, while a newer attempt of it runs, that one), on either commit; else its first."""
     mine = [run for run in runs if job_key(run.name) == record.job]
     if not mine:
         return None
-    culprit_runs = by_sha.get(record.culprit_sha, runs)
-    failing = [
-        run.name
-        for run in culprit_runs
-        if job_key(run.name) == record.job and shard_state(run, rule.cancelled) == CellState.FAIL
+    states = [
+        (run.name, shard_state(run, rule.cancelled))
+        for run in by_sha.get(record.culprit_sha, runs)
+        if job_key(run.name) == record.job
     ]
-    return next((run for run in mine if failing and run.name == failing[0]), mine[0])
+    target = next((name for name, state in states if state == CellState.FAIL), None) or next(
+        (name for name, state in states if state == CellState.PENDING), None
+    )
+    return next((run for run in mine if run.name == target), mine[0])
 
 
 def _result(record: RerunRecord, runs: tuple[JobRun, ...], rule: RuleConfig) -> RerunRecord:
