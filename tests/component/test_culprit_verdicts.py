@@ -38,7 +38,9 @@ def _replay(refusals: int = 0, store: str = "memory") -> tuple[Session, list[dic
         for event, published in replay_steps(session, replay):
             sent += [message.as_json() for message in published]
             alerts = session.call_api("GET", "/api/v2/alerts")
-            seen += [(event.at, a["labels"].get("job"), a["annotations"]) for a in alerts if "job" in a["labels"]]
+            seen += [
+                (event.at, a["labels"].get("job"), a["annotations"]) for a in alerts if "job" in a["labels"]
+            ]
     except BaseException:
         session.stop()
         raise
@@ -53,7 +55,11 @@ def replayed() -> tuple[Session, list[dict[str, Any]], list[Any]]:
 
 def _job_messages(sent: list[dict[str, Any]], job: str) -> list[tuple[str, str, dict[str, str]]]:
     return [
-        (m["message"]["status"], m["message"]["notification_reason"], m["message"]["alerts"][0]["annotations"])
+        (
+            m["message"]["status"],
+            m["message"]["notification_reason"],
+            m["message"]["alerts"][0]["annotations"],
+        )
         for m in sent
         if m["message"]["alerts"][0]["labels"].get("job") == job
     ]
@@ -85,12 +91,11 @@ def test_a_code_breakage_is_confirmed_on_its_culprit(replayed: Any) -> None:
 def test_a_cleared_suspect_is_named_as_suspect_only(replayed: Any, job: str, verdict: str) -> None:
     _, sent, _ = replayed
     _, (_, _, update), (_, _, resolution) = _job_messages(sent, job)
-    for annotations in (update, resolution):
-        assert annotations["culprit_verdict"] == verdict
-        culprit = {k for k in annotations if k.startswith("culprit_")}
-        assert culprit == {"culprit_verdict", "culprit_verdict_reason"}
-        assert annotations["suspect_sha"] and annotations["suspect_pr"].isdigit()
-        assert "Suspect:" in annotations["description"] and "Culprit:" not in annotations["description"]
+    for notes in (update, resolution):
+        assert notes["culprit_verdict"] == verdict
+        assert {k for k in notes if k.startswith("culprit_")} == {"culprit_verdict", "culprit_verdict_reason"}
+        assert notes["suspect_sha"] and notes["suspect_pr"].isdigit()
+        assert "Suspect:" in notes["description"] and "Culprit:" not in notes["description"]
 
 
 def test_the_email_and_the_trunk_alert_say_the_verdict(replayed: Any) -> None:
@@ -101,12 +106,16 @@ def test_the_email_and_the_trunk_alert_say_the_verdict(replayed: Any) -> None:
     trunk = [
         m["message"]["alerts"][0]["annotations"]["description"]
         for m in sent
-        if m["message"]["alerts"][0]["labels"]["alertname"] == "TrunkBroken" and m["message"]["status"] == "firing"
+        if m["message"]["alerts"][0]["labels"]["alertname"] == "TrunkBroken"
+        and m["message"]["status"] == "firing"
     ]
     lines = [line for d in trunk for line in d.splitlines()]
-    assert any(line.startswith(f"- {CODE}: ") and ", culprit " in line and "(confirmed)" in line for line in lines)
     assert any(
-        line.startswith(f"- {DEPENDENCY}: ") and ", suspect " in line and "(environmental)" in line for line in lines
+        line.startswith(f"- {CODE}: ") and ", culprit " in line and "(confirmed)" in line for line in lines
+    )
+    assert any(
+        line.startswith(f"- {DEPENDENCY}: ") and ", suspect " in line and "(environmental)" in line
+        for line in lines
     )
 
 
