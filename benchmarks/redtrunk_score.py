@@ -138,9 +138,14 @@ class Scorer:
     def __init__(self, trunk: RedTrunk) -> None:
         self.trunk = trunk
         self.sha_index = {c.sha: c.index for c in trunk.commits}
+        self.short_index = {c.sha[:12]: c.index for c in trunk.commits}
         self.key_columns: dict[str, list[int]] = defaultdict(list)
         for col in trunk.columns:
             self.key_columns[job_key(col.name)].append(col.index)
+
+    def index(self, sha: str) -> int | None:
+        """The commit a full or 12-character sha names."""
+        return self.sha_index.get(sha, self.short_index.get(sha[:12]))
 
     def kind(self, page: Page) -> tuple[str, int | None]:
         """The page's kind and, for `code`, the breaking commit's index."""
@@ -216,13 +221,25 @@ class Episode:
     verdicts: list[tuple[datetime, str, str]] = dataclass_field(default_factory=list)  # at, verdict, sha
 
 
+_VERDICT_LINE = re.compile(
+    r"^- (?P<job>.+): \d+ commits?, (?:culprit|suspect) (?P<sha>[0-9a-f]{7,40}) .*"
+    r"\((?P<verdict>confirmed|environmental|flaky|unconfirmed)\)$",
+    re.MULTILINE,
+)
+
+
 def episodes(messages: list[dict[str, Any]]) -> list[Episode]:
     """The job alerts' episodes, each with the verdicts its messages carried (at, verdict,
-    the commit named: culprit or suspect)."""
+    the commit named: culprit or suspect), its own or a trunk-level alert's."""
     found: list[Episode] = []
     current: dict[str, Episode] = {}
     for row in messages:
         labels, notes = row["labels"], row["annotations"]
+        if labels["alertname"] in TRUNK_ALERTS and row["status"] == "firing":
+            # While a trunk-level alert inhibits them, the jobs' verdicts come with it.
+            for line in _VERDICT_LINE.finditer(notes.get("description", "")):
+                if line["job"] in current:
+                    current[line["job"]].verdicts.append((_parse(row["at"]), line["verdict"], line["sha"]))
         if labels["alertname"] != JOB_ALERT:
             continue
         job, at = labels["job"], _parse(row["at"])
@@ -265,7 +282,7 @@ def verdict_scores(
             then = [v for at, v, _ in episode.verdicts if at <= due]
             verdict = then[-1] if then else Verdict.UNCONFIRMED.value
             confirmed_right = verdict == Verdict.CONFIRMED and any(
-                v == Verdict.CONFIRMED and scorer.sha_index.get(sha) == breaker
+                v == Verdict.CONFIRMED and scorer.index(sha) == breaker
                 for at, v, sha in episode.verdicts
                 if at <= due
             )
@@ -273,7 +290,7 @@ def verdict_scores(
         wrong = [
             sha
             for _, v, sha in episode.verdicts
-            if v == Verdict.CONFIRMED and (breaker is None or scorer.sha_index.get(sha) != breaker)
+            if v == Verdict.CONFIRMED and (breaker is None or scorer.index(sha) != breaker)
         ]
         if wrong:
             innocent_confirmed.append(wrong[0])

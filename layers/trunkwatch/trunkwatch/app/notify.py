@@ -171,6 +171,11 @@ def _log_state(entry: LogEntry) -> LogState:
         jobs=tuple(sorted(str(job) for job in entry.jobs or ())),
         held_by=tuple(str(hold) for hold in entry.held_by or ()),
         verdict=(entry.annotations or {}).get(VERDICT_ANNOTATION, ""),
+        job_verdicts=tuple(
+            (str(job), str(data.get("verdict") or ""))
+            for job, data in sorted((entry.jobs or {}).items() if isinstance(entry.jobs, dict) else ())
+            if isinstance(data, dict)
+        ),
     )
 
 
