@@ -283,7 +283,9 @@ class RuleConfig(_Checked):
     # `rerun`: a job alert's culprit is confirmed by re-running the job on the last pass and
     # the culprit (domain/verdict.py); `off`: the alert names its suspect unconfirmed.
     confirm: str = "off"
-    reruns_per_hour: int = 6  # the trunk's cap on rerun requests in any hour
+    # The trunk's cap on reruns planned in any hour: one dependency breakage pages a whole job
+    # family (about 10 jobs, 2 reruns each) at once.
+    reruns_per_hour: int = 20
 
     CHECKS: ClassVar[dict[str, Check]] = {
         "failures_to_open": _integer(1),
