@@ -304,7 +304,7 @@ def verdict_scores(
                 if job_key(rerun["job"]) == episode.page.job and episode.page.at <= _parse(rerun["at"]) <= end
             )
         )
-    environmental = sum((at_3h[k] for k in ("external", "infra")), Counter[str]())
+    environmental = sum((at_3h.get(k, Counter[str]()) for k in ("external", "infra")), Counter[str]())
     code = at_3h.get("code", Counter[str]())
     return {
         "episodes": len(found),
