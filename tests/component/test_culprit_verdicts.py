@@ -6,6 +6,9 @@ stand-in answers the rerun requests and the HUD stand-in shows their results."""
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.request
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -15,6 +18,8 @@ import pytest
 from tests.support.scenarios import SCENARIOS
 from trunkwatch.domain.cells import job_key
 from trunkwatch.domain.clock import parse_time
+from trunkwatch_local.github_server import GitHubServer
+from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.replay import read_replay
 from trunkwatch_local.session import Session, replay_steps
 
@@ -146,3 +151,51 @@ def _first_firing(sent: list[dict[str, Any]], job: str) -> str:
         for m in sent
         if m["message"]["alerts"][0]["labels"].get("job") == job and m["message"]["status"] == "firing"
     )
+
+
+def _post(url: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=b"", method="POST")  # noqa: S310 - a stand-in on 127.0.0.1
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def test_the_stand_ins_answer_reruns_as_github_and_the_hud_shows_them() -> None:
+    now = [parse_time("2026-11-18T20:00:00Z")]
+    hud = HudServer(clock=lambda: now[0])
+    github = GitHubServer(hud, "pytorch/pytorch")
+    failed = {"id": 7, "conclusion": "failure", "status": "completed", "failureLines": ["FAILED t"]}
+    running = {"id": 8, "conclusion": "pending", "status": "in_progress"}
+    hud.serve(
+        {
+            "jobNames": ["a", "b"],
+            "shaGrid": [
+                {
+                    "sha": "s1",
+                    "jobs": [{**failed, "rerun": {"conclusion": "success", "durationS": 600}}, running],
+                }
+            ],
+        }
+    )
+    try:
+        served = json.loads(urllib.request.urlopen(f"{hud.url}/api/hud/pytorch/pytorch/main/1").read())  # noqa: S310
+        assert served["shaGrid"][0]["jobs"][0] == failed  # never the `rerun` key
+        jobs = f"{github.url}/repos/pytorch/pytorch/actions/jobs"
+        assert _post(f"{jobs}/7/rerun") == (201, b"")
+        for job in (8, 99):  # still running; unknown
+            status, body = _post(f"{jobs}/{job}/rerun")
+            assert status == 404 and json.loads(body)["message"] == "Not Found"
+        github.refuse(1)
+        status, body = _post(f"{jobs}/7/rerun")
+        assert status == 403 and json.loads(body)["message"] == "Resource not accessible by integration"
+        assert _post(f"{github.url}/repos/other/repo/actions/jobs/7/rerun")[0] == 404
+        now[0] += timedelta(minutes=10)
+        newest = hud.served()["shaGrid"][0]["jobs"][0]
+        assert newest["conclusion"] == "success" and newest["failedPreviousRun"] is True
+        assert newest["id"] != 7 and "failureLines" not in newest and "rerun" not in newest
+        assert [rerun.job_id for rerun in github.accepted] == [7]
+    finally:
+        github.stop()
+        hud.stop()

@@ -61,6 +61,8 @@ def culprit_comment(notification: Notification) -> str:
     ]
     if told.culprit and told.culprit.commit_url:
         parts.append(f"Commit: {told.culprit.commit_url}")
+    if told.verdict:
+        parts.append(told.verdict)
     if told.failure_lines:
         code = "\n".join(line.replace("```", "'''") for line in told.failure_lines)
         parts.append(f"First failure lines:\n```\n{code}\n```")
