@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from trunkwatch.app.confirm import MAX_TRIES, advance_reruns, culprit_decision
+from trunkwatch.app.confirm import MAX_TRIES, advance_reruns, culprit_decision, runner_of
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.domain.verdict import Verdict
 from trunkwatch.sources.base import CommitResult
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import CommitRef, StoredCommit
+from trunkwatch.storage.records import CommitRef, JobAlert, StoredCommit
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 TRUNK = TrunkConfig(repo="pytorch/pytorch")
@@ -22,10 +22,13 @@ SHARD = "pull / test (default, 1, 2, linux.2xlarge)"
 OTHER_SHARD = "pull / test (default, 2, 2, linux.2xlarge)"
 LAST_PASS = CommitRef(10, "a" * 40, NOW - timedelta(hours=3))
 CULPRIT = CommitRef(11, "c" * 40, NOW - timedelta(hours=2))
+LINES = ("FAILED test/test_ops.py::test_x",)
 
 
 def _decide(storage: Storage, job: str = JOB, rule: RuleConfig = RULE, now: datetime = NOW) -> str:
-    decision = culprit_decision(storage, TRUNK.trunk_id, rule, job, CULPRIT.time, CULPRIT, LAST_PASS, now)
+    decision = culprit_decision(
+        storage, TRUNK.trunk_id, rule, job, CULPRIT.time, CULPRIT, LAST_PASS, now, failure_lines=LINES
+    )
     return f"{decision.verdict.value}: {decision.reason}"
 
 
@@ -154,11 +157,15 @@ def test_a_range_with_commits_the_job_did_not_run_on_is_not_confirmed() -> None:
     storage = memory_storage()
     gap = CommitRef(13, CULPRIT.sha, CULPRIT.time)  # seq 12 between the last pass and it
     storage.commits.place(TRUNK.trunk_id, _stored(12, "b" * 40), RULE.retention, None)
-    decide = culprit_decision(storage, TRUNK.trunk_id, RULE, JOB, gap.time, gap, LAST_PASS, NOW)
+    decide = culprit_decision(
+        storage, TRUNK.trunk_id, RULE, JOB, gap.time, gap, LAST_PASS, NOW, failure_lines=LINES
+    )
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
     later = NOW + timedelta(hours=1)
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure", 1001, 1002), Requests(), later)
-    decision = culprit_decision(storage, TRUNK.trunk_id, RULE, JOB, gap.time, gap, LAST_PASS, later)
+    decision = culprit_decision(
+        storage, TRUNK.trunk_id, RULE, JOB, gap.time, gap, LAST_PASS, later, failure_lines=LINES
+    )
     assert decide.verdict == Verdict.UNCONFIRMED
     assert (
         decision.verdict == Verdict.UNCONFIRMED
@@ -168,3 +175,20 @@ def test_a_range_with_commits_the_job_did_not_run_on_is_not_confirmed() -> None:
 
 def _stored(seq: int, sha: str) -> StoredCommit:
     return StoredCommit(seq, Commit(sha, NOW - timedelta(hours=2, minutes=30)), "")
+
+
+def test_without_failure_lines_beside_other_jobs_on_its_runner_it_is_environmental() -> None:
+    """A runner outage: jobs on one runner type fail without failure lines at the same time."""
+    storage = memory_storage()
+    ref = CommitRef(11, CULPRIT.sha, CULPRIT.time)
+    peer = JobAlert("trunk / test (slow, linux.2xlarge)", "firing", NOW, 3, ref, ref)
+    other_runner = JobAlert("trunk / test (slow, linux.g5.4xlarge)", "firing", NOW, 3, ref, ref)
+    for alert in (peer, other_runner):
+        storage.alerts.save_with_failing_set(TRUNK.trunk_id, alert, now_firing=True)
+    decision = culprit_decision(
+        storage, TRUNK.trunk_id, RULE, JOB, CULPRIT.time, CULPRIT, LAST_PASS, NOW, failure_lines=()
+    )
+    assert decision.verdict == Verdict.ENVIRONMENTAL
+    assert decision.reason == "no failure lines while 1 other job(s) on linux.2xlarge failed at the same time"
+    assert _decide(storage).startswith("unconfirmed: ")  # with failure lines: reruns decide
+    assert runner_of("lint / lintrunner") == "" and runner_of(JOB) == "linux.2xlarge"

@@ -1,4 +1,4 @@
-"""Confirmation by reruns (`confirm: rerun`, design.md §3.5): the job alert's culprit judged by
+"""Confirmation by reruns (`confirm: rerun`, design.md §3.6): the job alert's culprit judged by
 re-running the job on the last pass and on the culprit (domain/verdict.py).
 
 Two halves, each where its data is:
@@ -16,6 +16,7 @@ Two halves, each where its data is:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -57,12 +58,15 @@ def culprit_decision(
     first_fail: CommitRef,
     last_pass: CommitRef | None,
     now: datetime,
+    *,
+    failure_lines: tuple[str, ...],
     plan: bool = True,
 ) -> Decision:
     """Plan what the episode still wants (unless `plan` is False: it is over) and decide its
-    verdict from its reruns so far. The suspect is the one the episode's first reruns were
-    planned for (a last pass that fails on rerun moves the range back; the verdict is about
-    the first suspect)."""
+    verdict from its reruns so far (and, without failure lines, from the other jobs failing
+    on its runner). The suspect is the one the episode's first reruns were planned for (a
+    last pass that fails on rerun moves the range back; the verdict is about the first
+    suspect)."""
     records = storage.reruns.of_episode(trunk_id, job, episode)
     # Commits between the range's ends without a result of the job (while the range is the
     # suspect's: once it moved, the verdict does not rest on it).
@@ -89,13 +93,41 @@ def culprit_decision(
         if storage.reruns.add(trunk_id, record, rule.retention):
             records.append(record)
     by_role = {Role(r.role): Rerun(RerunStatus(r.status), r.reason) for r in records}
-    decision = decide(
-        suspect, Evidence(last_pass=by_role.get(Role.LAST_PASS), culprit=by_role.get(Role.CULPRIT))
+    runner = runner_of(job)
+    # No failure lines, and other jobs on its runner failing without lines now: an outage.
+    peers = (
+        sum(
+            1
+            for alert in storage.alerts.of_trunk(trunk_id, firing_only=True)
+            if alert.job != job and not alert.failure_lines and runner_of(alert.job) == runner
+        )
+        if not failure_lines and runner
+        else 0
     )
+    evidence = Evidence(
+        last_pass=by_role.get(Role.LAST_PASS),
+        culprit=by_role.get(Role.CULPRIT),
+        no_failure_lines=not failure_lines,
+        runner_peers_failing=peers,
+        runner=runner,
+    )
+    decision = decide(suspect, evidence)
     if not records and wanted.skipped:
         # Nothing could be planned (the hourly cap, a clipped range): say why.
         return Decision(decision.verdict, "; ".join(dict.fromkeys(reason for _, reason in wanted.skipped)))
     return decision
+
+
+_RUNNER = re.compile(r"\(([^()]*)\)$")
+
+
+def runner_of(job: str) -> str:
+    """The runner label a job key ends with (`test (default, linux.2xlarge)`: `linux.2xlarge`),
+    or "" for a job that names none."""
+    found = _RUNNER.search(job)
+    if not found or "," not in found.group(1):
+        return ""
+    return found.group(1).rsplit(",", 1)[1].strip()
 
 
 def _commits_between(storage: Storage, trunk_id: str, low: int, high: int) -> int:

@@ -276,6 +276,7 @@ def _store_verdict(
                 stored.last_pass,
                 now,
                 plan=False,
+                failure_lines=stored.failure_lines,
             )
             resolved = replace(
                 resolved, culprit_verdict=decision.verdict.value, verdict_reason=decision.reason
@@ -308,6 +309,7 @@ def _store_verdict(
             fields["first_fail"],
             fields["last_pass"],
             now,
+            failure_lines=fields["failure_lines"],
         )
         fields["culprit_verdict"], fields["verdict_reason"] = decision.verdict.value, decision.reason
     if stored is not None and was_firing and all(getattr(stored, n) == v for n, v in fields.items()):
