@@ -192,3 +192,23 @@ def test_without_failure_lines_beside_other_jobs_on_its_runner_it_is_environment
     assert decision.reason == "no failure lines while 1 other job(s) on linux.2xlarge failed at the same time"
     assert _decide(storage).startswith("unconfirmed: ")  # with failure lines: reruns decide
     assert runner_of("lint / lintrunner") == "" and runner_of(JOB) == "linux.2xlarge"
+
+
+def test_a_culprit_whose_failure_is_a_failed_retry_is_not_rerun() -> None:
+    storage = memory_storage()
+    _decide(storage)
+    retried = [
+        _commit(LAST_PASS, JobRun(SHARD, "success", job_id=1)),
+        _commit(CULPRIT, JobRun(SHARD, "failure", job_id=2, failed_before=True)),
+    ]
+    requests = Requests()
+    assert advance_reruns(storage, TRUNK, RULE, retried, requests, NOW) == 1
+    assert requests.sent == [1]  # the last pass only
+    later = NOW + timedelta(hours=1)
+    advance_reruns(
+        storage, TRUNK, RULE, [_commit(LAST_PASS, JobRun(SHARD, "success", job_id=1001))], requests, later
+    )
+    assert _decide(storage, now=later) == (
+        f"confirmed: the last pass {LAST_PASS.sha[:12]} passes on rerun and the culprit {CULPRIT.sha[:12]} "
+        "fails again on its retry"
+    )

@@ -7,7 +7,8 @@ Two halves, each where its data is:
   episode still wants (`plan_reruns`, within the episode's 2 and the trunk's hourly cap) as
   records without a request, and decides the verdict from the episode's records;
 - ingest (`advance_reruns`), which holds the source's snapshot with GitHub's job ids, sends
-  the planned requests (a failed one is retried at the next polls, up to `MAX_TRIES`), and
+  the planned requests (none for a culprit whose failure is already a failed retry: that
+  retry is its rerun) (a failed one is retried at the next polls, up to `MAX_TRIES`), and
   records a rerun's result once a newer attempt of that job on that commit has finished.
   It runs before the poll writes its cells, so the evaluation they cause sees the results;
   a result that changes no cell (a last pass passing again, a culprit failing again) is
@@ -45,6 +46,7 @@ MAX_TRIES = 3  # requests of one rerun (the first and two retries) before its fa
 # source's page, or its result never came): its verdict stays `unconfirmed`.
 OPEN_FOR = timedelta(hours=12)
 
+FAILED_RETRY = "its failure is already a failed retry"
 # Requests a rerun of a job id on GitHub; returns None when GitHub accepted it, else why not.
 RequestRerun = Callable[[int], "str | None"]
 
@@ -92,7 +94,9 @@ def culprit_decision(
         )
         if storage.reruns.add(trunk_id, record, rule.retention):
             records.append(record)
-    by_role = {Role(r.role): Rerun(RerunStatus(r.status), r.reason) for r in records}
+    by_role = {
+        Role(r.role): Rerun(RerunStatus(r.status), r.reason) for r in records if r.reason != FAILED_RETRY
+    }
     runner = runner_of(job)
     # No failure lines, and other jobs on its runner failing without lines now: an outage.
     peers = (
@@ -107,6 +111,7 @@ def culprit_decision(
     evidence = Evidence(
         last_pass=by_role.get(Role.LAST_PASS),
         culprit=by_role.get(Role.CULPRIT),
+        culprit_failed_retry=any(r.reason == FAILED_RETRY for r in records),
         no_failure_lines=not failure_lines,
         runner_peers_failing=peers,
         runner=runner,
@@ -200,7 +205,11 @@ def _request(
         return replace(
             record, status=RerunStatus.REQUEST_FAILED.value, reason="no run of the job on that commit"
         )
-    if shard_state(run, rule.cancelled) == CellState.PENDING:
+    state = shard_state(run, rule.cancelled)
+    if record.role == Role.CULPRIT and state == CellState.FAIL and run.failed_before:
+        # Its failure is already a retry that failed again: that is its rerun (none is sent).
+        return replace(record, status=RerunStatus.FAILURE.value, shard=run.name, reason=FAILED_RETRY)
+    if state == CellState.PENDING:
         # A newer attempt already runs: its result is the rerun's (never rerun it again).
         return replace(record, status=RerunStatus.PENDING.value, requested_at=now, shard=run.name, reason="")
     if run.job_id is None:
