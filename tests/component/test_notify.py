@@ -70,14 +70,17 @@ def test_a_decided_verdict_is_an_update_of_the_same_alert() -> None:
     assert decide(judged, LogState("firing", NOW - HOUR), NOW, 4 * HOUR) is None
 
 
-def test_a_trunk_alert_tells_each_jobs_decided_verdict() -> None:
+def test_trunk_badly_broken_tells_each_inhibited_jobs_decided_verdict() -> None:
     confirmed, flaky = (
         FailingJob(3, failing().culprit, "confirmed"),
         FailingJob(4, failing().culprit, "flaky"),
     )
     trunk = view(jobs={"a": confirmed, "b": flaky, "c": failing()})
+    trunk.alert.labels["alertname"] = "TrunkBadlyBroken"  # it holds the jobs' own alerts back
     log = LogState("firing", NOW - HOUR, jobs=("a", "b", "c"), job_verdicts=(("a", "unconfirmed"),))
     assert decide(trunk, log, NOW, 4 * HOUR) == Decision("firing", "update; culprit confirmed: a; flaky: b")
+    trunk.alert.labels["alertname"] = "TrunkBroken"  # the jobs' alerts tell it themselves
+    assert decide(trunk, log, NOW, 4 * HOUR) is None
     told = LogState(
         "firing", NOW - HOUR, jobs=("a", "b", "c"), job_verdicts=(("a", "confirmed"), ("b", "flaky"))
     )

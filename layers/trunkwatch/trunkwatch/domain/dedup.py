@@ -48,7 +48,9 @@ def decide(view: AlertView, log: LogState, now: datetime, repeat_interval: timed
             [f"stopped failing: {', '.join(stopped)}"] if stopped else []
         )
         return Decision(alerts.FIRING, "update; " + "; ".join(parts))
-    if alert.jobs and (changed := _verdicts_changed(alert, dict(log.job_verdicts))):
+    # TrunkBadlyBroken holds its jobs' alerts back (inhibition): it tells their verdicts.
+    badly = alert.name == alerts.TRUNK_BADLY_BROKEN
+    if badly and (changed := _verdicts_changed(alert, dict(log.job_verdicts))):
         return Decision(alerts.FIRING, "update; " + "; ".join(changed))
     verdict = alert.annotations.get(VERDICT_ANNOTATION, "")
     if verdict != log.verdict and verdict in VERDICT_UPDATES:
