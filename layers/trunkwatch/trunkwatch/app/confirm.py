@@ -7,9 +7,9 @@ Two halves, each where its data is:
   episode still wants (`plan_reruns`, within the episode's 2 and the trunk's hourly cap) as
   records without a request, and decides the verdict from the episode's records;
 - ingest (`advance_reruns`), which holds the source's snapshot with GitHub's job ids, sends
-  the planned requests (none for a culprit whose failure is already a failed retry: that
-  retry is its rerun) (a failed one is retried at the next polls, up to `MAX_TRIES`), and
-  records a rerun's result once a newer attempt of that job on that commit has finished.
+  the planned requests (a refused one again at the next polls, up to `MAX_TRIES`; none for
+  a culprit whose failure is already a failed retry: that retry is its rerun), and records
+  a rerun's result once a newer attempt of that job on that commit has finished.
   It runs before the poll writes its cells, so the evaluation they cause sees the results;
   a result that changes no cell (a last pass passing again, a culprit failing again) is
   picked up by the re-judging of unconfirmed alerts at the poll's tick or the sweep.
@@ -46,6 +46,7 @@ MAX_TRIES = 3  # requests of one rerun (the first and two retries) before its fa
 # source's page, or its result never came): its verdict stays `unconfirmed`.
 OPEN_FOR = timedelta(hours=12)
 
+# A culprit record's reason when its failure was already a failed retry (no rerun sent).
 FAILED_RETRY = "its failure is already a failed retry"
 # Requests a rerun of a job id on GitHub; returns None when GitHub accepted it, else why not.
 RequestRerun = Callable[[int], "str | None"]
