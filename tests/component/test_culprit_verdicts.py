@@ -1,5 +1,5 @@
 """Culprit verdicts confirmed by reruns (`confirm: rerun`) through the local runtime: the
-scenario tests/scenarios/culprit-verdicts.jsonl has a code breakage (its culprit fails again
+scenario tests/scenarios/verdicts-by-reruns.jsonl has a code breakage (its culprit fails again
 on rerun, its last pass passes), a dependency breakage (every rerun of the job fails while it
 lasts, also on the last pass) and a flaky job (its failures pass on rerun); the local GitHub
 stand-in answers the rerun requests and the HUD stand-in shows their results."""
@@ -23,7 +23,7 @@ from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.replay import read_replay
 from trunkwatch_local.session import Session, replay_steps
 
-SCENARIO = SCENARIOS / "culprit-verdicts.jsonl"
+SCENARIO = SCENARIOS / "verdicts-by-reruns.jsonl"
 CODE = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 DEPENDENCY = "trunk / linux-jammy-cuda12.8-py3.10-gcc11 / test (default, linux.g5.4xlarge.nvidia.gpu)"
 FLAKE = "trunk / macos-py3-arm64 / test (default, macos-m1-stable)"
