@@ -17,8 +17,9 @@ against a page that changes every tick and records its memory day by day.
 random AWS calls (3 seeds, 3% and 8% of calls) and counts the messages lost, repeated and
 delayed.
 `python -m benchmarks redtrunk [--quick]` generates a calibrated red trunk (two weeks;
-`--quick`: three days), replays it through the local runtime and scores today's rule against
-its ground truth, then what rerun verdicts would say about its pages (benchmarks/redtrunk_score.py).
+`--quick`: three days), replays it through the local runtime without and with `confirm: rerun`
+and scores both against its ground truth, with the culprit verdicts the pipeline sent
+(benchmarks/redtrunk_score.py).
 `python -m benchmarks memory_replay` replays the repository's scenarios and real-history
 cut on moto's table and on the in-memory store (`trunkwatch replay --store memory`), checks
 both against the expected messages and reports the wall-time ratio.

@@ -1,9 +1,10 @@
 """A red trunk, calibrated to PyTorch's published figures: a seeded, deterministic generator of
 a replay file (docs/local.md "Replay files") and its ground truth.
 
-`python -m benchmarks.redtrunk [--seed N] [--days D] [--out DIR]` writes
-DIR/redtrunk-N.jsonl.gz (a header line, then one HUD snapshot every 30 minutes of the newest
-25 commits) and DIR/redtrunk-N.truth.json.gz, and prints the trunk's statistics.
+`python -m benchmarks.redtrunk [--seed N] [--days D] [--out DIR] [--confirm]` writes
+DIR/redtrunk-N.jsonl.gz (a header line, with `"config": {"confirm": "rerun"}` for `--confirm`,
+then one HUD snapshot every 30 minutes of the newest 25 commits) and
+DIR/redtrunk-N.truth.json.gz, and prints the trunk's statistics.
 
 The figures it follows, and where each comes from:
 
@@ -447,11 +448,12 @@ class RedTrunk:
             )
         return {"jobNames": [col.name for col in self.columns], "shaGrid": rows}
 
-    def write(self, replay: Path, truth: Path | None = None) -> None:
-        """Write the replay (and the truth) gzipped, byte for byte the same for a seed."""
+    def write(self, replay: Path, truth: Path | None = None, config: dict[str, Any] | None = None) -> None:
+        """Write the replay (and the truth) gzipped, byte for byte the same for a seed; the
+        header's rule `config` (e.g. `{"confirm": "rerun"}`) is empty unless given."""
         replay.parent.mkdir(parents=True, exist_ok=True)
         with _gzip_text(replay) as out:
-            out.write(json.dumps({"repo": REPO, "branch": "main", "config": {}}) + "\n")
+            out.write(json.dumps({"repo": REPO, "branch": "main", "config": config or {}}) + "\n")
             for at in self.snapshot_times():
                 if not any(c.time <= at for c in self.commits):
                     continue
@@ -568,10 +570,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=100)
     parser.add_argument("--days", type=float, default=DAYS)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
+    parser.add_argument(
+        "--confirm", action="store_true", help='the replay\'s header turns on `"confirm": "rerun"`'
+    )
     args = parser.parse_args(argv)
     trunk = RedTrunk(args.seed, args.days)
     replay, truth = paths(args.out, args.seed)
-    trunk.write(replay, truth)
+    trunk.write(replay, truth, {"confirm": "rerun"} if args.confirm else None)
     print(json.dumps({"replay": str(replay), "truth": str(truth), **trunk.stats}, indent=2))
     return 0
 

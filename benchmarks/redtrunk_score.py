@@ -1,5 +1,5 @@
-"""Workload `redtrunk`: today's rule scored against a red trunk's ground truth, and what rerun
-verdicts (issue #27) would have said about its pages.
+"""Workload `redtrunk`: the rule scored against a red trunk's ground truth, without and with
+culprit verdicts confirmed by reruns (issue #27).
 
 `python -m benchmarks redtrunk [--quick]` generates a trunk with `benchmarks.redtrunk` (seed
 `SEED`, two weeks; `--quick`: `QUICK_DAYS` days), replays it through the local runtime in a
@@ -24,13 +24,20 @@ or `flaky`. Figures:
 - `innocent_prs_named`: pages naming a commit that broke nothing (dependency, outage, flaky
   failure, or a wrong commit of a real breakage), with the distinct commits.
 
-`verdicts` applies `trunkwatch.domain.verdict` to each job page offline, as if the reruns
-`plan_reruns` asks for were requested at the page's time: their outcomes are the generator's
-`rerun` data of the last-pass and culprit commits (the failing columns of the job), the
-culprit's failed retry is its `failedPreviousRun`, and the runner-outage evidence is what the
-HUD showed then (other jobs on the runner type failing without failure lines in the hour
-before). It reports the verdicts by page kind and the innocent commits that would still be
-named as `confirmed`.
+The trunk is replayed twice: as it is (today's rule), and with `"config": {"confirm": "rerun"}`
+in its header (culprit verdicts confirmed by reruns, issue #27), whose reruns the local GitHub
+stand-in answers from the generator's `rerun` data. Both runs get the figures above; the
+confirmed one also `verdicts`, read from the messages the pipeline sent (each job episode's
+`culprit_verdict` as its updates bring it):
+
+- `by_kind` / `by_kind_at_3h`: each job episode's last verdict, and the one it had 3 hours
+  after its page (episodes still firing then: time for a rerun to finish), by episode kind;
+- `environmental_at_3h_share` (dependency and runner episodes) and `confirmed_right_at_3h_share`
+  (code episodes confirmed on the breaking commit), of those still firing 3 hours on;
+- `innocent_prs_confirmed` (episodes with a `confirmed` message naming a commit that broke
+  nothing: what `github_culprit` would comment on) and `innocent_prs_unconfirmed` (episodes
+  whose page named an innocent commit only as an unconfirmed suspect);
+- `reruns` (requests GitHub accepted), `reruns_per_episode_mean` and `_max`.
 """
 
 from __future__ import annotations
@@ -42,32 +49,21 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from benchmarks.redtrunk import DAYS, RedTrunk
 from trunkwatch.domain.cells import job_key
-from trunkwatch.domain.verdict import (
-    Evidence,
-    Rerun,
-    RerunStatus,
-    Role,
-    Suspect,
-    Verdict,
-    decide,
-    plan_reruns,
-)
+from trunkwatch.domain.verdict import Verdict
 
 SEED = 100
 QUICK_DAYS = 3
-HOURLY_CAP = 20  # reruns a trunk may request an hour (offline scoring)
-PEER_WINDOW = timedelta(hours=1)  # "at the same time" for the runner-outage evidence
+VERDICT_AFTER = timedelta(hours=3)  # a page's verdict is scored this long after it
 JOB_ALERT = "TrunkJobFailing"
 TRUNK_ALERTS = ("TrunkBroken", "TrunkBadlyBroken")
-# retry_stands_in: a culprit whose failure is a failed retry is not rerun (the retry is its
-# rerun); rerun_both: it is rerun anyway (the retry counts only if the rerun cannot be had).
-POLICIES = ("retry_stands_in", "rerun_both")
+CONFIRM = {"confirm": "rerun"}
 
 
 @dataclass(frozen=True)
@@ -92,26 +88,35 @@ def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def replay(path: str) -> tuple[list[dict[str, Any]], float]:
-    """The messages a replay publishes (at, status, labels, annotations), and its wall time."""
+def replay(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+    """The messages a replay publishes (at, status, reason, labels, annotations), the reruns
+    the GitHub stand-in accepted (at, sha, job), and its wall time."""
     from trunkwatch_local.replay import read_replay
-    from trunkwatch_local.session import run_replay
+    from trunkwatch_local.session import Session, replay_into
 
     started = time.perf_counter()
     rows = []
-    for message in run_replay(read_replay(path)):
-        row = message.as_json()
-        alert = row["message"]["alerts"][0]
-        rows.append(
-            {
-                "at": row["at"],
-                "status": row["message"]["status"],
-                "reason": row["message"].get("notification_reason", ""),
-                "labels": alert["labels"],
-                "annotations": alert["annotations"],
-            }
-        )
-    return rows, time.perf_counter() - started
+    parsed = read_replay(path)
+    with Session() as session:
+        session.github.repo = parsed.repo
+        session.start(parsed.deployment(session.hud.url, session.github.url))
+        for message in replay_into(session, parsed):
+            row = message.as_json()
+            alert = row["message"]["alerts"][0]
+            rows.append(
+                {
+                    "at": row["at"],
+                    "status": row["message"]["status"],
+                    "reason": row["message"].get("notification_reason", ""),
+                    "labels": alert["labels"],
+                    "annotations": alert["annotations"],
+                }
+            )
+        reruns = [
+            {"at": rerun.at.strftime("%Y-%m-%dT%H:%M:%SZ"), "sha": rerun.sha, "job": rerun.job}
+            for rerun in session.github.accepted
+        ]
+    return rows, reruns, time.perf_counter() - started
 
 
 def pages(messages: list[dict[str, Any]]) -> list[Page]:
@@ -133,9 +138,14 @@ class Scorer:
     def __init__(self, trunk: RedTrunk) -> None:
         self.trunk = trunk
         self.sha_index = {c.sha: c.index for c in trunk.commits}
+        self.short_index = {c.sha[:12]: c.index for c in trunk.commits}
         self.key_columns: dict[str, list[int]] = defaultdict(list)
         for col in trunk.columns:
             self.key_columns[job_key(col.name)].append(col.index)
+
+    def index(self, sha: str) -> int | None:
+        """The commit a full or 12-character sha names."""
+        return self.sha_index.get(sha, self.short_index.get(sha[:12]))
 
     def kind(self, page: Page) -> tuple[str, int | None]:
         """The page's kind and, for `code`, the breaking commit's index."""
@@ -151,75 +161,6 @@ class Scorer:
     def third_failure_at(self, page: Page) -> datetime | None:
         finishes = sorted(r.finish for cell in page.cells if (r := self.trunk.result(*cell)) is not None)
         return finishes[2] if len(finishes) >= 3 else None
-
-    # -- offline verdicts ---------------------------------------------------------------------
-
-    def _failing_columns(self, page: Page, commit: int) -> list[int]:
-        columns = self.key_columns.get(page.job or "", [])
-        failing = [
-            c
-            for c in columns
-            if (r := self.trunk.result(commit, c)) is not None and r.conclusion == "failure"
-        ]
-        return failing or [c for c in columns if self.trunk.result(commit, c) is not None]
-
-    def _rerun(self, commit: int | None, columns: list[int], at: datetime) -> Rerun | None:
-        if commit is None:
-            return None
-        if any(self.trunk.result(commit, c) is None for c in columns):
-            # GitHub reruns a job that ran: a shard that did not run on that commit cannot be.
-            return Rerun(RerunStatus.REQUEST_FAILED, "the job did not run on that commit")
-        failed = any(self.trunk.rerun(commit, c, at)[0] == "failure" for c in columns)
-        return Rerun(RerunStatus.FAILURE if failed else RerunStatus.SUCCESS)
-
-    def _runner_peers(self, page: Page, columns: list[int]) -> tuple[str, int]:
-        runners = {self.trunk.columns[c].runner for c in columns}
-        runner = sorted(runners)[0] if runners else ""
-        own = set(self.key_columns.get(page.job or "", []))
-        peers = set()
-        since = page.at - PEER_WINDOW
-        newest = [c.index for c in self.trunk.commits if c.time <= page.at][-25:]
-        for col in self.trunk.columns:
-            if col.runner != runner or col.index in own:
-                continue
-            for commit in newest:
-                r = self.trunk.result(commit, col.index)
-                if r and r.conclusion == "failure" and not r.lines and since <= r.finish <= page.at:
-                    peers.add(job_key(col.name))
-                    break
-        return runner, len(peers)
-
-    def verdict(self, page: Page, requested_this_hour: int, policy: str) -> tuple[str, str, int]:
-        """(verdict, reason, reruns requested) for a job page. `policy`: `retry_stands_in` (no
-        culprit rerun after a failed retry) or `rerun_both` (the culprit is rerun anyway)."""
-        culprit_sha = page.annotations.get("culprit_sha", "")
-        last_pass_sha = page.annotations.get("last_pass_sha") or None
-        suspect = Suspect(page.job or "", culprit_sha, last_pass_sha)
-        culprit = self.sha_index[culprit_sha]
-        last_pass = self.sha_index.get(last_pass_sha) if last_pass_sha else None
-        columns = self._failing_columns(page, culprit)
-        failed_retry = any(
-            (r := self.trunk.result(culprit, c)) is not None and r.conclusion == "failure" and r.retried
-            for c in columns
-        )
-        plan = plan_reruns(
-            suspect,
-            culprit_failed_retry=failed_retry and policy == "retry_stands_in",
-            requested_this_hour=requested_this_hour,
-            hourly_cap=HOURLY_CAP,
-        )
-        roles = {request.role for request in plan.requests}
-        runner, peers = self._runner_peers(page, columns)
-        evidence = Evidence(
-            last_pass=self._rerun(last_pass, columns, page.at) if Role.LAST_PASS in roles else None,
-            culprit=self._rerun(culprit, columns, page.at) if Role.CULPRIT in roles else None,
-            culprit_failed_retry=failed_retry,
-            no_failure_lines=not page.annotations.get("failure_lines"),
-            runner_peers_failing=peers,
-            runner=runner,
-        )
-        decision = decide(suspect, evidence)
-        return decision.verdict.value, decision.reason, len(plan.requests)
 
 
 def _ratio(part: int, whole: int) -> float:
@@ -271,37 +212,112 @@ def _episode(scorer: Scorer, page: Page) -> tuple[str, bool]:
     return ("code (breaker in range)" if last_pass < breaker < culprit else "code (wrong commit)"), False
 
 
-def verdict_scores(scorer: Scorer, job_pages: list[Page], policy: str) -> dict[str, Any]:
-    """The verdicts on `job_pages`, with reruns requested at each page's time under `policy`."""
+@dataclass
+class Episode:
+    """A job alert's episode in the messages: its page and each message's verdict."""
+
+    page: Page
+    end: datetime | None = None  # resolved at
+    verdicts: list[tuple[datetime, str, str]] = dataclass_field(default_factory=list)  # at, verdict, sha
+
+
+_VERDICT_LINE = re.compile(
+    r"^- (?P<job>.+): \d+ commits?, (?:culprit|suspect) (?P<sha>[0-9a-f]{7,40}) .*"
+    r"\((?P<verdict>confirmed|environmental|flaky|unconfirmed)\)$",
+    re.MULTILINE,
+)
+
+
+def episodes(messages: list[dict[str, Any]]) -> list[Episode]:
+    """The job alerts' episodes, each with the verdicts its messages carried (at, verdict,
+    the commit named: culprit or suspect), its own or a trunk-level alert's."""
+    found: list[Episode] = []
+    current: dict[str, Episode] = {}
+    for row in messages:
+        labels, notes = row["labels"], row["annotations"]
+        if labels["alertname"] in TRUNK_ALERTS and row["status"] == "firing":
+            # While a trunk-level alert inhibits them, the jobs' verdicts come with it.
+            for line in _VERDICT_LINE.finditer(notes.get("description", "")):
+                if line["job"] in current:
+                    current[line["job"]].verdicts.append((_parse(row["at"]), line["verdict"], line["sha"]))
+        if labels["alertname"] != JOB_ALERT:
+            continue
+        job, at = labels["job"], _parse(row["at"])
+        episode = current.get(job)
+        if row["status"] == "resolved":
+            if episode is not None:
+                episode.end = at
+                del current[job]
+            continue
+        if episode is None:
+            episode = current[job] = Episode(Page(at, JOB_ALERT, job, notes))
+            found.append(episode)
+        verdict = notes.get("culprit_verdict")
+        if verdict:
+            episode.verdicts.append((at, verdict, notes.get("culprit_sha") or notes.get("suspect_sha", "")))
+    return found
+
+
+def _share(counts: Counter[str], wanted: str) -> float:
+    return _ratio(counts[wanted], sum(counts.values()))
+
+
+def verdict_scores(
+    scorer: Scorer, messages: list[dict[str, Any]], reruns: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The verdicts the confirmed run's job episodes ended with, and 3 hours after their page."""
     by_kind: dict[str, Counter[str]] = defaultdict(Counter)
-    unconfirmed: Counter[str] = Counter()
-    guilty_confirmed = 0
+    at_3h: dict[str, Counter[str]] = defaultdict(Counter)
     innocent_confirmed: list[str] = []
-    innocent_total = 0
-    reruns_by_hour: Counter[datetime] = Counter()
-    for page in job_pages:
-        kind, right = _episode(scorer, page)
-        hour = page.at.replace(minute=0, second=0, microsecond=0)
-        verdict, reason, requested = scorer.verdict(page, reruns_by_hour[hour], policy)
-        reruns_by_hour[hour] += requested
-        by_kind[kind][verdict] += 1
-        innocent_total += not right
-        if verdict == Verdict.UNCONFIRMED:
-            unconfirmed[reason] += 1
-        elif verdict == Verdict.CONFIRMED and right:
-            guilty_confirmed += 1
-        elif verdict == Verdict.CONFIRMED:
-            innocent_confirmed.append(page.annotations.get("culprit_sha", ""))
-    code_right = sum(_episode(scorer, page)[1] for page in job_pages)
+    innocent_unconfirmed = 0
+    per_episode: list[int] = []
+    found = episodes(messages)
+    for episode in found:
+        kind, right = _episode(scorer, episode.page)
+        breaker = scorer.kind(episode.page)[1]
+        final = episode.verdicts[-1][1] if episode.verdicts else Verdict.UNCONFIRMED.value
+        by_kind[kind][final] += 1
+        due = episode.page.at + VERDICT_AFTER
+        if episode.end is None or episode.end > due:
+            then = [v for at, v, _ in episode.verdicts if at <= due]
+            verdict = then[-1] if then else Verdict.UNCONFIRMED.value
+            confirmed_right = verdict == Verdict.CONFIRMED and any(
+                v == Verdict.CONFIRMED and scorer.index(sha) == breaker
+                for at, v, sha in episode.verdicts
+                if at <= due
+            )
+            at_3h[kind]["confirmed (right commit)" if confirmed_right else verdict] += 1
+        wrong = [
+            sha
+            for _, v, sha in episode.verdicts
+            if v == Verdict.CONFIRMED and (breaker is None or scorer.index(sha) != breaker)
+        ]
+        if wrong:
+            innocent_confirmed.append(wrong[0])
+        elif not right:
+            innocent_unconfirmed += 1
+        end = episode.end or datetime.max.replace(tzinfo=episode.page.at.tzinfo)
+        per_episode.append(
+            sum(
+                1
+                for rerun in reruns
+                if job_key(rerun["job"]) == episode.page.job and episode.page.at <= _parse(rerun["at"]) <= end
+            )
+        )
+    environmental = sum((at_3h.get(k, Counter[str]()) for k in ("external", "infra")), Counter[str]())
+    code = at_3h.get("code", Counter[str]())
     return {
+        "episodes": len(found),
         "by_kind": {kind: dict(sorted(counts.items())) for kind, counts in sorted(by_kind.items())},
-        "guilty_confirmed": guilty_confirmed,
-        "guilty_confirmed_share": _ratio(guilty_confirmed, code_right),
+        "by_kind_at_3h": {kind: dict(sorted(counts.items())) for kind, counts in sorted(at_3h.items())},
+        "environmental_at_3h_share": _share(environmental, Verdict.ENVIRONMENTAL.value),
+        "confirmed_right_at_3h_share": _share(code, "confirmed (right commit)"),
         "innocent_prs_confirmed": len(innocent_confirmed),
         "innocent_prs_confirmed_distinct": len(set(innocent_confirmed)),
-        "innocent_prs_not_confirmed": innocent_total - len(innocent_confirmed),
-        "reruns_requested": sum(reruns_by_hour.values()),
-        "unconfirmed_reasons": dict(unconfirmed.most_common()),
+        "innocent_prs_unconfirmed": innocent_unconfirmed,
+        "reruns": len(reruns),
+        "reruns_per_episode_mean": round(statistics.mean(per_episode), 2) if per_episode else 0.0,
+        "reruns_per_episode_max": max(per_episode, default=0),
     }
 
 
@@ -380,28 +396,28 @@ def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
             {c for j, c in trunk_named if _named_cause(scorer, j, c)[1] != c}
         ),
         "trunk_pages_innocent_by_kind": dict(sorted(trunk_innocent.items())),
-        "verdicts": {
-            "hourly_cap": HOURLY_CAP,
-            **{policy: verdict_scores(scorer, job_pages, policy) for policy in POLICIES},
-        },
     }
 
 
 def redtrunk(days: float = DAYS, seed: int = SEED) -> dict[str, Any]:
-    """The workload: generate, replay in a fresh process, score."""
+    """The workload: generate, replay without and with confirmation (each in a fresh
+    process, one after the other), score."""
     started = time.perf_counter()
     trunk = RedTrunk(seed, days)
+    runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="redtrunk-") as tmp:
-        path = Path(tmp) / f"redtrunk-{seed}.jsonl.gz"
-        trunk.write(path)
-        generated_s = time.perf_counter() - started
-        with multiprocessing.get_context("spawn").Pool(1) as pool:
-            messages, replay_s = pool.apply(replay, (str(path),))
-    result = score(trunk, messages)
+        for name, config in (("without_confirmation", None), ("with_confirmation", CONFIRM)):
+            path = Path(tmp) / f"redtrunk-{seed}-{name}.jsonl.gz"
+            trunk.write(path, config=config)
+            with multiprocessing.get_context("spawn").Pool(1) as pool:
+                messages, reruns, replay_s = pool.apply(replay, (str(path),))
+            result = {"replay_s": round(replay_s, 1), **score(trunk, messages)}
+            if config is not None:
+                result["verdicts"] = verdict_scores(Scorer(trunk), messages, reruns)
+            runs[name] = result
     return {
         "seed": seed,
         "trunk": {k: v for k, v in trunk.stats.items() if k != "cells_by_cause"},
-        "generate_s": round(generated_s, 1),
-        "replay_s": round(replay_s, 1),
-        **result,
+        "total_s": round(time.perf_counter() - started, 1),
+        **runs,
     }

@@ -163,6 +163,12 @@ def timeline_line(published: Any) -> str:
             annotations.get(k) or "?" for k in ("culprit_title", "culprit_pr", "culprit_author")
         )
         details.append(f"culprit: {annotations['culprit_range']} {title!r} (#{pr}) by {author}")
+    if message["status"] == "firing" and annotations.get("suspect_sha"):
+        title, pr = (annotations.get(k) or "?" for k in ("suspect_title", "suspect_pr"))
+        details.append(f"suspect (not to blame): {annotations['suspect_range']} {title!r} (#{pr})")
+    if message["status"] == "firing" and annotations.get("culprit_verdict"):
+        reason = annotations.get("culprit_verdict_reason")
+        details.append(f"verdict: {annotations['culprit_verdict']}" + (f" ({reason})" if reason else ""))
     if message["status"] == "firing" and annotations.get("failing_jobs"):
         details.extend(f"failing: {job}" for job in annotations["failing_jobs"].splitlines())
     return "\n".join([line, *(f"{'':18}{d}" for d in details)])
@@ -203,7 +209,8 @@ def _serve(args: argparse.Namespace) -> int:
     if args.config:
         deployment = load_file(args.config, RECEIVER_TYPES, sources.REGISTRY)
     elif replay is not None:
-        deployment = replay.deployment(session.hud.url)
+        session.github.repo = replay.repo
+        deployment = replay.deployment(session.hud.url, session.github.url)
     else:
         deployment = load_deployment(
             {"trunks": [{"repo": "pytorch/pytorch", "branch": "main", "url": session.hud.url}]},

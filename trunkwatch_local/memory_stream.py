@@ -212,6 +212,7 @@ def streamed_storage(stream: MemoryStream) -> Storage:
         deliveries=plain.deliveries,
         logs=plain.logs,
         silences=plain.silences,
+        reruns=plain.reruns,
     )
 
 

@@ -49,7 +49,9 @@ class Replay:
     # The configuration's `receivers` (Slack, GitHub issues), e.g. stand-ins on 127.0.0.1.
     receivers: list[Any] = field(default_factory=list)
 
-    def deployment(self, hud_url: str) -> Deployment:
+    def deployment(self, hud_url: str, github_url: str | None = None) -> Deployment:
+        """The deployment that replays this file from the HUD stand-in at `hud_url`; with
+        `confirm: rerun` in its `config`, reruns are requested from `github_url`'s stand-in."""
         trunk: dict[str, Any] = {
             "repo": self.repo,
             "branch": self.branch,
@@ -57,6 +59,8 @@ class Replay:
             "url": hud_url,
             "config": self.config,
         }
+        if github_url and self.config.get("confirm") == "rerun":
+            trunk["github_api_url"] = github_url
         kinds = {event.kind for event in self.events}
         if "webhook" in kinds:
             # Fed by the file's deliveries; polled only where the file has HUD snapshots

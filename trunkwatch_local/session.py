@@ -14,6 +14,7 @@ from typing import Any
 from trunkwatch.domain.config import ConfigError, Deployment
 from trunkwatch_local.apigw import serve_api
 from trunkwatch_local.chaos import Chaos
+from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.replay import Replay, ReplayError, ReplayEvent
 from trunkwatch_local.runtime import LocalRuntime, Published
@@ -33,7 +34,8 @@ class Session:
         extra_ticks: Iterable[datetime] = (),
     ) -> None:
         self.runtime = LocalRuntime(template, webhook_secret, chaos, store=store, extra_ticks=extra_ticks)
-        self.hud = HudServer()
+        self.hud = HudServer(clock=self.runtime.clock.now)
+        self.github = GitHubServer(self.hud)
         self.port = port
         self.tokens = tokens
         self.api: Any = None
@@ -72,6 +74,7 @@ class Session:
             self.api.shutdown()
             self.api.server_close()
         self.hud.stop()
+        self.github.stop()
         self.runtime.stop()
 
     def __enter__(self) -> Session:
@@ -114,7 +117,8 @@ def run_replay(
     yield each SNS message."""
     session = Session(template, chaos=chaos, store=store, extra_ticks=extra_ticks)
     try:
-        session.start(replay.deployment(session.hud.url))
+        session.github.repo = replay.repo
+        session.start(replay.deployment(session.hud.url, session.github.url))
         yield from replay_into(session, replay)
     finally:
         session.stop()

@@ -59,6 +59,34 @@ def test_trunk_alert_update_names_jobs_that_started_and_stopped() -> None:
     )
 
 
+def test_a_decided_verdict_is_an_update_of_the_same_alert() -> None:
+    judged = view()
+    judged.alert.annotations["culprit_verdict"] = "environmental"
+    unconfirmed = LogState("firing", NOW - HOUR, verdict="unconfirmed")
+    expected = Decision("firing", "update; environmental: the last green commit fails too")
+    assert decide(judged, unconfirmed, NOW, 4 * HOUR) == expected
+    assert decide(judged, LogState("firing", NOW - HOUR, verdict="environmental"), NOW, 4 * HOUR) is None
+    judged.alert.annotations["culprit_verdict"] = "unconfirmed"  # still waiting: nothing to tell
+    assert decide(judged, LogState("firing", NOW - HOUR), NOW, 4 * HOUR) is None
+
+
+def test_trunk_badly_broken_tells_each_inhibited_jobs_decided_verdict() -> None:
+    confirmed, flaky = (
+        FailingJob(3, failing().culprit, "confirmed"),
+        FailingJob(4, failing().culprit, "flaky"),
+    )
+    trunk = view(jobs={"a": confirmed, "b": flaky, "c": failing()})
+    trunk.alert.labels["alertname"] = "TrunkBadlyBroken"  # it holds the jobs' own alerts back
+    log = LogState("firing", NOW - HOUR, jobs=("a", "b", "c"), job_verdicts=(("a", "unconfirmed"),))
+    assert decide(trunk, log, NOW, 4 * HOUR) == Decision("firing", "update; culprit confirmed: a; flaky: b")
+    trunk.alert.labels["alertname"] = "TrunkBroken"  # the jobs' alerts tell it themselves
+    assert decide(trunk, log, NOW, 4 * HOUR) is None
+    told = LogState(
+        "firing", NOW - HOUR, jobs=("a", "b", "c"), job_verdicts=(("a", "confirmed"), ("b", "flaky"))
+    )
+    assert decide(trunk, told, NOW, 4 * HOUR) is None
+
+
 def webhook(published: dict[str, Any]) -> dict[str, Any]:
     """The webhook body every non-email protocol gets (`default`)."""
     assert published["MessageStructure"] == "json"

@@ -31,6 +31,7 @@ from trunkwatch.storage.records import (
     JobAlert,
     LogEntry,
     Pointer,
+    RerunRecord,
     SilenceAudit,
     SilenceRecord,
     StoredCommit,
@@ -232,6 +233,16 @@ def alert(job: str = JOB, **changes: object) -> JobAlert:
         JobAlert(job=job, status="firing", starts_at=NOW, streak=2, first_fail=ref, newest_fail=ref),
         **changes,
     )
+
+
+def test_an_alert_keeps_its_culprit_verdict(storage: Storage) -> None:
+    saved = storage.alerts.save_with_failing_set(
+        TRUNK,
+        alert(culprit_verdict="environmental", verdict_reason="the last pass fails too"),
+        now_firing=True,
+    )
+    assert storage.alerts.job_alert(TRUNK, JOB) == saved
+    assert (saved.culprit_verdict, saved.verdict_reason) == ("environmental", "the last pass fails too")
 
 
 def test_an_alert_and_the_failing_set_change_together(storage: Storage) -> None:
@@ -471,6 +482,55 @@ def test_a_late_failed_attempt_makes_the_stored_pass_flaky(storage: Storage) -> 
     assert shards.report(TRUNK, report(1, "failure"), NOW)
     (run, _) = shards.runs(TRUNK, commit(1).sha, "pull / linux-jammy / test (default, linux.2xlarge)")
     assert (run.conclusion, run.attempt, run.failed_before) == ("success", 2, True)
+
+
+# --- reruns -------------------------------------------------------------------------------
+
+
+def rerun(job: str = JOB, role: str = "last_pass", episode: datetime = NOW, **changes: object) -> RerunRecord:
+    record = RerunRecord(
+        job=job,
+        episode=episode,
+        role=role,
+        sha="a" * 40 if role == "last_pass" else "c" * 40,
+        culprit_sha="c" * 40,
+        last_pass_sha="a" * 40,
+        planned_at=NOW,
+    )
+    return dataclasses.replace(record, **changes)
+
+
+def test_an_episodes_reruns_are_added_once_and_updated(storage: Storage) -> None:
+    reruns = storage.reruns
+    assert reruns.add(TRUNK, rerun(), RETENTION)
+    assert not reruns.add(TRUNK, rerun(sha="b" * 40), RETENTION)  # that role is taken
+    assert reruns.add(TRUNK, rerun(role="culprit"), RETENTION)
+    assert reruns.add(TRUNK, rerun(episode=NOW + timedelta(hours=5)), RETENTION)  # a later episode
+    assert reruns.add(TRUNK, rerun(job=JOB + " 2"), RETENTION)
+    assert [(r.role, r.sha) for r in reruns.of_episode(TRUNK, JOB, NOW)] == [
+        ("culprit", "c" * 40),
+        ("last_pass", "a" * 40),
+    ]
+    sent = rerun(status="pending", requested_at=NOW, job_id=2**40 + 7, shard="s (1, 2)", tries=1)
+    reruns.update(TRUNK, sent, RETENTION)
+    assert reruns.of_episode(TRUNK, JOB, NOW)[1] == sent
+    assert reruns.of_episode("other#main", JOB, NOW) == []
+
+
+def test_open_reruns_are_those_without_result_and_those_requested_lately(storage: Storage) -> None:
+    reruns = storage.reruns
+    hour_ago = NOW - timedelta(hours=1)
+    reruns.add(TRUNK, rerun("planned"), RETENTION)
+    reruns.add(TRUNK, rerun("refused", status="request_failed", reason="403"), RETENTION)
+    reruns.add(
+        TRUNK, rerun("done lately", status="success", requested_at=NOW - timedelta(minutes=5)), RETENTION
+    )
+    reruns.add(
+        TRUNK, rerun("done long ago", status="failure", requested_at=NOW - timedelta(hours=2)), RETENTION
+    )
+    reruns.add(TRUNK, rerun("given up", planned_at=NOW - timedelta(days=2)), RETENTION)
+    found = reruns.open(TRUNK, NOW - timedelta(hours=12), hour_ago)
+    assert sorted(r.job for r in found) == ["done lately", "planned", "refused"]
 
 
 def test_a_delivery_is_claimed_once_until_released(storage: Storage) -> None:

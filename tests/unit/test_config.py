@@ -90,6 +90,12 @@ def test_frozen_and_validated_on_construction() -> None:
             ["receivers.0.url", "exactly one of"],
         ),
         ({"trunks": [TRUNK], "receivers": {"type": "slack"}}, ["receivers", "list"]),
+        ({"trunks": [{**TRUNK, "config": {"confirm": "yes"}}]}, ["confirm", "'off' or 'rerun'"]),
+        ({"trunks": [{**TRUNK, "config": {"reruns_per_hour": 0}}]}, ["reruns_per_hour", "greater than"]),
+        (
+            {"trunks": [{**TRUNK, "github_token": {"env": "A", "ssm": "b"}}]},
+            ["github_token", "exactly one of"],
+        ),
     ],
 )
 def test_errors_name_the_key(document: dict[str, Any], words: list[str]) -> None:
@@ -163,3 +169,16 @@ def test_retention_defaults_to_30_days_and_must_outlast_the_rule_and_idempotency
         rule_config({"retention": "190h", "max_failure_age": "200h"})
     with pytest.raises(ConfigError, match=r"trunks\.0\.config\.retention: invalid duration"):
         load_deployment({"trunks": [{**TRUNK, "config": {"retention": "30d"}}]})
+
+
+def test_confirmation_by_reruns_is_off_unless_asked_and_takes_a_github_token() -> None:
+    off = load_deployment({"trunks": [TRUNK]})
+    assert not off.rule_for(off.trunks[0]).confirms
+    on = load_deployment(
+        {"trunks": [{**TRUNK, "github_token": {"env": "RERUN_TOKEN"}, "config": {"confirm": "rerun"}}]}
+    )
+    trunk = on.trunks[0]
+    assert on.rule_for(trunk).confirms and on.rule_for(trunk).reruns_per_hour == 20
+    assert trunk.rerun_token is not None and trunk.rerun_token.env == "RERUN_TOKEN"
+    github = load_deployment({"trunks": [{**TRUNK, "source": "github", "token": {"env": "GH"}}]})
+    assert github.trunks[0].rerun_token == github.trunks[0].token  # a GitHub-polled trunk's own

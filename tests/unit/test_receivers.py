@@ -462,3 +462,18 @@ def test_github_culprit_failures_keep_what_is_posted_once(
     assert isinstance(raised.value, ChannelRejected) is rejected
     culprit_channel(github.url).send(job_note())
     assert len(github.pull_comments[pr]) == 1
+
+
+def test_github_culprit_comments_only_on_a_confirmed_culprit(github: GitHubIssuesServer) -> None:
+    pr = github.add_pull_request(body="", number=4242)
+    channel = culprit_channel(github.url)
+    channel.send(job_note(culprit_verdict="unconfirmed"))  # the page: a suspect, not yet blamed
+    channel.send(
+        job_note("update; environmental: the last green commit fails too", culprit_verdict="environmental")
+    )
+    assert github.pull_comments[pr] == []
+    channel.send(job_note("update; culprit confirmed", culprit_verdict="confirmed"))
+    channel.send(job_note("reminder", culprit_verdict="confirmed"))
+    (comment,) = github.pull_comments[pr]
+    assert comment.startswith("**trunkwatch**: this PR is the first commit on which `pull / a` failed")
+    assert "\n\nVerdict: culprit confirmed by reruns\n\n" in comment

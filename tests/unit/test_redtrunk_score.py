@@ -1,11 +1,11 @@
 """The redtrunk workload's scoring (benchmarks/redtrunk_score.py) on pages made by hand from a
-small generated trunk's truth: what counts as a page, its kind, culprit and verdict."""
+small generated trunk's truth: what counts as a page, its kind, culprit and verdicts."""
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from benchmarks.redtrunk import RedTrunk
-from benchmarks.redtrunk_score import score
+from benchmarks.redtrunk_score import Scorer, score, verdict_scores
 from trunkwatch.domain.cells import job_key
 
 TRUNK = RedTrunk(7, days=7)
@@ -69,10 +69,6 @@ def test_a_code_page_with_the_right_culprit() -> None:
     assert result["culprit_right"] == 1 and result["innocent_prs_named"] == 0
     assert result["delay_after_third_failure_s_p50"] == 600
     assert result["breaks_3plus_paged"] == 1
-    for policy in ("retry_stands_in", "rerun_both"):
-        verdicts = result["verdicts"][policy]
-        assert sum(verdicts["by_kind"]["code"].values()) == 1
-        assert verdicts["innocent_prs_confirmed"] == 0
 
 
 def test_a_code_page_blaming_a_later_commit_names_an_innocent() -> None:
@@ -82,11 +78,48 @@ def test_a_code_page_blaming_a_later_commit_names_an_innocent() -> None:
     assert result["innocent_prs_named_by_kind"] == {"code (breaker in range)": 1}
 
 
-def test_a_dependency_breakage_page_names_an_innocent_and_reruns_clear_it() -> None:
+def test_a_dependency_breakage_page_names_an_innocent() -> None:
     result = score(TRUNK, _page("external"))
     assert result["job_pages_by_kind"] == {"external": 1}
     assert result["precision_code"] == 0.0 and result["precision_any_breakage"] == 1.0
     assert result["innocent_prs_named_by_kind"] == {"external": 1}
-    verdicts = result["verdicts"]["rerun_both"]
-    assert verdicts["innocent_prs_confirmed"] == 0
-    assert verdicts["by_kind"]["external"] == {"environmental": 1}  # the last pass fails too
+
+
+def _with_verdicts(messages: list[dict[str, Any]], *verdicts: tuple[timedelta, str]) -> list[dict[str, Any]]:
+    """The page's messages with `culprit_verdict`s: the page's own, then updates after it."""
+    page, *rest = messages
+    at = datetime.strptime(page["at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    updates = [
+        _message(
+            "firing",
+            f"update; {verdict}",
+            at + after,
+            page["labels"]["job"],
+            **{**page["annotations"], "culprit_verdict": verdict},
+        )
+        for after, verdict in verdicts
+    ]
+    page["annotations"]["culprit_verdict"] = "unconfirmed"
+    return [page, *updates, *rest]
+
+
+def test_verdicts_of_the_confirmed_run_by_kind_now_and_3_hours_on() -> None:
+    code = _with_verdicts(_page("code:"), (timedelta(hours=1), "confirmed"))
+    external = _with_verdicts(_page("external"), (timedelta(hours=4), "environmental"))
+    verdicts = verdict_scores(Scorer(TRUNK), code + external, [])
+    assert verdicts["by_kind"] == {"code": {"confirmed": 1}, "external": {"environmental": 1}}
+    assert verdicts["by_kind_at_3h"] == {
+        "code": {"confirmed (right commit)": 1},
+        "external": {"unconfirmed": 1},
+    }
+    assert verdicts["confirmed_right_at_3h_share"] == 1.0 and verdicts["environmental_at_3h_share"] == 0.0
+    assert verdicts["innocent_prs_confirmed"] == 0 and verdicts["innocent_prs_unconfirmed"] == 1
+
+
+def test_an_innocent_confirmed_and_the_reruns_of_an_episode_are_counted() -> None:
+    messages = _with_verdicts(_page("code:", culprit_offset=1), (timedelta(hours=1), "confirmed"))
+    at = messages[0]["at"]
+    reruns = [{"at": at, "sha": "x", "job": messages[0]["labels"]["job"]}] * 2
+    verdicts = verdict_scores(Scorer(TRUNK), messages, reruns)
+    assert verdicts["innocent_prs_confirmed"] == 1
+    assert verdicts["reruns"] == 2 and verdicts["reruns_per_episode_max"] == 2

@@ -182,3 +182,15 @@ def test_plan_nothing_when_confirmation_is_off() -> None:
     plan = plan_reruns(SUSPECT, hourly_cap=10, confirmation=False)
     assert plan.requests == ()
     assert {reason for _, reason in plan.skipped} == {"confirmation by reruns is off"}
+
+
+def test_reruns_confirm_a_range_not_a_commit_the_job_skipped() -> None:
+    """The job did not run on 2 commits between the last pass and the culprit: any of the
+    three may have broken it, so no pull request is blamed."""
+    gapped = Suspect(JOB, culprit_sha="c" * 40, last_pass_sha="a" * 40, unrun_between=2)
+    decision = decide(gapped, Evidence(last_pass=OK, culprit=FAIL))
+    assert decision.verdict == Verdict.UNCONFIRMED and not decision.blames_culprit
+    assert "did not run on the 2 commits between them" in decision.reason
+    # What clears the culprit still does.
+    assert decide(gapped, Evidence(last_pass=FAIL, culprit=FAIL)).verdict == Verdict.ENVIRONMENTAL
+    assert decide(gapped, Evidence(last_pass=OK, culprit=OK)).verdict == Verdict.FLAKY

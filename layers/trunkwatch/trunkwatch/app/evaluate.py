@@ -26,6 +26,7 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch.app import stream
+from trunkwatch.app.confirm import culprit_decision
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
 from trunkwatch.domain.rule import (
@@ -36,6 +37,7 @@ from trunkwatch.domain.rule import (
     judge_job,
     may_change_verdict,
 )
+from trunkwatch.domain.verdict import Verdict
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import CommitRef, JobAlert, TrunkState
@@ -107,7 +109,7 @@ def evaluate_job(
             stored = reads.storage.cells.newest_first(trunk, job, JOB_WINDOW, page_size)
             verdict = judge_job(job, stored, reads.recent_seqs, rule, now)
         try:
-            _store_verdict(trunk, verdict, now, reads)
+            _store_verdict(trunk, verdict, rule, now, reads)
             return verdict
         except Conflict:
             # Another evaluation of the same job won the race: re-read and re-judge.
@@ -242,11 +244,17 @@ def rejudge_firing(
 
 
 def _clock_may_change(alert: JobAlert, rule: RuleConfig, now: datetime, reads: TrunkReads) -> bool:
+    """Also an alert whose culprit is not confirmed yet: a rerun's result may have come in
+    (one that changes no cell, like a culprit failing again, causes no evaluation)."""
+    if rule.confirms and alert.culprit_verdict in (None, Verdict.UNCONFIRMED):
+        return True
     newest_fail = alert.newest_fail
     return clock_may_change_verdict(newest_fail.seq, newest_fail.time, reads.recent_seqs, rule, now)
 
 
-def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkReads) -> None:
+def _store_verdict(
+    trunk: str, verdict: JobVerdict, rule: RuleConfig, now: datetime, reads: TrunkReads
+) -> None:
     if not verdict.firing and not reads.failing(verdict.job):
         return  # nothing fires and nothing is open to resolve: no alert read at all
     alerts = reads.storage.alerts
@@ -256,6 +264,23 @@ def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkR
         if stored is None or not was_firing:
             return
         resolved = replace(stored, status="resolved", ends_at=now)
+        if rule.confirms and stored.culprit_verdict is not None:
+            # The results that ended it (a culprit passing on rerun) are its last verdict.
+            decision = culprit_decision(
+                reads.storage,
+                trunk,
+                rule,
+                stored.job,
+                stored.starts_at,
+                stored.first_fail,
+                stored.last_pass,
+                now,
+                plan=False,
+                failure_lines=stored.failure_lines,
+            )
+            resolved = replace(
+                resolved, culprit_verdict=decision.verdict.value, verdict_reason=decision.reason
+            )
         reads.remember(alerts.save_with_failing_set(trunk, resolved, now_firing=False))
         return
     assert verdict.culprit is not None
@@ -274,8 +299,21 @@ def _store_verdict(trunk: str, verdict: JobVerdict, now: datetime, reads: TrunkR
     if stored is not None and was_firing:
         fields["starts_at"] = stored.starts_at  # the same episode keeps its start
         _keep_culprit(stored, verdict, fields)
-        if all(getattr(stored, name) == value for name, value in fields.items()):
-            return
+    if rule.confirms:
+        decision = culprit_decision(
+            reads.storage,
+            trunk,
+            rule,
+            verdict.job,
+            fields["starts_at"],
+            fields["first_fail"],
+            fields["last_pass"],
+            now,
+            failure_lines=fields["failure_lines"],
+        )
+        fields["culprit_verdict"], fields["verdict_reason"] = decision.verdict.value, decision.reason
+    if stored is not None and was_firing and all(getattr(stored, n) == v for n, v in fields.items()):
+        return
     alert = replace(stored, **fields) if stored is not None else JobAlert(**fields)
     # Only when the alert is written anyway: a copy that outlives the culprit's commit item.
     culprit = reads.storage.commits.mark(trunk, alert.first_fail.seq)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from trunkwatch.app import ledger
+from trunkwatch.app.confirm import RequestRerun, advance_reruns
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.sources.base import CommitResult, Source
@@ -44,12 +45,20 @@ class PollResult:
     commits: int = 0
     changed_jobs: list[str] = field(default_factory=list)
     rate_limited: str | None = None  # the source stopped early; the rest follows next poll
+    reruns_requested: int = 0  # reruns GitHub accepted (`confirm: rerun`)
 
 
 def poll_trunk(
-    storage: Storage, trunk: TrunkConfig, rule: RuleConfig, source: Source, now: datetime
+    storage: Storage,
+    trunk: TrunkConfig,
+    rule: RuleConfig,
+    source: Source,
+    now: datetime,
+    request_rerun: RequestRerun | None = None,
 ) -> PollResult:
-    """One poll of one trunk. Raises SourceError before writing anything if the source fails."""
+    """One poll of one trunk. Raises SourceError before writing anything if the source fails.
+    With `confirm: rerun` (and `request_rerun`), the snapshot first advances the trunk's
+    reruns (`confirm.advance_reruns`), so the cells it writes are judged with their results."""
     trunk_id, trunks = trunk.trunk_id, storage.trunks
     old_source_state = trunks.source_state(trunk_id)
     scope = _scope_digest(rule)
@@ -70,6 +79,8 @@ def poll_trunk(
     if snapshot.unchanged:
         result.items_written += trunks.record_poll_success(trunk_id, now, trunks.state(trunk_id))
         return result
+    if rule.confirms and request_rerun is not None:
+        result.reruns_requested = advance_reruns(storage, trunk, rule, snapshot.commits, request_rerun, now)
 
     names = trunks.job_names(trunk_id)
     known = {c.commit.sha: c for c in storage.commits.newest(trunk_id, COMMITS_KEPT)}

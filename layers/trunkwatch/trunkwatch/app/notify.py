@@ -44,7 +44,7 @@ from trunkwatch.channels.sns import StackTopic
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
 from trunkwatch.domain.config import IDEMPOTENCY_TTL, Deployment, RuleConfig, TrunkConfig
-from trunkwatch.domain.dedup import Decision, LogState, decide, holders
+from trunkwatch.domain.dedup import VERDICT_ANNOTATION, Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
 from trunkwatch.storage import keys
 from trunkwatch.storage.keys import TTL_ATTRIBUTE
@@ -170,6 +170,12 @@ def _log_state(entry: LogEntry) -> LogState:
         last_sent_at=entry.last_sent_at,
         jobs=tuple(sorted(str(job) for job in entry.jobs or ())),
         held_by=tuple(str(hold) for hold in entry.held_by or ()),
+        verdict=(entry.annotations or {}).get(VERDICT_ANNOTATION, ""),
+        job_verdicts=tuple(
+            (str(job), str(data.get("verdict") or ""))
+            for job, data in sorted((entry.jobs or {}).items() if isinstance(entry.jobs, dict) else ())
+            if isinstance(data, dict)
+        ),
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from trunkwatch.app.confirm import RequestRerun
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.trunk_metrics import SECONDS_SINCE_GOOD_POLL, trunk_gauge
 from trunkwatch.domain.config import ConfigError, Deployment, RuleConfig, TrunkConfig
@@ -54,7 +55,9 @@ def poll_all(
         http = HttpClient(deadline=trunk_deadline)
         result = None
         try:
-            result = poll_trunk(storage, trunk, deployment.rule_for(trunk), make_source(trunk, http), now)
+            rule = deployment.rule_for(trunk)
+            reruns = _rerun_requests(trunk, trunk_deadline) if rule.confirms else None
+            result = poll_trunk(storage, trunk, rule, make_source(trunk, http), now, reruns)
         except Exception as err:  # one trunk's failure must not stop the others
             kind, message = classify(err)
             logger.error(
@@ -77,6 +80,8 @@ def poll_all(
         trunk_gauge(SECONDS_SINCE_GOOD_POLL, trunk.trunk_id, 0, MetricUnit.Seconds)
         logger.info("polled", extra=asdict(result))
         metrics.add_metric(name="CellsIngested", unit=MetricUnit.Count, value=result.cells_written)
+        if result.reruns_requested:
+            metrics.add_metric(name="RerunsRequested", unit=MetricUnit.Count, value=result.reruns_requested)
         if trunk.webhook:
             # Results no delivery brought: deliveries GitHub failed to make (or made too late).
             missed = result.cells_written
@@ -85,6 +90,22 @@ def poll_all(
             trunks.record_polled(trunk.trunk_id, now, since)
         results.append(asdict(result))
     return {"polled": results, "errors": errors}
+
+
+def _rerun_requests(trunk: TrunkConfig, deadline: float) -> RequestRerun:
+    """Rerun requests through GitHub's REST API with the trunk's rerun token, within the
+    trunk's share of the poll's time. Imported here: a trunk without confirmation never
+    loads the REST client."""
+    from trunkwatch.channels.github_rest import DEFAULT_API_URL, GitHubRest
+    from trunkwatch.sources.credentials import resolve_token
+
+    rest = GitHubRest(
+        trunk.github_api_url or DEFAULT_API_URL,
+        lambda: resolve_token(trunk.rerun_token),
+        f"GitHub reruns for {trunk.trunk_id}",
+        deadline=deadline,
+    )
+    return lambda job_id: rest.rerun_job(trunk.repo, job_id)
 
 
 def _deliveries_missing_since(

@@ -16,6 +16,7 @@ from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.links import silence_url
 from trunkwatch.domain.rule import source_down, trunk_alertname
+from trunkwatch.domain.verdict import Verdict, verdict_words
 from trunkwatch.silences import Silence
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import CommitRef, JobAlert, TrunkState
@@ -135,11 +136,22 @@ def job_alert(
         "workflow": workflow_of(item.job),
     }
     first, last_pass, newest = item.first_fail, item.last_pass, item.newest_fail
+    # An environmental or flaky verdict blames no commit: the suspect is named, not as culprit.
+    blamed = item.culprit_verdict not in (Verdict.ENVIRONMENTAL, Verdict.FLAKY)
+    verdict = (
+        [
+            f"Verdict: {verdict_words(item.culprit_verdict)}"
+            + (f" ({item.verdict_reason})" if item.verdict_reason else "")
+        ]
+        if item.culprit_verdict
+        else []
+    )
     lines = "\n".join(str(line) for line in item.failure_lines or [])[:MAX_FAILURE_LINES_CHARS]
     runs = "\n".join(str(url) for url in item.failing_urls or [])
     description = (
         f"{item.job} failed on {int(item.streak)} commits in a row on {trunk.repo}@{trunk.branch}.\n"
-        f"Culprit: {_summary(first).describe()}\n"
+        + f"{'Culprit' if blamed else 'Suspect'}: {_summary(first).describe()}\n"
+        + "".join(f"{line}\n" for line in verdict)
         + (f"Already reverted: {autoreverted_by}\n" if autoreverted_by else "")
         + (
             f"Last pass: {_summary(last_pass).describe()}\n"
@@ -153,6 +165,8 @@ def job_alert(
         "summary": f"{item.job} failing on {trunk.repo} ({int(item.streak)} commits in a row)",
         "description": description,
         "streak": str(int(item.streak)),
+        "culprit_verdict": item.culprit_verdict or "",
+        "culprit_verdict_reason": item.verdict_reason,
         "culprit_sha": first.sha,
         "culprit_pr": str(first.pr) if first.pr else "",
         "culprit_title": first.title,
@@ -168,9 +182,28 @@ def job_alert(
         "failing_runs": runs,
         **_common_annotations(labels, rule, links),
     }
+    if not blamed:
+        annotations = _as_suspect(annotations)
     annotations = _present(annotations)
     generator = sources.job_link(trunk, item.job, newest.job_url)
     return Alert(labels, annotations, starts_at=item.starts_at, ends_at=item.ends_at, generator_url=generator)
+
+
+def _as_suspect(annotations: dict[str, str]) -> dict[str, str]:
+    """No commit named as culprit: the verdict stays (`culprit_verdict` and its reason), the
+    commit moves to `suspect_sha`, `suspect_pr`, `suspect_title`, `suspect_range`."""
+    renamed = {
+        "culprit_sha": "suspect_sha",
+        "culprit_pr": "suspect_pr",
+        "culprit_title": "suspect_title",
+        "culprit_range": "suspect_range",
+    }
+    kept = ("culprit_verdict", "culprit_verdict_reason")
+    return {
+        renamed.get(name, name): value
+        for name, value in annotations.items()
+        if name in renamed or name in kept or not name.startswith("culprit_")
+    }
 
 
 def trunk_level_alert(
@@ -190,7 +223,9 @@ def trunk_level_alert(
         )
     labels = _trunk_labels(name, priority, trunk, rule)
     ordered = sorted(firing, key=lambda i: i.job)
-    jobs = {i.job: FailingJob(int(i.streak), _summary(i.first_fail)) for i in ordered}
+    jobs = {
+        i.job: FailingJob(int(i.streak), _summary(i.first_fail), i.culprit_verdict or "") for i in ordered
+    }
     description = f"{plural(len(firing), 'job')} failing on {trunk.repo}@{trunk.branch}:\n" + "\n".join(
         f"- {job}: {failing.detail()}" for job, failing in jobs.items()
     )

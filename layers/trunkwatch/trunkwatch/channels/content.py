@@ -1,6 +1,7 @@
 """What a person is told about a notification, whatever the receiver: status and summary,
-when, the culprit, the failing jobs (each with its culprit and streak, for the trunk-level
-alerts people are paged with), the first failure lines, the links, the ids.
+when, the culprit (or, when reruns cleared it, the suspect) and the verdict in words, the
+failing jobs (each with its culprit, streak and verdict, for the trunk-level alerts people
+are paged with), the first failure lines, the links, the ids.
 
 Each receiver (email text, Slack blocks, a GitHub issue) lays this out in its own markup;
 the selection and the limits are decided once, here. Parts the alert has nothing for are
@@ -15,6 +16,7 @@ from trunkwatch.channels.base import Notification
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import FailingJob, plural
 from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.verdict import verdict_words
 
 FAILURE_LINES_SHOWN = 5
 MAX_LINE_CHARS = 300  # a failure line can be a minified stack; the webhook body keeps it whole
@@ -23,12 +25,20 @@ MAX_JOBS_SHOWN = 50
 
 @dataclass(frozen=True)
 class Culprit:
+    """The commit the alert names: its culprit, or a suspect that reruns cleared (`blamed`
+    False: an environmental or flaky verdict)."""
+
     sha: str  # the first 12 characters
     pr: str = ""
     title: str = ""
     author: str = ""
     commit_url: str = ""
     pr_url: str = ""
+    blamed: bool = True
+
+    @property
+    def heading(self) -> str:
+        return "Culprit" if self.blamed else "Suspect (not to blame)"
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,7 @@ class Content:
     summary: str
     when: tuple[str, ...]  # "Since: ...", "Resolved: ...", "Failed on 3 commits in a row"
     culprit: Culprit | None
+    verdict: str  # "Verdict: ..." in words with its reason; empty without confirmation
     jobs: tuple[str, ...]  # the failing jobs shown (trunk-level alerts)
     jobs_total: int
     failing: dict[str, FailingJob]  # each job shown: its streak and culprit
@@ -50,12 +61,17 @@ class Content:
         return f"Failing: {plural(self.jobs_total, 'job')}"
 
     def job_culprit(self, job: str) -> str:
-        """`culprit <sha12> #<pr> by <author>, <n> commits in a row`."""
+        """`culprit <sha12> #<pr> by <author>, <n> commits in a row` (`suspect` when the verdict
+        clears it), then the verdict in words when there is one."""
         found = self.failing[job]
         culprit = found.culprit
         pr = f" #{culprit.pr}" if culprit.pr else ""
         author = culprit.author or "unknown"
-        return f"culprit {culprit.sha[:12]}{pr} by {author}, {plural(found.streak, 'commit')} in a row"
+        named = "culprit" if found.blamed else "suspect"
+        verdict = f" ({verdict_words(found.verdict)})" if found.verdict else ""
+        return (
+            f"{named} {culprit.sha[:12]}{pr} by {author}, {plural(found.streak, 'commit')} in a row{verdict}"
+        )
 
     @property
     def more_jobs(self) -> str:
@@ -87,6 +103,7 @@ def content(notification: Notification) -> Content:
         summary=" ".join(notes.get("summary", alert.name).split()),
         when=tuple(when),
         culprit=_culprit(notes),
+        verdict=_verdict(notes),
         jobs=tuple(jobs[:MAX_JOBS_SHOWN]),
         jobs_total=len(jobs),
         failing={job: alert.jobs[job] for job in jobs[:MAX_JOBS_SHOWN]},
@@ -99,16 +116,32 @@ def content(notification: Notification) -> Content:
 
 def _culprit(notes: dict[str, str]) -> Culprit | None:
     sha = notes.get("culprit_sha", "")
-    if not sha:
+    if sha:
+        return Culprit(
+            sha=sha[:12],
+            pr=notes.get("culprit_pr", "").lstrip("#"),
+            title=clip(notes.get("culprit_title", "")),
+            author=notes.get("culprit_author", ""),
+            commit_url=notes.get("culprit_url", ""),
+            pr_url=notes.get("culprit_pr_url", ""),
+        )
+    suspect = notes.get("suspect_sha", "")
+    if not suspect:
         return None
     return Culprit(
-        sha=sha[:12],
-        pr=notes.get("culprit_pr", "").lstrip("#"),
-        title=clip(notes.get("culprit_title", "")),
-        author=notes.get("culprit_author", ""),
-        commit_url=notes.get("culprit_url", ""),
-        pr_url=notes.get("culprit_pr_url", ""),
+        sha=suspect[:12],
+        pr=notes.get("suspect_pr", "").lstrip("#"),
+        title=clip(notes.get("suspect_title", "")),
+        blamed=False,
     )
+
+
+def _verdict(notes: dict[str, str]) -> str:
+    verdict = notes.get("culprit_verdict", "")
+    if not verdict:
+        return ""
+    reason = notes.get("culprit_verdict_reason", "")
+    return f"Verdict: {verdict_words(verdict)}" + (f" ({clip(reason)})" if reason else "")
 
 
 def clip(line: str, limit: int = MAX_LINE_CHARS) -> str:

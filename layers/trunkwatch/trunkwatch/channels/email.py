@@ -15,7 +15,7 @@ def email_text(notification: Notification) -> str:
     status = "FIRING" if told.firing else "RESOLVED"
     sections: list[list[str]] = [[f"{status}: {told.summary}", *told.when]]
     if told.culprit:
-        sections.append(_culprit(told.culprit))
+        sections.append([*_culprit(told.culprit), *([told.verdict] if told.verdict else [])])
     if told.jobs:
         more = [f"- {told.more_jobs}"] if told.more_jobs else []
         listed: list[str] = []
@@ -32,7 +32,7 @@ def email_text(notification: Notification) -> str:
 
 def _culprit(culprit: Culprit) -> list[str]:
     """`Culprit: <sha12> #<pr> "<title>" by <author>` and its commit and PR links."""
-    head = f"Culprit: {culprit.sha}"
+    head = f"{culprit.heading}: {culprit.sha}"
     if culprit.pr:
         head += f" #{culprit.pr}"
     if culprit.title:

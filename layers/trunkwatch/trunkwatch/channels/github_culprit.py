@@ -1,6 +1,8 @@
 """GitHub culprit comments: when a job alert (TrunkJobFailing) fires with a culprit pull
 request, one comment on that pull request (in the trunk's own repository) saying it is the
 first commit on which the job failed N times in a row, with the failure lines and the links.
+With confirmation by reruns (`culprit_verdict` on the alert), only a `confirmed` culprit is
+commented on: at the update that confirms it, never on an unconfirmed suspect.
 
 One comment per episode. The notification log and the idempotency key already give one
 delivery per transition; reminders, updates and resolutions are delivered but post nothing
@@ -22,6 +24,7 @@ from trunkwatch.channels.github_rest import DEFAULT_API_URL, GitHubRest, host_su
 from trunkwatch.domain import alerts
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import Check, ReceiverConfig, TokenRef, _nested, _nonempty, _optional
+from trunkwatch.domain.verdict import VERDICT_UPDATES, Verdict
 
 _MARKER = "<!-- trunkwatch-culprit: {} {} -->"
 
@@ -33,11 +36,17 @@ def marker(notification: Notification) -> str:
 
 def first_notice(notification: Notification) -> bool:
     """The episode's first firing message to this receiver (also when a silence that held it
-    from the start ends); not a reminder, an update or a resolution."""
-    return (
-        notification.status == alerts.FIRING
-        and notification.reason != "reminder"
-        and not notification.reason.startswith("update")
+    from the start ends); not a reminder, an update or a resolution. With a verdict: the
+    first firing message that carries `confirmed` (the update that confirms it, or a first
+    message sent once it was confirmed)."""
+    if notification.status != alerts.FIRING or notification.reason == "reminder":
+        return False
+    verdict = notification.alert.annotations.get("culprit_verdict")
+    if verdict is None:
+        return not notification.reason.startswith("update")
+    return verdict == Verdict.CONFIRMED and (
+        not notification.reason.startswith("update")
+        or notification.reason == f"update; {VERDICT_UPDATES[Verdict.CONFIRMED]}"
     )
 
 
@@ -52,6 +61,8 @@ def culprit_comment(notification: Notification) -> str:
     ]
     if told.culprit and told.culprit.commit_url:
         parts.append(f"Commit: {told.culprit.commit_url}")
+    if told.verdict:
+        parts.append(told.verdict)
     if told.failure_lines:
         code = "\n".join(line.replace("```", "'''") for line in told.failure_lines)
         parts.append(f"First failure lines:\n```\n{code}\n```")

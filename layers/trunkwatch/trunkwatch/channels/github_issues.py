@@ -104,7 +104,7 @@ def _details(told: Content) -> list[str]:
     parts = []
     if told.culprit:
         c = told.culprit
-        line = f"Culprit: {c.commit_url}" if c.commit_url else f"Culprit: `{c.sha}`"
+        line = f"{c.heading}: {c.commit_url}" if c.commit_url else f"{c.heading}: `{c.sha}`"
         if c.pr:
             line += f" (PR {c.pr_url or '#' + c.pr})"
         if c.title:
@@ -112,6 +112,8 @@ def _details(told: Content) -> list[str]:
         if c.author:
             line += f" by {_inline(c.author)}"
         parts.append(line)
+        if told.verdict:
+            parts.append(told.verdict)
     if told.jobs:
         parts.append(_jobs(told))
     if told.failure_lines:

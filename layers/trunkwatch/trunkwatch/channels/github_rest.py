@@ -78,3 +78,14 @@ class GitHubRest:
             path = urllib.parse.urlsplit(url).path
             raise http.failure(answer, f"{self.what}: {method} {path}")
         return answer
+
+    def rerun_job(self, repo: str, job_id: int) -> str | None:
+        """Re-run one job of a workflow run (`POST /repos/{owner}/{repo}/actions/jobs/{job_id}/rerun`,
+        201 with no body; the token needs `actions: write`). None when GitHub accepted it,
+        else why not: its answer (403 without the permission, or for a run too old to re-run;
+        a rate limit; 404 for an unknown job) or the network error."""
+        try:
+            self.call("POST", self.url(f"/repos/{repo}/actions/jobs/{job_id}/rerun"), self.headers())
+        except ChannelError as err:
+            return str(err)
+        return None

@@ -78,7 +78,7 @@ def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
     ]
     if told.culprit:
         c = told.culprit
-        text = f"*Culprit:* `{c.sha}`"
+        text = f"*{c.heading}:* `{c.sha}`"
         if c.pr:
             text += f" {_link(c.pr_url, '#' + c.pr) if c.pr_url else escape('#' + c.pr)}"
         if c.title:
@@ -87,6 +87,8 @@ def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
             text += f" by {escape(c.author)}"
         if c.commit_url:
             text += f"\n{_link(c.commit_url, 'commit ' + c.sha)}"
+        if told.verdict:
+            text += f"\n{escape(told.verdict)}"
         blocks.append(_section(text))
     if told.jobs:
         lines = [f"*{told.jobs_heading}*"]

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from trunkwatch.domain.clock import format_time, parse_time
+from trunkwatch.domain.verdict import Verdict
 
 JOB_FAILING = "TrunkJobFailing"
 TRUNK_BROKEN = "TrunkBroken"
@@ -75,17 +76,29 @@ class FailingJob:
 
     streak: int
     culprit: CommitSummary
+    # The job alert's `culprit_verdict` (confirmation by reruns); empty without confirmation.
+    verdict: str = ""
+
+    @property
+    def blamed(self) -> bool:
+        """Whether the commit is named as culprit: not when the verdict clears it."""
+        return self.verdict not in (Verdict.ENVIRONMENTAL, Verdict.FLAKY)
 
     def detail(self) -> str:
         """The job's line in the trunk-level alert's description, after `- <job>: `."""
-        return f"{self.streak} commits, culprit {self.culprit.describe()}"
+        named = "culprit" if self.blamed else "suspect"
+        verdict = f" ({self.verdict})" if self.verdict else ""
+        return f"{self.streak} commits, {named} {self.culprit.describe()}{verdict}"
 
     def as_data(self) -> dict[str, Any]:
-        return {"streak": self.streak, "culprit": self.culprit.as_data()}
+        data = {"streak": self.streak, "culprit": self.culprit.as_data()}
+        return {**data, "verdict": self.verdict} if self.verdict else data
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> FailingJob:
-        return cls(int(data["streak"]), CommitSummary.from_data(data["culprit"]))
+        return cls(
+            int(data["streak"]), CommitSummary.from_data(data["culprit"]), str(data.get("verdict") or "")
+        )
 
 
 def fingerprint(labels: dict[str, str]) -> str:

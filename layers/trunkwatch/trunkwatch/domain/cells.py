@@ -123,6 +123,9 @@ class JobRun:
     # True when an earlier attempt of this shard failed (a retry that went green is flaky).
     failed_before: bool = False
     failure_lines: tuple[str, ...] = ()
+    # GitHub's id of this attempt of the job (the HUD's `id`): what a rerun request names,
+    # and, once it changes, the sign that a newer attempt replaced it.
+    job_id: int | None = None
 
 
 @dataclass(frozen=True)

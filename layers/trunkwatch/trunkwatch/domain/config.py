@@ -280,6 +280,12 @@ class RuleConfig(_Checked):
     teams: tuple[TeamRoute, ...] = ()
     runbook_url: str | None = None
     dashboard_url: str | None = None
+    # `rerun`: a job alert's culprit is confirmed by re-running the job on the last pass and
+    # the culprit (domain/verdict.py); `off`: the alert names its suspect unconfirmed.
+    confirm: str = "off"
+    # The trunk's cap on reruns planned in any hour: one dependency breakage pages a whole job
+    # family (about 10 jobs, 2 reruns each) at once.
+    reruns_per_hour: int = 20
 
     CHECKS: ClassVar[dict[str, Check]] = {
         "failures_to_open": _integer(1),
@@ -298,7 +304,13 @@ class RuleConfig(_Checked):
         "teams": _items(_nested(TeamRoute)),
         "runbook_url": _optional(_string),
         "dashboard_url": _optional(_string),
+        "confirm": _choice("off", "rerun"),
+        "reruns_per_hour": _integer(1, 1000),
     }
+
+    @property
+    def confirms(self) -> bool:
+        return self.confirm == "rerun"
 
     def _check(self) -> None:
         # A firing job's newest failure is younger than max_failure_age, so a longer retention
@@ -350,6 +362,10 @@ class TrunkConfig(_Checked):
     # (0: never), as the backstop for deliveries that never came.
     webhook: bool = False
     poll_every: timedelta | None = None
+    # Where reruns are requested (`confirm: rerun`): GitHub's REST API, with a token that may
+    # write actions (`actions: write`); a `github` trunk's own `token` when none is given.
+    github_api_url: str | None = None
+    github_token: TokenRef | None = None
 
     CHECKS: ClassVar[dict[str, Check]] = {
         "repo": _pattern(_REPO),
@@ -361,6 +377,8 @@ class TrunkConfig(_Checked):
         "config": _mapping,
         "webhook": _boolean,
         "poll_every": _optional(_duration_or_seconds),
+        "github_api_url": _optional(_string),
+        "github_token": _optional(_nested(TokenRef)),
     }
 
     def _check(self) -> None:
@@ -377,6 +395,11 @@ class TrunkConfig(_Checked):
     @property
     def trunk_id(self) -> str:
         return f"{self.repo}#{self.branch}"
+
+    @property
+    def rerun_token(self) -> TokenRef | None:
+        """The token rerun requests carry: `github_token`, else a GitHub-polled trunk's own."""
+        return self.github_token or (self.token if self.source == "github" else None)
 
 
 _MATCHER = re.compile(r'^\s*[A-Za-z_][A-Za-z0-9_]*\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|[^"\s]+)\s*$')

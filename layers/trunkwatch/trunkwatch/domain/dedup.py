@@ -8,6 +8,9 @@ from datetime import datetime, timedelta
 
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import AlertView
+from trunkwatch.domain.verdict import VERDICT_UPDATES, Verdict
+
+VERDICT_ANNOTATION = "culprit_verdict"
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,9 @@ class LogState:
     last_sent_at: datetime | None = None
     jobs: tuple[str, ...] = ()
     held_by: tuple[str, ...] = ()
+    verdict: str = ""  # the job alert's `culprit_verdict` as last sent
+    # A trunk-level alert's jobs' verdicts as last sent (job -> verdict).
+    job_verdicts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,9 +48,26 @@ def decide(view: AlertView, log: LogState, now: datetime, repeat_interval: timed
             [f"stopped failing: {', '.join(stopped)}"] if stopped else []
         )
         return Decision(alerts.FIRING, "update; " + "; ".join(parts))
+    # TrunkBadlyBroken holds its jobs' alerts back (inhibition): it tells their verdicts.
+    badly = alert.name == alerts.TRUNK_BADLY_BROKEN
+    if badly and (changed := _verdicts_changed(alert, dict(log.job_verdicts))):
+        return Decision(alerts.FIRING, "update; " + "; ".join(changed))
+    verdict = alert.annotations.get(VERDICT_ANNOTATION, "")
+    if verdict != log.verdict and verdict in VERDICT_UPDATES:
+        return Decision(alerts.FIRING, f"update; {VERDICT_UPDATES[Verdict(verdict)]}")
     if repeat_interval and log.last_sent_at and now - log.last_sent_at >= repeat_interval:
         return Decision(alerts.FIRING, "reminder")
     return None
+
+
+def _verdicts_changed(alert: alerts.Alert, sent: dict[str, str]) -> list[str]:
+    """`culprit confirmed: <jobs>`, ...: the trunk-level alert's jobs whose verdict became
+    decisive since the last message (in VERDICT_UPDATES' order)."""
+    became: dict[str, list[str]] = {}
+    for job, failing in sorted(alert.jobs.items()):
+        if failing.verdict in VERDICT_UPDATES and failing.verdict != sent.get(job, ""):
+            became.setdefault(failing.verdict, []).append(job)
+    return [f"{VERDICT_UPDATES[v]}: {', '.join(became[v])}" for v in VERDICT_UPDATES if v in became]
 
 
 def holders(view: AlertView) -> tuple[str, ...]:

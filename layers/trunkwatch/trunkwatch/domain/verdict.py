@@ -25,7 +25,10 @@ on rerun and the culprit fails again:
    never flips from `confirmed` to `flaky` when it comes in. (A failed retry ran at the
    failure's time, the last pass's rerun later: if the environment recovered in between, the
    two disagree about the time, not the code. A caller that wants the culprit rerun anyway
-   passes `culprit_failed_retry=False` to `plan_reruns`: the benchmark's `rerun_both`.)
+   passes `culprit_failed_retry=False` to `plan_reruns`.) Reruns confirm a range, not a
+   commit: when the job has no result on commits between the last pass and the culprit (it
+   did not run there), any of them may have broken it, so the verdict stays `unconfirmed`
+   (the reason says so) and no pull request is blamed.
 4. Rerun results beat the evidence without reruns. Only when the reruns decide nothing, a
    failure without failure lines while other jobs on the same runner type fail without lines
    at the same time is a runner outage (`environmental`). While reruns are pending that
@@ -76,6 +79,8 @@ class Suspect:
     job: str
     culprit_sha: str
     last_pass_sha: str | None
+    # Commits between the last pass and the culprit on which the job has no result.
+    unrun_between: int = 0
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,33 @@ class Decision:
         return self.verdict == Verdict.CONFIRMED
 
 
+VERDICT_WORDS = {
+    Verdict.CONFIRMED: "culprit confirmed by reruns",
+    Verdict.ENVIRONMENTAL: "environmental, no commit to blame",
+    Verdict.FLAKY: "flaky, the failure does not follow the code",
+    Verdict.UNCONFIRMED: "culprit not confirmed yet",
+}
+
+# The reason of the update notification a verdict sends (Alertmanager's notification reason).
+VERDICT_UPDATES = {
+    Verdict.CONFIRMED: "culprit confirmed",
+    Verdict.ENVIRONMENTAL: "environmental: the last green commit fails too",
+    Verdict.FLAKY: "flaky",
+}
+
+
+def verdict_words(verdict: str) -> str:
+    """The verdict as people read it; an unknown value as it is."""
+    try:
+        return VERDICT_WORDS[Verdict(verdict)]
+    except ValueError:
+        return verdict
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _short(sha: str | None) -> str:
     return (sha or "")[:12]
 
@@ -139,6 +171,13 @@ def decide(suspect: Suspect, evidence: Evidence) -> Decision:
     )
     if last_status == RerunStatus.SUCCESS and culprit_fails:
         how = "on rerun" if culprit_status == RerunStatus.FAILURE else "on its retry"
+        if suspect.unrun_between:
+            return Decision(
+                Verdict.UNCONFIRMED,
+                f"the last pass passes on rerun and the culprit fails again {how}, but the job did "
+                f"not run on the {plural(suspect.unrun_between, 'commit')} between them: any of the "
+                "range may have broken it",
+            )
         return Decision(
             Verdict.CONFIRMED,
             f"the last pass {_short(suspect.last_pass_sha)} passes on rerun and the culprit "

@@ -5,11 +5,11 @@ The HUD already merges workflow runs into a grid: `jobNames[i]` names column i a
 job did not run there. A retried-to-green cell carries `failedPreviousRun`.
 
 Columns of one job on PyTorch's runner fleets (`lf.linux.2xlarge`, `ephemeral.linux.*`, ...)
-merge into one job key (see `cells.job_key`). A row the HUD marks `isAutoreverted: true`
-(PyTorch's autorevert bot reverted that commit; `autorevertWorkflows` and
-`autorevertSignals` name what it acted on) gives the commit an `autoreverted_by` of
-`autorevert` followed by those signals (or workflows) in parentheses. The HUD names no revert
-commit: it only flags the reverted one.
+merge into one job key (see `cells.job_key`). A cell's `id` is GitHub's job id of its latest
+attempt (what a rerun request names). A row the HUD marks `isAutoreverted: true` (PyTorch's
+autorevert bot reverted that commit; `autorevertWorkflows` and `autorevertSignals` name what
+it acted on) gives the commit an `autoreverted_by` of `autorevert` followed by those signals
+(or workflows) in parentheses. The HUD names no revert commit: it only flags the reverted one.
 """
 
 from __future__ import annotations
@@ -143,6 +143,7 @@ def _job_run(name: str, cell: Any, where: str) -> JobRun:
         url=str(cell.get("htmlUrl") or ""),
         failed_before=bool(cell.get("failedPreviousRun")),
         failure_lines=tuple(str(line) for line in lines if line) if isinstance(lines, list) else (),
+        job_id=cell["id"] if isinstance(cell.get("id"), int) and not isinstance(cell["id"], bool) else None,
     )
 
 

@@ -21,6 +21,7 @@ one partition per job.
 | job episode      | `EPISODES#<repo>#<branch>`       | `<starts_at>#<job>`        | episode      |
 | notification log | `LOG#<repo>#<branch>`            | `<receiver>#<fingerprint>` | notification |
 | tick barrier     | `TICK#<repo>#<branch>`           | `<poll or group id>`       | tick         |
+| rerun            | `RERUNS#<repo>#<branch>`         | `<job>#<episode start>#<role>` | rerun    |
 | commit by sha    | `SHA#<repo>#<branch>#<sha>`      | `SEQ`                      | commit_sha   |
 | webhook shard    | `SHARDS#<repo>#<branch>#<sha>#<job>` | `<shard's job name>`   | shard        |
 | webhook delivery | `DELIVERY#<X-GitHub-Delivery>`   | `DELIVERY`                 | delivery     |
@@ -32,7 +33,8 @@ Expiry (`expires_at`, epoch seconds), set by each kind's writer: commits and cel
 `retention` after the commit's time; notification logs `retention` after their last write,
 except while last sent firing; job episodes EPISODE_RETENTION (31 days) after they resolved,
 never while firing; ticks TICK_TTL after their poll; idempotency records after
-the notifier's 7 days; silences and their audit records `endsAt` + 120 h. Trunk items and
+the notifier's 7 days; silences and their audit records `endsAt` + 120 h; reruns `retention`
+after they were planned. Trunk items and
 alerts never expire (one per trunk or job).
 
 `seq` is the commit's position on the branch's first-parent history (grows with newer

@@ -59,6 +59,8 @@ def _alert(item: AlertItem) -> JobAlert:
         failure_lines=tuple(str(line) for line in item.failure_lines or ()),
         failing_urls=tuple(str(url) for url in item.failing_urls or ()),
         culprit_autoreverted_by=item.culprit_autoreverted_by,
+        culprit_verdict=item.culprit_verdict,
+        verdict_reason=item.verdict_reason or "",
         version=int(item.version) if item.version is not None else None,
     )
 
@@ -105,6 +107,8 @@ class DynamoAlerts(TableStore):
             failure_lines=list(alert.failure_lines) or None,
             failing_urls=list(alert.failing_urls) or None,
             culprit_autoreverted_by=alert.culprit_autoreverted_by,
+            culprit_verdict=alert.culprit_verdict,
+            verdict_reason=alert.verdict_reason or None,
         )
         if alert.version is not None:  # an alert read before: saved only if still at that version
             item.version = alert.version

@@ -9,6 +9,7 @@ from trunkwatch.storage.commits import DynamoCommits
 from trunkwatch.storage.deliveries import DynamoDeliveries
 from trunkwatch.storage.logs import DynamoLogs
 from trunkwatch.storage.port import Storage
+from trunkwatch.storage.reruns import DynamoReruns
 from trunkwatch.storage.shards import DynamoShards
 from trunkwatch.storage.silences import DynamoSilences
 from trunkwatch.storage.table import Table
@@ -29,4 +30,5 @@ def open_table(table_name: str, region: str | None = None, endpoint_url: str | N
         deliveries=DynamoDeliveries(table),
         logs=DynamoLogs(table),
         silences=DynamoSilences(table),
+        reruns=DynamoReruns(table),
     )

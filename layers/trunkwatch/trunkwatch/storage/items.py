@@ -153,6 +153,9 @@ class AlertItem(BaseItem, discriminator="alert"):
     # The culprit commit's `autoreverted_by` when the alert was last written: shown once the
     # commit item has expired (while it exists, it is read live: reverts land late).
     culprit_autoreverted_by = UnicodeAttribute(null=True)
+    # With `confirm: rerun`: the verdict on the culprit and why (domain/verdict.py).
+    culprit_verdict = UnicodeAttribute(null=True)
+    verdict_reason = UnicodeAttribute(null=True)
     version = VersionAttribute()
 
 
@@ -165,6 +168,25 @@ class EpisodeItem(BaseItem, discriminator="episode"):
     ends_at = UTCDateTimeAttribute(null=True)
     culprit = CommitRefMap()
     expires_at = TTLAttribute(null=True)
+
+
+class RerunItem(BaseItem, discriminator="rerun"):
+    """A rerun a job alert's episode asked for (records.RerunRecord)."""
+
+    job = UnicodeAttribute()
+    episode = UTCDateTimeAttribute()
+    role = UnicodeAttribute()
+    sha = UnicodeAttribute()
+    culprit_sha = UnicodeAttribute()
+    last_pass_sha = UnicodeAttribute(null=True)
+    planned_at = UTCDateTimeAttribute()
+    status = UnicodeAttribute()
+    requested_at = UTCDateTimeAttribute(null=True)
+    job_id = NumberAttribute(null=True)
+    shard = UnicodeAttribute(null=True)
+    reason = UnicodeAttribute(null=True)
+    tries = NumberAttribute(default=0)
+    expires_at = TTLAttribute()
 
 
 class TickItem(BaseItem, discriminator="tick"):

@@ -56,6 +56,15 @@ def episode(starts_at: str, job: str) -> str:
     return f"{starts_at}#{job}"
 
 
+def reruns(trunk_id: str) -> str:
+    return f"RERUNS#{trunk_id}"
+
+
+def rerun(job: str, episode: str, role: str) -> str:
+    """A rerun by its job, episode (the alert's start) and role: an episode's sort together."""
+    return f"{job}#{episode}#{role}"
+
+
 def logs(trunk_id: str) -> str:
     return f"LOG#{trunk_id}"
 

@@ -31,6 +31,7 @@ from trunkwatch.storage.records import (
     JobAlert,
     LogEntry,
     Pointer,
+    RerunRecord,
     SilenceAudit,
     SilenceRecord,
     StoredCommit,
@@ -365,6 +366,46 @@ class MemoryLogs:
         self._entries.setdefault((trunk_id, entry.receiver), {})[entry.fingerprint] = copy.deepcopy(entry)
 
 
+class MemoryReruns:
+    def __init__(self) -> None:
+        self.items: dict[str, dict[tuple[str, datetime, str], RerunRecord]] = {}
+
+    def of_episode(self, trunk_id: str, job: str, episode: datetime) -> list[RerunRecord]:
+        stored = self.items.get(trunk_id, {})
+        return [stored[key] for key in sorted(stored, key=_rerun_order) if key[:2] == (job, episode)]
+
+    def open(self, trunk_id: str, planned_since: datetime, requested_since: datetime) -> list[RerunRecord]:
+        stored = self.items.get(trunk_id, {})
+        return [
+            stored[key]
+            for key in sorted(stored, key=_rerun_order)
+            if _open(stored[key], planned_since, requested_since)
+        ]
+
+    def add(self, trunk_id: str, record: RerunRecord, retention: timedelta) -> bool:
+        stored = self.items.setdefault(trunk_id, {})
+        key = (record.job, record.episode, record.role)
+        if key in stored:
+            return False
+        stored[key] = record
+        return True
+
+    def update(self, trunk_id: str, record: RerunRecord, retention: timedelta) -> None:
+        self.items.setdefault(trunk_id, {})[(record.job, record.episode, record.role)] = record
+
+
+def _open(record: RerunRecord, planned_since: datetime, requested_since: datetime) -> bool:
+    requested = record.requested_at
+    unanswered = record.status in ("pending", "request_failed") and record.planned_at >= planned_since
+    return unanswered or (requested is not None and requested >= requested_since)
+
+
+def _rerun_order(key: tuple[str, datetime, str]) -> str:
+    """DynamoDB's order: the sort key's text."""
+    job, episode, role = key
+    return f"{job}#{format_time(episode)}#{role}"
+
+
 class MemorySilences:
     def __init__(self) -> None:
         self._silences: dict[str, SilenceRecord] = {}
@@ -402,4 +443,5 @@ def memory_storage() -> Storage:
         deliveries=MemoryDeliveries(),
         logs=MemoryLogs(),
         silences=MemorySilences(),
+        reruns=MemoryReruns(),
     )

@@ -24,6 +24,7 @@ from trunkwatch.storage.records import (
     JobAlert,
     LogEntry,
     Pointer,
+    RerunRecord,
     SilenceAudit,
     SilenceRecord,
     StoredCommit,
@@ -125,6 +126,20 @@ class Logs(Protocol):
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None: ...
 
 
+class Reruns(Protocol):
+    """The reruns job alerts asked for, per trunk. `add` stores a new one (False if that
+    episode's role is already stored); `update` replaces a stored one. `open` returns the
+    trunk's reruns without a result planned since `planned_since`, and those requested
+    since `requested_since` (for the hourly cap)."""
+
+    def of_episode(self, trunk_id: str, job: str, episode: datetime) -> list[RerunRecord]: ...
+    def open(
+        self, trunk_id: str, planned_since: datetime, requested_since: datetime
+    ) -> list[RerunRecord]: ...
+    def add(self, trunk_id: str, record: RerunRecord, retention: timedelta) -> bool: ...
+    def update(self, trunk_id: str, record: RerunRecord, retention: timedelta) -> None: ...
+
+
 class Silences(Protocol):
     """Silences and their audit trail; a change is one all-or-nothing write."""
 
@@ -147,3 +162,4 @@ class Storage:
     deliveries: Deliveries
     logs: Logs
     silences: Silences
+    reruns: Reruns

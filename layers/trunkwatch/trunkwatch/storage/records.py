@@ -128,6 +128,9 @@ class JobAlert:
     # The culprit commit's `autoreverted_by` when the alert was last written: shown once the
     # commit item has expired (while it exists, it is read live: reverts land late).
     culprit_autoreverted_by: str | None = None
+    # With `confirm: rerun`: the verdict on the culprit and why; None without confirmation.
+    culprit_verdict: str | None = None
+    verdict_reason: str = ""
     version: int | None = None
 
 
@@ -146,6 +149,29 @@ class Episode:
     @classmethod
     def of(cls, alert: JobAlert) -> Episode:
         return cls(alert.job, alert.starts_at, alert.ends_at, alert.first_fail)
+
+
+@dataclass(frozen=True)
+class RerunRecord:
+    """A rerun one job alert's episode asked for (domain/verdict.py): of `job` on `sha` in
+    the `role` of the suspect (`culprit_sha`, `last_pass_sha`) it was planned for. `status`
+    is a `RerunStatus`; `requested_at` None: not requested yet (or its last request failed,
+    `reason` says why, `tries` counts the requests made). `job_id` and `shard` name the
+    attempt it re-ran, whose replacement by a newer attempt brings the result."""
+
+    job: str
+    episode: datetime  # the alert's starts_at: one episode's reruns
+    role: str
+    sha: str
+    culprit_sha: str
+    last_pass_sha: str | None
+    planned_at: datetime
+    status: str = "pending"
+    requested_at: datetime | None = None
+    job_id: int | None = None
+    shard: str = ""
+    reason: str = ""
+    tries: int = 0
 
 
 @dataclass

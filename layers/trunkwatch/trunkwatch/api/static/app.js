@@ -641,6 +641,21 @@
         ann.culprit_author ? [" by ", el("span", { class: "author", text: ann.culprit_author })] : null,
       );
     }
+    if (ann.suspect_sha) {
+      // An environmental or flaky verdict: the commit is named, not blamed.
+      row(
+        "suspect",
+        el("span", { class: "mono", text: ann.suspect_sha.slice(0, 12) }),
+        ann.suspect_pr ? " (#" + ann.suspect_pr + ")" : null,
+        " ",
+        el("span", { class: "commit-title", text: ann.suspect_title || "" }),
+        " (not to blame)",
+      );
+    }
+    if (ann.culprit_verdict) {
+      const reason = ann.culprit_verdict_reason ? ": " + ann.culprit_verdict_reason : "";
+      row("verdict", el("span", { class: "verdict", text: ann.culprit_verdict + reason }));
+    }
     if (ann.culprit_range) row("range", el("span", { class: "mono", text: ann.culprit_range }));
     if (ann.failing_jobs) {
       const jobs = ann.failing_jobs.split("\n").filter(Boolean);

@@ -344,6 +344,7 @@ class GitHubSource:
                     url=job.html_url or "",
                     attempt=job.run_attempt,
                     failed_before=job.name in flaky,
+                    job_id=job.id,
                 )
                 for job in jobs
             ),

@@ -1,0 +1,266 @@
+"""Confirmation by reruns (`confirm: rerun`, design.md §3.6): the job alert's culprit judged by
+re-running the job on the last pass and on the culprit (domain/verdict.py).
+
+Two halves, each where its data is:
+
+- the evaluator (`culprit_decision`), when it stores a firing alert, plans the reruns the
+  episode still wants (`plan_reruns`, within the episode's 2 and the trunk's hourly cap) as
+  records without a request, and decides the verdict from the episode's records;
+- ingest (`advance_reruns`), which holds the source's snapshot with GitHub's job ids, sends
+  the planned requests (a refused one again at the next polls, up to `MAX_TRIES`; none for
+  a culprit whose failure is already a failed retry: that retry is its rerun), and records
+  a rerun's result once a newer attempt of that job on that commit has finished.
+  It runs before the poll writes its cells, so the evaluation they cause sees the results;
+  a result that changes no cell (a last pass passing again, a culprit failing again) is
+  picked up by the re-judging of unconfirmed alerts at the poll's tick or the sweep.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from trunkwatch.domain.cells import CellState, JobRun, job_key, shard_state
+from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.verdict import (
+    Decision,
+    Evidence,
+    Plan,
+    Rerun,
+    RerunStatus,
+    Role,
+    Suspect,
+    decide,
+    plan_reruns,
+)
+from trunkwatch.sources.base import CommitResult
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import CommitRef, RerunRecord
+
+HOUR = timedelta(hours=1)
+COMMITS_READ = 200  # newest commit items read to count a range's commits (ingest's COMMITS_KEPT)
+MAX_TRIES = 3  # requests of one rerun (the first and two retries) before its failure stands
+# A rerun without a result this long after it was planned is given up (its commit left the
+# source's page, or its result never came): its verdict stays `unconfirmed`.
+OPEN_FOR = timedelta(hours=12)
+
+# A culprit record's reason when its failure was already a failed retry (no rerun sent).
+FAILED_RETRY = "its failure is already a failed retry"
+# Requests a rerun of a job id on GitHub; returns None when GitHub accepted it, else why not.
+RequestRerun = Callable[[int], "str | None"]
+
+
+def culprit_decision(
+    storage: Storage,
+    trunk_id: str,
+    rule: RuleConfig,
+    job: str,
+    episode: datetime,
+    first_fail: CommitRef,
+    last_pass: CommitRef | None,
+    now: datetime,
+    *,
+    failure_lines: tuple[str, ...],
+    plan: bool = True,
+) -> Decision:
+    """Plan what the episode still wants (unless `plan` is False: it is over) and decide its
+    verdict from its reruns so far (and, without failure lines, from the other jobs failing
+    on its runner). The suspect is the one the episode's first reruns were planned for (a
+    last pass that fails on rerun moves the range back; the verdict is about the first
+    suspect)."""
+    records = storage.reruns.of_episode(trunk_id, job, episode)
+    # Commits between the range's ends without a result of the job (while the range is the
+    # suspect's: once it moved, the verdict does not rest on it).
+    unrun = _commits_between(storage, trunk_id, last_pass.seq, first_fail.seq) if last_pass else 0
+    if records:
+        same = (records[0].culprit_sha, records[0].last_pass_sha) == (
+            first_fail.sha,
+            last_pass and last_pass.sha,
+        )
+        suspect = Suspect(job, records[0].culprit_sha, records[0].last_pass_sha, unrun if same else 0)
+    else:
+        suspect = Suspect(job, first_fail.sha, last_pass.sha if last_pass else None, unrun)
+    wanted = _plan(storage, trunk_id, rule, suspect, records, now) if plan else Plan(())
+    for request in wanted.requests:
+        record = RerunRecord(
+            job=job,
+            episode=episode,
+            role=request.role.value,
+            sha=request.sha,
+            culprit_sha=suspect.culprit_sha,
+            last_pass_sha=suspect.last_pass_sha,
+            planned_at=now,
+        )
+        if storage.reruns.add(trunk_id, record, rule.retention):
+            records.append(record)
+    by_role = {
+        Role(r.role): Rerun(RerunStatus(r.status), r.reason) for r in records if r.reason != FAILED_RETRY
+    }
+    runner = runner_of(job)
+    # No failure lines, and other jobs on its runner failing without lines now: an outage.
+    peers = (
+        sum(
+            1
+            for alert in storage.alerts.of_trunk(trunk_id, firing_only=True)
+            if alert.job != job and not alert.failure_lines and runner_of(alert.job) == runner
+        )
+        if not failure_lines and runner
+        else 0
+    )
+    evidence = Evidence(
+        last_pass=by_role.get(Role.LAST_PASS),
+        culprit=by_role.get(Role.CULPRIT),
+        culprit_failed_retry=any(r.reason == FAILED_RETRY for r in records),
+        no_failure_lines=not failure_lines,
+        runner_peers_failing=peers,
+        runner=runner,
+    )
+    decision = decide(suspect, evidence)
+    if not records and wanted.skipped:
+        # Nothing could be planned (the hourly cap, a clipped range): say why.
+        return Decision(decision.verdict, "; ".join(dict.fromkeys(reason for _, reason in wanted.skipped)))
+    return decision
+
+
+_RUNNER = re.compile(r"\(([^()]*)\)$")
+
+
+def runner_of(job: str) -> str:
+    """The runner label a job key ends with (`test (default, linux.2xlarge)`: `linux.2xlarge`),
+    or "" for a job that names none."""
+    found = _RUNNER.search(job)
+    if not found or "," not in found.group(1):
+        return ""
+    return found.group(1).rsplit(",", 1)[1].strip()
+
+
+def _commits_between(storage: Storage, trunk_id: str, low: int, high: int) -> int:
+    """The trunk's commits strictly between two seqs (seqs may have gaps: counted, not
+    subtracted; read only when there is room for one)."""
+    if high - low <= 1:
+        return 0
+    return sum(1 for c in storage.commits.newest(trunk_id, COMMITS_READ) if low < c.seq < high)
+
+
+def _plan(
+    storage: Storage,
+    trunk_id: str,
+    rule: RuleConfig,
+    suspect: Suspect,
+    records: list[RerunRecord],
+    now: datetime,
+) -> Plan:
+    recent = storage.reruns.open(trunk_id, now - OPEN_FOR, now - HOUR)
+    return plan_reruns(
+        suspect,
+        requested=frozenset(Role(r.role) for r in records),
+        requested_this_hour=sum(1 for r in recent if r.planned_at > now - HOUR),
+        hourly_cap=rule.reruns_per_hour,
+    )
+
+
+def advance_reruns(
+    storage: Storage,
+    trunk: TrunkConfig,
+    rule: RuleConfig,
+    commits: Iterable[CommitResult],
+    request: RequestRerun,
+    now: datetime,
+) -> int:
+    """Send the planned rerun requests and record the results the snapshot shows; returns
+    how many reruns GitHub accepted."""
+    by_sha = {result.commit.sha: result.runs for result in commits}
+    accepted = 0
+    reruns = storage.reruns.open(trunk.trunk_id, now - OPEN_FOR, now - HOUR)
+    # Oldest plans first, an episode's last pass before its culprit (as `plan_reruns` asks).
+    for record in sorted(reruns, key=lambda r: (r.planned_at, r.role != Role.LAST_PASS)):
+        if record.status not in (RerunStatus.PENDING, RerunStatus.REQUEST_FAILED):
+            continue
+        runs = by_sha.get(record.sha)
+        if runs is None:
+            continue  # the commit is not on this page: the next one may show it
+        if record.requested_at is None:
+            if record.tries >= MAX_TRIES:
+                continue
+            updated = _request(record, runs, by_sha, request, rule, now)
+            accepted += updated.status == RerunStatus.PENDING and updated.job_id is not None
+        else:
+            updated = _result(record, runs, rule)
+        if updated != record:
+            storage.reruns.update(trunk.trunk_id, updated, rule.retention)
+    return accepted
+
+
+def _request(
+    record: RerunRecord,
+    runs: tuple[JobRun, ...],
+    by_sha: dict[str, tuple[JobRun, ...]],
+    request: RequestRerun,
+    rule: RuleConfig,
+    now: datetime,
+) -> RerunRecord:
+    run = _shard(record, runs, by_sha, rule)
+    if run is None:
+        return replace(
+            record, status=RerunStatus.REQUEST_FAILED.value, reason="no run of the job on that commit"
+        )
+    state = shard_state(run, rule.cancelled)
+    if record.role == Role.CULPRIT and state == CellState.FAIL and run.failed_before:
+        # Its failure is already a retry that failed again: that is its rerun (none is sent).
+        return replace(record, status=RerunStatus.FAILURE.value, shard=run.name, reason=FAILED_RETRY)
+    if state == CellState.PENDING:
+        # A newer attempt already runs: its result is the rerun's (never rerun it again).
+        return replace(record, status=RerunStatus.PENDING.value, requested_at=now, shard=run.name, reason="")
+    if run.job_id is None:
+        reason = "the source gives no job id to rerun"
+        return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=reason, tries=MAX_TRIES)
+    refused = request(run.job_id)
+    tries = record.tries + 1
+    if refused is not None:
+        return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=refused, tries=tries)
+    return replace(
+        record,
+        status=RerunStatus.PENDING.value,
+        requested_at=now,
+        job_id=run.job_id,
+        shard=run.name,
+        reason="",
+        tries=tries,
+    )
+
+
+def _shard(
+    record: RerunRecord, runs: tuple[JobRun, ...], by_sha: dict[str, tuple[JobRun, ...]], rule: RuleConfig
+) -> JobRun | None:
+    """The job's run to rerun on the record's commit: the shard that failed on the culprit
+    (or, while a newer attempt of it runs, that one), on either commit; else its first."""
+    mine = [run for run in runs if job_key(run.name) == record.job]
+    if not mine:
+        return None
+    states = [
+        (run.name, shard_state(run, rule.cancelled))
+        for run in by_sha.get(record.culprit_sha, runs)
+        if job_key(run.name) == record.job
+    ]
+    target = next((name for name, state in states if state == CellState.FAIL), None) or next(
+        (name for name, state in states if state == CellState.PENDING), None
+    )
+    return next((run for run in mine if run.name == target), mine[0])
+
+
+def _result(record: RerunRecord, runs: tuple[JobRun, ...], rule: RuleConfig) -> RerunRecord:
+    """The rerun's result once an attempt newer than the one it re-ran has finished."""
+    run = next((run for run in runs if run.name == record.shard), None)
+    if run is None or (record.job_id is not None and run.job_id == record.job_id):
+        return record
+    state = shard_state(run, rule.cancelled)
+    if state in (CellState.PASS, CellState.FLAKY):
+        return replace(record, status=RerunStatus.SUCCESS.value)
+    if state == CellState.FAIL:
+        return replace(record, status=RerunStatus.FAILURE.value)
+    if state == CellState.NODATA:
+        reason = f"the rerun ended {run.conclusion or 'without a result'}"
+        return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=reason, tries=MAX_TRIES)
+    return record  # still running

@@ -1,0 +1,214 @@
+"""Confirmation by reruns (app/confirm.py) on the in-memory storage: what the evaluator plans
+within the budgets, what ingest requests and records from a snapshot."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from trunkwatch.app.confirm import MAX_TRIES, advance_reruns, culprit_decision, runner_of
+from trunkwatch.domain.cells import Commit, JobRun
+from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.verdict import Verdict
+from trunkwatch.sources.base import CommitResult
+from trunkwatch.storage.memory import memory_storage
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import CommitRef, JobAlert, StoredCommit
+
+NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
+TRUNK = TrunkConfig(repo="pytorch/pytorch")
+RULE = RuleConfig(confirm="rerun", reruns_per_hour=6)
+JOB = "pull / test (default, linux.2xlarge)"
+SHARD = "pull / test (default, 1, 2, linux.2xlarge)"
+OTHER_SHARD = "pull / test (default, 2, 2, linux.2xlarge)"
+LAST_PASS = CommitRef(10, "a" * 40, NOW - timedelta(hours=3))
+CULPRIT = CommitRef(11, "c" * 40, NOW - timedelta(hours=2))
+LINES = ("FAILED test/test_ops.py::test_x",)
+
+
+def _decide(storage: Storage, job: str = JOB, rule: RuleConfig = RULE, now: datetime = NOW) -> str:
+    decision = culprit_decision(
+        storage, TRUNK.trunk_id, rule, job, CULPRIT.time, CULPRIT, LAST_PASS, now, failure_lines=LINES
+    )
+    return f"{decision.verdict.value}: {decision.reason}"
+
+
+def _commit(ref: CommitRef, *runs: JobRun) -> CommitResult:
+    return CommitResult(Commit(ref.sha, ref.time), runs, complete=True)
+
+
+def _snapshot(last_pass: str, culprit: str, last_id: int = 1, culprit_id: int = 2) -> list[CommitResult]:
+    """The job's two shards on the last pass and the culprit; the first shard as given."""
+    return [
+        _commit(
+            LAST_PASS,
+            JobRun(OTHER_SHARD, "success", job_id=100),
+            JobRun(SHARD, last_pass, job_id=last_id, failed_before=last_pass == "success" and last_id > 1000),
+        ),
+        _commit(
+            CULPRIT,
+            JobRun(OTHER_SHARD, "success", job_id=200),
+            JobRun(SHARD, culprit, job_id=culprit_id, failed_before=culprit == "success"),
+        ),
+    ]
+
+
+class Requests:
+    def __init__(self, *answers: str | None) -> None:
+        self.answers = list(answers)
+        self.sent: list[int] = []
+
+    def __call__(self, job_id: int) -> str | None:
+        self.sent.append(job_id)
+        return self.answers.pop(0) if self.answers else None
+
+
+def test_the_first_judgement_plans_both_reruns_and_waits() -> None:
+    storage = memory_storage()
+    assert _decide(storage) == "unconfirmed: waiting for the last pass and culprit reruns"
+    records = storage.reruns.of_episode(TRUNK.trunk_id, JOB, CULPRIT.time)
+    assert sorted((r.role, r.sha) for r in records) == [
+        ("culprit", CULPRIT.sha),
+        ("last_pass", LAST_PASS.sha),
+    ]
+    assert all(r.requested_at is None for r in records)
+    _decide(storage, now=NOW + timedelta(minutes=5))  # judged again: nothing more planned
+    assert len(storage.reruns.of_episode(TRUNK.trunk_id, JOB, CULPRIT.time)) == 2
+
+
+def test_the_hourly_cap_holds_reruns_back_until_the_hour_has_room() -> None:
+    storage = memory_storage()
+    rule = RuleConfig(confirm="rerun", reruns_per_hour=3)
+    _decide(storage, "job one", rule)
+    assert _decide(storage, "job two", rule).startswith("unconfirmed: waiting for the last pass rerun")
+    assert (
+        _decide(storage, "job three", rule) == "unconfirmed: the trunk's cap of 3 reruns an hour is reached"
+    )
+    assert storage.reruns.of_episode(TRUNK.trunk_id, "job three", CULPRIT.time) == []
+    # An hour on, the episode gets its reruns.
+    later = NOW + timedelta(hours=1, minutes=1)
+    assert _decide(storage, "job three", rule, later).startswith("unconfirmed: waiting for the last pass")
+
+
+def test_ingest_requests_the_failing_shard_and_its_namesake_on_the_last_pass() -> None:
+    storage = memory_storage()
+    _decide(storage)
+    requests = Requests()
+    accepted = advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), requests, NOW)
+    assert accepted == 2 and requests.sent == [1, 2]  # the last pass first
+    records = storage.reruns.of_episode(TRUNK.trunk_id, JOB, CULPRIT.time)
+    assert {r.shard for r in records} == {SHARD} and all(r.requested_at == NOW for r in records)
+    # Nothing new until a newer attempt replaces the one rerun: no second request.
+    advance_reruns(
+        storage, TRUNK, RULE, _snapshot("success", "failure"), requests, NOW + timedelta(minutes=30)
+    )
+    assert requests.sent == [1, 2]
+    assert _decide(storage).startswith("unconfirmed: waiting for the last pass and culprit reruns")
+
+
+def test_newer_attempts_bring_each_verdict() -> None:
+    cases = {
+        ("success", "failure"): Verdict.CONFIRMED,
+        ("failure", "failure"): Verdict.ENVIRONMENTAL,
+        ("success", "success"): Verdict.FLAKY,
+    }
+    for (last_pass, culprit), verdict in cases.items():
+        storage = memory_storage()
+        _decide(storage)
+        advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
+        later = NOW + timedelta(hours=1)
+        newer = _snapshot(last_pass, culprit, last_id=1001, culprit_id=1002)
+        advance_reruns(storage, TRUNK, RULE, newer, Requests(), later)
+        assert _decide(storage, now=later).startswith(f"{verdict.value}: "), (last_pass, culprit)
+
+
+def test_a_refused_request_leaves_the_reason_and_is_retried_up_to_max_tries() -> None:
+    storage = memory_storage()
+    _decide(storage)
+    refusal = (
+        "GitHub reruns: POST /repos/pytorch/pytorch/actions/jobs/1/rerun answered 403: Must have admin rights"
+    )
+    requests = Requests(refusal, None, refusal, refusal, refusal)
+    advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), requests, NOW)
+    assert _decide(storage) == f"unconfirmed: the last pass rerun could not be requested: {refusal}"
+    for poll in range(1, MAX_TRIES + 2):
+        advance_reruns(
+            storage, TRUNK, RULE, _snapshot("success", "failure"), requests, NOW + poll * timedelta(minutes=1)
+        )
+    # The culprit's went through at once; the last pass's was tried MAX_TRIES times in all.
+    assert requests.sent == [1, 2] + [1] * (MAX_TRIES - 1)
+    (last_pass,) = [
+        r for r in storage.reruns.of_episode(TRUNK.trunk_id, JOB, CULPRIT.time) if r.role == "last_pass"
+    ]
+    assert last_pass.tries == MAX_TRIES and last_pass.reason == refusal
+
+
+def test_a_newer_attempt_already_running_is_waited_for_not_rerun() -> None:
+    storage = memory_storage()
+    _decide(storage)
+    requests = Requests()
+    advance_reruns(storage, TRUNK, RULE, _snapshot("success", "in_progress", culprit_id=1002), requests, NOW)
+    assert requests.sent == [1]  # only the last pass: the culprit's newer attempt runs
+    later = NOW + timedelta(hours=1)
+    advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure", 1001, 1002), requests, later)
+    assert _decide(storage, now=later).startswith("confirmed: ")
+
+
+def test_a_range_with_commits_the_job_did_not_run_on_is_not_confirmed() -> None:
+    storage = memory_storage()
+    gap = CommitRef(13, CULPRIT.sha, CULPRIT.time)  # seq 12 between the last pass and it
+    storage.commits.place(TRUNK.trunk_id, _stored(12, "b" * 40), RULE.retention, None)
+    decide = culprit_decision(
+        storage, TRUNK.trunk_id, RULE, JOB, gap.time, gap, LAST_PASS, NOW, failure_lines=LINES
+    )
+    advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
+    later = NOW + timedelta(hours=1)
+    advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure", 1001, 1002), Requests(), later)
+    decision = culprit_decision(
+        storage, TRUNK.trunk_id, RULE, JOB, gap.time, gap, LAST_PASS, later, failure_lines=LINES
+    )
+    assert decide.verdict == Verdict.UNCONFIRMED
+    assert (
+        decision.verdict == Verdict.UNCONFIRMED
+        and "did not run on the 1 commit between them" in decision.reason
+    )
+
+
+def _stored(seq: int, sha: str) -> StoredCommit:
+    return StoredCommit(seq, Commit(sha, NOW - timedelta(hours=2, minutes=30)), "")
+
+
+def test_without_failure_lines_beside_other_jobs_on_its_runner_it_is_environmental() -> None:
+    """A runner outage: jobs on one runner type fail without failure lines at the same time."""
+    storage = memory_storage()
+    ref = CommitRef(11, CULPRIT.sha, CULPRIT.time)
+    peer = JobAlert("trunk / test (slow, linux.2xlarge)", "firing", NOW, 3, ref, ref)
+    other_runner = JobAlert("trunk / test (slow, linux.g5.4xlarge)", "firing", NOW, 3, ref, ref)
+    for alert in (peer, other_runner):
+        storage.alerts.save_with_failing_set(TRUNK.trunk_id, alert, now_firing=True)
+    decision = culprit_decision(
+        storage, TRUNK.trunk_id, RULE, JOB, CULPRIT.time, CULPRIT, LAST_PASS, NOW, failure_lines=()
+    )
+    assert decision.verdict == Verdict.ENVIRONMENTAL
+    assert decision.reason == "no failure lines while 1 other job(s) on linux.2xlarge failed at the same time"
+    assert _decide(storage).startswith("unconfirmed: ")  # with failure lines: reruns decide
+    assert runner_of("lint / lintrunner") == "" and runner_of(JOB) == "linux.2xlarge"
+
+
+def test_a_culprit_whose_failure_is_a_failed_retry_is_not_rerun() -> None:
+    storage = memory_storage()
+    _decide(storage)
+    retried = [
+        _commit(LAST_PASS, JobRun(SHARD, "success", job_id=1)),
+        _commit(CULPRIT, JobRun(SHARD, "failure", job_id=2, failed_before=True)),
+    ]
+    requests = Requests()
+    assert advance_reruns(storage, TRUNK, RULE, retried, requests, NOW) == 1
+    assert requests.sent == [1]  # the last pass only
+    later = NOW + timedelta(hours=1)
+    advance_reruns(
+        storage, TRUNK, RULE, [_commit(LAST_PASS, JobRun(SHARD, "success", job_id=1001))], requests, later
+    )
+    assert _decide(storage, now=later) == (
+        f"confirmed: the last pass {LAST_PASS.sha[:12]} passes on rerun and the culprit {CULPRIT.sha[:12]} "
+        "fails again on its retry"
+    )
