@@ -94,11 +94,12 @@ def _memory_gb(function: str) -> float:
 
 
 def ticks_per_day() -> float:
+    """The dispatcher's schedule ticks a day (each starts the polls of the due trunks)."""
     wiring = read_wiring(find_template())
-    ingest = next(
-        expr for lid, expr in wiring.schedules.items() if wiring.functions[lid].parent.name == "ingest"
+    dispatcher = next(
+        expr for lid, expr in wiring.schedules.items() if wiring.functions[lid].parent.name == "dispatcher"
     )
-    return 86400 / period_seconds(ingest)
+    return 86400 / period_seconds(dispatcher)
 
 
 def _parameter_default(name: str) -> str:
@@ -155,12 +156,12 @@ def project(
     commits = COMMITS_PER_DAY
     quiet_polls = ticks - 2 * commits  # each commit's finishing and landing polls are measured
     per_function: dict[str, Usage] = {}
-    for function in ("ingest", "evaluator", "notifier"):
+    for function in ("dispatcher", "ingest", "evaluator", "notifier"):
         usage = Usage()
         for phase in (cycle.finish, cycle.land):
             usage += _times(phase.of(function), commits)
-        if function == "ingest":
-            usage += _times(cycle.quiet.of("ingest"), quiet_polls)
+        if function in ("dispatcher", "ingest"):
+            usage += _times(cycle.quiet.of(function), quiet_polls)
         if function in ("evaluator", "notifier"):
             # The evaluator's sweep on every tick, and the notifier on the tick it settles.
             usage += _times(cycle.quiet.of(function), ticks)

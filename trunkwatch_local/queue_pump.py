@@ -82,6 +82,17 @@ class QueuePump:
         return failed & everything
 
 
+def merged(results: list[Any]) -> dict[str, list[Any]]:
+    """The invocations' results in one: each list they hold, concatenated under its key
+    (ingest's `polled` and `errors` of every trunk a tick polled)."""
+    out: dict[str, list[Any]] = {}
+    for result in results:
+        for key, value in (result or {}).items():
+            if isinstance(value, list):
+                out[key] = out.get(key, []) + value
+    return out
+
+
 def queue_arn(url: str) -> str:
     """The ARN of the local queue at `url` (…/<account>/<name>)."""
     account, name = url.rstrip("/").split("/")[-2:]

@@ -33,6 +33,7 @@ from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local import idempotency_clock, verified
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.function_url import function_url_event
+from trunkwatch_local.queue_pump import merged
 from trunkwatch_local.schedule import period_seconds
 from trunkwatch_local.stack import ACCOUNT, NAME, REGION, LocalStack
 from trunkwatch_local.wiring import Wiring
@@ -255,20 +256,16 @@ class LocalRuntime:
         with self.lock:
             self.clock.set(at)
             for logical_id in self.wiring.schedules:
+                died = False
                 try:
                     self.invoke(logical_id, self.scheduled_event(logical_id))
                 except InvocationFailed:
                     # An asynchronous invocation the template retries 0 times: the event is gone;
                     # what the invocation did before it died still takes its course.
                     self.dropped_schedule_events += 1
-                    results.append(None)
-                else:
-                    results.append({})
-                for consumed in self.queues.drain():
-                    merged = results[-1] if results[-1] is not None else {}
-                    for key, value in (consumed or {}).items():
-                        if isinstance(value, list):
-                            merged[key] = merged.get(key, []) + value
+                    died = True
+                consumed = merged(self.queues.drain())
+                results.append(None if died else consumed)
                 self.pump.drain()
         return results[0] if results else None
 

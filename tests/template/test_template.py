@@ -43,6 +43,7 @@ from trunkwatch_local.template import TEMPLATE_ENV, TemplateError, find_template
 TEMPLATE = ROOT / "template.yaml"
 EVENTS = ROOT / "events"
 FUNCTIONS = (
+    "DispatcherFunction",
     "IngestFunction",
     "EvaluatorFunction",
     "NotifierFunction",
@@ -395,11 +396,11 @@ def test_the_domain_layer_leaves_out_pydantic_and_what_the_runtime_ships() -> No
 
 def test_schedules_use_the_schedule_parameter(resources: dict[str, Any]) -> None:
     rules = _of_type(resources, "AWS::Events::Rule")
-    assert set(rules) == {"IngestFunctionPoll", "EvaluatorFunctionSweep"}
+    assert set(rules) == {"DispatcherFunctionPoll", "EvaluatorFunctionSweep"}
     for rule in rules.values():
         assert rule["Properties"]["ScheduleExpression"] == {"Ref": "Schedule"}
-    assert rules["IngestFunctionPoll"]["Properties"]["Targets"][0]["Arn"] == {
-        "Fn::GetAtt": ["IngestFunction", "Arn"]
+    assert rules["DispatcherFunctionPoll"]["Properties"]["Targets"][0]["Arn"] == {
+        "Fn::GetAtt": ["DispatcherFunction", "Arn"]
     }
     assert rules["EvaluatorFunctionSweep"]["Properties"]["Targets"][0]["Arn"] == {
         "Fn::GetAtt": ["EvaluatorFunction", "Arn"]
@@ -909,7 +910,7 @@ def test_stream_samples_parse_as_dynamodb_stream_events() -> None:
     assert {c.dynamodb.new_image["poll"] for c in cells if c.dynamodb} == {image["poll"]}
 
 
-@pytest.mark.parametrize("name", ["ingest_schedule.json", "evaluator_schedule.json"])
+@pytest.mark.parametrize("name", ["dispatcher_schedule.json", "evaluator_schedule.json"])
 def test_schedule_samples_are_scheduled_events(name: str) -> None:
     event = EventBridgeEvent(_event(name))
     assert (event.source, event.detail_type, event.detail) == ("aws.events", "Scheduled Event", {})
@@ -946,17 +947,41 @@ def test_authorizer_sample_is_a_token_event_for_the_v1_stage(source: dict[str, A
     assert event.parsed_arn.resource == "api/v2/silences"
 
 
-def test_polls_of_the_trunks_never_overlap(resources: dict[str, Any]) -> None:
-    """One ingest at a time, and a tick that fails or is throttled is not retried later
-    (it would run on top of the next tick's poll): the next tick is the retry."""
-    ingest = resources["IngestFunction"]["Properties"]
-    assert ingest["ReservedConcurrentExecutions"] == 1
-    (target,) = resources["IngestFunctionPoll"]["Properties"]["Targets"]
+def test_ticks_are_dispatched_once_and_never_retried(resources: dict[str, Any]) -> None:
+    """One dispatch at a time, and a tick that fails or is throttled is not retried later
+    (it would run on top of the next tick's): the next tick is the retry."""
+    dispatcher = resources["DispatcherFunction"]["Properties"]
+    assert dispatcher["ReservedConcurrentExecutions"] == 1
+    (target,) = resources["DispatcherFunctionPoll"]["Properties"]["Targets"]
     assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
-    # Async invocations that fail are not retried by Lambda either.
     configs = [
         r["Properties"]
         for r in _of_type(resources, "AWS::Lambda::EventInvokeConfig").values()
-        if r["Properties"]["FunctionName"] == {"Ref": "IngestFunction"}
+        if r["Properties"]["FunctionName"] == {"Ref": "DispatcherFunction"}
     ]
     assert [(c["MaximumRetryAttempts"], c["MaximumEventAgeInSeconds"]) for c in configs] == [(0, 60)]
+
+
+def test_each_trunk_polls_in_an_invocation_of_its_own(resources: dict[str, Any]) -> None:
+    """Ingest takes one poll message per invocation from the FIFO poll queue (one message
+    group per trunk: a trunk's polls never overlap, different trunks' run in parallel), and
+    the dispatcher may send to that queue alone."""
+    queue = resources["PollQueue"]["Properties"]
+    assert queue["FifoQueue"] is True and queue["SqsManagedSseEnabled"] is True
+    ingest = resources["IngestFunction"]["Properties"]
+    assert "ReservedConcurrentExecutions" not in ingest
+    # A failed poll's message expires before it is visible again: never retried.
+    assert queue["MessageRetentionPeriod"] <= queue["VisibilityTimeout"]
+    assert queue["VisibilityTimeout"] >= ingest["Timeout"]
+    (mapping,) = [
+        r["Properties"]
+        for r in _of_type(resources, "AWS::Lambda::EventSourceMapping").values()
+        if r["Properties"]["FunctionName"] == {"Ref": "IngestFunction"}
+    ]
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["PollQueue", "Arn"]}
+    assert mapping["BatchSize"] == 1 and mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    statements = _statements(resources["DispatcherFunctionRole"])
+    senders = [st for st in statements if "sqs:SendMessage" in _actions(st)]
+    assert [st["Resource"] for st in senders] == [{"Fn::GetAtt": ["PollQueue", "Arn"]}]
+    variables = resources["DispatcherFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["POLL_QUEUE_URL"] == {"Ref": "PollQueue"}
