@@ -19,6 +19,10 @@ delayed.
 `python -m benchmarks redtrunk [--quick]` generates a calibrated red trunk (two weeks;
 `--quick`: three days), replays it through the local runtime and scores today's rule against
 its ground truth, then what rerun verdicts would say about its pages (benchmarks/redtrunk_score.py).
+`python -m benchmarks org [--quick]` runs an organization of 100 trunks (5 PyTorch-sized; `--quick`:
+6 small ones) through the deployed shape (dispatcher, one ingest invocation per trunk) on the
+in-memory store and puts whether every trunk was polled each tick, the detection delays
+through poll and push and the cost per trunk under `org`.
 `python -m benchmarks memory_replay` replays the repository's scenarios and real-history
 cut on moto's table and on the in-memory store (`trunkwatch replay --store memory`), checks
 both against the expected messages and reports the wall-time ratio.
@@ -52,6 +56,9 @@ from benchmarks.ingest import ingest_github, ingest_hud
 from benchmarks.local_scale import local_scale
 from benchmarks.long_history import REPOSITORY_HISTORY, long_history
 from benchmarks.memory_replay import memory_replay
+from benchmarks.org import FULL as ORG_FULL
+from benchmarks.org import QUICK as ORG_QUICK
+from benchmarks.org import run_org
 from benchmarks.push import run_push
 from benchmarks.redtrunk_score import QUICK_DAYS, redtrunk
 from benchmarks.serve_week import serve_week
@@ -71,10 +78,12 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "chaos": chaos,
     "redtrunk": redtrunk,
     "memory_replay": lambda: _fresh(memory_replay),
+    "org": lambda: dataclasses.asdict(run_org(ORG_FULL)),
 }
 # Workloads with a smaller size for --quick.
 QUICK_WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "redtrunk": functools.partial(redtrunk, days=QUICK_DAYS),
+    "org": lambda: dataclasses.asdict(run_org(ORG_QUICK)),
 }
 
 

@@ -83,7 +83,7 @@ class CostFigures:
     basis: str = ""
 
 
-def _memory_gb(function: str) -> float:
+def memory_gb(function: str) -> float:
     """MemorySize of functions/<function> (its own, else Globals'), in GB."""
     wiring = read_wiring(find_template())
     template = load_template(find_template())
@@ -167,7 +167,7 @@ def project(
             usage += _times(cycle.quiet.of(function), ticks)
         per_function[function] = usage
     total = sum(per_function.values(), Usage())
-    gb_seconds = sum(lambda_seconds(u, _memory_gb(f)) * _memory_gb(f) for f, u in per_function.items())
+    gb_seconds = sum(lambda_seconds(u, memory_gb(f)) * memory_gb(f) for f, u in per_function.items())
     storage = steady_state(cycle, day_stored, day_hours, commits, ticks, job_columns)
 
     def monthly(daily: float, usd_per_million: float) -> float:
@@ -183,7 +183,7 @@ def project(
     }
     # The API: requests through API Gateway, each an authorizer and an API invocation.
     api_gb_s = API_REQUESTS_PER_DAY * (
-        API_INVOCATION_S * _memory_gb("api") + AUTHORIZER_INVOCATION_S * _memory_gb("authorizer")
+        API_INVOCATION_S * memory_gb("api") + AUTHORIZER_INVOCATION_S * memory_gb("authorizer")
     )
     invocations = total.invocations + 2 * API_REQUESTS_PER_DAY
     month["api_requests"] = monthly(API_REQUESTS_PER_DAY, prices.API_GATEWAY_REST_REQUESTS_PER_MILLION)
@@ -278,7 +278,7 @@ def project(
             "lambda_gb_seconds": round(gb_seconds, 1),
             "sns_publishes": notifications_per_day,
             **{
-                f"{f}_lambda_seconds": round(lambda_seconds(u, _memory_gb(f)), 1)
+                f"{f}_lambda_seconds": round(lambda_seconds(u, memory_gb(f)), 1)
                 for f, u in per_function.items()
             },
             **{f"{f}_write_request_units": round(u.write_units) for f, u in per_function.items()},
