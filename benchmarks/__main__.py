@@ -210,7 +210,7 @@ def provenance() -> dict[str, Any]:
 
 def _paths(budget_name: str) -> str:
     """The summary path a budget reads."""
-    everything = (*budgets.BUDGETS, *budgets.HISTORY_BUDGETS, *budgets.CHAOS_BUDGETS)
+    everything = (*budgets.BUDGETS, *budgets.HISTORY_BUDGETS, *budgets.CHAOS_BUDGETS, *budgets.ORG_BUDGETS)
     return next(b.path for b in everything if b.name == budget_name)
 
 

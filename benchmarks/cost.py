@@ -61,6 +61,13 @@ APP_LOG_BYTES = 300
 # SNS asks KMS for a data key at most once per KmsDataKeyReusePeriodSeconds (300 s default).
 SNS_DATA_KEY_REUSE_S = 300
 SECONDS_PER_DAY = 86400
+# The poll queue: per tick and trunk, a tenth of the dispatcher's SendMessageBatch and
+# Lambda's ReceiveMessage and DeleteMessage of the message; and Lambda's own long polls while
+# the queue is empty (an assumption: SQS_POLLERS connections, each a ReceiveMessage every
+# SQS_LONG_POLL_S, as the SQS event source mapping long-polls).
+SQS_REQUESTS_PER_POLL = 0.1 + 1 + 1
+SQS_POLLERS = 5
+SQS_LONG_POLL_S = 20
 PACKAGE = Path(__file__).resolve().parents[1] / "layers" / "trunkwatch" / "trunkwatch"
 
 
@@ -80,6 +87,8 @@ class CostFigures:
     usd_per_month_by_item: dict[str, float] = field(default_factory=dict)
     per_day: dict[str, float] = field(default_factory=dict)
     storage: dict[str, Any] = field(default_factory=dict)  # storage.StorageFigures
+    # What one more trunk of this size adds: its quiet poll on every tick, by item.
+    per_trunk_usd_per_month: dict[str, float] = field(default_factory=dict)
     basis: str = ""
 
 
@@ -136,6 +145,28 @@ def secrets_in_default_config() -> int:
     refs = [t.get("token") for t in document.get("trunks", [])]
     refs += [r.get(k) for r in document.get("receivers", []) for k in ("url", "token")]
     return len({ref["secret"] for ref in refs if isinstance(ref, dict) and ref.get("secret")})
+
+
+def _per_trunk(cycle: Cycle, ticks: float) -> dict[str, float]:
+    """A month of one more trunk's quiet polls (its own ingest invocation on every tick, its
+    poll queue requests, its logs) and its per-trunk gauges, by item, with the total."""
+    usage = _times(cycle.quiet.of("ingest"), ticks)
+    gb = memory_gb("ingest")
+    per_day = {
+        "lambda": usage.invocations * prices.LAMBDA_REQUESTS_PER_MILLION / 1e6
+        + lambda_seconds(usage, gb) * gb * prices.LAMBDA_ARM_GB_SECOND,
+        "dynamodb": usage.read_units * prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION / 1e6
+        + usage.write_units * prices.DYNAMODB_WRITE_REQUEST_UNITS_PER_MILLION / 1e6,
+        "sqs": ticks * SQS_REQUESTS_PER_POLL * prices.SQS_FIFO_REQUESTS_PER_MILLION / 1e6,
+        "logs": usage.invocations
+        * (PLATFORM_LOG_BYTES + APP_LOG_BYTES + EMF_LOG_BYTES)
+        / GB
+        * prices.CLOUDWATCH_LOGS_INGESTED_GB,
+    }
+    items = {name: usd * DAYS_PER_MONTH for name, usd in per_day.items()}
+    items["metrics"] = len(TRUNK_GAUGES) * prices.CLOUDWATCH_CUSTOM_METRIC_MONTH
+    items = {name: round(usd, 4) for name, usd in items.items()}
+    return {**items, "total": round(sum(items.values()), 4)}
 
 
 def project(
@@ -224,6 +255,11 @@ def project(
         "metrics": len(metrics) * prices.CLOUDWATCH_CUSTOM_METRIC_MONTH,
         "secrets": secrets * prices.SECRETS_MANAGER_SECRET_MONTH,
     }
+    month["sqs_requests"] = monthly(
+        ticks * SQS_REQUESTS_PER_POLL + SQS_POLLERS * SECONDS_PER_DAY / SQS_LONG_POLL_S,
+        prices.SQS_FIFO_REQUESTS_PER_MILLION,
+    )
+    per_trunk = _per_trunk(cycle, ticks)
     month = {item: round(usd, 4) for item, usd in month.items()}
     fixed = {item: round(usd, 4) for item, usd in fixed.items()}
     groups = {
@@ -245,6 +281,7 @@ def project(
         },
         "sns": {"publishes": month["sns_publishes"]},
         "api": {"requests": month["api_requests"]},
+        "sqs": {"poll_queue": month["sqs_requests"]},
     }
     items = {name: round(sum(parts.values()), 2) for name, parts in groups.items()}
     usage = sum(month.values())
@@ -268,6 +305,7 @@ def project(
         prices=prices.as_dict(),
         prices_source=prices.source(),
         usd_per_month_by_item=month,
+        per_trunk_usd_per_month=per_trunk,
         storage=dataclasses.asdict(storage),
         per_day={
             "ticks": ticks,

@@ -342,6 +342,15 @@ def _cost(summary: dict[str, Any]) -> list[str]:
     ]
     if c.get("basis"):
         lines += [f"Basis: {c['basis']}", ""]
+    per_trunk = c.get("per_trunk_usd_per_month")
+    if per_trunk:
+        parts = ", ".join(f"{name} {_usd(v)}" for name, v in per_trunk.items() if name != "total")
+        lines += [
+            f"Each further trunk of this size adds **{_usd(per_trunk['total'])}** a month ({parts}): its",
+            "own ingest invocation on every tick, its poll queue requests and logs, and its per-trunk",
+            "gauges; nothing else grows with the number of trunks.",
+            "",
+        ]
     lines += [
         "Every tick costs a poll, the evaluator's sweep and the notifier on the tick the sweep",
         "settles; a commit adds its polls' cells through the evaluator and the notifier. Quiet polls",

@@ -46,6 +46,7 @@ from benchmarks.cost import (
     FULL_VCPU_MB,
     GB,
     PLATFORM_LOG_BYTES,
+    SQS_REQUESTS_PER_POLL,
     TRUNK_GAUGES,
     memory_gb,
 )
@@ -60,9 +61,6 @@ from trunkwatch_local.schedule import period_seconds
 
 TRUNKS = 100
 PYTORCH_SIZED = 5
-# SQS requests per poll: the dispatcher's SendMessageBatch (ten messages a request), Lambda's
-# ReceiveMessage and DeleteMessage of the message (batch size 1).
-SQS_REQUESTS_PER_POLL = 0.1 + 1 + 1
 
 
 @dataclass(frozen=True)

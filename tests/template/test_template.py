@@ -715,8 +715,17 @@ def test_every_function_logs_to_its_own_group_with_a_retention(resources: dict[s
     for function in FUNCTIONS:
         group = function.removesuffix("Function") + "LogGroup"
         props = resources[function]["Properties"]
-        assert props["LoggingConfig"] == {"LogGroup": {"Ref": group}}, function
+        assert props["LoggingConfig"]["LogGroup"] == {"Ref": group}, function
         assert groups[group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_the_webhook_function_logs_no_platform_lines(resources: dict[str, Any]) -> None:
+    """Millions of deliveries a month are dropped from their body: Lambda's START/END/REPORT
+    lines for each would be most of the push path's log bill."""
+    config = resources["WebhookFunction"]["Properties"]["LoggingConfig"]
+    assert (config["LogFormat"], config["SystemLogLevel"]) == ("JSON", "WARN")
+    others = [f for f in FUNCTIONS if f != "WebhookFunction"]
+    assert all(set(resources[f]["Properties"]["LoggingConfig"]) == {"LogGroup"} for f in others)
 
 
 # --- API ----------------------------------------------------------------------------
