@@ -111,12 +111,12 @@ FULL = OrgScale(
     episodes=1,
 )
 QUICK = OrgScale(
-    trunks=6,
+    trunks=4,
     pytorch_sized=1,
     big=Day(environments=2, window=10, tests=6),
     small=Day(environments=2, window=10, tests=6),
     push_day=Day(environments=2, window=5, tests=6),
-    episodes=2,
+    episodes=1,
 )
 
 
