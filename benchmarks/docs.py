@@ -585,7 +585,7 @@ def _org(summary: dict[str, Any]) -> list[str]:
         "in-memory store: each schedule tick the dispatcher sends one poll message per due trunk and",
         "ingest polls each trunk in an invocation of its own (side by side when deployed); every",
         "trunk replays the synthetic trunk and breaks at the same moments (the stream path's worst",
-        "case). Detection through poll runs on the deployed timeline (dispatcher, one queue hop, the",
+        "case, and every detection shares its tick's delay). Detection through poll runs on the deployed timeline (dispatcher, one queue hop, the",
         "trunk's own ingest invocation, then the stream); through push, the push workload with the",
         "organization's other trunks configured.",
         "",
@@ -620,6 +620,9 @@ def _org(summary: dict[str, Any]) -> list[str]:
                 ["added to the one-trunk deployment's cost a month", added],
             ],
         ),
+        "Most of a further trunk's cost is its three per-trunk gauges (custom metrics); its polls",
+        "cost cents.",
+        "",
         f"Basis: {o.get('basis', '')}",
         "",
     ]
