@@ -585,9 +585,9 @@ def _org(summary: dict[str, Any]) -> list[str]:
         "in-memory store: each schedule tick the dispatcher sends one poll message per due trunk and",
         "ingest polls each trunk in an invocation of its own (side by side when deployed); every",
         "trunk replays the synthetic trunk and breaks at the same moments (the stream path's worst",
-        "case, and every detection shares its tick's delay). Detection through poll runs on the deployed timeline (dispatcher, one queue hop, the",
-        "trunk's own ingest invocation, then the stream); through push, the push workload with the",
-        "organization's other trunks configured.",
+        "case, and every detection shares its tick's delay). Detection through poll runs on the",
+        "deployed timeline (dispatcher, one queue hop, the trunk's own ingest invocation, then the",
+        "stream); through push, the push workload with the organization's other trunks configured.",
         "",
         *_table(
             ["figure", "value"],
