@@ -70,6 +70,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks serve_week
 	$(BIN)/python -m benchmarks chaos
 	$(BIN)/python -m benchmarks redtrunk
+	$(BIN)/python -m benchmarks org
 
 # docs/performance.md and its data (docs/performance.json) from the last `make bench`.
 docs: $(VENV)/.installed

@@ -20,6 +20,10 @@ delayed.
 `--quick`: three days), replays it through the local runtime without and with `confirm: rerun`
 and scores both against its ground truth, with the culprit verdicts the pipeline sent
 (benchmarks/redtrunk_score.py).
+`python -m benchmarks org [--quick]` runs an organization of 100 trunks (5 PyTorch-sized; `--quick`:
+6 small ones) through the deployed shape (dispatcher, one ingest invocation per trunk) on the
+in-memory store and puts whether every trunk was polled each tick, the detection delays
+through poll and push and the cost per trunk under `org`.
 `python -m benchmarks memory_replay` replays the repository's scenarios and real-history
 cut on moto's table and on the in-memory store (`trunkwatch replay --store memory`), checks
 both against the expected messages and reports the wall-time ratio.
@@ -53,6 +57,9 @@ from benchmarks.ingest import ingest_github, ingest_hud
 from benchmarks.local_scale import local_scale
 from benchmarks.long_history import REPOSITORY_HISTORY, long_history
 from benchmarks.memory_replay import memory_replay
+from benchmarks.org import FULL as ORG_FULL
+from benchmarks.org import QUICK as ORG_QUICK
+from benchmarks.org import run_org
 from benchmarks.push import run_push
 from benchmarks.redtrunk_score import QUICK_DAYS, redtrunk
 from benchmarks.serve_week import serve_week
@@ -72,10 +79,12 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "chaos": chaos,
     "redtrunk": redtrunk,
     "memory_replay": lambda: _fresh(memory_replay),
+    "org": lambda: dataclasses.asdict(run_org(ORG_FULL)),
 }
 # Workloads with a smaller size for --quick.
 QUICK_WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "redtrunk": functools.partial(redtrunk, days=QUICK_DAYS),
+    "org": lambda: dataclasses.asdict(run_org(ORG_QUICK)),
 }
 
 
@@ -156,7 +165,9 @@ def run(scale: Scale) -> dict[str, Any]:
     )
     github = _step("ingest (GitHub)", lambda: _fresh(ingest_github, scale.pytorch, DAY_START))
     day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours, scale.coarse))
-    push = _step("push (webhook deliveries)", lambda: run_push(scale.day, EPISODES[: scale.push_episodes]))
+    push = _step(
+        "push (webhook deliveries)", lambda: run_push(scale.day, episodes=EPISODES[: scale.push_episodes])
+    )
     cold = _step("cold start", lambda: cold_start(scale.import_runs, scale.build_layer))
     notifications_per_day = day.notifications * 24 / scale.hours
     cost = project(cycle, notifications_per_day, scale.pytorch.columns, day.stored, scale.hours)
@@ -207,7 +218,7 @@ def provenance() -> dict[str, Any]:
 
 def _paths(budget_name: str) -> str:
     """The summary path a budget reads."""
-    everything = (*budgets.BUDGETS, *budgets.HISTORY_BUDGETS, *budgets.CHAOS_BUDGETS)
+    everything = (*budgets.BUDGETS, *budgets.HISTORY_BUDGETS, *budgets.CHAOS_BUDGETS, *budgets.ORG_BUDGETS)
     return next(b.path for b in everything if b.name == budget_name)
 
 

@@ -16,6 +16,10 @@ PIPELINE_ALLOWANCE_S = 15.0
 PUSH_DELAY_P95_S = 5.0
 PUSH_DELAY_MAX_S = 10.0
 ALL_IN_USD_PER_MONTH = 10.0
+# The push path, all told (Lambda, DynamoDB, logs, the secret), per million deliveries.
+PUSH_USD_PER_MILLION_DELIVERIES = 1.5
+# A completed trunk job's delivery: its cell and its commit's state.
+PUSH_WRITES_PER_TRUNK_JOB = 2
 # Handler import time over `import boto3` in the same run.
 PIPELINE_IMPORT_RATIO = 1.3  # ingest, evaluator, notifier, authorizer
 API_IMPORT_RATIO = 1.6  # the API: Powertools' validating resolver and pydantic
@@ -53,6 +57,13 @@ class Budget:
             }
         value: Any = summary
         for part in self.path.split("."):
+            if not isinstance(value, dict) or part not in value:  # a section an older run measured
+                return {
+                    "budget": "not measured (run its workload)",
+                    "limit": None,
+                    "measured": None,
+                    "pass": None,
+                }
             value = value[part]
         limit = self.limit(summary) if callable(self.limit) else self.limit
         return {
@@ -95,6 +106,13 @@ BUDGETS = (
         - float(summary.get("cost", {}).get("usd_per_month_all_in", 0.0)),
         " USD/month (10 less the rest's all-in cost)",
     ),
+    Budget(
+        "push path's cost per million deliveries",
+        "push.usd_per_million_deliveries",
+        PUSH_USD_PER_MILLION_DELIVERIES,
+        " USD",
+    ),
+    Budget("push write units per trunk job", "push.ddb_write_units_per_trunk_job", PUSH_WRITES_PER_TRUNK_JOB),
     Budget("push detection delay p95", "push.detection_delay_s_p95", PUSH_DELAY_P95_S, " s"),
     Budget("push detection delay max", "push.detection_delay_s_max", PUSH_DELAY_MAX_S, " s"),
     Budget(
@@ -107,6 +125,21 @@ BUDGETS = (
         "detection delay bound (a job finishing just after a poll)",
         "end_to_end.detection_delay_s_bound",
         lambda summary: float(summary["end_to_end"]["schedule_period_s"]) + PIPELINE_ALLOWANCE_S,
+        " s (a schedule period + 15 s)",
+    ),
+)
+
+
+# An organization's trunks through the deployed shape (benchmarks/org.py, run on its own).
+ORG_BUDGETS = (
+    Budget("organization: trunk polls a tick missed", "org.polls_missed", 0),
+    Budget(
+        "organization: push detection delay p95", "org.push_detection_delay_s_p95", PUSH_DELAY_P95_S, " s"
+    ),
+    Budget(
+        "organization: poll detection delay p95",
+        "org.poll_detection_delay_s_p95",
+        lambda summary: float(summary["org"]["schedule_period_s"]) + PIPELINE_ALLOWANCE_S,
         " s (a schedule period + 15 s)",
     ),
 )
@@ -156,6 +189,6 @@ HISTORY_BUDGETS = (
 def check(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {
         budget.name: budget.check(summary)
-        for budget in (*BUDGETS, *HISTORY_BUDGETS, *CHAOS_BUDGETS)
+        for budget in (*BUDGETS, *HISTORY_BUDGETS, *CHAOS_BUDGETS, *ORG_BUDGETS)
         if budget.applies(summary)
     }

@@ -61,6 +61,13 @@ APP_LOG_BYTES = 300
 # SNS asks KMS for a data key at most once per KmsDataKeyReusePeriodSeconds (300 s default).
 SNS_DATA_KEY_REUSE_S = 300
 SECONDS_PER_DAY = 86400
+# The poll queue: per tick and trunk, a tenth of the dispatcher's SendMessageBatch and
+# Lambda's ReceiveMessage and DeleteMessage of the message; and Lambda's own long polls while
+# the queue is empty (an assumption: SQS_POLLERS connections, each a ReceiveMessage every
+# SQS_LONG_POLL_S, as the SQS event source mapping long-polls).
+SQS_REQUESTS_PER_POLL = 0.1 + 1 + 1
+SQS_POLLERS = 5
+SQS_LONG_POLL_S = 20
 PACKAGE = Path(__file__).resolve().parents[1] / "layers" / "trunkwatch" / "trunkwatch"
 
 
@@ -80,10 +87,12 @@ class CostFigures:
     usd_per_month_by_item: dict[str, float] = field(default_factory=dict)
     per_day: dict[str, float] = field(default_factory=dict)
     storage: dict[str, Any] = field(default_factory=dict)  # storage.StorageFigures
+    # What one more trunk of this size adds: its quiet poll on every tick, by item.
+    per_trunk_usd_per_month: dict[str, float] = field(default_factory=dict)
     basis: str = ""
 
 
-def _memory_gb(function: str) -> float:
+def memory_gb(function: str) -> float:
     """MemorySize of functions/<function> (its own, else Globals'), in GB."""
     wiring = read_wiring(find_template())
     template = load_template(find_template())
@@ -94,11 +103,12 @@ def _memory_gb(function: str) -> float:
 
 
 def ticks_per_day() -> float:
+    """The dispatcher's schedule ticks a day (each starts the polls of the due trunks)."""
     wiring = read_wiring(find_template())
-    ingest = next(
-        expr for lid, expr in wiring.schedules.items() if wiring.functions[lid].parent.name == "ingest"
+    dispatcher = next(
+        expr for lid, expr in wiring.schedules.items() if wiring.functions[lid].parent.name == "dispatcher"
     )
-    return 86400 / period_seconds(ingest)
+    return 86400 / period_seconds(dispatcher)
 
 
 def _parameter_default(name: str) -> str:
@@ -137,6 +147,28 @@ def secrets_in_default_config() -> int:
     return len({ref["secret"] for ref in refs if isinstance(ref, dict) and ref.get("secret")})
 
 
+def _per_trunk(cycle: Cycle, ticks: float) -> dict[str, float]:
+    """A month of one more trunk's quiet polls (its own ingest invocation on every tick, its
+    poll queue requests, its logs) and its per-trunk gauges, by item, with the total."""
+    usage = _times(cycle.quiet.of("ingest"), ticks)
+    gb = memory_gb("ingest")
+    per_day = {
+        "lambda": usage.invocations * prices.LAMBDA_REQUESTS_PER_MILLION / 1e6
+        + lambda_seconds(usage, gb) * gb * prices.LAMBDA_ARM_GB_SECOND,
+        "dynamodb": usage.read_units * prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION / 1e6
+        + usage.write_units * prices.DYNAMODB_WRITE_REQUEST_UNITS_PER_MILLION / 1e6,
+        "sqs": ticks * SQS_REQUESTS_PER_POLL * prices.SQS_FIFO_REQUESTS_PER_MILLION / 1e6,
+        "logs": usage.invocations
+        * (PLATFORM_LOG_BYTES + APP_LOG_BYTES + EMF_LOG_BYTES)
+        / GB
+        * prices.CLOUDWATCH_LOGS_INGESTED_GB,
+    }
+    items = {name: usd * DAYS_PER_MONTH for name, usd in per_day.items()}
+    items["metrics"] = len(TRUNK_GAUGES) * prices.CLOUDWATCH_CUSTOM_METRIC_MONTH
+    items = {name: round(usd, 4) for name, usd in items.items()}
+    return {**items, "total": round(sum(items.values()), 4)}
+
+
 def project(
     cycle: Cycle,
     notifications_per_day: float,
@@ -155,18 +187,18 @@ def project(
     commits = COMMITS_PER_DAY
     quiet_polls = ticks - 2 * commits  # each commit's finishing and landing polls are measured
     per_function: dict[str, Usage] = {}
-    for function in ("ingest", "evaluator", "notifier"):
+    for function in ("dispatcher", "ingest", "evaluator", "notifier"):
         usage = Usage()
         for phase in (cycle.finish, cycle.land):
             usage += _times(phase.of(function), commits)
-        if function == "ingest":
-            usage += _times(cycle.quiet.of("ingest"), quiet_polls)
+        if function in ("dispatcher", "ingest"):
+            usage += _times(cycle.quiet.of(function), quiet_polls)
         if function in ("evaluator", "notifier"):
             # The evaluator's sweep on every tick, and the notifier on the tick it settles.
             usage += _times(cycle.quiet.of(function), ticks)
         per_function[function] = usage
     total = sum(per_function.values(), Usage())
-    gb_seconds = sum(lambda_seconds(u, _memory_gb(f)) * _memory_gb(f) for f, u in per_function.items())
+    gb_seconds = sum(lambda_seconds(u, memory_gb(f)) * memory_gb(f) for f, u in per_function.items())
     storage = steady_state(cycle, day_stored, day_hours, commits, ticks, job_columns)
 
     def monthly(daily: float, usd_per_million: float) -> float:
@@ -182,7 +214,7 @@ def project(
     }
     # The API: requests through API Gateway, each an authorizer and an API invocation.
     api_gb_s = API_REQUESTS_PER_DAY * (
-        API_INVOCATION_S * _memory_gb("api") + AUTHORIZER_INVOCATION_S * _memory_gb("authorizer")
+        API_INVOCATION_S * memory_gb("api") + AUTHORIZER_INVOCATION_S * memory_gb("authorizer")
     )
     invocations = total.invocations + 2 * API_REQUESTS_PER_DAY
     month["api_requests"] = monthly(API_REQUESTS_PER_DAY, prices.API_GATEWAY_REST_REQUESTS_PER_MILLION)
@@ -223,6 +255,11 @@ def project(
         "metrics": len(metrics) * prices.CLOUDWATCH_CUSTOM_METRIC_MONTH,
         "secrets": secrets * prices.SECRETS_MANAGER_SECRET_MONTH,
     }
+    month["sqs_requests"] = monthly(
+        ticks * SQS_REQUESTS_PER_POLL + SQS_POLLERS * SECONDS_PER_DAY / SQS_LONG_POLL_S,
+        prices.SQS_FIFO_REQUESTS_PER_MILLION,
+    )
+    per_trunk = _per_trunk(cycle, ticks)
     month = {item: round(usd, 4) for item, usd in month.items()}
     fixed = {item: round(usd, 4) for item, usd in fixed.items()}
     groups = {
@@ -244,6 +281,7 @@ def project(
         },
         "sns": {"publishes": month["sns_publishes"]},
         "api": {"requests": month["api_requests"]},
+        "sqs": {"poll_queue": month["sqs_requests"]},
     }
     items = {name: round(sum(parts.values()), 2) for name, parts in groups.items()}
     usage = sum(month.values())
@@ -267,6 +305,7 @@ def project(
         prices=prices.as_dict(),
         prices_source=prices.source(),
         usd_per_month_by_item=month,
+        per_trunk_usd_per_month=per_trunk,
         storage=dataclasses.asdict(storage),
         per_day={
             "ticks": ticks,
@@ -277,7 +316,7 @@ def project(
             "lambda_gb_seconds": round(gb_seconds, 1),
             "sns_publishes": notifications_per_day,
             **{
-                f"{f}_lambda_seconds": round(lambda_seconds(u, _memory_gb(f)), 1)
+                f"{f}_lambda_seconds": round(lambda_seconds(u, memory_gb(f)), 1)
                 for f, u in per_function.items()
             },
             **{f"{f}_write_request_units": round(u.write_units) for f, u in per_function.items()},

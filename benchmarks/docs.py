@@ -36,6 +36,7 @@ SECTIONS = {
     "serve_week": "`trunkwatch serve` for a simulated week",
     "chaos": "Invocations dying at random AWS calls",
     "memory_replay": "Replays on the in-memory store",
+    "org": "An organization on one deployment",
 }
 
 
@@ -239,8 +240,16 @@ def _push(summary: dict[str, Any]) -> list[str]:
                     f"{_n(p['detection_delay_s_max'])} s",
                 ],
                 [
-                    "deliveries a day assumed (an estimate, not a measurement)",
+                    "deliveries a day (from the measured volume, see the basis)",
                     _n(p.get("deliveries_per_day_assumed")),
+                ],
+                [
+                    "push path's cost per million deliveries, all told",
+                    _usd(p.get("usd_per_million_deliveries", 0.0)),
+                ],
+                [
+                    "write units per trunk job (everything the run wrote over its trunk jobs' deliveries)",
+                    _n(p.get("ddb_write_units_per_trunk_job")),
                 ],
                 ["trunk jobs' `completed` deliveries a day", _n(p.get("trunk_completed_per_day"))],
                 [
@@ -333,6 +342,15 @@ def _cost(summary: dict[str, Any]) -> list[str]:
     ]
     if c.get("basis"):
         lines += [f"Basis: {c['basis']}", ""]
+    per_trunk = c.get("per_trunk_usd_per_month")
+    if per_trunk:
+        parts = ", ".join(f"{name} {_usd(v)}" for name, v in per_trunk.items() if name != "total")
+        lines += [
+            f"Each further trunk of this size adds **{_usd(per_trunk['total'])}** a month ({parts}): its",
+            "own ingest invocation on every tick, its poll queue requests and logs, and its per-trunk",
+            "gauges; nothing else grows with the number of trunks.",
+            "",
+        ]
     lines += [
         "Every tick costs a poll, the evaluator's sweep and the notifier on the tick the sweep",
         "settles; a commit adds its polls' cells through the evaluator and the notifier. Quiet polls",
@@ -553,6 +571,63 @@ def _memory_replay(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _org(summary: dict[str, Any]) -> list[str]:
+    o = summary.get("org")
+    if not o:
+        return []
+    timing = o.get("ingest_s", {})
+    by_size = o.get("per_trunk_usd_per_month_by_size", {})
+    added = ", ".join(f"{n} trunks {_usd(v)}" for n, v in o.get("added_usd_per_month", {}).items())
+    return [
+        "## An organization on one deployment",
+        "",
+        "`python -m benchmarks org`: the organization's trunks through the deployed shape on the",
+        "in-memory store: each schedule tick the dispatcher sends one poll message per due trunk and",
+        "ingest polls each trunk in an invocation of its own (side by side when deployed); every",
+        "trunk replays the synthetic trunk and breaks at the same moments (the stream path's worst",
+        "case, and every detection shares its tick's delay). Detection through poll runs on the",
+        "deployed timeline (dispatcher, one queue hop, the trunk's own ingest invocation, then the",
+        "stream); through push, the push workload with the organization's other trunks configured.",
+        "",
+        *_table(
+            ["figure", "value"],
+            [
+                ["trunks (PyTorch-sized)", f"{_n(o['trunks'])} ({_n(o['pytorch_sized'])})"],
+                [
+                    "ticks, every trunk polled on each",
+                    f"{_n(o['ticks'])}, {_n(o['every_trunk_polled_each_tick'])}",
+                ],
+                [
+                    "detection delay through poll p50 / p95 / max",
+                    f"{_n(o.get('poll_detection_delay_s_p50'))} / {_n(o['poll_detection_delay_s_p95'])} / "
+                    f"{_n(o.get('poll_detection_delay_s_max'))} s ({_n(o.get('detections'))} detections, "
+                    f"{_n(o.get('false_alarms'))} false alarms)",
+                ],
+                [
+                    "detection delay through push p95 / max",
+                    f"{_n(o['push_detection_delay_s_p95'])} / {_n(o.get('push_detection_delay_s_max'))} s",
+                ],
+                ["tick to the last trunk's poll done (slowest)", f"{_n(o.get('tick_to_last_poll_s_max'))} s"],
+                [
+                    "dispatcher / ingest p50 (PyTorch-sized, small)",
+                    f"{_n(timing.get('dispatcher_p50'))} / {_n(timing.get('big_p50'))}, "
+                    f"{_n(timing.get('small_p50'))} s",
+                ],
+                [
+                    "cost per further trunk a month (PyTorch-sized, small)",
+                    f"{_usd(by_size.get('pytorch_sized', 0.0))}, {_usd(by_size.get('small', 0.0))}",
+                ],
+                ["added to the one-trunk deployment's cost a month", added],
+            ],
+        ),
+        "Most of a further trunk's cost is its three per-trunk gauges (custom metrics); its polls",
+        "cost cents.",
+        "",
+        f"Basis: {o.get('basis', '')}",
+        "",
+    ]
+
+
 def render(summary: dict[str, Any]) -> str:
     """The page for this summary (a pure function of it)."""
     lines = [
@@ -585,6 +660,7 @@ def render(summary: dict[str, Any]) -> str:
         _serve_week,
         _chaos,
         _memory_replay,
+        _org,
     ):
         lines += part(summary)
     notes = summary.get("scale", {}).get("notes", [])

@@ -15,12 +15,13 @@ ground truth comes from the synthetic trunk's episodes; a firing message for a j
 every episode counts as a false alarm.
 
 The publish moment is the tick's time plus the deployed path after it, with the stream
-settings read from template.yaml: the ingest invocation's measured duration; per stream
+settings read from template.yaml: the dispatcher's measured duration, one queue hop
+(QUEUE_HOP_S) and the trunk's ingest invocation's measured duration; per stream
 invocation one stream hop (STREAM_HOP_S), the mapping's MaximumBatchingWindowInSeconds when
 its batch is smaller than its BatchSize (a full batch goes at once), and the invocation's
 measured duration, one after the other (one shard, so batches run in order). That covers
 the cells' batches through the evaluator, the tick settling, and the notifier's invocation
-on the settled tick, which publishes. A scheduled invocation (ingest's poll, the
+on the settled tick, which publishes. A scheduled invocation (the dispatcher, the
 evaluator's sweep) starts at the tick itself; the stream path the sweep's settled tick
 starts is counted after the poll's (the local runtime runs them in turn), an upper bound.
 """
@@ -55,6 +56,9 @@ FIRST_FIRING = "firing"  # notification_reason of an alert's first firing messag
 # assumption (DynamoDB Streams publish records in near real time and Lambda polls each shard
 # about four times a second); one per stream invocation, so a full batch pays it too.
 STREAM_HOP_S = 1.0
+# From the dispatcher's SendMessageBatch to ingest's invocation on a message: an assumption
+# of the same kind (Lambda long-polls the queue and invokes as a message arrives).
+QUEUE_HOP_S = 1.0
 # Ticks every period (60 s) from this long before an episode's deciding job finishes until
 # this long after.
 DENSE_BEFORE = timedelta(minutes=10)
@@ -121,7 +125,7 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta 
         finally:
             runtime.stop()
             hud.stop()
-    figures = _figures(day, sent, period, hours, rule)
+    figures = day_figures(day, sent, period, hours, rule)
     figures.ticks, figures.polls_with_changes = ticks, changed
     figures.batching_windows_s = {f: s.batching_window_s for f, s in sources.items()}
     figures.batch_sizes = {f: s.batch_size for f, s in sources.items()}
@@ -152,16 +156,22 @@ def time_invocations(runtime: LocalRuntime, calls: list[Call]) -> None:
 
 
 def deployed_times(
-    at: datetime, calls: list[Call], sources: dict[str, StreamSource]
+    at: datetime, calls: list[Call], sources: dict[str, StreamSource], queued: frozenset[str] = frozenset()
 ) -> list[tuple[float, Published]]:
     """(seconds after the tick, message) of what the tick's invocations published, on the
-    deployed timeline (see the module's docstring)."""
+    deployed timeline (see the module's docstring); `queued`: the functions a queue invokes
+    (ingest, one invocation per trunk the dispatcher sent, side by side)."""
     out: list[tuple[float, Published]] = []
     chain = 0.0  # when the stream-driven path has got this far, in seconds after `at`
+    dispatched = 0.0  # when the scheduled invocation's messages were sent
     for call in calls:
         source = sources.get(call.function)
-        if call.records is None or source is None:
+        if call.function in queued:
+            done = dispatched + QUEUE_HOP_S + call.seconds
+            chain = max(chain, done)
+        elif call.records is None or source is None:
             done = call.seconds  # scheduled: starts with the tick
+            dispatched = max(dispatched, done)
             chain = max(chain, done)
         else:
             window = source.batching_window_s if call.records < source.batch_size else 0.0
@@ -205,14 +215,14 @@ def _replay(
         calls.clear()
         result = runtime.tick(at)
         changed += any(p.get("cells_written") for p in (result or {}).get("polled", []))
-        published = deployed_times(at, calls, sources)
+        published = deployed_times(at, calls, sources, frozenset(q.function for q in runtime.wiring.queues))
         sent += [message for _, message in published]
         pipeline_s = max([pipeline_s, *(seconds for seconds, _ in published)])
         ticks += 1
     return sent, ticks, changed, pipeline_s
 
 
-def _figures(
+def day_figures(
     day: Day, sent: list[Published], period: timedelta, hours: float, rule: RuleConfig
 ) -> DayFigures:
     delays_s: list[float] = []

@@ -86,7 +86,7 @@ def _tick(aws: InProcessAws, meter: Meter, at: datetime, sweep: bool) -> Phase:
     """One schedule tick at `at`: poll, let the stream settle, and (if asked) sweep."""
     meter.take()
     aws.clock.set(at)
-    result = aws.invoke("ingest", aws.scheduled_event())
+    result = aws.poll()
     aws.drain()
     if sweep:
         aws.invoke("evaluator", aws.scheduled_event())
@@ -109,7 +109,7 @@ def commit_cycle(
         at = day.landed(day.commits_landed(at) + day.window - 1)  # the next page, complete
         hud.serve(day.trunk.snapshot(at))
         aws.clock.set(at)
-        aws.invoke("ingest", aws.scheduled_event())
+        aws.poll()
         stored_commits += day.window
     aws.skip_stream()
     meter.take()

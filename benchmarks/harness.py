@@ -22,6 +22,7 @@ import boto3
 
 from benchmarks.usage import Meter, stored_by_kind
 from trunkwatch.domain.config import Deployment, to_json
+from trunkwatch_local.queue_pump import merged
 from trunkwatch_local.runtime import LambdaContext, scheduled_event
 from trunkwatch_local.stack import ACCOUNT, REGION, LocalStack
 
@@ -57,6 +58,7 @@ class InProcessAws:
             # Powertools logs to stdout; the benchmark's stdout is its report.
             self.stack.load_handlers(log_stream=DISCARD)
             self.pump = self.stack.pump(self.invoke, release=False)
+            self.queues = self.stack.queue_pump(self.invoke)
         except BaseException:
             self.stack.stop()
             raise
@@ -80,6 +82,12 @@ class InProcessAws:
 
     def scheduled_event(self) -> dict[str, Any]:
         return scheduled_event(self.name, self.clock.now())
+
+    def poll(self) -> dict[str, Any]:
+        """A schedule tick's polls: the dispatcher, then ingest on each message it sent; what
+        the polls came to (`polled`, `errors`)."""
+        self.invoke("dispatcher", self.scheduled_event())
+        return merged(self.queues.drain())
 
     def drain(self) -> None:
         """Deliver the stream's new records to their functions until it is quiet."""

@@ -115,8 +115,9 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
                     hud.serve(day.trunk.snapshot(at))
                     started = time.perf_counter()
                     runtime.clock.set(at)  # what runtime.tick does, the ingest step timed apart
-                    ingest, *others = runtime.wiring.schedules
-                    runtime.invoke(ingest, runtime.scheduled_event(ingest))
+                    dispatcher, *others = runtime.wiring.schedules
+                    runtime.invoke(dispatcher, runtime.scheduled_event(dispatcher))
+                    runtime.queues.drain()  # ingest, on the dispatcher's poll message
                     ingested = writes()
                     if not poll_s:
                         first_ingest = time.perf_counter() - started

@@ -38,6 +38,8 @@ XRAY_TRACES_RECORDED_PER_MILLION = 5.00
 # aws.amazon.com/secrets-manager/pricing.
 SECRETS_MANAGER_SECRET_MONTH = 0.40
 SECRETS_MANAGER_API_CALLS_PER_MILLION = 5.00
+# aws.amazon.com/sqs/pricing: FIFO queue requests (each 64 KB chunk of a request counts as one).
+SQS_FIFO_REQUESTS_PER_MILLION = 0.50
 # aws.amazon.com/api-gateway/pricing, REST APIs, first 333 million requests.
 API_GATEWAY_REST_REQUESTS_PER_MILLION = 3.50
 

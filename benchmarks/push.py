@@ -13,10 +13,12 @@ window when its batch is not full, the invocation's measured duration); the grou
 settles no earlier than its bucket's end, and the notifier's invocation on it publishes.
 The delay of a first `firing` message runs from the deciding job's delivery to its publish.
 
-Cost at the assumed volume (DELIVERIES_PER_DAY, see there): every delivery is one Lambda
+Cost at the measured volume (JOBS_PER_MONTH, see there): every delivery is one Lambda
 invocation through the function URL (no request charge beyond Lambda's); the deliveries
-dropped before the table cost their measured duration only; a trunk job's `completed`
-delivery costs the DynamoDB request units and duration measured here per delivery.
+dropped before the table cost their measured duration only (no storage call, no log line
+but Lambda's own); a trunk job's `completed` delivery costs the DynamoDB request units and
+duration measured here per delivery. `usd_per_million_deliveries` is the month's cost over
+its deliveries.
 """
 
 from __future__ import annotations
@@ -35,27 +37,31 @@ from typing import Any
 from unittest import mock
 
 from benchmarks import prices
+from benchmarks.cost import APP_LOG_BYTES, EMF_LOG_BYTES, FULL_VCPU_MB, GB, PLATFORM_LOG_BYTES, memory_gb
 from benchmarks.end_to_end import STREAM_HOP_S, Call, time_invocations
-from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, EPISODES, PYTORCH_SCALE, Day, Episode
+from benchmarks.trunk import DAY_START, EPISODES, Day, Episode
 from benchmarks.usage import Meter
 from tests.support import webhooks
 from trunkwatch.domain import alerts
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
 from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local.runtime import LocalRuntime, Published
+from trunkwatch_local.template import find_template
+from trunkwatch_local.wiring import read_wiring
 
-# Assumed delivery volume (nothing here measures it): PyTorch's trunk as benchmarks.trunk
-# models it (COMMITS_PER_DAY commits of PYTORCH_SCALE's 2,000 job columns), plus pull
-# requests at PR_JOBS_PER_TRUNK_JOB times that many jobs (a few PR pushes per trunk commit,
-# each running a large share of the jobs), each job sending `queued`, `in_progress` and
-# `completed`, and RUN_DELIVERIES_PER_JOB `workflow_run` deliveries per job (a run of
-# about 20 jobs sends `requested`, `in_progress` and `completed`).
-PR_JOBS_PER_TRUNK_JOB = 3.0
+# Delivery volume, measured (issue #26's sources): PyTorch's `pytorch/pytorch` ran about
+# 2.17 M jobs in 30 days (pytorch/ci-infra, osdc/docs/current_runner_load_distribution.md,
+# March 2026); each job sends three `workflow_job` deliveries (queued, in_progress,
+# completed). Of the daily jobs, 10-20 k run on `main` (the rest are pull requests'): the upper
+# figure is priced. Assumed, as nothing measures it: RUN_DELIVERIES_PER_JOB `workflow_run`
+# deliveries per job (a run of about 20 jobs sends requested, in_progress and completed);
+# `push` deliveries (35-50 trunk commits a day, PyTorch 2.9's release notes) are too few to
+# count.
+JOBS_PER_MONTH = 2_170_000
+TRUNK_JOBS_PER_DAY = 20_000
 JOB_DELIVERIES = 3
 RUN_DELIVERIES_PER_JOB = 3 / 20
 DAYS_PER_MONTH = 30
-MEMORY_GB = 256 / 1024  # the template's MemorySize
-FULL_VCPU_MB = 1769  # one vCPU at 1,769 MB: a 256 MB function runs this much slower
 SEED = 5
 
 
@@ -68,8 +74,10 @@ class PushFigures:
     detection_delay_s_max: float
     usd_per_month: float
     # beyond the summary's required keys
+    usd_per_million_deliveries: float = 0.0
     deliveries_per_day_assumed: float = 0.0
     trunk_completed_per_day: float = 0.0
+    ddb_write_units_per_trunk_job: float = 0.0  # per trunk job's `completed` delivery
     usd_per_month_items: dict[str, float] = field(default_factory=dict)
     api_gateway_rest_usd_per_month: float = 0.0  # the alternative front door, not deployed
     per_trunk_delivery: dict[str, float] = field(default_factory=dict)
@@ -80,10 +88,21 @@ class PushFigures:
     wall_s: float = 0.0
 
 
-def run_push(day: Day, episodes: Sequence[Episode] = EPISODES) -> PushFigures:
-    """The push path through the deliveries around `episodes` (all of the day's by default)."""
+def run_push(day: Day, other_trunks: int = 0, episodes: Sequence[Episode] = EPISODES) -> PushFigures:
+    """The push path on `day`'s trunk through the deliveries around `episodes` (all of the
+    day's by default); `other_trunks` more webhook-fed trunks of the same organization
+    configured beside it (their repositories send nothing here)."""
     started = time.perf_counter()
     rng = random.Random(SEED)
+    others = [
+        {
+            "repo": f"{webhooks.REPO.split('/')[0]}/other-{n:03d}",
+            "source": "github",
+            "webhook": True,
+            "poll_every": "0",
+        }
+        for n in range(other_trunks)
+    ]
     trunk = {
         "repo": webhooks.REPO,
         "branch": webhooks.BRANCH,
@@ -93,7 +112,7 @@ def run_push(day: Day, episodes: Sequence[Episode] = EPISODES) -> PushFigures:
         "config": {"include": PYTORCH_INCLUDE},
     }
     with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
-        runtime = LocalRuntime().start(load_deployment({"trunks": [trunk]}))
+        runtime = LocalRuntime().start(load_deployment({"trunks": [trunk, *others]}))
         try:
             sources = {source.function: source for source in runtime.wiring.streams}
             calls: list[Call] = []
@@ -125,6 +144,8 @@ def run_push(day: Day, episodes: Sequence[Episode] = EPISODES) -> PushFigures:
         "duration_s": trunk_usage_s / max(1, deliveries),
     }
     items, per_day, trunk_per_day = _cost(per_trunk, dropped_s)
+    # Everything the run wrote (pushes' commits included) over its trunk jobs' deliveries.
+    writes_per_job = trunk_usage.write_units / max(1, trunk_deliveries)
     return PushFigures(
         deliveries=deliveries,
         notifications=len(sent),
@@ -132,6 +153,8 @@ def run_push(day: Day, episodes: Sequence[Episode] = EPISODES) -> PushFigures:
         detection_delay_s_p95=round(_percentile(delays, 95), 3),
         detection_delay_s_max=round(max(delays, default=0.0), 3),
         usd_per_month=round(sum(items.values()), 2),
+        ddb_write_units_per_trunk_job=round(writes_per_job, 3),
+        usd_per_million_deliveries=round(sum(items.values()) / (per_day * DAYS_PER_MONTH) * 1e6, 3),
         deliveries_per_day_assumed=round(per_day),
         trunk_completed_per_day=round(trunk_per_day),
         usd_per_month_items=items,
@@ -140,10 +163,11 @@ def run_push(day: Day, episodes: Sequence[Episode] = EPISODES) -> PushFigures:
         per_dropped_delivery_s=round(dropped_s, 5),
         detections=[{"alertname": a, "delay_s": round(d, 3)} for a, d in _named(sent, day)],
         basis=(
-            f"{per_day:,.0f} deliveries a day assumed: {COMMITS_PER_DAY} trunk commits x "
-            f"{PYTORCH_SCALE.columns} jobs, x{1 + PR_JOBS_PER_TRUNK_JOB:g} with pull requests, "
-            f"{JOB_DELIVERIES} deliveries per job plus {RUN_DELIVERIES_PER_JOB:g} workflow_run "
-            "deliveries per job; only trunk jobs' `completed` deliveries reach the table"
+            f"{per_day:,.0f} deliveries a day: {JOBS_PER_MONTH:,} pytorch/pytorch jobs in 30 days "
+            "(pytorch/ci-infra osdc/docs/current_runner_load_distribution.md, March 2026), "
+            f"{JOB_DELIVERIES} workflow_job deliveries per job plus {RUN_DELIVERIES_PER_JOB:g} "
+            f"workflow_run deliveries per job (assumed); {TRUNK_JOBS_PER_DAY:,} of the daily jobs on "
+            "main (the upper end of 10-20 k); only trunk jobs' `completed` deliveries reach the table"
         ),
         wall_s=round(time.perf_counter() - started, 2),
     )
@@ -246,14 +270,18 @@ def _dropped_delivery_s(runtime: LocalRuntime) -> float:
 
 
 def _cost(per_trunk: dict[str, float], dropped_s: float) -> tuple[dict[str, float], float, float]:
-    trunk_jobs = COMMITS_PER_DAY * PYTORCH_SCALE.columns
-    jobs = trunk_jobs * (1 + PR_JOBS_PER_TRUNK_JOB)
-    per_day = jobs * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB)
+    """The month's items at the measured volume (see JOBS_PER_MONTH), per day deliveries and
+    trunk jobs' `completed` deliveries."""
+    trunk_jobs = TRUNK_JOBS_PER_DAY
+    per_day = JOBS_PER_MONTH / DAYS_PER_MONTH * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB)
     month = DAYS_PER_MONTH
-    slower = FULL_VCPU_MB / 256  # measured on a full core; the function gets a seventh
-    gb_s = (per_day - trunk_jobs) * dropped_s * slower * MEMORY_GB + trunk_jobs * per_trunk[
-        "duration_s"
-    ] * slower * MEMORY_GB
+    gb = memory_gb("webhook")
+    slower = FULL_VCPU_MB / (gb * 1024)  # measured on a full core; the function gets its share
+    gb_s = ((per_day - trunk_jobs) * dropped_s + trunk_jobs * per_trunk["duration_s"]) * slower * gb
+    # Lambda's START/END/REPORT lines for every delivery, unless the function's system log
+    # level drops them; the application's line and metrics only for a stored delivery.
+    platform = 0 if _system_log_level("WebhookFunction") in ("WARN", "ERROR", "FATAL") else PLATFORM_LOG_BYTES
+    log_gb = (per_day * platform + trunk_jobs * (APP_LOG_BYTES + EMF_LOG_BYTES)) / GB
     items = {
         "lambda_requests": per_day * month / 1e6 * prices.LAMBDA_REQUESTS_PER_MILLION,
         "lambda_duration": gb_s * month * prices.LAMBDA_ARM_GB_SECOND,
@@ -267,9 +295,16 @@ def _cost(per_trunk: dict[str, float], dropped_s: float) -> tuple[dict[str, floa
         * month
         / 1e6
         * prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION,
+        "logs": log_gb * month * prices.CLOUDWATCH_LOGS_INGESTED_GB,
         "secret": prices.SECRETS_MANAGER_SECRET_MONTH,
     }
     return {k: round(v, 2) for k, v in items.items()}, per_day, trunk_jobs
+
+
+def _system_log_level(function: str) -> str:
+    """The function's LoggingConfig SystemLogLevel in template.yaml ("" if it sets none)."""
+    props = read_wiring(find_template()).resources[function].get("Properties") or {}
+    return str((props.get("LoggingConfig") or {}).get("SystemLogLevel", ""))
 
 
 def api_gateway_usd_per_month(per_day: float) -> float:

@@ -33,6 +33,7 @@ from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local import idempotency_clock, verified
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.function_url import function_url_event
+from trunkwatch_local.queue_pump import merged
 from trunkwatch_local.schedule import period_seconds
 from trunkwatch_local.stack import ACCOUNT, NAME, REGION, LocalStack
 from trunkwatch_local.wiring import Wiring
@@ -108,7 +109,11 @@ class LocalRuntime:
         self.wiring: Wiring = self.stack.wiring
         # Where crashes are injected: what the schedule, the streams and GitHub invoke. The
         # API's callers (people, amtool) see its 5xx and try again.
-        self._crashable = {*self.wiring.schedules, *(source.function for source in self.wiring.streams)}
+        self._crashable = {
+            *self.wiring.schedules,
+            *(source.function for source in self.wiring.streams),
+            *(source.function for source in self.wiring.queues),
+        }
         self._crashable.add(self.stack.logical_id("webhook"))
         self.modules = self.stack.modules
         self.names = self.stack.names  # functions/<name> folder -> logical id
@@ -154,6 +159,7 @@ class LocalRuntime:
         # Powertools logs to stdout in Lambda; locally stdout carries the results.
         self.stack.load_handlers(log_stream=sys.__stderr__ or sys.stderr)  # not a test-captured stream
         self.pump = self.stack.pump(self.invoke)
+        self.queues = self.stack.queue_pump(self.invoke)
         return self
 
     def stop(self) -> None:
@@ -242,19 +248,24 @@ class LocalRuntime:
 
     def tick(self, at: datetime) -> Any:
         """One schedule tick at `at`: every function the template schedules, in template
-        order (ingest polls, then the evaluator sweeps), each followed by the streams it
-        causes (evaluation, notification). Returns the first (ingest's) result."""
-        results = []
+        order (the dispatcher, then the evaluator sweeps), each followed by the queue messages
+        it sent (ingest's polls, one per due trunk) and the streams they cause (evaluation,
+        notification). Returns what the first (the dispatcher's) came to: its queue
+        consumers' results merged (`polled` and `errors` of every poll), None if it died."""
+        results: list[dict[str, Any] | None] = []
         with self.lock:
             self.clock.set(at)
             for logical_id in self.wiring.schedules:
+                died = False
                 try:
-                    results.append(self.invoke(logical_id, self.scheduled_event(logical_id)))
+                    self.invoke(logical_id, self.scheduled_event(logical_id))
                 except InvocationFailed:
                     # An asynchronous invocation the template retries 0 times: the event is gone;
-                    # what the invocation wrote before it died still flows down the stream.
+                    # what the invocation did before it died still takes its course.
                     self.dropped_schedule_events += 1
-                    results.append(None)
+                    died = True
+                consumed = merged(self.queues.drain())
+                results.append(None if died else consumed)
                 self.pump.drain()
         return results[0] if results else None
 

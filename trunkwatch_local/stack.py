@@ -37,6 +37,7 @@ from trunkwatch.domain.config import ConfigError
 from trunkwatch_local.emulator import emulation, release_stream
 from trunkwatch_local.memory_stream import MemoryStream, MemoryStreams, streamed_storage
 from trunkwatch_local.pump import Invoke, StreamPump
+from trunkwatch_local.queue_pump import QueuePump
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import Wiring, read_wiring
 
@@ -173,7 +174,24 @@ class LocalStack:
         )["SubscriptionArn"]
         self.config_parameter = f"/{self.name}/config"
         self.configure(config)
+        refs: dict[str, str] = {}
+        # The queues the template maps to functions (the dispatcher's poll queue).
+        self.queue_urls: dict[str, str] = {}
+        for source in self.wiring.queues:
+            name = f"{self.name}-{source.queue}" + (".fifo" if source.fifo else "")
+            attributes = {
+                "MessageRetentionPeriod": str(source.retention_s),
+                "VisibilityTimeout": str(source.visibility_timeout_s),
+            }
+            if source.fifo:
+                attributes["FifoQueue"] = "true"
+            url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+            self.queue_urls[source.queue] = url
+            refs[source.queue] = url
+            refs[f"{source.queue}.Arn"] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
+            refs[f"{source.queue}.QueueName"] = name
         return {
+            **refs,
             "Table": self.table_name,
             "Table.Arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self.table_name}",
             "AlertTopic": self.topic_arn,
@@ -249,6 +267,10 @@ class LocalStack:
             invoke,
             release_records if release else None,
         )
+
+    def queue_pump(self, invoke: Invoke) -> QueuePump:
+        """Lambda's SQS event source mappings of the template, invoking through `invoke`."""
+        return QueuePump(boto3.client("sqs"), self.wiring.queues, self.queue_urls, invoke)
 
     def storage(self) -> Storage:
         """The storage the handlers use (for reads and use-case calls beside them)."""

@@ -29,6 +29,19 @@ class StreamSource:
     batching_window_s: float = 0.0
 
 
+@dataclass(frozen=True)
+class QueueSource:
+    """An SQS event source mapping of one function, with its queue's properties."""
+
+    function: str
+    queue: str  # the queue's logical id
+    batch_size: int
+    report_item_failures: bool
+    fifo: bool
+    retention_s: int
+    visibility_timeout_s: int
+
+
 @dataclass
 class Wiring:
     template_dir: Path
@@ -36,6 +49,7 @@ class Wiring:
     parameters: dict[str, str]
     functions: dict[str, Path]  # logical id -> handler module file
     streams: list[StreamSource]
+    queues: list[QueueSource]
     schedules: dict[str, str]  # function logical id -> schedule expression
     environment: dict[str, Any]  # Globals' variables, unresolved
     resources: dict[str, Any] = field(default_factory=dict)
@@ -127,6 +141,7 @@ def read_wiring(path: Path) -> Wiring:
     }
     functions: dict[str, Path] = {}
     streams: list[StreamSource] = []
+    queues: list[QueueSource] = []
     schedules: dict[str, str] = {}
     wiring = Wiring(
         path.parent,
@@ -134,6 +149,7 @@ def read_wiring(path: Path) -> Wiring:
         parameters,
         functions,
         streams,
+        queues,
         schedules,
         {},
         resources,
@@ -165,6 +181,8 @@ def read_wiring(path: Path) -> Wiring:
                         batching_window_s=float(spec.get("MaximumBatchingWindowInSeconds", 0)),
                     )
                 )
+            elif event.get("Type") == "SQS":
+                queues.append(_queue_source(path, resources, logical_id, spec))
             elif event.get("Type") in ("Schedule", "ScheduleV2"):
                 schedules[logical_id] = str(
                     wiring.resolve(spec.get("Schedule") or spec.get("ScheduleExpression"), {})
@@ -173,3 +191,23 @@ def read_wiring(path: Path) -> Wiring:
         ((template.get("Globals") or {}).get("Function") or {}).get("Environment", {}).get("Variables", {})
     )
     return wiring
+
+
+def _queue_source(path: Path, resources: dict[str, Any], function: str, spec: dict[str, Any]) -> QueueSource:
+    """The SQS event source of `function` (`spec`: the event's properties), on a queue of the
+    template (Queue: !GetAtt <queue>.Arn)."""
+    arn = spec.get("Queue")
+    name = arn.get("Fn::GetAtt") if isinstance(arn, dict) else None
+    queue = (name.split(".")[0] if isinstance(name, str) else name[0]) if name else None
+    if queue is None or (resources.get(queue) or {}).get("Type") != "AWS::SQS::Queue":
+        raise ConfigError(f"{path}: {function}'s SQS event names no queue of the template ({arn!r})")
+    props = resources[queue].get("Properties") or {}
+    return QueueSource(
+        function=function,
+        queue=queue,
+        batch_size=int(spec.get("BatchSize", 10)),
+        report_item_failures="ReportBatchItemFailures" in (spec.get("FunctionResponseTypes") or []),
+        fifo=bool(props.get("FifoQueue", False)),
+        retention_s=int(props.get("MessageRetentionPeriod", 345600)),
+        visibility_timeout_s=int(props.get("VisibilityTimeout", 30)),
+    )

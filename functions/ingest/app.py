@@ -1,4 +1,4 @@
-"""Ingest Lambda: on each schedule tick, poll every trunk's source into DynamoDB."""
+"""Ingest Lambda: poll the trunk each message of the dispatcher's queue names into DynamoDB."""
 
 import time
 import warnings
@@ -8,7 +8,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings
-from trunkwatch.app.poll import poll_all
+from trunkwatch.app.poll import poll_records
 from trunkwatch.tracing import traced
 
 DEADLINE_MARGIN_S = 5.0
@@ -24,7 +24,6 @@ edge = settings.Edge.from_environ(settings.PIPELINE)
 @traced
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    logger.debug("schedule tick", extra={"rule": event.get("resources"), "time": event.get("time")})
     # Every poll ends in time to log and flush metrics before Lambda's own timeout.
     deadline = time.monotonic() + max(1.0, context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_S)
-    return poll_all(edge.storage(), edge.deployment(), edge.clock.now(), deadline)
+    return poll_records(event["Records"], edge.storage(), edge.deployment(), edge.clock.now(), deadline)

@@ -10,7 +10,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from benchmarks.__main__ import main
-from benchmarks.budgets import BUDGETS
+from benchmarks.budgets import BUDGETS, ORG_BUDGETS
+from benchmarks.docs import render as render_page
 from benchmarks.github_server import GitHubServer
 from benchmarks.report import render
 from benchmarks.trunk import DAY_START, Day
@@ -194,3 +195,21 @@ def test_github_stand_in_serves_the_hud_trunk() -> None:
     assert workflow_cells and {state.value for state in workflow_cells.values()} == {"pass"}
     assert {k: v for k, v in from_github.items() if k not in workflow_cells} == from_hud
     assert {state.value for state in from_hud.values()} >= {"pass", "pending", "flaky"}
+
+
+def test_org_quick_polls_every_trunk_on_every_tick(tmp_path: Path) -> None:
+    """`python -m benchmarks org --quick`: every trunk polled once a tick through the
+    dispatcher, both detection delays measured, and the organization's budgets checked."""
+    assert main(["org", "--quick", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    org = summary["org"]
+    assert org["trunks"] == 4 and org["every_trunk_polled_each_tick"] is True and org["polls_missed"] == 0
+    assert org["invocations_per_tick"] == {"dispatcher": 1, "ingest": 4}
+    assert org["detections"] > 0 and org["false_alarms"] == 0
+    assert org["poll_detection_delay_s_p95"] > 0 and org["push_detection_delay_s_p95"] > 0
+    by_size = org["per_trunk_usd_per_month_by_size"]
+    assert by_size["small"] > 0 and org["added_usd_per_month"]["10"] > 0
+    assert {name for name in summary["budgets"] if name.startswith("organization")} == {
+        budget.name for budget in ORG_BUDGETS
+    }
+    assert "## An organization on one deployment" in render_page(summary)

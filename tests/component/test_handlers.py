@@ -55,19 +55,37 @@ def test_every_function_has_a_sample_event() -> None:
     assert names <= samples
 
 
-def test_ingest_on_schedule_event(configured: HTTPServer) -> None:
+def poll_queue() -> str:
+    """The URL of the stack's poll queue (the dispatcher's POLL_QUEUE_URL)."""
+    import os
+
+    return os.environ["POLL_QUEUE_URL"]
+
+
+def test_dispatcher_on_schedule_event_sends_one_message_per_due_trunk(configured: HTTPServer) -> None:
+    result = handler("dispatcher").lambda_handler(sample("dispatcher_schedule"), context("dispatcher"))
+    assert result == {"sent": ["pytorch/pytorch#main"], "failed": []}
+    received = boto3.client("sqs").receive_message(QueueUrl=poll_queue(), MaxNumberOfMessages=10)
+    (message,) = received["Messages"]
+    assert json.loads(message["Body"]) == {"trunk": "pytorch/pytorch#main"}
+
+
+def test_ingest_on_poll_queue_event(configured: HTTPServer) -> None:
     configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_json(grid())
     # Half an hour after the grid's newest commit: well within the cells' retention.
     set_clock(datetime(2026, 11, 18, 20, 0, tzinfo=UTC))
-    result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
+    result = handler("ingest").lambda_handler(sample("ingest_poll_queue"), context("ingest"))
     assert result["errors"] == [] and result["polled"][0]["cells_written"] == 3
+    assert result["batchItemFailures"] == []
     assert len(table_items("cell")) == 3
 
 
 def test_ingest_reports_a_failing_source_without_raising(configured: HTTPServer) -> None:
     configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_data("oops", status=503)
-    result = handler("ingest").lambda_handler(sample("ingest_schedule"), context("ingest"))
+    result = handler("ingest").lambda_handler(sample("ingest_poll_queue"), context("ingest"))
     assert result["polled"] == [] and result["errors"][0]["cause"] == "http_5xx"
+    # The failure is the trunk's, recorded for SourceDown: the message is not retried.
+    assert result["batchItemFailures"] == []
     # Nothing of the poll is written; only the failure is recorded, for SourceDown.
     (state,) = table_items()
     assert state["kind"] == {"S": "trunk"} and state["poll_error_cause"] == {"S": "http_5xx"}
@@ -272,13 +290,16 @@ def test_a_webhook_fed_trunk_is_polled_only_every_poll_every(configured: HTTPSer
     )
     parameters.clear_caches()
     configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_json(grid())
-    ingest = handler("ingest")
+    dispatcher, ingest = handler("dispatcher"), handler("ingest")
     start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
     polled = []
     for minutes in (0, 1, 9, 10, 11):
         set_clock(start + timedelta(minutes=minutes))
-        result = ingest.lambda_handler(sample("ingest_schedule"), context("ingest"))
-        polled.append(len(result["polled"]))
+        sent = dispatcher.lambda_handler(sample("dispatcher_schedule"), context("dispatcher"))["sent"]
+        if sent:
+            result = ingest.lambda_handler(sample("ingest_poll_queue"), context("ingest"))
+            assert result["polled"]
+        polled.append(len(sent))
     assert polled == [1, 0, 0, 1, 0]
     # The first poll found results that no delivery (none ever came) had brought.
     assert len(table_items("cell")) == 3

@@ -100,7 +100,11 @@ def test_a_tick_whose_records_were_dead_lettered_is_settled_by_the_sweep() -> No
     firing_at = parse_time(expected_messages(scenario)[0]["at"])
     # Only the evaluator dies, and only while it handles the poll whose cells fire the alert:
     # every retry of those records dies, and they end in the dead-letter queue.
-    chaos = Chaos(1, 0.0, spared=("IngestFunction", "NotifierFunction", "WebhookFunction", "ApiFunction"))
+    chaos = Chaos(
+        1,
+        0.0,
+        spared=("DispatcherFunction", "IngestFunction", "NotifierFunction", "WebhookFunction", "ApiFunction"),
+    )
     replay = read_replay(scenario)
     session = Session(chaos=chaos)
     session.start(replay.deployment(session.hud.url))

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.support.aws import table_items
+from tests.support.polls import poll_each
 from trunkwatch import sources
-from trunkwatch.app.poll import poll_all
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.config import ConfigError, TrunkConfig, load_deployment
 from trunkwatch.sources.base import CommitResult, Snapshot, base_url
@@ -77,7 +77,7 @@ def test_the_loader_refuses_a_source_not_in_the_registry_it_is_handed() -> None:
 
 def test_a_registered_source_is_polled(aws: dict[str, Any], registered: None) -> None:
     deployment = load_deployment({"trunks": [static_trunk()]}, sources=sources.REGISTRY)
-    result = poll_all(aws["storage"], deployment, NOW)
+    result = poll_each(aws["storage"], deployment, NOW)
     assert result["errors"] == [] and result["polled"][0]["cells_written"] == 3
     cells = table_items("cell")
     assert {cell["state"]["S"] for cell in cells} == {"fail"} and len(cells) == 3

@@ -12,7 +12,8 @@ import pytest
 
 from tests.support.alerts import NOW, failing, view
 from tests.support.hud import two_trunks
-from trunkwatch.app import notify, poll
+from tests.support.polls import poll_each
+from trunkwatch.app import notify
 from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
 from trunkwatch.domain.alerts import Links
@@ -43,7 +44,7 @@ def test_ingest_reports_seconds_since_each_trunks_last_good_poll(
     deployment = two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)  # nothing listens on port 9
     trunks = aws["storage"].trunks
     trunks.record_poll_success("evil/repo#main", NOW - timedelta(minutes=5), trunks.state("evil/repo#main"))
-    poll.poll_all(aws["storage"], deployment, NOW)
+    poll_each(aws["storage"], deployment, NOW)
     seconds = gauges(capsys.readouterr().out, SECONDS_SINCE_GOOD_POLL)
     assert seconds == {"evil/repo#main": 300.0, "pytorch/pytorch#main": 0.0}
 

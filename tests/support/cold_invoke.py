@@ -56,6 +56,9 @@ def _create_resources(spec: dict[str, Any], environ: dict[str, str]) -> None:
         boto3.client("secretsmanager").create_secret(
             Name=environ["WEBHOOK_SECRET_NAME"], SecretString=spec["webhook_secret"]
         )
+    if environ.get("POLL_QUEUE_URL"):
+        name = environ["POLL_QUEUE_URL"].rsplit("/", 1)[-1]
+        boto3.client("sqs").create_queue(QueueName=name, Attributes={"FifoQueue": "true"})
     if environ.get("TOPIC_ARN"):
         boto3.client("sns").create_topic(Name=environ["TOPIC_ARN"].rsplit(":", 1)[-1])
 

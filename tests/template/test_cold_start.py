@@ -34,6 +34,7 @@ DEPLOYED = {
     "AlertTopic": f"arn:aws:sns:{REGION}:123456789012:trunkwatch-AlertTopic-AbCdEfGh1234",
     "ConfigParameter": "CFN-ConfigParameter-AbCdEfGh1234",
     "Api": "a1b2c3d4e5",
+    "PollQueue": f"https://sqs.{REGION}.amazonaws.com/123456789012/trunkwatch-PollQueue-AbCdEfGh1234.fifo",
     "AWS::Region": REGION,
     "AWS::AccountId": "123456789012",
     "AWS::StackName": "trunkwatch",
@@ -84,6 +85,8 @@ def _event_time(event: dict[str, Any]) -> float:
     """When the sample happened: the handler runs at that time on the clock."""
     if "time" in event:
         return datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+    if "Records" in event and event["Records"][0].get("eventSource") == "aws:sqs":
+        return int(event["Records"][0]["attributes"]["SentTimestamp"]) / 1000
     if "Records" in event:
         return float(max(r["dynamodb"]["ApproximateCreationDateTime"] for r in event["Records"]))
     if "requestContext" in event:  # API Gateway's REST event, or a function URL's (2.0)
@@ -150,10 +153,13 @@ def test_a_cold_container_handles_its_sample(function: str, sample: str, hud: st
     elif sample.startswith("authorizer"):
         (statement,) = result["policyDocument"]["Statement"]
         assert statement["Effect"] == "Allow" and result["principalId"] == "sample"
+    elif "polled" in result:  # ingest's poll message: the trunk was polled
+        assert result["errors"] == [] and [p["trunk"] for p in result["polled"]] == ["pytorch/pytorch#main"]
+        assert result["batchItemFailures"] == []
     elif "batchItemFailures" in result:  # a stream batch
         assert result["batchItemFailures"] == []
-    elif "polled" in result:  # the ingest schedule: the trunk was polled
-        assert result["errors"] == [] and [p["trunk"] for p in result["polled"]] == ["pytorch/pytorch#main"]
+    elif "sent" in result:  # the dispatcher's schedule: one poll message for the trunk
+        assert result == {"sent": ["pytorch/pytorch#main"], "failed": []}
     else:  # the evaluator's sweep
         assert result["rejudged"] == 0 and result["waiting"] == []
 

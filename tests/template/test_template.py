@@ -43,6 +43,7 @@ from trunkwatch_local.template import TEMPLATE_ENV, TemplateError, find_template
 TEMPLATE = ROOT / "template.yaml"
 EVENTS = ROOT / "events"
 FUNCTIONS = (
+    "DispatcherFunction",
     "IngestFunction",
     "EvaluatorFunction",
     "NotifierFunction",
@@ -395,11 +396,11 @@ def test_the_domain_layer_leaves_out_pydantic_and_what_the_runtime_ships() -> No
 
 def test_schedules_use_the_schedule_parameter(resources: dict[str, Any]) -> None:
     rules = _of_type(resources, "AWS::Events::Rule")
-    assert set(rules) == {"IngestFunctionPoll", "EvaluatorFunctionSweep"}
+    assert set(rules) == {"DispatcherFunctionPoll", "EvaluatorFunctionSweep"}
     for rule in rules.values():
         assert rule["Properties"]["ScheduleExpression"] == {"Ref": "Schedule"}
-    assert rules["IngestFunctionPoll"]["Properties"]["Targets"][0]["Arn"] == {
-        "Fn::GetAtt": ["IngestFunction", "Arn"]
+    assert rules["DispatcherFunctionPoll"]["Properties"]["Targets"][0]["Arn"] == {
+        "Fn::GetAtt": ["DispatcherFunction", "Arn"]
     }
     assert rules["EvaluatorFunctionSweep"]["Properties"]["Targets"][0]["Arn"] == {
         "Fn::GetAtt": ["EvaluatorFunction", "Arn"]
@@ -714,8 +715,17 @@ def test_every_function_logs_to_its_own_group_with_a_retention(resources: dict[s
     for function in FUNCTIONS:
         group = function.removesuffix("Function") + "LogGroup"
         props = resources[function]["Properties"]
-        assert props["LoggingConfig"] == {"LogGroup": {"Ref": group}}, function
+        assert props["LoggingConfig"]["LogGroup"] == {"Ref": group}, function
         assert groups[group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_the_webhook_function_logs_no_platform_lines(resources: dict[str, Any]) -> None:
+    """Millions of deliveries a month are dropped from their body: Lambda's START/END/REPORT
+    lines for each would be most of the push path's log bill."""
+    config = resources["WebhookFunction"]["Properties"]["LoggingConfig"]
+    assert (config["LogFormat"], config["SystemLogLevel"]) == ("JSON", "WARN")
+    others = [f for f in FUNCTIONS if f != "WebhookFunction"]
+    assert all(set(resources[f]["Properties"]["LoggingConfig"]) == {"LogGroup"} for f in others)
 
 
 # --- API ----------------------------------------------------------------------------
@@ -759,9 +769,12 @@ def test_gateway_errors_use_the_api_error_shape(resources: dict[str, Any]) -> No
 
 def test_alarms_on_every_function_and_the_dead_letter_queue(resources: dict[str, Any]) -> None:
     alarms = _of_type(resources, "AWS::CloudWatch::Alarm")
+    # No alarm of the dispatcher's own: when it fails or is throttled no trunk is polled,
+    # which PollsStoppedAlarm sees (each alarm costs a month's fee).
+    alarmed = [f for f in FUNCTIONS if f != "DispatcherFunction"]
     assert set(alarms) == (
-        {f"{f}ErrorsAlarm" for f in FUNCTIONS}
-        | {f"{f}ThrottlesAlarm" for f in FUNCTIONS}
+        {f"{f}ErrorsAlarm" for f in alarmed}
+        | {f"{f}ThrottlesAlarm" for f in alarmed}
         | {"EvaluatorFunctionIteratorAgeAlarm", "NotifierFunctionIteratorAgeAlarm"}
         | {"DeadLetterQueueAlarm", "PollErrorsAlarm", "PollsStoppedAlarm", "Api5xxAlarm"}
         | {"TicksSettledBySweepAlarm"}
@@ -772,7 +785,7 @@ def test_alarms_on_every_function_and_the_dead_letter_queue(resources: dict[str,
         assert props["OKActions"] == [{"Ref": "AlarmTopic"}], name
         if name not in ("PollsStoppedAlarm",) and "IteratorAge" not in name:
             assert (props["ComparisonOperator"], props["Threshold"]) == ("GreaterThanThreshold", 0), name
-    for function in FUNCTIONS:
+    for function in alarmed:
         for metric in ("Errors", "Throttles"):
             props = alarms[f"{function}{metric}Alarm"]["Properties"]
             assert (props["Namespace"], props["MetricName"]) == ("AWS/Lambda", metric)
@@ -909,7 +922,7 @@ def test_stream_samples_parse_as_dynamodb_stream_events() -> None:
     assert {c.dynamodb.new_image["poll"] for c in cells if c.dynamodb} == {image["poll"]}
 
 
-@pytest.mark.parametrize("name", ["ingest_schedule.json", "evaluator_schedule.json"])
+@pytest.mark.parametrize("name", ["dispatcher_schedule.json", "evaluator_schedule.json"])
 def test_schedule_samples_are_scheduled_events(name: str) -> None:
     event = EventBridgeEvent(_event(name))
     assert (event.source, event.detail_type, event.detail) == ("aws.events", "Scheduled Event", {})
@@ -946,17 +959,41 @@ def test_authorizer_sample_is_a_token_event_for_the_v1_stage(source: dict[str, A
     assert event.parsed_arn.resource == "api/v2/silences"
 
 
-def test_polls_of_the_trunks_never_overlap(resources: dict[str, Any]) -> None:
-    """One ingest at a time, and a tick that fails or is throttled is not retried later
-    (it would run on top of the next tick's poll): the next tick is the retry."""
-    ingest = resources["IngestFunction"]["Properties"]
-    assert ingest["ReservedConcurrentExecutions"] == 1
-    (target,) = resources["IngestFunctionPoll"]["Properties"]["Targets"]
+def test_ticks_are_dispatched_once_and_never_retried(resources: dict[str, Any]) -> None:
+    """One dispatch at a time, and a tick that fails or is throttled is not retried later
+    (it would run on top of the next tick's): the next tick is the retry."""
+    dispatcher = resources["DispatcherFunction"]["Properties"]
+    assert dispatcher["ReservedConcurrentExecutions"] == 1
+    (target,) = resources["DispatcherFunctionPoll"]["Properties"]["Targets"]
     assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
-    # Async invocations that fail are not retried by Lambda either.
     configs = [
         r["Properties"]
         for r in _of_type(resources, "AWS::Lambda::EventInvokeConfig").values()
-        if r["Properties"]["FunctionName"] == {"Ref": "IngestFunction"}
+        if r["Properties"]["FunctionName"] == {"Ref": "DispatcherFunction"}
     ]
     assert [(c["MaximumRetryAttempts"], c["MaximumEventAgeInSeconds"]) for c in configs] == [(0, 60)]
+
+
+def test_each_trunk_polls_in_an_invocation_of_its_own(resources: dict[str, Any]) -> None:
+    """Ingest takes one poll message per invocation from the FIFO poll queue (one message
+    group per trunk: a trunk's polls never overlap, different trunks' run in parallel), and
+    the dispatcher may send to that queue alone."""
+    queue = resources["PollQueue"]["Properties"]
+    assert queue["FifoQueue"] is True and queue["SqsManagedSseEnabled"] is True
+    ingest = resources["IngestFunction"]["Properties"]
+    assert "ReservedConcurrentExecutions" not in ingest
+    # A failed poll's message expires before it is visible again: never retried.
+    assert queue["MessageRetentionPeriod"] <= queue["VisibilityTimeout"]
+    assert queue["VisibilityTimeout"] >= ingest["Timeout"]
+    (mapping,) = [
+        r["Properties"]
+        for r in _of_type(resources, "AWS::Lambda::EventSourceMapping").values()
+        if r["Properties"]["FunctionName"] == {"Ref": "IngestFunction"}
+    ]
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["PollQueue", "Arn"]}
+    assert mapping["BatchSize"] == 1 and mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    statements = _statements(resources["DispatcherFunctionRole"])
+    senders = [st for st in statements if "sqs:SendMessage" in _actions(st)]
+    assert [st["Resource"] for st in senders] == [{"Fn::GetAtt": ["PollQueue", "Arn"]}]
+    variables = resources["DispatcherFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["POLL_QUEUE_URL"] == {"Ref": "PollQueue"}

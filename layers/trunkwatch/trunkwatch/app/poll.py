@@ -1,14 +1,17 @@
-"""One schedule tick of ingest: poll every configured trunk, isolating their failures.
+"""One trunk's poll, and which trunks are due at a schedule tick.
 
-Each trunk's poll is isolated: whatever it raises (a SourceError, a ConfigError, or any other
-exception) becomes a classified failure of that trunk (a `poll failed` log line and the
-`PollErrors` metric), and the other trunks are still polled. Each trunk also gets its own
-share of the time left, which its HTTP client enforces as a hard deadline, so one slow or
-hostile source cannot use up the invocation.
+The schedule starts the dispatcher (`app/dispatch.py`), which sends one message per due
+trunk (`due_trunks`); ingest polls each message's trunk in an invocation of its own
+(`poll_one`), so trunks poll in parallel and one trunk's failure or slowness touches no
+other. Whatever a poll raises (a SourceError, a ConfigError, or any other exception)
+becomes a classified failure of that trunk (a `poll failed` log line and the `PollErrors`
+metric), and its HTTP client enforces the invocation's deadline, so a slow or hostile
+source cannot outlive it.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import traceback
 from dataclasses import asdict
@@ -35,66 +38,77 @@ logger = Logger(child=True)
 metrics = Metrics()
 
 
-def poll_all(
-    storage: Storage, deployment: Deployment, now: datetime, deadline: float | None = None
-) -> dict[str, Any]:
-    """Poll each trunk; a failing trunk is logged and counted, the others still run.
-
-    `deadline` (a `time.monotonic()` value) is when every poll must be over: the trunks not
-    yet polled share the time left equally.
-    """
-    results: list[dict[str, Any]] = []
-    errors: list[dict[str, str]] = []
-    trunks = storage.trunks
-    configured = [trunk for trunk in deployment.trunks if _due(trunks, trunk, now)]
-    for position, trunk in enumerate(configured):
-        if deadline is None:
-            trunk_deadline = time.monotonic() + TRUNK_BUDGET_S
-        else:
-            trunk_deadline = time.monotonic() + (deadline - time.monotonic()) / (len(configured) - position)
-        http = HttpClient(deadline=trunk_deadline)
-        result = None
+def due_trunks(trunks: Trunks, deployment: Deployment, now: datetime) -> list[TrunkConfig]:
+    """The trunks to poll at `now`, in configuration order: every poll-fed trunk, and each
+    webhook-fed one whose backstop poll is due. A trunk whose state cannot be read is due
+    (its poll records what is wrong), so one trunk's error never holds back the others."""
+    due = []
+    for trunk in deployment.trunks:
         try:
-            rule = deployment.rule_for(trunk)
-            reruns = _rerun_requests(trunk, trunk_deadline) if rule.confirms else None
-            result = poll_trunk(storage, trunk, rule, make_source(trunk, http), now, reruns)
+            if not _due(trunks, trunk, now):
+                continue
         except Exception as err:  # one trunk's failure must not stop the others
             kind, message = classify(err)
             logger.error(
-                "poll failed; nothing written, the next poll catches up",
+                "cannot tell whether the poll is due; polling it",
                 extra={"trunk": trunk.trunk_id, "cause": kind, "error": message},
             )
-            metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
-            errors.append({"trunk": trunk.trunk_id, "cause": kind, "error": message})
-            trunks.record_poll_failure(trunk.trunk_id, now, kind, message)
-            _seconds_since_good_poll(trunks, trunk.trunk_id, now)
-            continue
-        finally:
-            http.close()
-            if trunk.webhook and result is None:
-                trunks.record_polled(trunk.trunk_id, now)
-        if result.rate_limited:
-            cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
-            logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)
-            metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
-        trunk_gauge(SECONDS_SINCE_GOOD_POLL, trunk.trunk_id, 0, MetricUnit.Seconds)
-        logger.info("polled", extra=asdict(result))
-        metrics.add_metric(name="CellsIngested", unit=MetricUnit.Count, value=result.cells_written)
-        if result.reruns_requested:
-            metrics.add_metric(name="RerunsRequested", unit=MetricUnit.Count, value=result.reruns_requested)
-        if trunk.webhook:
-            # Results no delivery brought: deliveries GitHub failed to make (or made too late).
-            missed = result.cells_written
-            metrics.add_metric(name="CellsMissedByWebhooks", unit=MetricUnit.Count, value=missed)
-            since = _deliveries_missing_since(trunks, trunk.trunk_id, deployment.rule_for(trunk), missed, now)
-            trunks.record_polled(trunk.trunk_id, now, since)
-        results.append(asdict(result))
-    return {"polled": results, "errors": errors}
+        due.append(trunk)
+    return due
+
+
+def poll_one(
+    storage: Storage, deployment: Deployment, trunk: TrunkConfig, now: datetime, deadline: float | None = None
+) -> dict[str, Any]:
+    """Poll one trunk; whatever it raises is logged, counted and recorded as its failure.
+
+    `deadline` (a `time.monotonic()` value) is when the poll must be over (its HTTP client
+    enforces it); without one it gets TRUNK_BUDGET_S. The result has the shape of a batch
+    of polls: `polled` (the poll's result) or `errors` (its failure), one of them non-empty.
+    """
+    trunks = storage.trunks
+    deadline = time.monotonic() + TRUNK_BUDGET_S if deadline is None else deadline
+    http = HttpClient(deadline=deadline)
+    result = None
+    try:
+        rule = deployment.rule_for(trunk)
+        reruns = _rerun_requests(trunk, deadline) if rule.confirms else None
+        result = poll_trunk(storage, trunk, rule, make_source(trunk, http), now, reruns)
+    except Exception as err:  # the failure is the trunk's; the invocation reports it
+        kind, message = classify(err)
+        logger.error(
+            "poll failed; nothing written, the next poll catches up",
+            extra={"trunk": trunk.trunk_id, "cause": kind, "error": message},
+        )
+        metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
+        trunks.record_poll_failure(trunk.trunk_id, now, kind, message)
+        _seconds_since_good_poll(trunks, trunk.trunk_id, now)
+        return {"polled": [], "errors": [{"trunk": trunk.trunk_id, "cause": kind, "error": message}]}
+    finally:
+        http.close()
+        if trunk.webhook and result is None:
+            trunks.record_polled(trunk.trunk_id, now)
+    if result.rate_limited:
+        cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
+        logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)
+        metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
+    trunk_gauge(SECONDS_SINCE_GOOD_POLL, trunk.trunk_id, 0, MetricUnit.Seconds)
+    logger.info("polled", extra=asdict(result))
+    metrics.add_metric(name="CellsIngested", unit=MetricUnit.Count, value=result.cells_written)
+    if result.reruns_requested:
+        metrics.add_metric(name="RerunsRequested", unit=MetricUnit.Count, value=result.reruns_requested)
+    if trunk.webhook:
+        # Results no delivery brought: deliveries GitHub failed to make (or made too late).
+        missed = result.cells_written
+        metrics.add_metric(name="CellsMissedByWebhooks", unit=MetricUnit.Count, value=missed)
+        since = _deliveries_missing_since(trunks, trunk.trunk_id, deployment.rule_for(trunk), missed, now)
+        trunks.record_polled(trunk.trunk_id, now, since)
+    return {"polled": [asdict(result)], "errors": []}
 
 
 def _rerun_requests(trunk: TrunkConfig, deadline: float) -> RequestRerun:
     """Rerun requests through GitHub's REST API with the trunk's rerun token, within the
-    trunk's share of the poll's time. Imported here: a trunk without confirmation never
+    trunk's poll deadline. Imported here: a trunk without confirmation never
     loads the REST client."""
     from trunkwatch.channels.github_rest import DEFAULT_API_URL, GitHubRest
     from trunkwatch.sources.credentials import resolve_token
@@ -151,3 +165,48 @@ def classify(err: BaseException) -> tuple[str, str]:
     frames = traceback.extract_tb(err.__traceback__)
     where = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
     return "internal", f"unexpected {type(err).__name__}{where}"
+
+
+def poll_records(
+    records: list[dict[str, Any]], storage: Storage, deployment: Deployment, now: datetime, deadline: float
+) -> dict[str, Any]:
+    """Poll the trunk of each SQS record the dispatcher sent (`{"trunk": <trunk id>}`); the
+    records share the time left. A poll's failure is the trunk's (recorded, not retried: the
+    next tick is the retry); a record that names no trunk is reported in
+    `batchItemFailures`. A trunk configured no more since the dispatch is skipped."""
+    out: dict[str, Any] = {"polled": [], "errors": [], "batchItemFailures": []}
+    by_id = {trunk.trunk_id: trunk for trunk in deployment.trunks}
+    for position, record in enumerate(records):
+        try:
+            trunk_id = poll_message_trunk(record["body"])
+        except (KeyError, TypeError, ValueError) as err:
+            logger.error(
+                "poll message refused", extra={"message_id": record.get("messageId"), "error": str(err)}
+            )
+            out["batchItemFailures"].append({"itemIdentifier": record.get("messageId", "")})
+            continue
+        trunk = by_id.get(trunk_id)
+        if trunk is None:
+            logger.warning(
+                "poll message for a trunk no longer configured; skipped", extra={"trunk": trunk_id}
+            )
+            continue
+        share = (deadline - time.monotonic()) / (len(records) - position)
+        result = poll_one(storage, deployment, trunk, now, time.monotonic() + share)
+        out["polled"] += result["polled"]
+        out["errors"] += result["errors"]
+    return out
+
+
+def poll_message(trunk: TrunkConfig) -> str:
+    """The body of the message asking ingest to poll `trunk`."""
+    return json.dumps({"trunk": trunk.trunk_id})
+
+
+def poll_message_trunk(body: str) -> str:
+    """The trunk id a poll message names; ValueError if it names none."""
+    message = json.loads(body)
+    trunk_id = message.get("trunk") if isinstance(message, dict) else None
+    if not isinstance(trunk_id, str) or not trunk_id:
+        raise ValueError('a poll message is {"trunk": "<trunk id>"}')
+    return trunk_id

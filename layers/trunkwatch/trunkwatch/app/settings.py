@@ -38,6 +38,7 @@ CACHE_SECONDS = 60
 PIPELINE = ("TABLE_NAME", "AWS_REGION", "CONFIG_PARAMETER")
 NOTIFIER = (*PIPELINE, "TOPIC_ARN")
 WEBHOOK = (*PIPELINE, "WEBHOOK_SECRET_NAME")
+DISPATCHER = (*PIPELINE, "POLL_QUEUE_URL")
 API = PIPELINE
 AUTHORIZER = ("AWS_REGION", "API_TOKENS_PARAMETER")
 
@@ -57,6 +58,8 @@ class Settings:
     api_tokens_parameter: str
     # The Secrets Manager secret GitHub signs webhook deliveries with.
     webhook_secret_name: str
+    # The queue the dispatcher sends one message per due trunk to (ingest consumes it).
+    poll_queue_url: str = ""
 
     @classmethod
     def from_environ(cls, required: Iterable[str], environ: Mapping[str, str] | None = None) -> Settings:
@@ -82,6 +85,7 @@ class Settings:
             api_url=values.get("API_URL", "").rstrip("/"),
             api_tokens_parameter=values.get("API_TOKENS_PARAMETER", ""),
             webhook_secret_name=values.get("WEBHOOK_SECRET_NAME", ""),
+            poll_queue_url=values.get("POLL_QUEUE_URL", ""),
         )
 
 

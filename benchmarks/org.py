@@ -1,0 +1,263 @@
+"""Workload: an organization on one deployment. TRUNKS trunks (PYTORCH_SIZED of them at
+PyTorch's job columns, the rest small) polled through the deployed shape: each schedule tick
+the dispatcher sends one message per due trunk and ingest polls each in an invocation of its
+own, side by side; the table's stream then drives the evaluator and the notifier.
+
+Every trunk replays the synthetic trunk's day (benchmarks.trunk) from HUD stand-ins on
+127.0.0.1 (one serving the PyTorch-sized trunks, one the small ones), ticking every schedule
+period around the deciding jobs of the first `episodes` episodes (end_to_end.tick_times, no
+coarse steps). All
+trunks break at the same moments, the worst case for the stream path they share.
+
+Detection delay through poll: from the deciding job's finish to the first `firing` message's
+publish on the deployed timeline (end_to_end.deployed_times: the dispatcher's duration, one
+queue hop, the trunk's own ingest invocation, then the stream path one batch after another).
+Through push: the push workload's trunk fed by webhook deliveries alone, on a deployment that
+configures the other TRUNKS - 1 trunks of the organization too (each delivery is routed by
+its `repository.full_name`).
+
+Cost per trunk and month: one poll per schedule tick of the trunk's measured ingest
+invocation (requests, duration scaled to the function's CPU share as cost.py does, and its
+logs), its SQS messages (the dispatcher's send, a tenth of a batch; Lambda's receive and
+delete), and the per-trunk gauges (cost.TRUNK_GAUGES). Nothing else grows with trunks; the
+organization's cost is the one-trunk deployment's plus that much per further trunk.
+
+The in-memory store (`--store memory`, trunkwatch_local/memory_stream.py) keeps the items:
+moto's table would take hours for PyTorch-sized first polls of 100 trunks here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+from unittest import mock
+
+from benchmarks import prices
+from benchmarks.cost import (
+    APP_LOG_BYTES,
+    DAYS_PER_MONTH,
+    EMF_LOG_BYTES,
+    FULL_VCPU_MB,
+    GB,
+    PLATFORM_LOG_BYTES,
+    SQS_REQUESTS_PER_POLL,
+    TRUNK_GAUGES,
+    memory_gb,
+)
+from benchmarks.end_to_end import Call, day_figures, deployed_times, tick_times, time_invocations
+from benchmarks.push import run_push
+from benchmarks.trunk import DAY_START, EPISODES, Day
+from trunkwatch.app import settings
+from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
+from trunkwatch_local.hud_server import HudServer
+from trunkwatch_local.runtime import LocalRuntime, Published
+from trunkwatch_local.schedule import period_seconds
+
+TRUNKS = 100
+PYTORCH_SIZED = 5
+
+
+@dataclass(frozen=True)
+class OrgScale:
+    trunks: int
+    pytorch_sized: int
+    big: Day  # a PyTorch-sized trunk
+    small: Day
+    push_day: Day  # the push path's trunk
+    episodes: int  # how many of the synthetic trunk's episodes (in order) it ticks around
+
+
+@dataclass
+class OrgFigures:
+    trunks: int
+    pytorch_sized: int
+    schedule_period_s: float
+    ticks: int
+    every_trunk_polled_each_tick: bool
+    polls_missed: int  # (trunk, tick) pairs without exactly one poll
+    poll_detection_delay_s_p95: float
+    push_detection_delay_s_p95: float
+    per_trunk_usd_per_month: float  # a small trunk's; the PyTorch-sized one's below
+    # beyond the summary's required keys
+    store: str = "memory"
+    job_columns: dict[str, int] = field(default_factory=dict)
+    polls_per_tick: dict[str, int] = field(default_factory=dict)
+    invocations_per_tick: dict[str, float] = field(default_factory=dict)
+    poll_detection_delay_s_p50: float = 0.0
+    poll_detection_delay_s_max: float = 0.0
+    push_detection_delay_s_max: float = 0.0
+    detections: int = 0
+    false_alarms: int = 0
+    tick_to_last_poll_s_max: float = 0.0  # dispatcher + queue hop + the slowest ingest
+    ingest_s: dict[str, float] = field(default_factory=dict)
+    per_trunk_usd_per_month_by_size: dict[str, float] = field(default_factory=dict)
+    added_usd_per_month: dict[str, float] = field(default_factory=dict)  # n trunks over one
+    basis: str = ""
+    wall_s: float = 0.0
+
+
+FULL = OrgScale(
+    trunks=TRUNKS,
+    pytorch_sized=PYTORCH_SIZED,
+    big=Day(environments=40, window=10),
+    small=Day(environments=2, window=10, tests=6),
+    push_day=Day(environments=2, window=10, tests=6),
+    episodes=1,
+)
+QUICK = OrgScale(
+    trunks=4,
+    pytorch_sized=1,
+    big=Day(environments=2, window=10, tests=6),
+    small=Day(environments=2, window=10, tests=6),
+    push_day=Day(environments=2, window=5, tests=6),
+    episodes=1,
+)
+
+
+def org_trunks(
+    count: int, pytorch_sized: int, big_url: str, small_url: str, window: dict[str, int]
+) -> list[dict[str, Any]]:
+    """The organization's trunks: `pytorch_sized` polling `big_url`, the rest `small_url`."""
+    trunks = []
+    for index in range(count):
+        big = index < pytorch_sized
+        trunks.append(
+            {
+                "repo": f"example-org/{'large' if big else 'small'}-{index:03d}",
+                "source": "hud",
+                "url": big_url if big else small_url,
+                "per_page": window["big" if big else "small"],
+                "config": {"include": PYTORCH_INCLUDE},
+            }
+        )
+    return trunks
+
+
+def run_org(scale: OrgScale = FULL) -> OrgFigures:
+    started = time.perf_counter()
+    big_hud, small_hud = HudServer(), HudServer()
+    window = {"big": scale.big.window, "small": scale.small.window}
+    trunks = org_trunks(scale.trunks, scale.pytorch_sized, big_hud.url, small_hud.url, window)
+    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
+        runtime = LocalRuntime(store="memory").start(load_deployment({"trunks": trunks}))
+        try:
+            deployed = settings.Edge.from_environ(settings.PIPELINE).deployment()
+            rule = deployed.rule_for(deployed.trunks[0])
+            period = timedelta(seconds=period_seconds(deployed.schedule))
+            sources = {source.function: source for source in runtime.wiring.streams}
+            queued = frozenset(source.function for source in runtime.wiring.queues)
+            deciding = [
+                scale.small.finished(e.deciding_commit(rule.failures_to_open))
+                for e in EPISODES[: scale.episodes]
+            ]
+            hours = (max(deciding) - DAY_START).total_seconds() / 3600 + 0.5
+            times = [at for at in tick_times(period, hours, deciding, period) if _near(at, deciding)]
+            calls: list[Call] = []
+            time_invocations(runtime, calls)
+            runtime.queues.invoke = runtime.invoke  # timed too
+            sent: list[Published] = []
+            polls: list[int] = []
+            ingest_s: dict[str, list[float]] = {"big": [], "small": []}
+            last_poll_s = 0.0
+            dispatcher_s: list[float] = []
+            for index, at in enumerate(times):
+                big_hud.serve(scale.big.trunk.snapshot(at))
+                small_hud.serve(scale.small.trunk.snapshot(at))
+                calls.clear()
+                result = runtime.tick(at) or {}
+                polled = [p["trunk"] for p in result.get("polled", [])]
+                polls.append(len(set(polled)) if len(polled) == len(set(polled)) else -1)
+                sent += [message for _, message in deployed_times(at, calls, sources, queued)]
+                ingest = [c.seconds for c in calls if c.function in queued]
+                dispatch = [c.seconds for c in calls if c.function not in queued and c.records is None]
+                dispatcher_s.append(dispatch[0] if dispatch else 0.0)
+                last_poll_s = max(last_poll_s, dispatcher_s[-1] + 1.0 + max(ingest, default=0.0))
+                if index:  # the first tick's polls store every trunk's window: not a steady poll
+                    ingest_s["big"] += ingest[: scale.pytorch_sized]
+                    ingest_s["small"] += ingest[scale.pytorch_sized :]
+        finally:
+            runtime.stop()
+            big_hud.stop()
+            small_hud.stop()
+    day = day_figures(scale.small, sent, period, hours, rule)
+    delays = sorted(d["delay_s"] for d in day.detections)
+    push = run_push(scale.push_day, other_trunks=scale.trunks - 1)
+    per_trunk = {
+        size: _per_trunk_usd(statistics.median(s) if s else 0.0, period) for size, s in ingest_s.items()
+    }
+    return OrgFigures(
+        trunks=scale.trunks,
+        pytorch_sized=scale.pytorch_sized,
+        schedule_period_s=period.total_seconds(),
+        ticks=len(times),
+        every_trunk_polled_each_tick=all(count == scale.trunks for count in polls),
+        polls_missed=sum(scale.trunks - count if count >= 0 else scale.trunks for count in polls),
+        poll_detection_delay_s_p95=round(_percentile(delays, 95), 3),
+        push_detection_delay_s_p95=push.detection_delay_s_p95,
+        per_trunk_usd_per_month=per_trunk["small"],
+        job_columns={"pytorch_sized": scale.big.columns, "small": scale.small.columns},
+        polls_per_tick={"min": min(polls), "max": max(polls)},
+        invocations_per_tick={"dispatcher": 1, "ingest": scale.trunks},
+        poll_detection_delay_s_p50=round(statistics.median(delays), 3) if delays else 0.0,
+        poll_detection_delay_s_max=round(max(delays, default=0.0), 3),
+        push_detection_delay_s_max=push.detection_delay_s_max,
+        detections=len(delays),
+        false_alarms=day.false_alarms,
+        tick_to_last_poll_s_max=round(last_poll_s, 3),
+        ingest_s={
+            "dispatcher_p50": round(statistics.median(dispatcher_s), 4),
+            **{f"{size}_p50": round(statistics.median(s), 4) for size, s in ingest_s.items() if s},
+            **{f"{size}_max": round(max(s), 4) for size, s in ingest_s.items() if s},
+        },
+        per_trunk_usd_per_month_by_size={"pytorch_sized": per_trunk["big"], "small": per_trunk["small"]},
+        added_usd_per_month={
+            str(n): round(
+                (min(n, scale.pytorch_sized) - 1) * per_trunk["big"]
+                + max(0, n - scale.pytorch_sized) * per_trunk["small"],
+                2,
+            )
+            for n in (10, scale.trunks)
+        },
+        basis=(
+            f"{scale.trunks} trunks ({scale.pytorch_sized} at {scale.big.columns} job columns, the rest at "
+            f"{scale.small.columns}), {len(times)} ticks every {period.total_seconds():g} s around the "
+            "episodes' deciding jobs, the in-memory store; push: the push workload with the other "
+            f"{scale.trunks - 1} trunks configured; a trunk's cost: its poll on each tick of a 30-day month"
+        ),
+        wall_s=round(time.perf_counter() - started, 2),
+    )
+
+
+def _near(at: Any, deciding: list[Any]) -> bool:
+    """A tick of the dense stretch around some deciding job (end_to_end's DENSE_* bounds)."""
+    from benchmarks.end_to_end import DENSE_AFTER, DENSE_BEFORE
+
+    return any(moment - DENSE_BEFORE <= at < moment + DENSE_AFTER for moment in deciding)
+
+
+def _per_trunk_usd(ingest_s: float, period: timedelta) -> float:
+    """A month of one trunk's polls: see the module's docstring."""
+    polls = DAYS_PER_MONTH * 86400 / period.total_seconds()
+    gb = memory_gb("ingest")
+    gb_s = ingest_s * FULL_VCPU_MB / (gb * 1024) * gb
+    log_bytes = PLATFORM_LOG_BYTES + APP_LOG_BYTES + EMF_LOG_BYTES
+    usd = polls * (
+        prices.LAMBDA_REQUESTS_PER_MILLION / 1e6
+        + gb_s * prices.LAMBDA_ARM_GB_SECOND
+        + SQS_REQUESTS_PER_POLL * prices.SQS_FIFO_REQUESTS_PER_MILLION / 1e6
+        + log_bytes / GB * prices.CLOUDWATCH_LOGS_INGESTED_GB
+    )
+    return round(usd + len(TRUNK_GAUGES) * prices.CLOUDWATCH_CUSTOM_METRIC_MONTH, 4)
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
