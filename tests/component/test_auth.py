@@ -59,9 +59,14 @@ def authorizer(
     records = logging.handlers.BufferingHandler(capacity=1000)
     records.setLevel(logging.DEBUG)
     log = logging.getLogger(load_function("authorizer").logger.name)
+    # At the template's default LogLevel: the functions share this logger, and one loaded by an
+    # earlier test of this process may have left it at the local runtime's WARNING.
+    level = log.level
+    log.setLevel(logging.INFO)
     log.addHandler(records)
     yield records.buffer
     log.removeHandler(records)
+    log.setLevel(level)
     parameters.clear_caches()
 
 
