@@ -71,6 +71,7 @@ class OrgScale:
     small: Day
     push_day: Day  # the push path's trunk
     episodes: int  # how many of the synthetic trunk's episodes (in order) it ticks around
+    push_episodes: int  # the push path runs through the deliveries around this many
 
 
 @dataclass
@@ -109,6 +110,7 @@ FULL = OrgScale(
     small=Day(environments=2, window=10, tests=6),
     push_day=Day(environments=2, window=10, tests=6),
     episodes=1,
+    push_episodes=len(EPISODES),
 )
 QUICK = OrgScale(
     trunks=4,
@@ -117,6 +119,7 @@ QUICK = OrgScale(
     small=Day(environments=2, window=10, tests=6),
     push_day=Day(environments=2, window=5, tests=6),
     episodes=1,
+    push_episodes=1,
 )
 
 
@@ -187,7 +190,7 @@ def run_org(scale: OrgScale = FULL) -> OrgFigures:
             small_hud.stop()
     day = day_figures(scale.small, sent, period, hours, rule)
     delays = sorted(d["delay_s"] for d in day.detections)
-    push = run_push(scale.push_day, other_trunks=scale.trunks - 1)
+    push = run_push(scale.push_day, other_trunks=scale.trunks - 1, episodes=EPISODES[: scale.push_episodes])
     per_trunk = {
         size: _per_trunk_usd(statistics.median(s) if s else 0.0, period) for size, s in ingest_s.items()
     }

@@ -29,7 +29,14 @@ class TemplateError(ValueError):
     """template.yaml cannot be read as a CloudFormation template."""
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's parser when PyYAML has it (fifteen times faster: every local stack reads the template).
+try:
+    from yaml import CSafeLoader as _SafeLoader
+except ImportError:  # a PyYAML built without libyaml
+    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
+
+
+class _Loader(_SafeLoader):
     """SafeLoader plus the intrinsic tags; dates stay strings and duplicate keys are errors."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
