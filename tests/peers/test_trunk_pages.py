@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 DOCS = {"overview": ROOT / "docs" / "status-overview.png", "trunk": ROOT / "docs" / "status-trunk.png"}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def served() -> Iterator[tuple[Trunks, str]]:
     """The replay ends at the current hour, so the page's "ago" reads as it would live; the
     API answers at the replay's last poll."""
@@ -62,7 +62,7 @@ def shoot(page: Any, tmp_path: Path, view: str) -> None:
         shutil.copyfile(screenshot, DOCS[view])
 
 
-def test_the_overview_lists_every_trunk_broken_first(
+def test_the_overview_lists_every_trunk_broken_first_then_a_broken_trunks_grid_and_history(
     browser: Any,  # noqa: F811 - the fixture imported above
     served: tuple[Trunks, str],
     tmp_path: Path,
@@ -80,18 +80,8 @@ def test_the_overview_lists_every_trunk_broken_first(
     assert trunks.trunks[BROKEN].sha(40)[:12] in rows.first.inner_text()
     watched.assert_clean()
     shoot(page, tmp_path, "overview")
-    watched.context.close()
 
-
-def test_a_broken_trunks_grid_and_history_plots(
-    browser: Any,  # noqa: F811 - the fixture imported above
-    served: tuple[Trunks, str],
-    tmp_path: Path,
-) -> None:
-    trunks, url = served
-    watched = Watched(browser)
-    page = watched.page
-    page.goto(url + "/")
+    # From the overview to the broken trunk's view: its grid and history.
     page.locator(f"tr.trunk-row[data-trunk='{BROKEN}'] a.trunk-link").click()
     page.locator("table.grid").wait_for()
     assert urllib.parse.unquote(page.evaluate("location.hash")) == f"#/trunk?id={BROKEN}"
