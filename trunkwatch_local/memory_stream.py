@@ -19,6 +19,7 @@ mapping would select them.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -202,18 +203,7 @@ def streamed_storage(stream: MemoryStream) -> Storage:
     plain = memory_storage()
     trunks = plain.trunks
     assert isinstance(trunks, MemoryTrunks)
-    return Storage(
-        trunks=trunks,
-        commits=plain.commits,
-        cells=StreamedCells(stream),
-        alerts=plain.alerts,
-        ticks=StreamedTicks(trunks, stream),
-        shards=plain.shards,
-        deliveries=plain.deliveries,
-        logs=plain.logs,
-        silences=plain.silences,
-        reruns=plain.reruns,
-    )
+    return dataclasses.replace(plain, cells=StreamedCells(stream), ticks=StreamedTicks(trunks, stream))
 
 
 def _image(item: Any) -> Image:
