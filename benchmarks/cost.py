@@ -13,9 +13,10 @@ every kind of item for as long as its TTL keeps it), billed with point-in-time r
 A 30-day month; free tiers ignored.
 
 `items` prices every resource template.yaml deploys, at its parameters' defaults (Tracing,
-CreateDashboard): the fixed monthly charges (the dashboard, the alarm topic's KMS key, each
-alarm counted from the template, each custom metric the code emits with its dimension set,
-each Secrets Manager secret the default configuration reads) and the usage charges (the
+CreateDashboard, EncryptAlarmTopic): the fixed monthly charges (the dashboard, the alarm
+topic's KMS key, each alarm counted from the template, each custom metric the code emits
+with its dimension set in every hour of a month without failures, each Secrets Manager secret
+the default configuration reads) and the usage charges (the
 measured pipeline above, the API at API_REQUESTS_PER_DAY through the authorizer, X-Ray
 traces, CloudWatch Logs kept for the LogRetentionDays default, KMS requests).
 `usd_per_month` is the usage part, as before plus the API, X-Ray, logs and KMS requests;
@@ -123,17 +124,42 @@ def alarm_count() -> int:
 
 
 TRUNK_GAUGES = (FAILING_JOBS, ALERTS_FIRING, SECONDS_SINCE_GOOD_POLL)
+# AWS bills a custom metric for each hour in which it is published. These are published only
+# when something fails (each add_metric sits on an error path), so a month without failures
+# pays nothing for them; tests/unit/test_cost_metrics.py holds them to that.
+FAILURE_METRICS = frozenset(
+    {
+        "PollErrors",
+        "NotificationErrors",
+        "NotificationsRejected",
+        "NotificationsDeferred",
+        "NotificationsInProgress",
+        "ApiErrors",
+        "TicksSettledBySweep",
+    }
+)
+# Published only when the stack has its dashboard, the one place that shows them
+# (trunk_metrics.dashboard_deployed); so are the per-trunk gauges.
+DASHBOARD_METRICS = frozenset({"AlertsFiring"})
 
 
-def custom_metrics(trunks: int = 1) -> list[str]:
-    """The EMF metrics the code emits (`add_metric(name=...)`), each with Powertools' one
-    dimension set (service): one CloudWatch custom metric per name; and the dashboard's
-    per-trunk gauges, one custom metric per name and trunk."""
-    names = {
+def emitted_metrics() -> set[str]:
+    """Every metric name the code passes to `add_metric(name=...)`."""
+    return {
         match
         for path in PACKAGE.rglob("*.py")
         for match in re.findall(r"add_metric\(\s*name=\"(\w+)\"", path.read_text(encoding="utf-8"))
     }
+
+
+def custom_metrics(trunks: int = 1, dashboard: bool = False) -> list[str]:
+    """The custom metrics billed for a whole month without failures: the EMF metrics the code
+    emits on its normal paths, each with Powertools' one dimension set (service), one
+    CloudWatch custom metric per name; with the dashboard, its metrics and the per-trunk
+    gauges, one custom metric per name and trunk."""
+    names = emitted_metrics() - FAILURE_METRICS
+    if not dashboard:
+        return sorted(names - DASHBOARD_METRICS)
     gauges = [f"{name}[trunk {n + 1}]" for name in TRUNK_GAUGES for n in range(trunks)]
     return sorted(names) + gauges
 
@@ -147,7 +173,16 @@ def secrets_in_default_config() -> int:
     return len({ref["secret"] for ref in refs if isinstance(ref, dict) and ref.get("secret")})
 
 
-def _per_trunk(cycle: Cycle, ticks: float) -> dict[str, float]:
+def dashboard_by_default() -> bool:
+    return _parameter_default("CreateDashboard") == "true"
+
+
+def trunk_gauges_usd(dashboard: bool) -> float:
+    """A month of one trunk's gauges: published only for the stack's dashboard."""
+    return len(TRUNK_GAUGES) * prices.CLOUDWATCH_CUSTOM_METRIC_MONTH if dashboard else 0.0
+
+
+def _per_trunk(cycle: Cycle, ticks: float, dashboard: bool) -> dict[str, float]:
     """A month of one more trunk's quiet polls (its own ingest invocation on every tick, its
     poll queue requests, its logs) and its per-trunk gauges, by item, with the total."""
     usage = _times(cycle.quiet.of("ingest"), ticks)
@@ -164,7 +199,7 @@ def _per_trunk(cycle: Cycle, ticks: float) -> dict[str, float]:
         * prices.CLOUDWATCH_LOGS_INGESTED_GB,
     }
     items = {name: usd * DAYS_PER_MONTH for name, usd in per_day.items()}
-    items["metrics"] = len(TRUNK_GAUGES) * prices.CLOUDWATCH_CUSTOM_METRIC_MONTH
+    items["metrics"] = trunk_gauges_usd(dashboard)
     items = {name: round(usd, 4) for name, usd in items.items()}
     return {**items, "total": round(sum(items.values()), 4)}
 
@@ -181,7 +216,7 @@ def project(
     """The month; `day_stored` is what the simulated day of `day_hours` left in its table
     (per kind, see end_to_end); `dashboard` and `tracing` default to template.yaml's
     parameter defaults."""
-    dashboard = _parameter_default("CreateDashboard") == "true" if dashboard is None else dashboard
+    dashboard = dashboard_by_default() if dashboard is None else dashboard
     tracing = _parameter_default("Tracing") == "Active" if tracing is None else tracing
     ticks = ticks_per_day()
     commits = COMMITS_PER_DAY
@@ -246,11 +281,12 @@ def project(
     month["secrets_api_calls"] = monthly(
         secrets * min(ticks, SECONDS_PER_DAY / 300), prices.SECRETS_MANAGER_API_CALLS_PER_MILLION
     )
-    metrics = custom_metrics()
+    metrics = custom_metrics(dashboard=dashboard)
     alarms = alarm_count()
+    alarm_topic_key = _parameter_default("EncryptAlarmTopic") == "true"
     fixed = {
         "dashboard": prices.CLOUDWATCH_DASHBOARD_MONTH if dashboard else 0.0,
-        "kms_key": prices.KMS_KEY_MONTH,  # AlarmTopicKey
+        "kms_key": prices.KMS_KEY_MONTH if alarm_topic_key else 0.0,  # AlarmTopicKey
         "alarms": alarms * prices.CLOUDWATCH_ALARM_METRIC_MONTH,
         "metrics": len(metrics) * prices.CLOUDWATCH_CUSTOM_METRIC_MONTH,
         "secrets": secrets * prices.SECRETS_MANAGER_SECRET_MONTH,
@@ -259,7 +295,7 @@ def project(
         ticks * SQS_REQUESTS_PER_POLL + SQS_POLLERS * SECONDS_PER_DAY / SQS_LONG_POLL_S,
         prices.SQS_FIFO_REQUESTS_PER_MILLION,
     )
-    per_trunk = _per_trunk(cycle, ticks)
+    per_trunk = _per_trunk(cycle, ticks, dashboard)
     month = {item: round(usd, 4) for item, usd in month.items()}
     fixed = {item: round(usd, 4) for item, usd in fixed.items()}
     groups = {
@@ -331,8 +367,11 @@ def project(
             f"{AUTHORIZER_INVOCATION_S:g} s authorizer invocations); logs: {PLATFORM_LOG_BYTES} + "
             f"{APP_LOG_BYTES} bytes per invocation + {EMF_LOG_BYTES} bytes of EMF, kept "
             f"{retention_days} days; fixed: "
-            f"dashboard {'on' if dashboard else 'off'}, KMS key, {alarms} alarms, {len(metrics)} custom "
-            f"metrics, {secrets} secrets; X-Ray {'on' if tracing else 'off'}"
+            f"dashboard {'on' if dashboard else 'off'}, alarm topic key "
+            f"{'on' if alarm_topic_key else 'off'}, {alarms} alarms, {len(metrics)} custom metrics "
+            f"published every hour ({', '.join(metrics)}; {len(FAILURE_METRICS)} more only on "
+            f"failures, billed by the hour they appear), {secrets} secrets; "
+            f"X-Ray {'on' if tracing else 'off'}"
         ),
     )
 

@@ -19,7 +19,8 @@ its `repository.full_name`).
 Cost per trunk and month: one poll per schedule tick of the trunk's measured ingest
 invocation (requests, duration scaled to the function's CPU share as cost.py does, and its
 logs), its SQS messages (the dispatcher's send, a tenth of a batch; Lambda's receive and
-delete), and the per-trunk gauges (cost.TRUNK_GAUGES). Nothing else grows with trunks; the
+delete), and the per-trunk gauges (cost.TRUNK_GAUGES) when the template's default deploys
+the dashboard they feed. Nothing else grows with trunks; the
 organization's cost is the one-trunk deployment's plus that much per further trunk.
 
 The in-memory store (`--store memory`, trunkwatch_local/memory_stream.py) keeps the items:
@@ -47,8 +48,9 @@ from benchmarks.cost import (
     GB,
     PLATFORM_LOG_BYTES,
     SQS_REQUESTS_PER_POLL,
-    TRUNK_GAUGES,
+    dashboard_by_default,
     memory_gb,
+    trunk_gauges_usd,
 )
 from benchmarks.end_to_end import Call, day_figures, deployed_times, tick_times, time_invocations
 from benchmarks.push import run_push
@@ -256,7 +258,7 @@ def _per_trunk_usd(ingest_s: float, period: timedelta) -> float:
         + SQS_REQUESTS_PER_POLL * prices.SQS_FIFO_REQUESTS_PER_MILLION / 1e6
         + log_bytes / GB * prices.CLOUDWATCH_LOGS_INGESTED_GB
     )
-    return round(usd + len(TRUNK_GAUGES) * prices.CLOUDWATCH_CUSTOM_METRIC_MONTH, 4)
+    return round(usd + trunk_gauges_usd(dashboard_by_default()), 4)
 
 
 def _percentile(values: list[float], pct: float) -> float:

@@ -1,6 +1,6 @@
 """The trunk-health gauges behind the dashboard's per-trunk widgets: EMF records with the
 `trunk` dimension, from ingest (seconds since the last good poll) and the notifier (failing
-jobs, alerts firing)."""
+jobs, alerts firing), printed only when the stack has its dashboard."""
 
 from __future__ import annotations
 
@@ -19,6 +19,14 @@ from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SI
 from trunkwatch.domain.alerts import Links
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch_local.hud_server import HudServer
+
+DASHBOARD_URL = "https://us-east-1.console.aws.amazon.com/cloudwatch/home#dashboards/dashboard/trunkwatch"
+
+
+@pytest.fixture
+def with_dashboard(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
+    monkeypatch.setenv("DASHBOARD_URL", DASHBOARD_URL)
 
 
 def gauges(output: str, name: str) -> dict[str, float]:
@@ -39,8 +47,8 @@ def test_ingest_reports_seconds_since_each_trunks_last_good_poll(
     healthy: HudServer,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    with_dashboard: None,
 ) -> None:
-    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
     deployment = two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)  # nothing listens on port 9
     trunks = aws["storage"].trunks
     trunks.record_poll_success("evil/repo#main", NOW - timedelta(minutes=5), trunks.state("evil/repo#main"))
@@ -49,10 +57,7 @@ def test_ingest_reports_seconds_since_each_trunks_last_good_poll(
     assert seconds == {"evil/repo#main": 300.0, "pytorch/pytorch#main": 0.0}
 
 
-def test_notifier_reports_failing_jobs_and_alerts_firing_per_trunk(
-    aws: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
+def _notify_one_failing_job(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     job, level = view(), view(jobs={"pull / x": failing()})
     del level.alert.labels["job"]
     level.alert.labels.update(alertname="TrunkBroken")
@@ -62,9 +67,28 @@ def test_notifier_reports_failing_jobs_and_alerts_firing_per_trunk(
         aws["storage"], trunk, RuleConfig(), Links("http://api"), NOW, Settings.from_environ([]), lambda: 60.0
     )
     notify.notify_trunk(tick, [], [])
+
+
+def test_notifier_reports_failing_jobs_and_alerts_firing_per_trunk(
+    aws: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], with_dashboard: None
+) -> None:
+    _notify_one_failing_job(aws, monkeypatch)
     output = capsys.readouterr().out
     assert gauges(output, FAILING_JOBS) == {"pytorch/pytorch#main": 1.0}
     assert gauges(output, ALERTS_FIRING) == {"pytorch/pytorch#main": 2.0}
+
+
+def test_without_the_dashboard_no_gauge_and_no_alerts_firing_metric(
+    aws: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The default stack: nothing would show these, and each is a custom metric's fee.
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    monkeypatch.delenv("DASHBOARD_URL", raising=False)
+    notify.metrics.clear_metrics()
+    _notify_one_failing_job(aws, monkeypatch)
+    output = capsys.readouterr().out
+    assert gauges(output, FAILING_JOBS) == gauges(output, ALERTS_FIRING) == {}
+    assert "AlertsFiring" not in notify.metrics.metric_set
 
 
 def test_no_gauge_is_printed_while_metrics_are_disabled(
@@ -73,5 +97,6 @@ def test_no_gauge_is_printed_while_metrics_are_disabled(
     from trunkwatch.app.trunk_metrics import trunk_gauge
 
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    monkeypatch.setenv("DASHBOARD_URL", DASHBOARD_URL)
     trunk_gauge(FAILING_JOBS, "pytorch/pytorch#main", 1)
     assert capsys.readouterr().out == ""

@@ -278,6 +278,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "LogRetentionDays": 30,
         "Tracing": "PassThrough",
         "CreateDashboard": "false",
+        "EncryptAlarmTopic": "false",
     }
 
 
@@ -501,10 +502,16 @@ def test_config_parameter_holds_the_config_document(resources: dict[str, Any]) -
 
 
 def test_alert_topic_is_encrypted_and_alarms_use_a_topic_cloudwatch_can_publish_to(
-    resources: dict[str, Any],
+    source: dict[str, Any], resources: dict[str, Any]
 ) -> None:
     assert resources["AlertTopic"]["Properties"]["KmsMasterKeyId"] == "alias/aws/sns"
-    assert resources["AlarmTopic"]["Properties"]["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
+    # The alarm topic's own key is optional: its messages are alarm states, and the key
+    # is a fixed monthly fee.
+    assert resources["AlarmTopic"]["Properties"]["KmsMasterKeyId"] == {
+        "Fn::If": ["WithAlarmTopicKey", {"Ref": "AlarmTopicKey"}, {"Ref": "AWS::NoValue"}]
+    }
+    assert resources["AlarmTopicKey"]["Condition"] == "WithAlarmTopicKey"
+    assert source["Parameters"]["EncryptAlarmTopic"]["Default"] == "false"
     key = resources["AlarmTopicKey"]["Properties"]
     assert key["EnableKeyRotation"] is True
     (grant,) = [
@@ -770,11 +777,12 @@ def test_gateway_errors_use_the_api_error_shape(resources: dict[str, Any]) -> No
 def test_alarms_on_every_function_and_the_dead_letter_queue(resources: dict[str, Any]) -> None:
     alarms = _of_type(resources, "AWS::CloudWatch::Alarm")
     # No alarm of the dispatcher's own: when it fails or is throttled no trunk is polled,
-    # which PollsStoppedAlarm sees (each alarm costs a month's fee).
+    # which PollsStoppedAlarm sees (each alarm costs a month's fee). No throttle alarms:
+    # Lambda retries throttled stream and queue invocations, so a lasting throttle shows as
+    # the iterator-age and polls-stopped alarms.
     alarmed = [f for f in FUNCTIONS if f != "DispatcherFunction"]
     assert set(alarms) == (
         {f"{f}ErrorsAlarm" for f in alarmed}
-        | {f"{f}ThrottlesAlarm" for f in alarmed}
         | {"EvaluatorFunctionIteratorAgeAlarm", "NotifierFunctionIteratorAgeAlarm"}
         | {"DeadLetterQueueAlarm", "PollErrorsAlarm", "PollsStoppedAlarm", "Api5xxAlarm"}
         | {"TicksSettledBySweepAlarm"}
@@ -786,10 +794,9 @@ def test_alarms_on_every_function_and_the_dead_letter_queue(resources: dict[str,
         if name not in ("PollsStoppedAlarm",) and "IteratorAge" not in name:
             assert (props["ComparisonOperator"], props["Threshold"]) == ("GreaterThanThreshold", 0), name
     for function in alarmed:
-        for metric in ("Errors", "Throttles"):
-            props = alarms[f"{function}{metric}Alarm"]["Properties"]
-            assert (props["Namespace"], props["MetricName"]) == ("AWS/Lambda", metric)
-            assert props["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+        props = alarms[f"{function}ErrorsAlarm"]["Properties"]
+        assert (props["Namespace"], props["MetricName"]) == ("AWS/Lambda", "Errors")
+        assert props["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
     dlq = alarms["DeadLetterQueueAlarm"]["Properties"]
     assert (dlq["Namespace"], dlq["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
     assert dlq["Dimensions"] == [
