@@ -139,7 +139,7 @@ FAILURE_METRICS = frozenset(
     }
 )
 # Published only when the stack has its dashboard, the one place that shows them
-# (trunk_metrics.dashboard_deployed); so are the per-trunk gauges.
+# (Settings.dashboard_metrics); so are the per-trunk gauges.
 DASHBOARD_METRICS = frozenset({"AlertsFiring"})
 
 

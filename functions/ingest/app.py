@@ -26,4 +26,11 @@ edge = settings.Edge.from_environ(settings.PIPELINE)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Every poll ends in time to log and flush metrics before Lambda's own timeout.
     deadline = time.monotonic() + max(1.0, context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_S)
-    return poll_records(event["Records"], edge.storage(), edge.deployment(), edge.clock.now(), deadline)
+    return poll_records(
+        event["Records"],
+        edge.storage(),
+        edge.deployment(),
+        edge.clock.now(),
+        deadline,
+        gauges=edge.settings.dashboard_metrics,
+    )

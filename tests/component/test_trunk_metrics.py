@@ -52,7 +52,7 @@ def test_ingest_reports_seconds_since_each_trunks_last_good_poll(
     deployment = two_trunks(monkeypatch, "http://127.0.0.1:9", healthy.url)  # nothing listens on port 9
     trunks = aws["storage"].trunks
     trunks.record_poll_success("evil/repo#main", NOW - timedelta(minutes=5), trunks.state("evil/repo#main"))
-    poll_each(aws["storage"], deployment, NOW)
+    poll_each(aws["storage"], deployment, NOW, gauges=True)
     seconds = gauges(capsys.readouterr().out, SECONDS_SINCE_GOOD_POLL)
     assert seconds == {"evil/repo#main": 300.0, "pytorch/pytorch#main": 0.0}
 

@@ -37,7 +37,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch.app.settings import Settings
-from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, dashboard_deployed, trunk_gauge
+from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views
 from trunkwatch.channels.base import Channel, ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.sns import StackTopic
@@ -107,10 +107,10 @@ def notify_trunk(tick: Tick, silences: Sequence[Silence], channels: Sequence[Cha
     result = TickResult(trunk.trunk_id)
     views = trunk_views(tick.storage, trunk, tick.rule, silences, tick.links, tick.now, include_resolved=True)
     firing = [v.alert for v in views if v.alert.status == alerts.FIRING]
-    if dashboard_deployed():
+    if tick.settings.dashboard_metrics:
         metrics.add_metric(name="AlertsFiring", unit=MetricUnit.Count, value=len(firing))
-    trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
-    trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
+        trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
+        trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
     for channel in channels:
         _notify_receiver(channel, tick, views, result)
     return result

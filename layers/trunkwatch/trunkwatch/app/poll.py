@@ -58,13 +58,20 @@ def due_trunks(trunks: Trunks, deployment: Deployment, now: datetime) -> list[Tr
 
 
 def poll_one(
-    storage: Storage, deployment: Deployment, trunk: TrunkConfig, now: datetime, deadline: float | None = None
+    storage: Storage,
+    deployment: Deployment,
+    trunk: TrunkConfig,
+    now: datetime,
+    deadline: float | None = None,
+    gauges: bool = False,
 ) -> dict[str, Any]:
     """Poll one trunk; whatever it raises is logged, counted and recorded as its failure.
 
     `deadline` (a `time.monotonic()` value) is when the poll must be over (its HTTP client
-    enforces it); without one it gets TRUNK_BUDGET_S. The result has the shape of a batch
-    of polls: `polled` (the poll's result) or `errors` (its failure), one of them non-empty.
+    enforces it); without one it gets TRUNK_BUDGET_S. `gauges`: publish the trunk's seconds
+    since its last good poll (for the stack's dashboard, `Settings.dashboard_metrics`). The
+    result has the shape of a batch of polls: `polled` (the poll's result) or `errors` (its
+    failure), one of them non-empty.
     """
     trunks = storage.trunks
     deadline = time.monotonic() + TRUNK_BUDGET_S if deadline is None else deadline
@@ -82,7 +89,8 @@ def poll_one(
         )
         metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
         trunks.record_poll_failure(trunk.trunk_id, now, kind, message)
-        _seconds_since_good_poll(trunks, trunk.trunk_id, now)
+        if gauges:
+            _seconds_since_good_poll(trunks, trunk.trunk_id, now)
         return {"polled": [], "errors": [{"trunk": trunk.trunk_id, "cause": kind, "error": message}]}
     finally:
         http.close()
@@ -92,7 +100,8 @@ def poll_one(
         cause = {"trunk": trunk.trunk_id, "cause": "rate_limited", "error": result.rate_limited}
         logger.warning("poll stopped at a rate limit; it resumes when the limit allows", extra=cause)
         metrics.add_metric(name="PollErrors", unit=MetricUnit.Count, value=1)
-    trunk_gauge(SECONDS_SINCE_GOOD_POLL, trunk.trunk_id, 0, MetricUnit.Seconds)
+    if gauges:
+        trunk_gauge(SECONDS_SINCE_GOOD_POLL, trunk.trunk_id, 0, MetricUnit.Seconds)
     logger.info("polled", extra=asdict(result))
     metrics.add_metric(name="CellsIngested", unit=MetricUnit.Count, value=result.cells_written)
     if result.reruns_requested:
@@ -168,7 +177,12 @@ def classify(err: BaseException) -> tuple[str, str]:
 
 
 def poll_records(
-    records: list[dict[str, Any]], storage: Storage, deployment: Deployment, now: datetime, deadline: float
+    records: list[dict[str, Any]],
+    storage: Storage,
+    deployment: Deployment,
+    now: datetime,
+    deadline: float,
+    gauges: bool = False,
 ) -> dict[str, Any]:
     """Poll the trunk of each SQS record the dispatcher sent (`{"trunk": <trunk id>}`); the
     records share the time left. A poll's failure is the trunk's (recorded, not retried: the
@@ -192,7 +206,7 @@ def poll_records(
             )
             continue
         share = (deadline - time.monotonic()) / (len(records) - position)
-        result = poll_one(storage, deployment, trunk, now, time.monotonic() + share)
+        result = poll_one(storage, deployment, trunk, now, time.monotonic() + share, gauges)
         out["polled"] += result["polled"]
         out["errors"] += result["errors"]
     return out

@@ -88,6 +88,12 @@ class Settings:
             poll_queue_url=values.get("POLL_QUEUE_URL", ""),
         )
 
+    @property
+    def dashboard_metrics(self) -> bool:
+        """Whether to publish the metrics only the stack's dashboard shows (CreateDashboard
+        sets DASHBOARD_URL): each is a custom metric's monthly fee."""
+        return bool(self.dashboard_url)
+
 
 @dataclass
 class Edge:
