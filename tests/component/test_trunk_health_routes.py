@@ -1,41 +1,24 @@
 """`GET /api/v2/trunks`, `/api/v2/trunks/grid` and `/api/v2/trunks/history` through the API
 handler (API Gateway's proxy events), on three trunks replayed through the local pipeline
-(tests/support/trunks.py): the overview broken first, the grids with their culprits, the
-history from the stored episodes (after the cells and commits expired too), bad trunk ids."""
+(tests/support/trunks.py) on the in-memory store: the overview broken first, the grids with
+their culprits, bad trunk ids. The history: test_trunk_history_route.py."""
 
 from __future__ import annotations
 
-import json
-import os
-import urllib.parse
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
-from tests.support.aws import table_items
-from tests.support.trunks import BROKEN, BROKEN_JOB, FIXED, OTHER_JOB, QUIET, Trunks, three_trunks
-from trunkwatch_local import apigw
-
-START = datetime(2026, 11, 20, tzinfo=UTC)
+from tests.support.trunks import BROKEN, BROKEN_JOB, FIXED, QUIET, START, Trunks, at, get, three_trunks
 
 
 @pytest.fixture(scope="module")
 def replayed() -> Iterator[Trunks]:
-    with three_trunks(START) as trunks:
+    # The routes read through the storage port: the in-memory store answers as the table
+    # does (the contract tests), in a quarter of the time.
+    with three_trunks(START, store="memory") as trunks:
         trunks.replay()
         yield trunks
-
-
-def get(trunks: Trunks, path: str, trunk: str | None = None) -> tuple[int, Any]:
-    query = urllib.parse.urlencode({"trunk": trunk}) if trunk is not None else ""
-    response = trunks.runtime.invoke("api", apigw.proxy_event("GET", path, query=query))
-    return response["statusCode"], json.loads(response["body"])
-
-
-def at(hours: float) -> str:
-    return (START + timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def test_the_overview_lists_every_trunk_broken_first(replayed: Trunks) -> None:
@@ -83,38 +66,6 @@ def test_a_fixed_break_stays_in_the_grid_with_its_culprit(replayed: Trunks) -> N
     assert [c["sha"] for c in grid["commits"] if c["culprit"]] == [replayed.trunks[FIXED].sha(20)]
     _, quiet = get(replayed, "/api/v2/trunks/grid", QUIET)
     assert quiet["jobs"] == [] and len(quiet["commits"]) == 30
-
-
-def test_history_from_the_episodes_outlives_the_cells(replayed: Trunks) -> None:
-    status, before = get(replayed, "/api/v2/trunks/history", BROKEN)
-    assert status == 200
-    # The cells and commits expire (the rule's retention); the history is kept apart.
-    client = replayed.runtime.dynamodb
-    for kind in ("cell", "commit"):
-        for item in table_items(kind):
-            client.delete_item(TableName=os.environ["TABLE_NAME"], Key={"pk": item["pk"], "sk": item["sk"]})
-    _, history = get(replayed, "/api/v2/trunks/history", BROKEN)
-    assert history == before
-    assert (history["since"], history["until"]) == ("2026-10-24T00:00:00.000Z", at(48 + 55 / 60))
-    hours = {d["day"]: d["hours"] for d in history["hoursBrokenPerDay"]}
-    assert len(hours) == 30
-    # 08:00 (commit 8) to 14:55 (the poll that saw commit 14 pass); 16:00 (commit 40) on.
-    broken_days = {day: h for day, h in hours.items() if h}
-    assert broken_days == {"2026-11-20": 6.92, "2026-11-21": 8.0, "2026-11-22": 0.92}
-    first, ongoing = history["episodes"]
-    assert (first["start"], first["end"], first["timeToFixSeconds"]) == (at(8), at(14 + 55 / 60), 24900.0)
-    assert [j["job"] for j in first["jobs"]] == [BROKEN_JOB, OTHER_JOB]
-    assert (ongoing["start"], ongoing["end"], ongoing["timeToFixSeconds"]) == (at(40), None, None)
-    assert ongoing["jobs"][0]["culprit"] == replayed.trunks[BROKEN].sha(40)
-    assert history["pagesPerWeek"][-1] == {"week": "2026-11-16", "pages": 2}
-    assert sum(w["pages"] for w in history["pagesPerWeek"]) == 2
-    assert (history["medianTimeToFixSeconds"], history["worstTimeToFixSeconds"]) == (24900.0, 24900.0)
-    # A break that spans midnight counts on both days.
-    _, fixed = get(replayed, "/api/v2/trunks/history", FIXED)
-    assert {d["day"]: d["hours"] for d in fixed["hoursBrokenPerDay"] if d["hours"]} == {
-        "2026-11-20": 4.0,
-        "2026-11-21": 2.92,
-    }
 
 
 @pytest.mark.parametrize("path", ["/api/v2/trunks/grid", "/api/v2/trunks/history"])

@@ -39,7 +39,7 @@ def served() -> Iterator[tuple[Trunks, str]]:
     """The replay ends at the current hour, so the page's "ago" reads as it would live; the
     API answers at the replay's last poll."""
     now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    with three_trunks(now - timedelta(hours=COMMITS + 1)) as trunks:
+    with three_trunks(now - timedelta(hours=COMMITS + 1), store="memory") as trunks:
         trunks.replay()
 
         def handle(event: dict[str, Any], context: Any) -> Any:

@@ -4,19 +4,24 @@ For the trunk health routes and the status page's overview, grid and history."""
 
 from __future__ import annotations
 
+import json
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from trunkwatch import sources
 from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.domain.cells import job_key
 from trunkwatch.domain.config import load_deployment
+from trunkwatch_local import apigw
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.runtime import LocalRuntime
 from trunkwatch_local.scenario import Outcome, Trunk
 
+START = datetime(2026, 11, 20, tzinfo=UTC)  # the API tests' first commit
 BROKEN = "pytorch/pytorch#main"
 FIXED = "pytorch/vision#main"
 QUIET = "pytorch/audio#main"
@@ -78,8 +83,9 @@ class Trunks:
 
 
 @contextmanager
-def three_trunks(start: datetime) -> Iterator[Trunks]:
-    """The three trunks' runtime, started and not yet replayed (`replay()` runs it)."""
+def three_trunks(start: datetime, store: str = "dynamodb") -> Iterator[Trunks]:
+    """The three trunks' runtime, started and not yet replayed (`replay()` runs it); its
+    items on `store` (the local runtime's)."""
     huds = {trunk_id: HudServer() for trunk_id in FAILS}
     trunks = {
         trunk_id: Trunk(jobs=JOBS, outcome=_outcome(trunk_id), start=start, commit_every=COMMIT_EVERY)
@@ -91,7 +97,7 @@ def three_trunks(start: datetime) -> Iterator[Trunks]:
             for trunk_id, hud in huds.items()
         ]
     }
-    runtime = LocalRuntime()
+    runtime = LocalRuntime(store=store)
     try:
         runtime.start(load_deployment(config, RECEIVER_TYPES, sources=sources.REGISTRY))
         yield Trunks(runtime, trunks, huds, start)
@@ -99,3 +105,15 @@ def three_trunks(start: datetime) -> Iterator[Trunks]:
         runtime.stop()
         for hud in huds.values():
             hud.stop()
+
+
+def get(trunks: Trunks, path: str, trunk: str | None = None) -> tuple[int, Any]:
+    """The API's answer to `GET path?trunk=` (an API Gateway proxy event)."""
+    query = urllib.parse.urlencode({"trunk": trunk}) if trunk is not None else ""
+    response = trunks.runtime.invoke("api", apigw.proxy_event("GET", path, query=query))
+    return response["statusCode"], json.loads(response["body"])
+
+
+def at(hours: float) -> str:
+    """The API's timestamp `hours` after START."""
+    return (START + timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
