@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.cost import trunk_gauges_usd
+
 OUT = Path(__file__).parent / "out"  # where `python -m benchmarks` writes summary.json
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGE = DOCS / "performance.md"
@@ -620,8 +622,8 @@ def _org(summary: dict[str, Any]) -> list[str]:
                 ["added to the one-trunk deployment's cost a month", added],
             ],
         ),
-        "Most of a further trunk's cost is its three per-trunk gauges (custom metrics); its polls",
-        "cost cents.",
+        "A further trunk costs its polls (one ingest invocation and its queue messages a tick); with",
+        f"`CreateDashboard: true` also its three per-trunk gauges, {_usd(trunk_gauges_usd(True))} a month.",
         "",
         f"Basis: {o.get('basis', '')}",
         "",
