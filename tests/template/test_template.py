@@ -917,6 +917,14 @@ def test_stream_samples_parse_as_dynamodb_stream_events() -> None:
         assert record.dynamodb.stream_view_type is not None
         assert record.dynamodb.stream_view_type.name == "NEW_AND_OLD_IMAGES"
         assert record.event_source_arn is not None and "/stream/" in record.event_source_arn
+    # Each image is what the storage writes: it loads as a stored cell, attribute by attribute.
+    for raw in _event("evaluator_stream.json")["Records"]:
+        image = raw["dynamodb"]["NewImage"]
+        cell = CellItem.from_raw_data(image)
+        assert set(cell.serialize()) == set(image)
+        assert cell.failure_lines == [
+            "FAILED test_nn.py::TestNN::test_conv_backward - AssertionError: Tensor-likes are not close!"
+        ]
     assert cells[0].dynamodb is not None
     assert cells[0].dynamodb.keys["pk"] == (
         "CELLS#pytorch/pytorch#main#pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
