@@ -17,8 +17,12 @@ Cost at the measured volume (JOBS_PER_MONTH, see there): every delivery is one L
 invocation through the function URL (no request charge beyond Lambda's); the deliveries
 dropped before the table cost their measured duration only (no storage call, no log line
 but Lambda's own); a trunk job's `completed` delivery costs the DynamoDB request units and
-duration measured here per delivery. `usd_per_million_deliveries` is the month's cost over
-its deliveries.
+duration measured here per delivery. Billed duration separates CPU from waiting: the
+handler's own time (the invocation's, less moto's in-process answers and the meter's
+sizing) runs at the function's CPU share (FULL_VCPU_MB), while each DynamoDB request is a
+network wait of DYNAMODB_REQUEST_S and a group's opener sleeps until its bucket closes,
+neither slowed by the CPU share. `usd_per_million_deliveries` is the month's cost over its
+deliveries.
 """
 
 from __future__ import annotations
@@ -63,6 +67,15 @@ JOB_DELIVERIES = 3
 RUN_DELIVERIES_PER_JOB = 3 / 20
 DAYS_PER_MONTH = 30
 SEED = 5
+# A DynamoDB request from Lambda in the table's region: DynamoDB's single-digit millisecond
+# latency, assumed at the upper middle (nothing here measures the network).
+DYNAMODB_REQUEST_S = 0.006
+# The memory sizes the billed duration is compared at.
+MEMORY_SIZES_MB = (128, 256, 512)
+# The dropped delivery's time: the best of DROP_BATCHES batches (timeit's rule: other
+# processes on a shared machine only ever add time), DROP_ROUNDS deliveries each.
+DROP_BATCHES = 5
+DROP_ROUNDS = 20
 
 
 @dataclass
@@ -82,6 +95,9 @@ class PushFigures:
     api_gateway_rest_usd_per_month: float = 0.0  # the alternative front door, not deployed
     per_trunk_delivery: dict[str, float] = field(default_factory=dict)
     per_dropped_delivery_s: float = 0.0
+    # Billed GB-s a day at each memory size (MEMORY_SIZES_MB), the template's marked.
+    lambda_gb_s_per_day_by_memory_mb: dict[int, float] = field(default_factory=dict)
+    memory_mb: int = 0
     group_window_s: float = GROUP_WINDOW.total_seconds()
     detections: list[dict[str, Any]] = field(default_factory=list)
     basis: str = ""
@@ -120,7 +136,7 @@ def run_push(day: Day, other_trunks: int = 0, episodes: Sequence[Episode] = EPIS
             meter = Meter()
             sent: list[tuple[Published, datetime]] = []
             deliveries = trunk_deliveries = 0
-            trunk_usage_s = 0.0
+            trunk_usage_s = group_wait_s = 0.0
             with meter:
                 for at, events in _instants(day, rng, episodes):
                     calls.clear()
@@ -130,19 +146,26 @@ def run_push(day: Day, other_trunks: int = 0, episodes: Sequence[Episode] = EPIS
                             runtime.deliver(event, body, at)
                         deliveries += 1
                         trunk_deliveries += event == "workflow_job"
+                    opener_wakes = runtime.clock.next_due()  # a group opened: its opener sleeps
+                    if opener_wakes is not None:
+                        group_wait_s += max(0.0, (opener_wakes - at).total_seconds())
                     runtime.settle_deliveries(at)
                     sent += [(m, at) for m in _deployed(at, calls, sources)]
                     trunk_usage_s += sum(c.seconds for c in calls if c.function == "WebhookFunction")
                 trunk_usage = meter.get("trunk")
-                dropped_s = _dropped_delivery_s(runtime)
+                dropped_s = _dropped_delivery_s(runtime, meter)
         finally:
             runtime.stop()
     delays = _delays(sent, day)
+    code_s = max(0.0, trunk_usage_s - trunk_usage.emulator_seconds - trunk_usage.meter_seconds)
     per_trunk = {
         "ddb_read_units": trunk_usage.read_units / max(1, deliveries),
         "ddb_write_units": trunk_usage.write_units / max(1, deliveries),
-        "duration_s": trunk_usage_s / max(1, deliveries),
+        "ddb_requests": trunk_usage.ddb_requests / max(1, deliveries),
+        "cpu_s": code_s / max(1, deliveries),
+        "wait_s": (trunk_usage.ddb_requests * DYNAMODB_REQUEST_S + group_wait_s) / max(1, deliveries),
     }
+    gb_s_by_memory = {mb: _gb_s_per_day(per_trunk, dropped_s, mb / 1024) for mb in MEMORY_SIZES_MB}
     items, per_day, trunk_per_day = _cost(per_trunk, dropped_s)
     # Everything the run wrote (pushes' commits included) over its trunk jobs' deliveries.
     writes_per_job = trunk_usage.write_units / max(1, trunk_deliveries)
@@ -161,13 +184,19 @@ def run_push(day: Day, other_trunks: int = 0, episodes: Sequence[Episode] = EPIS
         api_gateway_rest_usd_per_month=api_gateway_usd_per_month(per_day),
         per_trunk_delivery={k: round(v, 4) for k, v in per_trunk.items()},
         per_dropped_delivery_s=round(dropped_s, 5),
+        lambda_gb_s_per_day_by_memory_mb={mb: round(v, 1) for mb, v in gb_s_by_memory.items()},
+        memory_mb=round(memory_gb("webhook") * 1024),
         detections=[{"alertname": a, "delay_s": round(d, 3)} for a, d in _named(sent, day)],
         basis=(
             f"{per_day:,.0f} deliveries a day: {JOBS_PER_MONTH:,} pytorch/pytorch jobs in 30 days "
             "(pytorch/ci-infra osdc/docs/current_runner_load_distribution.md, March 2026), "
             f"{JOB_DELIVERIES} workflow_job deliveries per job plus {RUN_DELIVERIES_PER_JOB:g} "
             f"workflow_run deliveries per job (assumed); {TRUNK_JOBS_PER_DAY:,} of the daily jobs on "
-            "main (the upper end of 10-20 k); only trunk jobs' `completed` deliveries reach the table"
+            "main (the upper end of 10-20 k); only trunk jobs' `completed` deliveries reach the table; "
+            f"Lambda duration: the handler's CPU time at the function's CPU share ({FULL_VCPU_MB} MB a "
+            f"vCPU), each DynamoDB request a {DYNAMODB_REQUEST_S * 1000:g} ms wait (assumed; moto's "
+            "in-process answers left out) and a group's opener asleep until its bucket closes, both "
+            "unscaled"
         ),
         wall_s=round(time.perf_counter() - started, 2),
     )
@@ -258,26 +287,44 @@ def _percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
-def _dropped_delivery_s(runtime: LocalRuntime) -> float:
-    """Mean duration of a delivery dropped before the table (a pull request's job)."""
+def _dropped_delivery_s(runtime: LocalRuntime, meter: Meter) -> float:
+    """Duration of a delivery dropped before the table (a pull request's job): the best
+    batch's mean (DROP_BATCHES), less anything the emulator answered (nothing, when the
+    path makes no storage call)."""
     payload = webhooks.workflow_job("f" * 40, "linux-jammy / build", branch="some-feature")
     body = webhooks_body(payload)
-    started = time.perf_counter()
-    rounds = 50
-    for _ in range(rounds):
-        runtime.deliver("workflow_job", body, DAY_START)
-    return (time.perf_counter() - started) / rounds
+    runtime.deliver("workflow_job", body, DAY_START)  # the container's first: the secret cached
+    batches = []
+    for batch in range(DROP_BATCHES):
+        with meter.as_(f"dropped-{batch}") as usage:
+            started = time.perf_counter()
+            for _ in range(DROP_ROUNDS):
+                runtime.deliver("workflow_job", body, DAY_START)
+            elapsed = time.perf_counter() - started - usage.emulator_seconds - usage.meter_seconds
+        batches.append(elapsed / DROP_ROUNDS)
+    return min(batches)
+
+
+def _gb_s_per_day(per_trunk: dict[str, float], dropped_s: float, gb: float) -> float:
+    """Billed GB-s a day at `gb` of memory: CPU time slowed by the CPU share below a full
+    vCPU, waits as they are."""
+    per_day = _deliveries_per_day()
+    slower = max(1.0, FULL_VCPU_MB / (gb * 1024))
+    cpu_s = (per_day - TRUNK_JOBS_PER_DAY) * dropped_s + TRUNK_JOBS_PER_DAY * per_trunk["cpu_s"]
+    return (cpu_s * slower + TRUNK_JOBS_PER_DAY * per_trunk["wait_s"]) * gb
+
+
+def _deliveries_per_day() -> float:
+    return JOBS_PER_MONTH / DAYS_PER_MONTH * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB)
 
 
 def _cost(per_trunk: dict[str, float], dropped_s: float) -> tuple[dict[str, float], float, float]:
     """The month's items at the measured volume (see JOBS_PER_MONTH), per day deliveries and
     trunk jobs' `completed` deliveries."""
     trunk_jobs = TRUNK_JOBS_PER_DAY
-    per_day = JOBS_PER_MONTH / DAYS_PER_MONTH * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB)
+    per_day = _deliveries_per_day()
     month = DAYS_PER_MONTH
-    gb = memory_gb("webhook")
-    slower = FULL_VCPU_MB / (gb * 1024)  # measured on a full core; the function gets its share
-    gb_s = ((per_day - trunk_jobs) * dropped_s + trunk_jobs * per_trunk["duration_s"]) * slower * gb
+    gb_s = _gb_s_per_day(per_trunk, dropped_s, memory_gb("webhook"))
     # Lambda's START/END/REPORT lines for every delivery, unless the function's system log
     # level drops them; the application's line and metrics only for a stored delivery.
     platform = 0 if _system_log_level("WebhookFunction") in ("WARN", "ERROR", "FATAL") else PLATFORM_LOG_BYTES
