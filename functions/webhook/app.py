@@ -22,7 +22,11 @@ edge = settings.Edge.from_environ(settings.WEBHOOK)
 
 
 def _secret() -> str:
-    return str(parameters.get_secret(edge.settings.webhook_secret_name, max_age=SECRET_CACHE_SECONDS))
+    return str(
+        parameters.get_parameter(
+            edge.settings.webhook_secret_parameter, decrypt=True, max_age=SECRET_CACHE_SECONDS
+        )
+    )
 
 
 @logger.inject_lambda_context
