@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import random
 import statistics
@@ -41,11 +42,20 @@ from typing import Any
 from unittest import mock
 
 from benchmarks import prices
-from benchmarks.cost import APP_LOG_BYTES, EMF_LOG_BYTES, FULL_VCPU_MB, GB, PLATFORM_LOG_BYTES, memory_gb
+from benchmarks.cost import (
+    APP_LOG_BYTES,
+    EMF_LOG_BYTES,
+    FULL_VCPU_MB,
+    GB,
+    PLATFORM_LOG_BYTES,
+    SECONDS_PER_DAY,
+    memory_gb,
+)
 from benchmarks.end_to_end import STREAM_HOP_S, Call, time_invocations
 from benchmarks.trunk import DAY_START, EPISODES, Day, Episode
 from benchmarks.usage import Meter
 from tests.support import webhooks
+from trunkwatch.app.settings import WEBHOOK_SECRET_CACHE_SECONDS
 from trunkwatch.domain import alerts
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
 from trunkwatch.storage.records import GROUP_WINDOW
@@ -196,7 +206,9 @@ def run_push(day: Day, other_trunks: int = 0, episodes: Sequence[Episode] = EPIS
             f"Lambda duration: the handler's CPU time at the function's CPU share ({FULL_VCPU_MB} MB a "
             f"vCPU), each DynamoDB request a {DYNAMODB_REQUEST_S * 1000:g} ms wait (assumed; moto's "
             "in-process answers left out) and a group's opener asleep until its bucket closes, both "
-            "unscaled"
+            "unscaled; the secret a free SSM SecureString, decrypted (one KMS request) once per "
+            f"{WEBHOOK_SECRET_CACHE_SECONDS} s per container, as many containers as the mean concurrency "
+            "(assumed)"
         ),
         wall_s=round(time.perf_counter() - started, 2),
     )
@@ -314,6 +326,15 @@ def _gb_s_per_day(per_trunk: dict[str, float], dropped_s: float, gb: float) -> f
     return (cpu_s * slower + TRUNK_JOBS_PER_DAY * per_trunk["wait_s"]) * gb
 
 
+def _secret_reads_per_day(per_trunk: dict[str, float], dropped_s: float) -> float:
+    """Each warm container reads the secret once per cache period; the containers are the
+    function's mean concurrency at its memory size, rounded up (assumed: bursts reuse them)."""
+    gb = memory_gb("webhook")
+    busy_s = _gb_s_per_day(per_trunk, dropped_s, gb) / gb
+    containers = max(1, math.ceil(busy_s / SECONDS_PER_DAY))
+    return containers * SECONDS_PER_DAY / WEBHOOK_SECRET_CACHE_SECONDS
+
+
 def _deliveries_per_day() -> float:
     return JOBS_PER_MONTH / DAYS_PER_MONTH * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB)
 
@@ -343,7 +364,8 @@ def _cost(per_trunk: dict[str, float], dropped_s: float) -> tuple[dict[str, floa
         / 1e6
         * prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION,
         "logs": log_gb * month * prices.CLOUDWATCH_LOGS_INGESTED_GB,
-        "secret": prices.SECRETS_MANAGER_SECRET_MONTH,
+        # A standard SSM parameter is free; each read decrypts it with the aws/ssm key.
+        "secret": _secret_reads_per_day(per_trunk, dropped_s) * month / 1e6 * prices.KMS_REQUESTS_PER_MILLION,
     }
     return {k: round(v, 2) for k, v in items.items()}, per_day, trunk_jobs
 

@@ -12,8 +12,6 @@ from trunkwatch.app import settings
 from trunkwatch.app.delivery import handle_request
 from trunkwatch.tracing import traced
 
-SECRET_CACHE_SECONDS = 300
-
 logger = Logger()
 metrics = Metrics()
 # Not every invocation has a metric to publish: Powertools' documented way to say so.
@@ -22,11 +20,8 @@ edge = settings.Edge.from_environ(settings.WEBHOOK)
 
 
 def _secret() -> str:
-    return str(
-        parameters.get_parameter(
-            edge.settings.webhook_secret_parameter, decrypt=True, max_age=SECRET_CACHE_SECONDS
-        )
-    )
+    name = edge.settings.webhook_secret_parameter
+    return str(parameters.get_parameter(name, decrypt=True, max_age=settings.WEBHOOK_SECRET_CACHE_SECONDS))
 
 
 @logger.inject_lambda_context

@@ -363,7 +363,8 @@ def test_functions_run_python312_on_arm64_with_the_domain_layer(resources: dict[
         wanted = [domain, api] if name == "ApiFunction" else [domain]
         assert props["Layers"] == [{"Ref": layer} for layer in wanted], name
         assert props["TracingConfig"] == {"Mode": {"Ref": "Tracing"}}, name
-        assert props["MemorySize"] == 256, name
+        # The webhook function's size is chosen by the push benchmark's billed GB-s.
+        assert props["MemorySize"] == (128 if name == "WebhookFunction" else 256), name
         assert props["Code"]["S3Key"] == f"functions/{name.removesuffix('Function').lower()}/", name
 
 

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from trunkwatch.storage.port import Storage
 
 CACHE_SECONDS = 60
+# The webhook's signing secret: each read decrypts it (a KMS request), so it is kept longer.
+WEBHOOK_SECRET_CACHE_SECONDS = 300
 
 # What each kind of function needs from its environment (template.yaml gives it).
 PIPELINE = ("TABLE_NAME", "AWS_REGION", "CONFIG_PARAMETER")
