@@ -562,7 +562,7 @@ def test_stream_readers_read_only_the_tables_stream(resources: dict[str, Any], f
         ("AuthorizerFunction", set()),
         (
             "WebhookFunction",
-            {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem", "DeleteItem"},
+            {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"},
         ),
     ],
 )

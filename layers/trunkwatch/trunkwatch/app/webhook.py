@@ -20,8 +20,18 @@ from datetime import datetime
 from typing import Any
 
 from trunkwatch.app import ledger
-from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells, job_key, replaces
+from trunkwatch.domain.cells import (
+    ABSENT_CODE,
+    WORKFLOW_JOB,
+    Cell,
+    CellState,
+    Commit,
+    build_cells,
+    job_key,
+    replaces,
+)
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
+from trunkwatch.domain.shards import ShardReport
 from trunkwatch.sources import webhook
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import CellWrite, Group, StoredCommit
@@ -82,6 +92,8 @@ def ingest_delivery(
     if reports and seq is None:
         result.ignored = "not a known trunk commit"
         return result
+    if event == "workflow_job" and seq is not None:
+        reports = [r for r in reports if not _run_pass_recorded(storage, trunk.trunk_id, seq, r)]
     changed = {job_key(r.name) for r in reports if storage.shards.report(trunk.trunk_id, r, now)}
     for key in sorted(changed):
         cell = build_cells(sha, storage.shards.runs(trunk.trunk_id, sha, key), rule.cancelled)[key]
@@ -92,6 +104,20 @@ def ingest_delivery(
             result.cells_written += 1
             result.changed_jobs.append(key)
     return result
+
+
+def _run_pass_recorded(storage: Storage, trunk_id: str, seq: int, report: ShardReport) -> bool:
+    """Whether `report` is the run's `(workflow)` pass that every job delivery of the run
+    repeats, and the commit's state string already records that pass: storing it again
+    would change nothing, so it is not written (two reads instead of a write)."""
+    if not report.name.endswith(f" / {WORKFLOW_JOB}") or report.conclusion != "success":
+        return False
+    names = storage.trunks.job_names(trunk_id)
+    key = job_key(report.name)
+    if key not in names:
+        return False
+    stored = storage.commits.get(trunk_id, seq)
+    return stored is not None and _code(stored.states, names.index(key)) == CellState.PASS.code
 
 
 def place_commits(
