@@ -18,10 +18,11 @@ invocation through the function URL (no request charge beyond Lambda's); the del
 dropped before the table cost their measured duration only (no storage call, no log line
 but Lambda's own); a trunk job's `completed` delivery costs the DynamoDB request units and
 duration measured here per delivery. Billed duration separates CPU from waiting: the
-handler's own time (the invocation's, less moto's in-process answers and the meter's
-sizing) runs at the function's CPU share (FULL_VCPU_MB), while each DynamoDB request is a
+handler's own CPU time (the invocation's thread CPU time, less moto's in-process answers
+and the meter's sizing) runs at the function's CPU share (FULL_VCPU_MB), while each DynamoDB request is a
 network wait of DYNAMODB_REQUEST_S and a group's opener sleeps until its bucket closes,
-neither slowed by the CPU share. `usd_per_million_deliveries` is the month's cost over its
+neither slowed by the CPU share; the opener's settle of its group counts with the
+deliveries (its writes and requests). `usd_per_million_deliveries` is the month's cost over its
 deliveries.
 """
 
@@ -35,7 +36,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -82,7 +83,7 @@ SEED = 5
 DYNAMODB_REQUEST_S = 0.006
 # The memory sizes the billed duration is compared at.
 MEMORY_SIZES_MB = (128, 256, 512)
-# The dropped delivery's time: the best of DROP_BATCHES batches (timeit's rule: other
+# The dropped delivery's CPU time: the best of DROP_BATCHES batches (timeit's rule: other
 # processes on a shared machine only ever add time), DROP_ROUNDS deliveries each.
 DROP_BATCHES = 5
 DROP_ROUNDS = 20
@@ -144,16 +145,19 @@ def run_push(day: Day, other_trunks: int = 0, episodes: Sequence[Episode] = EPIS
             calls: list[Call] = []
             time_invocations(runtime, calls)
             meter = Meter()
+            settles_cpu_s = _count_settles(runtime, meter, "trunk")
             sent: list[tuple[Published, datetime]] = []
             deliveries = trunk_deliveries = 0
-            trunk_usage_s = group_wait_s = 0.0
+            trunk_cpu_s = group_wait_s = 0.0
             with meter:
                 for at, events in _instants(day, rng, episodes):
                     calls.clear()
                     for event, payload in events:
                         body = webhooks_body(payload)
                         with meter.as_("trunk"):
+                            cpu_started = time.thread_time()
                             runtime.deliver(event, body, at)
+                            trunk_cpu_s += time.thread_time() - cpu_started
                         deliveries += 1
                         trunk_deliveries += event == "workflow_job"
                     opener_wakes = runtime.clock.next_due()  # a group opened: its opener sleeps
@@ -161,13 +165,17 @@ def run_push(day: Day, other_trunks: int = 0, episodes: Sequence[Episode] = EPIS
                         group_wait_s += max(0.0, (opener_wakes - at).total_seconds())
                     runtime.settle_deliveries(at)
                     sent += [(m, at) for m in _deployed(at, calls, sources)]
-                    trunk_usage_s += sum(c.seconds for c in calls if c.function == "WebhookFunction")
                 trunk_usage = meter.get("trunk")
                 dropped_s = _dropped_delivery_s(runtime, meter)
         finally:
             runtime.stop()
     delays = _delays(sent, day)
-    code_s = max(0.0, trunk_usage_s - trunk_usage.emulator_seconds - trunk_usage.meter_seconds)
+    # CPU time (this thread's: the load of other processes does not count), less moto's and
+    # the meter's own.
+    code_s = max(
+        0.0,
+        trunk_cpu_s + sum(settles_cpu_s) - trunk_usage.emulator_cpu_seconds - trunk_usage.meter_cpu_seconds,
+    )
     per_trunk = {
         "ddb_read_units": trunk_usage.read_units / max(1, deliveries),
         "ddb_write_units": trunk_usage.write_units / max(1, deliveries),
@@ -299,8 +307,31 @@ def _percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
+def _count_settles(runtime: LocalRuntime, meter: Meter, label: str) -> list[float]:
+    """Count a group's settle, which the delivery that opened the group runs (deployed: in
+    its own invocation, after sleeping until the bucket closed), under `label`; the CPU
+    seconds of each settle are appended to the list returned."""
+    clock = runtime.clock
+    call_at = clock.call_at
+    cpu_s: list[float] = []
+
+    def counted(when: datetime, action: Callable[[], object]) -> None:
+        def labelled() -> object:
+            started = time.thread_time()
+            try:
+                with meter.as_(label):
+                    return action()
+            finally:
+                cpu_s.append(time.thread_time() - started)
+
+        call_at(when, labelled)
+
+    clock.call_at = counted  # type: ignore[method-assign]
+    return cpu_s
+
+
 def _dropped_delivery_s(runtime: LocalRuntime, meter: Meter) -> float:
-    """Duration of a delivery dropped before the table (a pull request's job): the best
+    """CPU time of a delivery dropped before the table (a pull request's job): the best
     batch's mean (DROP_BATCHES), less anything the emulator answered (nothing, when the
     path makes no storage call)."""
     payload = webhooks.workflow_job("f" * 40, "linux-jammy / build", branch="some-feature")
@@ -309,10 +340,10 @@ def _dropped_delivery_s(runtime: LocalRuntime, meter: Meter) -> float:
     batches = []
     for batch in range(DROP_BATCHES):
         with meter.as_(f"dropped-{batch}") as usage:
-            started = time.perf_counter()
+            started = time.thread_time()
             for _ in range(DROP_ROUNDS):
                 runtime.deliver("workflow_job", body, DAY_START)
-            elapsed = time.perf_counter() - started - usage.emulator_seconds - usage.meter_seconds
+            elapsed = time.thread_time() - started - usage.emulator_cpu_seconds - usage.meter_cpu_seconds
         batches.append(elapsed / DROP_ROUNDS)
     return min(batches)
 
