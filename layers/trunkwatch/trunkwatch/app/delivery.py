@@ -1,7 +1,7 @@
 """A GitHub webhook request (a Lambda function URL event, payload version 2.0) -> a response.
 
 Cheapest checks first, so that the deliveries trunkwatch does not ingest (every pull
-request's jobs) cost no table access: size, the event header, the signature (HMAC-SHA256 of
+request's jobs) cost no table access: the event header, size, the signature (HMAC-SHA256 of
 the raw body, compared in constant time), the JSON, then the repository and branch (and a
 job's status: only `completed` carries a result). `triage` makes those checks alone (the
 handler runs them before any Powertools wrapper); only a delivery about a webhook-fed
