@@ -73,7 +73,7 @@ def test_push_places_commits_in_order_and_a_job_becomes_its_cell(storage: Storag
 def test_shards_merge_and_a_redelivery_writes_nothing(storage: Storage) -> None:
     deliver(storage, "push", webhooks.push([A]))
     deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, job_id=1))
-    assert cells(storage)[(KEY, A)] == "pending"  # shard 2 of 2 has not reported
+    assert (KEY, A) not in cells(storage)  # shard 2 of 2 has not reported: no result yet
     failed = webhooks.workflow_job(A, SHARD_2, conclusion="failure", job_id=2)
     assert deliver(storage, "workflow_job", failed).cells_written == 1
     assert deliver(storage, "workflow_job", failed).cells_written == 0
@@ -128,10 +128,12 @@ def test_completed_before_queued_keeps_the_result(storage: Storage) -> None:
     assert cells(storage)[(KEY, A)] == "fail" and states(storage, A)[KEY] == "F"
 
 
-def test_a_sharded_job_is_pending_until_every_shard_reported(storage: Storage) -> None:
+def test_a_sharded_job_is_written_once_every_shard_reported(storage: Storage) -> None:
     deliver(storage, "push", webhooks.push([A, B]))
-    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_2, conclusion="success", job_id=2))
-    assert cells(storage)[(KEY, A)] == "pending"
+    second = webhooks.workflow_job(A, SHARD_2, conclusion="success", job_id=2)
+    # Pending, as a job still running: a delivery writes results only (the poll writes pending).
+    assert KEY not in deliver(storage, "workflow_job", second).changed_jobs
+    assert (KEY, A) not in cells(storage) and KEY not in states(storage, A)
     deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="success", job_id=1))
     assert cells(storage)[(KEY, A)] == "pass" and states(storage, A)[KEY] == "P"
     # A failing shard decides at once, as in the poll (any fail wins).

@@ -15,7 +15,7 @@ string; a delivery cut short is redone by its redelivery or by the next poll.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -97,6 +97,10 @@ def ingest_delivery(
     changed = {job_key(r.name) for r in reports if storage.shards.report(trunk.trunk_id, r, now)}
     for key in sorted(changed):
         cell = build_cells(sha, storage.shards.runs(trunk.trunk_id, sha, key), rule.cancelled)[key]
+        if cell.state == CellState.PENDING:
+            # Shards still running: no result yet, as for any job still running (whose
+            # `in_progress` deliveries are dropped); a poll records running jobs as pending.
+            continue
         assert seq is not None
         group = write_cell(storage, trunk.trunk_id, rule, seq, cell, now)
         if group is not None:
@@ -140,9 +144,9 @@ def place_commits(
 def write_cell(
     storage: Storage, trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, now: datetime
 ) -> Group | None:
-    """Record `cell` on commit `seq` as ingest would: a cell item (in scope) and the commit's
-    state code, unless that code already says the same (or would go back to pending). The
-    group tick the cell counts towards, or None when nothing was written."""
+    """Record `cell` (a result) on commit `seq` as ingest would: a cell item (in scope) and
+    the commit's state code, unless that code already says the same. The group tick the
+    cell counts towards, or None when nothing was written."""
     trunks, commits = storage.trunks, storage.commits
     names, _ = ledger.add_jobs(trunks, trunk_id, trunks.job_names(trunk_id), [cell.job])
     column = names.index(cell.job)
@@ -158,17 +162,13 @@ def write_cell(
 
     def rewrite(previous: StoredCommit, fresh: StoredCommit, new: str) -> None:
         # Another writer changed this column meanwhile, its cell before or after this one:
-        # write the cell again as the state string will say (theirs, if this one lost).
+        # write this result again, as the state string will say (a result always replaces
+        # another writer's: only a pending cell would lose, and a delivery writes none).
         # The same instant's group, which this delivery may have opened, stays its group.
         nonlocal group
-        code, theirs = _code(new, column), _code(fresh.states, column)
+        theirs = _code(fresh.states, column)
         if theirs not in (_code(previous.states, column), cell.state.code):
-            kept = (
-                cell
-                if code == cell.state.code
-                else replace(cell, state=CellState.of_code(code), failure_lines=())
-            )
-            again = _write(storage, trunk_id, rule, seq, kept, fresh.commit, now)
+            again = _write(storage, trunk_id, rule, seq, cell, fresh.commit, now)
             group = group or again
 
     saved = ledger.save_states(commits, trunk_id, stored, merge, before_retry=rewrite)
