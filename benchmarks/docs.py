@@ -255,11 +255,19 @@ def _push(summary: dict[str, Any]) -> list[str]:
                 ],
                 ["trunk jobs' `completed` deliveries a day", _n(p.get("trunk_completed_per_day"))],
                 [
-                    "per trunk job's `completed` delivery (the delivery claim, the shard, and where the "
-                    "job's state changes the cell, its tick and the commit's state string)",
+                    "per trunk job's `completed` delivery (what it writes: design.md §2, `webhook`)",
                     f"{_n(per.get('ddb_write_units'))} write units, "
                     f"{_n(per.get('ddb_read_units'))} read units, "
-                    f"{_n(per.get('duration_s'))} s",
+                    f"{_n(per.get('ddb_requests'))} DynamoDB requests, "
+                    f"{_n(per.get('cpu_s'))} s CPU + {_n(per.get('wait_s'))} s waiting",
+                ],
+                ["per dropped delivery (CPU)", f"{_n(p.get('per_dropped_delivery_s'))} s"],
+                [
+                    "billed GB-s a day by memory size (the template's in bold)",
+                    ", ".join(
+                        f"**{mb} MB: {_n(v)}**" if int(mb) == p.get("memory_mb") else f"{mb} MB: {_n(v)}"
+                        for mb, v in p.get("lambda_gb_s_per_day_by_memory_mb", {}).items()
+                    ),
                 ],
                 [
                     "push path's cost a month (Lambda function URL, deployed)",

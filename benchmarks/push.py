@@ -17,31 +17,46 @@ Cost at the measured volume (JOBS_PER_MONTH, see there): every delivery is one L
 invocation through the function URL (no request charge beyond Lambda's); the deliveries
 dropped before the table cost their measured duration only (no storage call, no log line
 but Lambda's own); a trunk job's `completed` delivery costs the DynamoDB request units and
-duration measured here per delivery. `usd_per_million_deliveries` is the month's cost over
-its deliveries.
+duration measured here per delivery. Billed duration separates CPU from waiting: the
+handler's own CPU time (the invocation's thread CPU time, less moto's in-process answers
+and the meter's sizing) runs at the function's CPU share (FULL_VCPU_MB), while each DynamoDB request is a
+network wait of DYNAMODB_REQUEST_S and a group's opener sleeps until its bucket closes,
+neither slowed by the CPU share; the opener's settle of its group counts with the
+deliveries (its writes and requests). `usd_per_million_deliveries` is the month's cost over its
+deliveries.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import random
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from unittest import mock
 
 from benchmarks import prices
-from benchmarks.cost import APP_LOG_BYTES, EMF_LOG_BYTES, FULL_VCPU_MB, GB, PLATFORM_LOG_BYTES, memory_gb
+from benchmarks.cost import (
+    APP_LOG_BYTES,
+    EMF_LOG_BYTES,
+    FULL_VCPU_MB,
+    GB,
+    PLATFORM_LOG_BYTES,
+    SECONDS_PER_DAY,
+    memory_gb,
+)
 from benchmarks.end_to_end import STREAM_HOP_S, Call, time_invocations
 from benchmarks.trunk import DAY_START, EPISODES, Day, Episode
 from benchmarks.usage import Meter
 from tests.support import webhooks
+from trunkwatch.app.settings import WEBHOOK_SECRET_CACHE_SECONDS
 from trunkwatch.domain import alerts
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
 from trunkwatch.storage.records import GROUP_WINDOW
@@ -63,6 +78,15 @@ JOB_DELIVERIES = 3
 RUN_DELIVERIES_PER_JOB = 3 / 20
 DAYS_PER_MONTH = 30
 SEED = 5
+# A DynamoDB request from Lambda in the table's region: DynamoDB's single-digit millisecond
+# latency, assumed at the upper middle (nothing here measures the network).
+DYNAMODB_REQUEST_S = 0.006
+# The memory sizes the billed duration is compared at.
+MEMORY_SIZES_MB = (128, 256, 512)
+# The dropped delivery's CPU time: the best of DROP_BATCHES batches (timeit's rule: other
+# processes on a shared machine only ever add time), DROP_ROUNDS deliveries each.
+DROP_BATCHES = 5
+DROP_ROUNDS = 20
 
 
 @dataclass
@@ -82,6 +106,9 @@ class PushFigures:
     api_gateway_rest_usd_per_month: float = 0.0  # the alternative front door, not deployed
     per_trunk_delivery: dict[str, float] = field(default_factory=dict)
     per_dropped_delivery_s: float = 0.0
+    # Billed GB-s a day at each memory size (MEMORY_SIZES_MB), the template's marked.
+    lambda_gb_s_per_day_by_memory_mb: dict[int, float] = field(default_factory=dict)
+    memory_mb: int = 0
     group_window_s: float = GROUP_WINDOW.total_seconds()
     detections: list[dict[str, Any]] = field(default_factory=list)
     basis: str = ""
@@ -118,31 +145,45 @@ def run_push(day: Day, other_trunks: int = 0, episodes: Sequence[Episode] = EPIS
             calls: list[Call] = []
             time_invocations(runtime, calls)
             meter = Meter()
+            settles_cpu_s = _count_settles(runtime, meter, "trunk")
             sent: list[tuple[Published, datetime]] = []
             deliveries = trunk_deliveries = 0
-            trunk_usage_s = 0.0
+            trunk_cpu_s = group_wait_s = 0.0
             with meter:
                 for at, events in _instants(day, rng, episodes):
                     calls.clear()
                     for event, payload in events:
                         body = webhooks_body(payload)
                         with meter.as_("trunk"):
+                            cpu_started = time.thread_time()
                             runtime.deliver(event, body, at)
+                            trunk_cpu_s += time.thread_time() - cpu_started
                         deliveries += 1
                         trunk_deliveries += event == "workflow_job"
+                    opener_wakes = runtime.clock.next_due()  # a group opened: its opener sleeps
+                    if opener_wakes is not None:
+                        group_wait_s += max(0.0, (opener_wakes - at).total_seconds())
                     runtime.settle_deliveries(at)
                     sent += [(m, at) for m in _deployed(at, calls, sources)]
-                    trunk_usage_s += sum(c.seconds for c in calls if c.function == "WebhookFunction")
                 trunk_usage = meter.get("trunk")
-                dropped_s = _dropped_delivery_s(runtime)
+                dropped_s = _dropped_delivery_s(runtime, meter)
         finally:
             runtime.stop()
     delays = _delays(sent, day)
+    # CPU time (this thread's: the load of other processes does not count), less moto's and
+    # the meter's own.
+    code_s = max(
+        0.0,
+        trunk_cpu_s + sum(settles_cpu_s) - trunk_usage.emulator_cpu_seconds - trunk_usage.meter_cpu_seconds,
+    )
     per_trunk = {
         "ddb_read_units": trunk_usage.read_units / max(1, deliveries),
         "ddb_write_units": trunk_usage.write_units / max(1, deliveries),
-        "duration_s": trunk_usage_s / max(1, deliveries),
+        "ddb_requests": trunk_usage.ddb_requests / max(1, deliveries),
+        "cpu_s": code_s / max(1, deliveries),
+        "wait_s": (trunk_usage.ddb_requests * DYNAMODB_REQUEST_S + group_wait_s) / max(1, deliveries),
     }
+    gb_s_by_memory = {mb: _gb_s_per_day(per_trunk, dropped_s, mb / 1024) for mb in MEMORY_SIZES_MB}
     items, per_day, trunk_per_day = _cost(per_trunk, dropped_s)
     # Everything the run wrote (pushes' commits included) over its trunk jobs' deliveries.
     writes_per_job = trunk_usage.write_units / max(1, trunk_deliveries)
@@ -161,13 +202,21 @@ def run_push(day: Day, other_trunks: int = 0, episodes: Sequence[Episode] = EPIS
         api_gateway_rest_usd_per_month=api_gateway_usd_per_month(per_day),
         per_trunk_delivery={k: round(v, 4) for k, v in per_trunk.items()},
         per_dropped_delivery_s=round(dropped_s, 5),
+        lambda_gb_s_per_day_by_memory_mb={mb: round(v, 1) for mb, v in gb_s_by_memory.items()},
+        memory_mb=round(memory_gb("webhook") * 1024),
         detections=[{"alertname": a, "delay_s": round(d, 3)} for a, d in _named(sent, day)],
         basis=(
             f"{per_day:,.0f} deliveries a day: {JOBS_PER_MONTH:,} pytorch/pytorch jobs in 30 days "
             "(pytorch/ci-infra osdc/docs/current_runner_load_distribution.md, March 2026), "
             f"{JOB_DELIVERIES} workflow_job deliveries per job plus {RUN_DELIVERIES_PER_JOB:g} "
             f"workflow_run deliveries per job (assumed); {TRUNK_JOBS_PER_DAY:,} of the daily jobs on "
-            "main (the upper end of 10-20 k); only trunk jobs' `completed` deliveries reach the table"
+            "main (the upper end of 10-20 k); only trunk jobs' `completed` deliveries reach the table; "
+            f"Lambda duration: the handler's CPU time at the function's CPU share ({FULL_VCPU_MB} MB a "
+            f"vCPU), each DynamoDB request a {DYNAMODB_REQUEST_S * 1000:g} ms wait (assumed; moto's "
+            "in-process answers left out) and a group's opener asleep until its bucket closes, both "
+            "unscaled; the secret a free SSM SecureString, decrypted (one KMS request) once per "
+            f"{WEBHOOK_SECRET_CACHE_SECONDS} s per container, as many containers as the mean concurrency "
+            "(assumed)"
         ),
         wall_s=round(time.perf_counter() - started, 2),
     )
@@ -258,26 +307,76 @@ def _percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
-def _dropped_delivery_s(runtime: LocalRuntime) -> float:
-    """Mean duration of a delivery dropped before the table (a pull request's job)."""
+def _count_settles(runtime: LocalRuntime, meter: Meter, label: str) -> list[float]:
+    """Count a group's settle, which the delivery that opened the group runs (deployed: in
+    its own invocation, after sleeping until the bucket closed), under `label`; the CPU
+    seconds of each settle are appended to the list returned."""
+    clock = runtime.clock
+    call_at = clock.call_at
+    cpu_s: list[float] = []
+
+    def counted(when: datetime, action: Callable[[], object]) -> None:
+        def labelled() -> object:
+            started = time.thread_time()
+            try:
+                with meter.as_(label):
+                    return action()
+            finally:
+                cpu_s.append(time.thread_time() - started)
+
+        call_at(when, labelled)
+
+    clock.call_at = counted  # type: ignore[method-assign]
+    return cpu_s
+
+
+def _dropped_delivery_s(runtime: LocalRuntime, meter: Meter) -> float:
+    """CPU time of a delivery dropped before the table (a pull request's job): the best
+    batch's mean (DROP_BATCHES), less anything the emulator answered (nothing, when the
+    path makes no storage call)."""
     payload = webhooks.workflow_job("f" * 40, "linux-jammy / build", branch="some-feature")
     body = webhooks_body(payload)
-    started = time.perf_counter()
-    rounds = 50
-    for _ in range(rounds):
-        runtime.deliver("workflow_job", body, DAY_START)
-    return (time.perf_counter() - started) / rounds
+    runtime.deliver("workflow_job", body, DAY_START)  # the container's first: the secret cached
+    batches = []
+    for batch in range(DROP_BATCHES):
+        with meter.as_(f"dropped-{batch}") as usage:
+            started = time.thread_time()
+            for _ in range(DROP_ROUNDS):
+                runtime.deliver("workflow_job", body, DAY_START)
+            elapsed = time.thread_time() - started - usage.emulator_cpu_seconds - usage.meter_cpu_seconds
+        batches.append(elapsed / DROP_ROUNDS)
+    return min(batches)
+
+
+def _gb_s_per_day(per_trunk: dict[str, float], dropped_s: float, gb: float) -> float:
+    """Billed GB-s a day at `gb` of memory: CPU time slowed by the CPU share below a full
+    vCPU, waits as they are."""
+    per_day = _deliveries_per_day()
+    slower = max(1.0, FULL_VCPU_MB / (gb * 1024))
+    cpu_s = (per_day - TRUNK_JOBS_PER_DAY) * dropped_s + TRUNK_JOBS_PER_DAY * per_trunk["cpu_s"]
+    return (cpu_s * slower + TRUNK_JOBS_PER_DAY * per_trunk["wait_s"]) * gb
+
+
+def _secret_reads_per_day(per_trunk: dict[str, float], dropped_s: float) -> float:
+    """Each warm container reads the secret once per cache period; the containers are the
+    function's mean concurrency at its memory size, rounded up (assumed: bursts reuse them)."""
+    gb = memory_gb("webhook")
+    busy_s = _gb_s_per_day(per_trunk, dropped_s, gb) / gb
+    containers = max(1, math.ceil(busy_s / SECONDS_PER_DAY))
+    return containers * SECONDS_PER_DAY / WEBHOOK_SECRET_CACHE_SECONDS
+
+
+def _deliveries_per_day() -> float:
+    return JOBS_PER_MONTH / DAYS_PER_MONTH * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB)
 
 
 def _cost(per_trunk: dict[str, float], dropped_s: float) -> tuple[dict[str, float], float, float]:
     """The month's items at the measured volume (see JOBS_PER_MONTH), per day deliveries and
     trunk jobs' `completed` deliveries."""
     trunk_jobs = TRUNK_JOBS_PER_DAY
-    per_day = JOBS_PER_MONTH / DAYS_PER_MONTH * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB)
+    per_day = _deliveries_per_day()
     month = DAYS_PER_MONTH
-    gb = memory_gb("webhook")
-    slower = FULL_VCPU_MB / (gb * 1024)  # measured on a full core; the function gets its share
-    gb_s = ((per_day - trunk_jobs) * dropped_s + trunk_jobs * per_trunk["duration_s"]) * slower * gb
+    gb_s = _gb_s_per_day(per_trunk, dropped_s, memory_gb("webhook"))
     # Lambda's START/END/REPORT lines for every delivery, unless the function's system log
     # level drops them; the application's line and metrics only for a stored delivery.
     platform = 0 if _system_log_level("WebhookFunction") in ("WARN", "ERROR", "FATAL") else PLATFORM_LOG_BYTES
@@ -296,7 +395,8 @@ def _cost(per_trunk: dict[str, float], dropped_s: float) -> tuple[dict[str, floa
         / 1e6
         * prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION,
         "logs": log_gb * month * prices.CLOUDWATCH_LOGS_INGESTED_GB,
-        "secret": prices.SECRETS_MANAGER_SECRET_MONTH,
+        # A standard SSM parameter is free; each read decrypts it with the aws/ssm key.
+        "secret": _secret_reads_per_day(per_trunk, dropped_s) * month / 1e6 * prices.KMS_REQUESTS_PER_MILLION,
     }
     return {k: round(v, 2) for k, v in items.items()}, per_day, trunk_jobs
 

@@ -63,6 +63,10 @@ class Usage:
     seconds: float = 0.0  # wall time of those invocations
     emulator_seconds: float = 0.0  # of which moto (in-process) answering requests
     meter_seconds: float = 0.0  # of which this module sizing items
+    # The same two as this thread's CPU time (`time.thread_time`), which other processes on
+    # a shared machine do not inflate as they do wall time.
+    emulator_cpu_seconds: float = 0.0
+    meter_cpu_seconds: float = 0.0
 
     @property
     def wall_seconds(self) -> float:
@@ -96,6 +100,8 @@ class Usage:
             self.seconds + other.seconds,
             self.emulator_seconds + other.emulator_seconds,
             self.meter_seconds + other.meter_seconds,
+            self.emulator_cpu_seconds + other.emulator_cpu_seconds,
+            self.meter_cpu_seconds + other.meter_cpu_seconds,
         )
 
 
@@ -123,11 +129,13 @@ class Meter:
             label = _label.get()
             if label is None or _sizing.get():
                 return emulate(stubber, request)
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.thread_time()
             try:
                 return emulate(stubber, request)
             finally:
-                meter.get(label).emulator_seconds += time.perf_counter() - started
+                usage = meter.get(label)
+                usage.emulator_seconds += time.perf_counter() - started
+                usage.emulator_cpu_seconds += time.thread_time() - cpu_started
 
         BaseClient._make_api_call = counted
         BotocoreStubber.process_request = emulated  # type: ignore[assignment]
@@ -200,11 +208,12 @@ class Meter:
     def _sizing(self, usage: Usage) -> Iterator[None]:
         """Bookkeeping of the meter itself, kept out of the code's and the emulator's time."""
         token = _sizing.set(True)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         try:
             yield
         finally:
             usage.meter_seconds += time.perf_counter() - started
+            usage.meter_cpu_seconds += time.thread_time() - cpu_started
             _sizing.reset(token)
 
     def _read_cost(

@@ -28,7 +28,7 @@ def aws() -> Iterator[dict[str, Any]]:
             "RULE_DEFAULTS",
             "DASHBOARD_URL",
             "API_TOKENS_PARAMETER",
-            "WEBHOOK_SECRET_NAME",
+            "WEBHOOK_SECRET_PARAMETER",
             "POWERTOOLS_LOG_LEVEL",
         )
     )

@@ -116,9 +116,11 @@ class LocalStack:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = given
-        secret_name = os.environ.get("WEBHOOK_SECRET_NAME")
-        if secret_name and webhook_secret is not None:
-            boto3.client("secretsmanager").create_secret(Name=secret_name, SecretString=webhook_secret)
+        secret_parameter = os.environ.get("WEBHOOK_SECRET_PARAMETER")
+        if secret_parameter and webhook_secret is not None:
+            boto3.client("ssm").put_parameter(
+                Name=secret_parameter, Type="SecureString", Value=webhook_secret
+            )
 
     def stop(self) -> None:
         self._stack.close()

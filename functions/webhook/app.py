@@ -9,10 +9,8 @@ from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings
-from trunkwatch.app.delivery import handle_request
+from trunkwatch.app.delivery import Accepted, store, triage
 from trunkwatch.tracing import traced
-
-SECRET_CACHE_SECONDS = 300
 
 logger = Logger()
 metrics = Metrics()
@@ -22,13 +20,22 @@ edge = settings.Edge.from_environ(settings.WEBHOOK)
 
 
 def _secret() -> str:
-    return str(parameters.get_secret(edge.settings.webhook_secret_name, max_age=SECRET_CACHE_SECONDS))
+    name = edge.settings.webhook_secret_parameter
+    return str(parameters.get_parameter(name, decrypt=True, max_age=settings.WEBHOOK_SECRET_CACHE_SECONDS))
+
+
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # Most deliveries (every pull request's jobs) are answered here, before any Powertools
+    # wrapper: no context logging, trace segment or metrics flush for what is not stored.
+    verdict = triage(event, secret=_secret, deployment=edge.deployment)
+    if isinstance(verdict, dict):
+        return verdict
+    return _store(verdict, context)
 
 
 @logger.inject_lambda_context
 @traced
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return handle_request(
-        event, secret=_secret, deployment=edge.deployment, storage=edge.storage, clock=edge.clock
-    )
+def _store(accepted: Accepted, context: LambdaContext) -> dict[str, Any]:
+    # The wrappers take the accepted delivery as their event: none of them reads it.
+    return store(accepted, edge.storage(), edge.clock)

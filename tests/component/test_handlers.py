@@ -255,8 +255,10 @@ def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pyt
         Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True
     )
     # The sample is signed with GitHub's documented test-vector secret.
-    boto3.client("secretsmanager").create_secret(Name="webhook", SecretString="It's a Secret to Everybody")
-    monkeypatch.setenv("WEBHOOK_SECRET_NAME", "webhook")
+    boto3.client("ssm").put_parameter(
+        Name="/trunkwatch/webhook", Type="SecureString", Value="It's a Secret to Everybody"
+    )
+    monkeypatch.setenv("WEBHOOK_SECRET_PARAMETER", "/trunkwatch/webhook")
     parameters.clear_caches()
     webhook = handler("webhook")
     event = sample("webhook_function_url")

@@ -446,7 +446,7 @@ def test_a_sweep_tick_is_settled_at_once(storage: Storage) -> None:
     assert not storage.ticks.count(TRUNK, "sweep-1", ["101"], NOW)
 
 
-# --- shards and deliveries ----------------------------------------------------------------
+# --- shards ----------------------------------------------------------------------------
 
 SHARD = "pull / linux-jammy / test (default, 1, 2, linux.2xlarge)"
 
@@ -463,6 +463,7 @@ def test_a_shard_is_replaced_only_by_a_newer_report(storage: Storage) -> None:
     assert not shards.report(TRUNK, report(1, "success"), NOW)  # the same attempt again
     assert shards.report(TRUNK, report(2, "success"), NOW)
     assert not shards.report(TRUNK, report(1, "success"), NOW)  # an older attempt
+    assert shards.report(TRUNK, report(2, "success"), NOW)  # the stored report again: a redelivery
     runs = shards.runs(TRUNK, commit(1).sha, key)
     reported = next(run for run in runs if run.name == SHARD)
     assert (reported.conclusion, reported.attempt, reported.url, reported.failed_before) == (
@@ -474,6 +475,16 @@ def test_a_shard_is_replaced_only_by_a_newer_report(storage: Storage) -> None:
     assert [run.name for run in runs if run.name != SHARD] == [
         "pull / linux-jammy / test (default, 2, 2, linux.2xlarge)"
     ]  # the shard not reported yet, pending
+
+
+def test_the_same_report_again_is_the_stored_one_and_changes_nothing(storage: Storage) -> None:
+    shards, key = storage.shards, "pull / linux-jammy / test (default, linux.2xlarge)"
+    for _ in range(2):
+        assert shards.report(TRUNK, report(1, "in_progress", completed=False), NOW)
+    for _ in range(2):
+        assert shards.report(TRUNK, report(1, "failure"), NOW)
+    (run, _) = shards.runs(TRUNK, commit(1).sha, key)
+    assert (run.conclusion, run.attempt, run.url, run.failed_before) == ("failure", 1, "run/1", False)
 
 
 def test_a_late_failed_attempt_makes_the_stored_pass_flaky(storage: Storage) -> None:
@@ -531,14 +542,6 @@ def test_open_reruns_are_those_without_result_and_those_requested_lately(storage
     reruns.add(TRUNK, rerun("given up", planned_at=NOW - timedelta(days=2)), RETENTION)
     found = reruns.open(TRUNK, NOW - timedelta(hours=12), hour_ago)
     assert sorted(r.job for r in found) == ["done lately", "planned", "refused"]
-
-
-def test_a_delivery_is_claimed_once_until_released(storage: Storage) -> None:
-    deliveries = storage.deliveries
-    assert deliveries.claim("d-1", "workflow_job", NOW)
-    assert not deliveries.claim("d-1", "workflow_job", NOW)
-    deliveries.release("d-1")
-    assert deliveries.claim("d-1", "workflow_job", NOW)
 
 
 # --- notification logs --------------------------------------------------------------------

@@ -14,6 +14,7 @@ from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, trunk_of
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.config import load_deployment
+from trunkwatch.domain.shards import ShardReport
 from trunkwatch.sources.base import CommitResult, Snapshot
 from trunkwatch.sources.webhook import PayloadError
 from trunkwatch.storage.memory import memory_storage
@@ -72,12 +73,50 @@ def test_push_places_commits_in_order_and_a_job_becomes_its_cell(storage: Storag
 def test_shards_merge_and_a_redelivery_writes_nothing(storage: Storage) -> None:
     deliver(storage, "push", webhooks.push([A]))
     deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, job_id=1))
-    assert cells(storage)[(KEY, A)] == "pending"  # shard 2 of 2 has not reported
+    assert (KEY, A) not in cells(storage)  # shard 2 of 2 has not reported: no result yet
     failed = webhooks.workflow_job(A, SHARD_2, conclusion="failure", job_id=2)
     assert deliver(storage, "workflow_job", failed).cells_written == 1
     assert deliver(storage, "workflow_job", failed).cells_written == 0
     assert deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, job_id=1)).cells_written == 0
     assert cells(storage)[(KEY, A)] == "fail"
+
+
+@pytest.mark.parametrize("dies_at", ["cells.save_all", "commits.save_states"])
+def test_a_delivery_that_died_halfway_is_finished_by_its_redelivery(storage: Storage, dies_at: str) -> None:
+    # No delivery is claimed: the redelivery finds its shard stored and writes what is missing.
+    deliver(storage, "push", webhooks.push([A]))
+    failed = webhooks.workflow_job(A, SHARD_1, conclusion="failure", job_id=1)
+    store, method = dies_at.split(".")
+    target = getattr(storage, store)
+    original = getattr(target, method)
+
+    def dies(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the invocation died here")
+
+    setattr(target, method, dies)
+    with pytest.raises(RuntimeError):
+        deliver(storage, "workflow_job", failed)
+    setattr(target, method, original)
+    assert KEY in deliver(storage, "workflow_job", failed).changed_jobs
+    assert cells(storage)[(KEY, A)] == "fail" and states(storage, A)[KEY] == "F"
+    assert deliver(storage, "workflow_job", failed).cells_written == 0  # and once is enough
+
+
+def test_the_runs_pass_is_stored_until_the_commit_records_it(storage: Storage) -> None:
+    deliver(storage, "push", webhooks.push([A]))
+    reported: list[str] = []
+    report = storage.shards.report
+
+    def counted(trunk_id: str, shard: ShardReport, now: datetime) -> bool:
+        reported.append(shard.name)
+        return report(trunk_id, shard, now)
+
+    storage.shards.report = counted  # type: ignore[method-assign]
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, job_id=1))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_2, job_id=2))
+    # Every job delivery repeats its run's `(workflow)` pass: the second finds it recorded.
+    assert reported == [f"pull / {SHARD_1}", "pull / (workflow)", f"pull / {SHARD_2}"]
+    assert states(storage, A) == {KEY: "P", "pull / (workflow)": "P"}
 
 
 def test_completed_before_queued_keeps_the_result(storage: Storage) -> None:
@@ -89,10 +128,12 @@ def test_completed_before_queued_keeps_the_result(storage: Storage) -> None:
     assert cells(storage)[(KEY, A)] == "fail" and states(storage, A)[KEY] == "F"
 
 
-def test_a_sharded_job_is_pending_until_every_shard_reported(storage: Storage) -> None:
+def test_a_sharded_job_is_written_once_every_shard_reported(storage: Storage) -> None:
     deliver(storage, "push", webhooks.push([A, B]))
-    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_2, conclusion="success", job_id=2))
-    assert cells(storage)[(KEY, A)] == "pending"
+    second = webhooks.workflow_job(A, SHARD_2, conclusion="success", job_id=2)
+    # Pending, as a job still running: a delivery writes results only (the poll writes pending).
+    assert KEY not in deliver(storage, "workflow_job", second).changed_jobs
+    assert (KEY, A) not in cells(storage) and KEY not in states(storage, A)
     deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="success", job_id=1))
     assert cells(storage)[(KEY, A)] == "pass" and states(storage, A)[KEY] == "P"
     # A failing shard decides at once, as in the poll (any fail wins).

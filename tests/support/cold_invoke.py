@@ -52,9 +52,9 @@ def _create_resources(spec: dict[str, Any], environ: dict[str, str]) -> None:
         ssm.put_parameter(
             Name=environ["API_TOKENS_PARAMETER"], Type="SecureString", Value=json.dumps(spec["tokens"])
         )
-    if environ.get("WEBHOOK_SECRET_NAME"):
-        boto3.client("secretsmanager").create_secret(
-            Name=environ["WEBHOOK_SECRET_NAME"], SecretString=spec["webhook_secret"]
+    if environ.get("WEBHOOK_SECRET_PARAMETER"):
+        ssm.put_parameter(
+            Name=environ["WEBHOOK_SECRET_PARAMETER"], Type="SecureString", Value=spec["webhook_secret"]
         )
     if environ.get("POLL_QUEUE_URL"):
         name = environ["POLL_QUEUE_URL"].rsplit("/", 1)[-1]

@@ -273,7 +273,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "SecretsPrefix": "trunkwatch/",
         "ReceiverSecretsPrefix": "trunkwatch/receivers/",
         "ApiTokensParameter": "/trunkwatch/api-tokens",
-        "WebhookSecretName": "trunkwatch/github-webhook",
+        "WebhookSecretParameter": "/trunkwatch/github-webhook",
         "LogLevel": "INFO",
         "LogRetentionDays": 30,
         "Tracing": "PassThrough",
@@ -364,7 +364,8 @@ def test_functions_run_python312_on_arm64_with_the_domain_layer(resources: dict[
         wanted = [domain, api] if name == "ApiFunction" else [domain]
         assert props["Layers"] == [{"Ref": layer} for layer in wanted], name
         assert props["TracingConfig"] == {"Mode": {"Ref": "Tracing"}}, name
-        assert props["MemorySize"] == 256, name
+        # The webhook function's size is chosen by the push benchmark's billed GB-s.
+        assert props["MemorySize"] == (128 if name == "WebhookFunction" else 256), name
         assert props["Code"]["S3Key"] == f"functions/{name.removesuffix('Function').lower()}/", name
 
 
@@ -568,7 +569,7 @@ def test_stream_readers_read_only_the_tables_stream(resources: dict[str, Any], f
         ("AuthorizerFunction", set()),
         (
             "WebhookFunction",
-            {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem", "DeleteItem"},
+            {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"},
         ),
     ],
 )
@@ -700,8 +701,7 @@ def test_webhooks_come_through_an_unauthenticated_function_url_that_alone_reads_
     assert url["Properties"]["AuthType"] == "NONE"
     assert url["Properties"]["TargetFunctionArn"] == {"Ref": "WebhookFunction"}
     assert resources["WebhookFunction"]["Properties"]["Timeout"] == 10  # GitHub waits 10 s
-    secret = "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
-    secret += "${WebhookSecretName}-??????"
+    secret = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${WebhookSecretParameter}"
 
     def reads_secret(statement: dict[str, Any]) -> bool:
         return statement.get("Effect") == "Allow" and any(
@@ -712,8 +712,10 @@ def test_webhooks_come_through_an_unauthenticated_function_url_that_alone_reads_
     readers = {f for f in FUNCTIONS for s in _statements(resources[f"{f}Role"]) if reads_secret(s)}
     assert readers == {"WebhookFunction"}
     role = resources["WebhookFunctionRole"]
-    (statement,) = [s for s in _statements(role) if "secretsmanager:GetSecretValue" in _actions(s)]
+    (statement,) = [s for s in _statements(role) if s.get("Sid") == "ReadWebhookSecret"]
+    assert _actions(statement) == ["ssm:GetParameter"]
     assert [_sub_text(r) for r in _resources_of(statement)] == [secret]
+    assert not any("secretsmanager:GetSecretValue" in _actions(s) for s in _statements(role))
 
 
 def test_every_function_logs_to_its_own_group_with_a_retention(resources: dict[str, Any]) -> None:

@@ -192,7 +192,7 @@ class CountingStorage:
 
     def __call__(self) -> Storage:
         self.calls.append("open")
-        for name in ("trunks", "commits", "cells", "alerts", "ticks", "shards", "deliveries", "logs"):
+        for name in ("trunks", "commits", "cells", "alerts", "ticks", "shards", "logs"):
             store = getattr(self.storage, name)
             for attr in dir(store):
                 method = getattr(store, attr)

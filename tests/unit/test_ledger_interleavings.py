@@ -207,8 +207,8 @@ def test_a_delivery_pending_while_a_poll_finds_the_result() -> None:
         assert decoded(result, X)["pull / x (default, linux)"] == "P"
         assert result["cells"][("pull / x (default, linux)", seq)][0] == CellState.PASS
 
-    # The delivery's cell (shard 2 not reported: pending) may land after the poll's: it is
-    # written again as the pass it lost to, so the cell still says what the state string does.
+    # The delivery (shard 2 not reported) has no result to write: the poll's pass stands,
+    # whatever the delivery's reads and its shard write interleave with.
     writers = [polled, job(X, shard.format(1), "pull", "success")]
     assert assert_every_interleaving_is_serial(writers, check, NOT_PLACING, states_only=True) > 10
 

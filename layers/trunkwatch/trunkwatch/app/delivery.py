@@ -1,11 +1,14 @@
 """A GitHub webhook request (a Lambda function URL event, payload version 2.0) -> a response.
 
 Cheapest checks first, so that the deliveries trunkwatch does not ingest (every pull
-request's jobs) cost no table access: size, the event header, the signature (HMAC-SHA256 of
+request's jobs) cost no table access: the event header, size, the signature (HMAC-SHA256 of
 the raw body, compared in constant time), the JSON, then the repository and branch (and a
-job's status: only `completed` carries a result). Only a
-delivery about a webhook-fed trunk is claimed by its `X-GitHub-Delivery` (a redelivery is
-answered without being stored again) and written.
+job's status: only `completed` carries a result). `triage` makes those checks alone (the
+handler runs them before any Powertools wrapper); only a delivery about a webhook-fed
+trunk reaches `store`. Nothing claims a delivery: each write is conditional on what it
+changes (a shard only by a newer or the same report, a cell only where the commit's state
+string says otherwise), so a redelivery, or the retry of an invocation that died halfway,
+writes only what the first try did not.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -24,7 +27,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, settle, trunk_of
 from trunkwatch.domain.clock import Clock
-from trunkwatch.domain.config import Deployment
+from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.sources.webhook import EVENTS, PayloadError
 from trunkwatch.storage.port import Storage
 
@@ -37,6 +40,17 @@ logger = Logger(child=True)
 metrics = Metrics()
 
 
+@dataclass(frozen=True)
+class Accepted:
+    """A delivery about a webhook-fed trunk, to be stored."""
+
+    event: str
+    delivery_id: str
+    trunk: TrunkConfig
+    rule: RuleConfig
+    payload: dict[str, Any]
+
+
 def handle_request(
     event: dict[str, Any],
     secret: Callable[[], str],
@@ -44,18 +58,26 @@ def handle_request(
     storage: Callable[[], Storage],
     clock: Clock,
 ) -> dict[str, Any]:
-    """Answer one delivery at `clock`'s time. `secret`, `deployment` and `storage` are made
-    only when needed; a group the delivery opens is settled when it closes (`clock.call_at`)."""
-    now = clock.now()
+    """Answer one delivery at `clock`'s time (`triage`, then `store`)."""
+    verdict = triage(event, secret, deployment)
+    return verdict if isinstance(verdict, dict) else store(verdict, storage(), clock)
+
+
+def triage(
+    event: dict[str, Any], secret: Callable[[], str], deployment: Callable[[], Deployment]
+) -> Accepted | dict[str, Any]:
+    """The delivery to store, or the answer to a delivery that is not stored (no storage,
+    no log line but a refused signature's, never the payload). `secret` and `deployment`
+    are read only when needed."""
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    name = headers.get("x-github-event", "")
+    if name not in EVENTS and name != "ping":
+        return _answer(202, f"ignored: event {name!r} is not ingested")
     body = _body(event)
     if body is None:
         return _answer(400, "the body is not valid base64")
     if len(body) > MAX_BODY_BYTES:
         return _answer(413, f"payload over {MAX_BODY_BYTES} bytes")
-    name = headers.get("x-github-event", "")
-    if name not in EVENTS and name != "ping":
-        return _answer(202, f"ignored: event {name!r} is not ingested")
     if not _signed(body, headers.get("x-hub-signature-256", ""), secret()):
         logger.warning("webhook delivery refused: bad or missing signature", extra={"event": name})
         return _answer(401, "bad or missing X-Hub-Signature-256")
@@ -74,19 +96,19 @@ def handle_request(
     delivery_id = headers.get("x-github-delivery", "")
     if not delivery_id:
         return _answer(400, "missing X-GitHub-Delivery")
-    stored = storage()
-    if not stored.deliveries.claim(delivery_id, name, now):
-        return _answer(200, "already handled")
+    return Accepted(name, delivery_id, trunk, current.rule_for(trunk), payload)
+
+
+def store(accepted: Accepted, stored: Storage, clock: Clock) -> dict[str, Any]:
+    """Write a delivery about a webhook-fed trunk; a group it opens is settled when it closes
+    (`clock.call_at`)."""
+    trunk, name = accepted.trunk, accepted.event
     try:
-        result = ingest_delivery(stored, trunk, current.rule_for(trunk), name, payload, now)
+        result = ingest_delivery(stored, trunk, accepted.rule, name, accepted.payload, clock.now())
     except PayloadError as err:
-        stored.deliveries.release(delivery_id)
         logger.warning("webhook delivery refused", extra={"event": name, "error": str(err)})
         return _answer(400, str(err))
-    except Exception:
-        stored.deliveries.release(delivery_id)  # its redelivery is handled afresh
-        raise
-    _report(delivery_id, result)
+    _report(accepted.delivery_id, result)
     group = result.group
     if group is not None and group.opened:
         # This delivery opened its bucket's group: wait for the bucket to end (at most

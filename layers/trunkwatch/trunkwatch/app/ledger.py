@@ -9,17 +9,17 @@ written by compare-and-set, and on a conflict read again and merged again:
   index is still the one it read. A column, once given to a job, never changes, so a state
   string (one code per column) always decodes to the same jobs.
 - A state string changes only from the string read, to the writer's merge of it (the poll:
-  its snapshot's cells onto the stored codes; a delivery: its one cell, unless that would
-  take a result back to pending). On a conflict the writer merges again onto what is stored
-  now, and first writes the cells that new merge changes that it has not written yet, or
-  that another writer wrote since (cells are written before the state string that records
-  them, so a crash between the two is redone by the next poll or redelivery). So the cell
+  its snapshot's cells onto the stored codes; a delivery: its one cell, a result). On a
+  conflict the writer merges again onto what is stored now, and first writes the cells
+  that new merge changes that it has not written yet, or that another writer wrote since
+  (cells are written before the state string that records them, so a crash between the
+  two is redone by the next poll or redelivery). So the cell
   items and the state string agree, and the result is that of the two writers one after
   the other: a job another writer added meanwhile is kept (or made no data by a poll's
-  complete report, as if the poll had come second). Where a delivery's cell loses to what
-  another writer stored on the same column meanwhile (its pending result to their result),
-  its cell may have landed last: it is written again with the stored state (the run's URL
-  from the delivery, no failure lines), so the two still agree.
+  complete report, as if the poll had come second). A delivery writes only results (never
+  pending), and a result always replaces what another writer stored on the column, so a
+  delivery's merge never loses: where its cell may have landed before theirs, it is
+  written again, so the two still agree.
 - A commit is placed (item and by-sha pointer together) only at a free seq and only while its
   pointer, and its parent's when it is linked to it, are still as read.
 - The trunk's `recent_seqs` (the staleness window) changes only from the list read, to its

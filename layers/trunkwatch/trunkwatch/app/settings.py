@@ -33,11 +33,13 @@ if TYPE_CHECKING:
     from trunkwatch.storage.port import Storage
 
 CACHE_SECONDS = 60
+# The webhook's signing secret: each read decrypts it (a KMS request), so it is kept longer.
+WEBHOOK_SECRET_CACHE_SECONDS = 300
 
 # What each kind of function needs from its environment (template.yaml gives it).
 PIPELINE = ("TABLE_NAME", "AWS_REGION", "CONFIG_PARAMETER")
 NOTIFIER = (*PIPELINE, "TOPIC_ARN")
-WEBHOOK = (*PIPELINE, "WEBHOOK_SECRET_NAME")
+WEBHOOK = (*PIPELINE, "WEBHOOK_SECRET_PARAMETER")
 DISPATCHER = (*PIPELINE, "POLL_QUEUE_URL")
 API = PIPELINE
 AUTHORIZER = ("AWS_REGION", "API_TOKENS_PARAMETER")
@@ -56,8 +58,8 @@ class Settings:
     # request it serves instead (its own function cannot reference the API: a cycle).
     api_url: str
     api_tokens_parameter: str
-    # The Secrets Manager secret GitHub signs webhook deliveries with.
-    webhook_secret_name: str
+    # The SSM SecureString parameter holding the secret GitHub signs webhook deliveries with.
+    webhook_secret_parameter: str
     # The queue the dispatcher sends one message per due trunk to (ingest consumes it).
     poll_queue_url: str = ""
 
@@ -84,7 +86,7 @@ class Settings:
             dashboard_url=values.get("DASHBOARD_URL", ""),
             api_url=values.get("API_URL", "").rstrip("/"),
             api_tokens_parameter=values.get("API_TOKENS_PARAMETER", ""),
-            webhook_secret_name=values.get("WEBHOOK_SECRET_NAME", ""),
+            webhook_secret_parameter=values.get("WEBHOOK_SECRET_PARAMETER", ""),
             poll_queue_url=values.get("POLL_QUEUE_URL", ""),
         )
 

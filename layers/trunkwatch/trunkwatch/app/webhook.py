@@ -15,13 +15,23 @@ string; a delivery cut short is redone by its redelivery or by the next poll.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from trunkwatch.app import ledger
-from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells, job_key, replaces
+from trunkwatch.domain.cells import (
+    ABSENT_CODE,
+    WORKFLOW_JOB,
+    Cell,
+    CellState,
+    Commit,
+    build_cells,
+    job_key,
+    replaces,
+)
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
+from trunkwatch.domain.shards import ShardReport
 from trunkwatch.sources import webhook
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import CellWrite, Group, StoredCommit
@@ -82,9 +92,15 @@ def ingest_delivery(
     if reports and seq is None:
         result.ignored = "not a known trunk commit"
         return result
+    if event == "workflow_job" and seq is not None:
+        reports = [r for r in reports if not _run_pass_recorded(storage, trunk.trunk_id, seq, r)]
     changed = {job_key(r.name) for r in reports if storage.shards.report(trunk.trunk_id, r, now)}
     for key in sorted(changed):
         cell = build_cells(sha, storage.shards.runs(trunk.trunk_id, sha, key), rule.cancelled)[key]
+        if cell.state == CellState.PENDING:
+            # Shards still running: no result yet, as for any job still running (whose
+            # `in_progress` deliveries are dropped); a poll records running jobs as pending.
+            continue
         assert seq is not None
         group = write_cell(storage, trunk.trunk_id, rule, seq, cell, now)
         if group is not None:
@@ -92,6 +108,20 @@ def ingest_delivery(
             result.cells_written += 1
             result.changed_jobs.append(key)
     return result
+
+
+def _run_pass_recorded(storage: Storage, trunk_id: str, seq: int, report: ShardReport) -> bool:
+    """Whether `report` is the run's `(workflow)` pass that every job delivery of the run
+    repeats, and the commit's state string already records that pass: storing it again
+    would change nothing, so it is not written (two reads instead of a write)."""
+    if not report.name.endswith(f" / {WORKFLOW_JOB}") or report.conclusion != "success":
+        return False
+    names = storage.trunks.job_names(trunk_id)
+    key = job_key(report.name)
+    if key not in names:
+        return False
+    stored = storage.commits.get(trunk_id, seq)
+    return stored is not None and _code(stored.states, names.index(key)) == CellState.PASS.code
 
 
 def place_commits(
@@ -114,9 +144,9 @@ def place_commits(
 def write_cell(
     storage: Storage, trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, now: datetime
 ) -> Group | None:
-    """Record `cell` on commit `seq` as ingest would: a cell item (in scope) and the commit's
-    state code, unless that code already says the same (or would go back to pending). The
-    group tick the cell counts towards, or None when nothing was written."""
+    """Record `cell` (a result) on commit `seq` as ingest would: a cell item (in scope) and
+    the commit's state code, unless that code already says the same. The group tick the
+    cell counts towards, or None when nothing was written."""
     trunks, commits = storage.trunks, storage.commits
     names, _ = ledger.add_jobs(trunks, trunk_id, trunks.job_names(trunk_id), [cell.job])
     column = names.index(cell.job)
@@ -132,17 +162,13 @@ def write_cell(
 
     def rewrite(previous: StoredCommit, fresh: StoredCommit, new: str) -> None:
         # Another writer changed this column meanwhile, its cell before or after this one:
-        # write the cell again as the state string will say (theirs, if this one lost).
+        # write this result again, as the state string will say (a result always replaces
+        # another writer's: only a pending cell would lose, and a delivery writes none).
         # The same instant's group, which this delivery may have opened, stays its group.
         nonlocal group
-        code, theirs = _code(new, column), _code(fresh.states, column)
+        theirs = _code(fresh.states, column)
         if theirs not in (_code(previous.states, column), cell.state.code):
-            kept = (
-                cell
-                if code == cell.state.code
-                else replace(cell, state=CellState.of_code(code), failure_lines=())
-            )
-            again = _write(storage, trunk_id, rule, seq, kept, fresh.commit, now)
+            again = _write(storage, trunk_id, rule, seq, cell, fresh.commit, now)
             group = group or again
 
     saved = ledger.save_states(commits, trunk_id, stored, merge, before_retry=rewrite)

@@ -24,7 +24,6 @@ one partition per job.
 | rerun            | `RERUNS#<repo>#<branch>`         | `<job>#<episode start>#<role>` | rerun    |
 | commit by sha    | `SHA#<repo>#<branch>#<sha>`      | `SEQ`                      | commit_sha   |
 | webhook shard    | `SHARDS#<repo>#<branch>#<sha>#<job>` | `<shard's job name>`   | shard        |
-| webhook delivery | `DELIVERY#<X-GitHub-Delivery>`   | `DELIVERY`                 | delivery     |
 | silence          | `SILENCE`                        | `<uuid>`                   | silence      |
 | silence audit    | `SILENCE#AUDIT`                  | `<time>#<uuid>#<action>`   | audit        |
 | idempotency      | `IDEMPOTENCY`                    | `<hash of the transition>` | (Powertools) |

@@ -6,7 +6,6 @@ from __future__ import annotations
 from trunkwatch.storage.alerts import DynamoAlerts
 from trunkwatch.storage.cells import DynamoCells
 from trunkwatch.storage.commits import DynamoCommits
-from trunkwatch.storage.deliveries import DynamoDeliveries
 from trunkwatch.storage.logs import DynamoLogs
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.reruns import DynamoReruns
@@ -27,7 +26,6 @@ def open_table(table_name: str, region: str | None = None, endpoint_url: str | N
         alerts=DynamoAlerts(table),
         ticks=DynamoTicks(table),
         shards=DynamoShards(table),
-        deliveries=DynamoDeliveries(table),
         logs=DynamoLogs(table),
         silences=DynamoSilences(table),
         reruns=DynamoReruns(table),

@@ -94,13 +94,6 @@ class ShardItem(BaseItem, discriminator="shard"):
     expires_at = TTLAttribute()
 
 
-class DeliveryItem(BaseItem, discriminator="delivery"):
-    """A webhook delivery handled once (GitHub keeps X-GitHub-Delivery on redelivery)."""
-
-    event = UnicodeAttribute()
-    expires_at = TTLAttribute()
-
-
 class CellItem(BaseItem, discriminator="cell"):
     """One job cell; written only when its merged state changes (design.md §2)."""
 

@@ -34,11 +34,6 @@ def shards(trunk_id: str, sha: str, job: str) -> str:
     return f"SHARDS#{trunk_id}#{sha}#{job}"
 
 
-def delivery(delivery_id: str) -> str:
-    """A webhook delivery already handled (X-GitHub-Delivery, kept on redelivery)."""
-    return f"DELIVERY#{delivery_id}"
-
-
 def alerts(trunk_id: str) -> str:
     return f"ALERTS#{trunk_id}"
 

@@ -312,6 +312,13 @@ class MemoryShards:
         shards = self._shards.setdefault((trunk_id, shard.sha, job_key(shard.name)), {})
         stored = shards.get(shard.name)
         failed = shard.completed and shard.conclusion in FAILED_CONCLUSIONS
+        same = stored is not None and (stored.attempt, stored.completed, stored.conclusion) == (
+            shard.attempt,
+            shard.completed,
+            shard.conclusion,
+        )
+        if same:
+            return True  # a repeated report: its delivery redoes what may not have been finished
         newer = stored is None or (
             shard.completed and (not stored.completed or stored.attempt < shard.attempt)
         )
@@ -339,20 +346,6 @@ class MemoryShards:
             for name, s in sorted(shards.items())
         ]
         return [*reported, *pending_shards(run.name for run in reported)]
-
-
-class MemoryDeliveries:
-    def __init__(self) -> None:
-        self._claimed: set[str] = set()
-
-    def claim(self, delivery_id: str, event: str, now: datetime) -> bool:
-        if delivery_id in self._claimed:
-            return False
-        self._claimed.add(delivery_id)
-        return True
-
-    def release(self, delivery_id: str) -> None:
-        self._claimed.discard(delivery_id)
 
 
 class MemoryLogs:
@@ -440,7 +433,6 @@ def memory_storage() -> Storage:
         alerts=MemoryAlerts(trunks),
         ticks=MemoryTicks(trunks),
         shards=MemoryShards(),
-        deliveries=MemoryDeliveries(),
         logs=MemoryLogs(),
         silences=MemorySilences(),
         reruns=MemoryReruns(),

@@ -106,17 +106,13 @@ class Ticks(Protocol):
 
 
 class Shards(Protocol):
-    """A job's shards on one commit as webhook deliveries reported them."""
+    """A job's shards on one commit as webhook deliveries reported them. `report` is True
+    when the stored shard is now the report's (written, or the same report stored before:
+    a redelivery, or the retry of an invocation that died after it), False when the stored
+    shard is newer, so a repeated delivery redoes what its first try may not have finished."""
 
     def report(self, trunk_id: str, shard: ShardReport, now: datetime) -> bool: ...
     def runs(self, trunk_id: str, sha: str, job: str) -> list[JobRun]: ...
-
-
-class Deliveries(Protocol):
-    """Webhook deliveries handled, by X-GitHub-Delivery."""
-
-    def claim(self, delivery_id: str, event: str, now: datetime) -> bool: ...
-    def release(self, delivery_id: str) -> None: ...
 
 
 class Logs(Protocol):
@@ -159,7 +155,6 @@ class Storage:
     alerts: Alerts
     ticks: Ticks
     shards: Shards
-    deliveries: Deliveries
     logs: Logs
     silences: Silences
     reruns: Reruns

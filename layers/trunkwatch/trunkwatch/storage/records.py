@@ -12,8 +12,6 @@ from trunkwatch.domain.cells import Cell, Commit, StoredCell
 # Tick barriers and webhook groups (see `ticks.py` for the protocol they follow).
 TICK_TTL = timedelta(days=2)
 GROUP_WINDOW = timedelta(milliseconds=500)
-# GitHub redelivers (by hand or through its API) for 3 days.
-DELIVERY_TTL = timedelta(days=4)
 # Long enough for any re-run of a commit's jobs (GitHub re-runs within 30 days).
 SHARD_TTL = timedelta(days=30)
 # The conclusions of a failed shard attempt (a pass after one is flaky).

@@ -21,10 +21,16 @@ class DynamoShards(TableStore):
         """Store the report if it is newer than the stored one: a later attempt, or the same
         attempt's completion; a pending report never replaces a completed one. A failed attempt
         is remembered even when a later attempt is already stored (a pass after it is flaky).
-        True when the stored shard changed."""
+        True when the stored shard is this report's (the same report is written again: one
+        write unit, as a refused conditional write would cost) or a late failed attempt was
+        added; False when a newer report is stored."""
         pk, sk = keys.shards(trunk_id, shard.sha, job_key(shard.name)), shard.name
         item = ShardItem(pk, sk)
-        newer = ShardItem.pk.does_not_exist()
+        newer = ShardItem.pk.does_not_exist() | (
+            (ShardItem.attempt == shard.attempt)
+            & (ShardItem.completed == shard.completed)
+            & (ShardItem.conclusion == shard.conclusion)
+        )
         if shard.completed:
             newer |= (ShardItem.completed == False) | (ShardItem.attempt < shard.attempt)  # noqa: E712
         actions: list[Action] = [
