@@ -45,7 +45,6 @@ from unittest import mock
 from benchmarks import prices
 from benchmarks.cost import (
     APP_LOG_BYTES,
-    EMF_LOG_BYTES,
     FULL_VCPU_MB,
     GB,
     PLATFORM_LOG_BYTES,
@@ -380,7 +379,7 @@ def _cost(per_trunk: dict[str, float], dropped_s: float) -> tuple[dict[str, floa
     # Lambda's START/END/REPORT lines for every delivery, unless the function's system log
     # level drops them; the application's line and metrics only for a stored delivery.
     platform = 0 if _system_log_level("WebhookFunction") in ("WARN", "ERROR", "FATAL") else PLATFORM_LOG_BYTES
-    log_gb = (per_day * platform + trunk_jobs * (APP_LOG_BYTES + EMF_LOG_BYTES)) / GB
+    log_gb = (per_day * platform + trunk_jobs * APP_LOG_BYTES) / GB  # the function publishes no metric
     items = {
         "lambda_requests": per_day * month / 1e6 * prices.LAMBDA_REQUESTS_PER_MILLION,
         "lambda_duration": gb_s * month * prices.LAMBDA_ARM_GB_SECOND,

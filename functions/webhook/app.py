@@ -1,10 +1,9 @@
 """Webhook Lambda (function URL): GitHub `push`, `workflow_run` and `workflow_job` deliveries
 of the webhook-fed trunks, written as the cells the poll writes."""
 
-import warnings
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -13,9 +12,6 @@ from trunkwatch.app.delivery import Accepted, store, triage
 from trunkwatch.tracing import traced
 
 logger = Logger()
-metrics = Metrics()
-# Not every invocation has a metric to publish: Powertools' documented way to say so.
-warnings.filterwarnings("ignore", "No application metrics to publish*")
 edge = settings.Edge.from_environ(settings.WEBHOOK)
 
 
@@ -26,7 +22,8 @@ def _secret() -> str:
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Most deliveries (every pull request's jobs) are answered here, before any Powertools
-    # wrapper: no context logging, trace segment or metrics flush for what is not stored.
+    # wrapper: no context logging or trace segment for what is not stored. The function
+    # publishes no metric: a stored delivery's counts are in its log line.
     verdict = triage(event, secret=_secret, deployment=edge.deployment)
     if isinstance(verdict, dict):
         return verdict
@@ -35,7 +32,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 
 @logger.inject_lambda_context
 @traced
-@metrics.log_metrics
 def _store(accepted: Accepted, context: LambdaContext) -> dict[str, Any]:
     # The wrappers take the accepted delivery as their event: none of them reads it.
     return store(accepted, edge.storage(), edge.clock)
