@@ -357,8 +357,8 @@ def _cost(summary: dict[str, Any]) -> list[str]:
         parts = ", ".join(f"{name} {_usd(v)}" for name, v in per_trunk.items() if name != "total")
         lines += [
             f"Each further trunk of this size adds **{_usd(per_trunk['total'])}** a month ({parts}): its",
-            "own ingest invocation on every tick, its poll queue requests and logs, and its per-trunk",
-            "gauges; nothing else grows with the number of trunks.",
+            "own ingest invocation on every tick, its poll queue requests and logs, and with the",
+            "dashboard its per-trunk gauges; nothing else grows with the number of trunks.",
             "",
         ]
     lines += [
@@ -367,8 +367,10 @@ def _cost(summary: dict[str, Any]) -> list[str]:
         "are cheap because an unchanged page is not parsed again; a trunk whose page changes every",
         "minute pays a full parse per poll instead."
         + (
-            f" `CreateDashboard: true` adds {_usd(c['prices']['cloudwatch_dashboard_month'])} a month."
-            if "cloudwatch_dashboard_month" in c.get("prices", {})
+            f" `CreateDashboard: true` adds {_usd(c['prices']['cloudwatch_dashboard_month'])} a month, "
+            f"with {_usd(c['prices']['cloudwatch_custom_metric_month'])} for the `AlertsFiring` metric "
+            f"and {_usd(trunk_gauges_usd(True))} a trunk for its gauges."
+            if "cloudwatch_custom_metric_month" in c.get("prices", {})
             else ""
         ),
         "",
