@@ -105,6 +105,21 @@ def test_ingest_requests_the_failing_shard_and_its_namesake_on_the_last_pass() -
     assert _decide(storage).startswith("unconfirmed: waiting for the last pass and culprit reruns")
 
 
+def test_a_last_pass_without_the_failing_shard_is_not_rerun_on_another() -> None:
+    storage = memory_storage()
+    _decide(storage)
+    requests = Requests()
+    # The job passed on the last pass by its other shard alone: the failing one did not run.
+    last_pass, culprit = _snapshot("success", "failure")
+    shown = [_commit(LAST_PASS, last_pass.runs[0]), culprit]
+    assert advance_reruns(storage, TRUNK, RULE, shown, requests, NOW) == 1
+    assert requests.sent == [2]  # the culprit's only
+    assert _decide(storage) == (
+        f"unconfirmed: the last pass rerun could not be requested: the shard that failed on the "
+        f"culprit ({SHARD}) did not run on the last pass"
+    )
+
+
 def test_newer_attempts_bring_each_verdict() -> None:
     cases = {
         ("success", "failure"): Verdict.CONFIRMED,

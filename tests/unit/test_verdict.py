@@ -13,6 +13,7 @@ from trunkwatch.domain.verdict import (
     Verdict,
     decide,
     plan_reruns,
+    shard_to_rerun,
 )
 
 JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
@@ -194,3 +195,20 @@ def test_reruns_confirm_a_range_not_a_commit_the_job_skipped() -> None:
     # What clears the culprit still does.
     assert decide(gapped, Evidence(last_pass=FAIL, culprit=FAIL)).verdict == Verdict.ENVIRONMENTAL
     assert decide(gapped, Evidence(last_pass=OK, culprit=OK)).verdict == Verdict.FLAKY
+
+
+SHARDS = ("test (default, 1, 2, linux.2xlarge)", "test (default, 2, 2, linux.2xlarge)")
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_rerun_the_shard_that_failed_on_the_culprit(role: Role) -> None:
+    assert shard_to_rerun(role, SHARDS[1], SHARDS) == SHARDS[1]
+    assert shard_to_rerun(role, None, SHARDS) == SHARDS[0]  # none known: the first
+    assert shard_to_rerun(role, None, ()) is None
+
+
+def test_no_other_shard_stands_in_for_the_failing_one_on_the_last_pass() -> None:
+    # The job passed on the last pass with its failing shard absent: the other shard passing
+    # again would confirm a commit that may not have broken it.
+    assert shard_to_rerun(Role.LAST_PASS, SHARDS[1], SHARDS[:1]) is None
+    assert shard_to_rerun(Role.CULPRIT, SHARDS[1], SHARDS[:1]) == SHARDS[0]

@@ -34,6 +34,7 @@ from trunkwatch.domain.verdict import (
     Suspect,
     decide,
     plan_reruns,
+    shard_to_rerun,
 )
 from trunkwatch.sources.base import CommitResult
 from trunkwatch.storage.port import Storage
@@ -201,11 +202,14 @@ def _request(
     rule: RuleConfig,
     now: datetime,
 ) -> RerunRecord:
-    run = _shard(record, runs, by_sha, rule)
+    failing, run = _shard(record, runs, by_sha, rule)
     if run is None:
-        return replace(
-            record, status=RerunStatus.REQUEST_FAILED.value, reason="no run of the job on that commit"
+        reason = (
+            f"the shard that failed on the culprit ({failing}) did not run on the last pass"
+            if failing is not None and any(job_key(r.name) == record.job for r in runs)
+            else "no run of the job on that commit"
         )
+        return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=reason)
     state = shard_state(run, rule.cancelled)
     if record.role == Role.CULPRIT and state == CellState.FAIL and run.failed_before:
         # Its failure is already a retry that failed again: that is its rerun (none is sent).
@@ -233,21 +237,21 @@ def _request(
 
 def _shard(
     record: RerunRecord, runs: tuple[JobRun, ...], by_sha: dict[str, tuple[JobRun, ...]], rule: RuleConfig
-) -> JobRun | None:
-    """The job's run to rerun on the record's commit: the shard that failed on the culprit
-    (or, while a newer attempt of it runs, that one), on either commit; else its first."""
+) -> tuple[str | None, JobRun | None]:
+    """The shard that failed on the culprit (or, while a newer attempt of it runs, that one;
+    None when none is known), and the job's run to rerun on the record's commit
+    (`shard_to_rerun`)."""
     mine = [run for run in runs if job_key(run.name) == record.job]
-    if not mine:
-        return None
     states = [
         (run.name, shard_state(run, rule.cancelled))
         for run in by_sha.get(record.culprit_sha, runs)
         if job_key(run.name) == record.job
     ]
-    target = next((name for name, state in states if state == CellState.FAIL), None) or next(
+    failing = next((name for name, state in states if state == CellState.FAIL), None) or next(
         (name for name, state in states if state == CellState.PENDING), None
     )
-    return next((run for run in mine if run.name == target), mine[0])
+    target = shard_to_rerun(Role(record.role), failing, [run.name for run in mine])
+    return failing, next((run for run in mine if run.name == target), None)
 
 
 def _result(record: RerunRecord, runs: tuple[JobRun, ...], rule: RuleConfig) -> RerunRecord:
