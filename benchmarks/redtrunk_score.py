@@ -13,8 +13,8 @@ wall time on a busy two-core machine); `--quick` about a minute.
 A page is the first firing message of an alert's episode (reminders and updates are not
 pages). For a `TrunkJobFailing` page, its cells are the failing runs it lists: their URLs
 name the commit (`.../actions/runs/<commit index>/...`), each is a failing column of the
-page's job on it; its kind is the cause of its newest failing cell: `code` (a real breakage), `external` (a dependency breakage), `infra` (a runner outage)
-or `flaky`. Figures:
+page's job on it; its kind is the cause of its newest failing cell: `code` (a real
+breakage), `external` (a dependency breakage), `infra` (a runner outage) or `flaky`. Figures:
 
 - `pages_per_day`: job pages and trunk pages (`TrunkBroken`, `TrunkBadlyBroken`) a day;
 - `precision_code`: job pages whose job was really broken by code at that time;
@@ -36,7 +36,10 @@ confirmed one also `verdicts`, read from the messages the pipeline sent (each jo
 - `by_kind` / `by_kind_at_3h`: each job episode's last verdict, and the one it had 3 hours
   after its page (episodes still firing then: time for a rerun to finish), by episode kind;
 - `environmental_at_3h_share` (dependency and runner episodes) and `confirmed_right_at_3h_share`
-  (code episodes confirmed on the breaking commit), of those still firing 3 hours on;
+  (code episodes confirmed on the breaking commit: every code breakage's, also those whose
+  page named another commit), of those still firing 3 hours on;
+  `confirmed_right_at_3h_share_of_right_pages` the same of the code episodes whose page named
+  the breaking commit;
 - `innocent_prs_confirmed` (episodes with a `confirmed` message naming a commit that broke
   nothing: what `github_culprit` would comment on) and `innocent_prs_unconfirmed` (episodes
   whose page named an innocent commit only as an unconfirmed suspect);
@@ -385,13 +388,18 @@ def verdict_scores(
             )
         )
     environmental = sum((at_3h.get(k, Counter[str]()) for k in ("external", "infra")), Counter[str]())
-    code = at_3h.get("code", Counter[str]())
+    # Every code breakage's episodes, also those whose page named another commit: the reruns
+    # are there to tell the right one.
+    code = sum((counts for kind, counts in at_3h.items() if kind.startswith("code")), Counter[str]())
     return {
         "episodes": len(found),
         "by_kind": {kind: dict(sorted(counts.items())) for kind, counts in sorted(by_kind.items())},
         "by_kind_at_3h": {kind: dict(sorted(counts.items())) for kind, counts in sorted(at_3h.items())},
         "environmental_at_3h_share": _share(environmental, Verdict.ENVIRONMENTAL.value),
         "confirmed_right_at_3h_share": _share(code, "confirmed (right commit)"),
+        "confirmed_right_at_3h_share_of_right_pages": _share(
+            at_3h.get("code", Counter[str]()), "confirmed (right commit)"
+        ),
         "innocent_prs_confirmed": len(innocent_confirmed),
         "innocent_prs_confirmed_distinct": len(set(innocent_confirmed)),
         "innocent_prs_unconfirmed": innocent_unconfirmed,

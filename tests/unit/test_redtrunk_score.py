@@ -138,6 +138,10 @@ def test_an_innocent_confirmed_and_the_reruns_of_an_episode_are_counted() -> Non
     reruns = [{"at": at, "sha": "x", "job": messages[0]["labels"]["job"]}] * 2
     verdicts = verdict_scores(Scorer(TRUTH), messages, reruns)
     assert verdicts["innocent_prs_confirmed"] == 1
+    # A code breakage still, whose page named a later commit: it counts against the share.
+    assert verdicts["by_kind_at_3h"] == {"code (breaker in range)": {"confirmed": 1}}
+    assert verdicts["confirmed_right_at_3h_share"] == 0.0
+    assert verdicts["confirmed_right_at_3h_share_of_right_pages"] == 0.0
     assert verdicts["reruns"] == 2 and verdicts["reruns_per_episode_max"] == 2
 
 
