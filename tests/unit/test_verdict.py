@@ -2,6 +2,7 @@
 
 import pytest
 
+from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.verdict import (
     MAX_RERUNS_PER_EPISODE,
     Evidence,
@@ -13,6 +14,7 @@ from trunkwatch.domain.verdict import (
     Verdict,
     decide,
     plan_reruns,
+    shard_last_pass,
     shard_to_rerun,
 )
 
@@ -212,3 +214,12 @@ def test_no_other_shard_stands_in_for_the_failing_one_on_the_last_pass() -> None
     # again would confirm a commit that may not have broken it.
     assert shard_to_rerun(Role.LAST_PASS, SHARDS[1], SHARDS[:1]) is None
     assert shard_to_rerun(Role.CULPRIT, SHARDS[1], SHARDS[:1]) == SHARDS[0]
+
+
+def test_the_failing_shard_last_passed_on_the_newest_older_commit_it_passed() -> None:
+    shard, other = SHARDS[1], SHARDS[0]
+    passed, failed = CellState.PASS, CellState.FAIL
+    assert shard_last_pass(shard, [{other: passed}, {shard: CellState.PENDING}, {shard: passed}]) == 2
+    assert shard_last_pass(shard, [{shard: CellState.FLAKY}]) == 0
+    assert shard_last_pass(shard, [{other: passed}, {shard: failed}, {shard: passed}]) is None
+    assert shard_last_pass(shard, [{other: passed}]) is None
