@@ -667,8 +667,8 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
         'with `"confirm": "rerun"`, scored against its ground truth (benchmarks/redtrunk_score.py',
         "says how). Paging figures read without / with confirmation; a page's precision counts the",
         "job pages whose job was broken at the time, by code or by anything (a dependency, a runner",
-        "outage); verdicts are the confirmed run's, 3 hours after each page for the episodes still",
-        "firing then.",
+        "outage). The rows below the pages' are the confirmed run's verdicts; those at 3 h count",
+        "the episodes still firing 3 hours after their page.",
         "",
         *_table(
             ["figure", *(f"`{name}`" for name in names)],
@@ -694,7 +694,7 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
                 ),
                 paging("job pages naming the breaking commit", "culprit_right"),
                 verdicts(
-                    "innocent commits confirmed (distinct)",
+                    "innocent commits confirmed: episodes / distinct commits",
                     "innocent_prs_confirmed",
                     "innocent_prs_confirmed_distinct",
                 ),
@@ -704,7 +704,7 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
                     fmt=share,
                 ),
                 verdicts(
-                    "code episodes `confirmed` on the breaking commit at 3 h (of pages naming it)",
+                    "code episodes `confirmed` on the breaking commit at 3 h: all / of pages naming it",
                     "confirmed_right_at_3h_share",
                     "confirmed_right_at_3h_share_of_right_pages",
                     fmt=share,
