@@ -633,7 +633,7 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
     trunks = (summary.get("redtrunk") or {}).get("trunks") or {}
     if not trunks:
         return []
-    names = list(trunks)
+    names = sorted(trunks)
 
     def paging(label: str, key: str, fmt: Callable[[Any], str] = _n) -> list[str]:
         """Without / with confirmation by reruns."""
