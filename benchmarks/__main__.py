@@ -16,10 +16,13 @@ against a page that changes every tick and records its memory day by day.
 `python -m benchmarks chaos` replays the repository's scenarios with invocations dying at
 random AWS calls (3 seeds, 3% and 8% of calls) and counts the messages lost, repeated and
 delayed.
-`python -m benchmarks redtrunk [--quick]` generates a calibrated red trunk (two weeks;
-`--quick`: three days), replays it through the local runtime without and with `confirm: rerun`
-and scores both against its ground truth, with the culprit verdicts the pipeline sent
-(benchmarks/redtrunk_score.py).
+`python -m benchmarks redtrunk [--quick] [--seed N]` generates a calibrated red trunk (two
+weeks; `--quick`: three days; seed 100 unless given), replays it through the local runtime
+without and with `confirm: rerun` and scores both against its ground truth, with the culprit
+verdicts the pipeline sent (benchmarks/redtrunk_score.py); `--replay PATH.jsonl.gz --truth
+PATH.truth.json.gz` does the same for a trunk in the generator's format made elsewhere. Each
+trunk's figures go under `redtrunk`'s `trunks` by its name (`seed N`, or the replay file's
+name), keeping the other trunks'.
 `python -m benchmarks org [--quick]` runs an organization of 100 trunks (5 PyTorch-sized; `--quick`:
 6 small ones) through the deployed shape (dispatcher, one ingest invocation per trunk) on the
 in-memory store and puts whether every trunk was polled each tick, the detection delays
@@ -61,7 +64,7 @@ from benchmarks.org import FULL as ORG_FULL
 from benchmarks.org import QUICK as ORG_QUICK
 from benchmarks.org import run_org
 from benchmarks.push import run_push
-from benchmarks.redtrunk_score import QUICK_DAYS, redtrunk
+from benchmarks.redtrunk_score import QUICK_DAYS, SEED, redtrunk
 from benchmarks.serve_week import serve_week
 from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, EPISODES, PYTORCH_SCALE, Day
 from trunkwatch.app.evaluate import JOB_WINDOW
@@ -234,20 +237,42 @@ def main(argv: list[str] | None = None) -> int:
         help="one workload only, merged into summary.json (default: all of the others)",
     )
     parser.add_argument("path", nargs="?", type=Path, help="long_history: the replay file to run")
+    parser.add_argument("--seed", type=int, help=f"redtrunk: the generated trunk's seed (default {SEED})")
+    parser.add_argument("--replay", type=Path, help="redtrunk: score this replay file instead (with --truth)")
+    parser.add_argument("--truth", type=Path, help="redtrunk: the replay file's truth file")
     args = parser.parse_args(argv)
     if args.path is not None and args.workload != "long_history":
         parser.error("a PATH is for long_history only")
     if args.path is not None and not args.path.is_file():
         parser.error(f"no replay file at {args.path}")
+    trunk_options = [f"--{name}" for name in ("seed", "replay", "truth") if getattr(args, name) is not None]
+    if trunk_options and args.workload != "redtrunk":
+        parser.error(f"{' and '.join(trunk_options)} are for redtrunk only")
+    if (args.replay is None) != (args.truth is None):
+        parser.error("--replay and --truth go together: a replay file is scored against its truth file")
+    if args.replay is not None and args.seed is not None:
+        parser.error("--seed generates a trunk; --replay reads one: give one of them")
+    for given in (args.replay, args.truth):
+        if given is not None and not given.is_file():
+            parser.error(f"no file at {given}")
     if args.workload != "all":
         run_workload = WORKLOADS[args.workload]
         if args.quick and args.workload in QUICK_WORKLOADS:
             run_workload = QUICK_WORKLOADS[args.workload]
         if args.path is not None:
             run_workload = functools.partial(_fresh, long_history, args.path)
+        if trunk_options:
+            days = {"days": QUICK_DAYS} if args.quick else {}
+            trunk = {"seed": args.seed} if args.seed is not None else {}
+            run_workload = functools.partial(
+                redtrunk, **days, **trunk, replay_path=args.replay, truth_path=args.truth
+            )
         section = _step(args.workload, run_workload)
         path = args.out / "summary.json"
         summary = json.loads(path.read_text()) if path.exists() else {}
+        if args.workload == "redtrunk":
+            # One trunk a run: the other trunks' figures stay.
+            section = {"trunks": {**summary.get("redtrunk", {}).get("trunks", {}), **section["trunks"]}}
         summary[args.workload] = section
         summary.setdefault("runs", {})[args.workload] = provenance()
         summary["budgets"] = budgets.check(summary)  # every budget the summary has figures for

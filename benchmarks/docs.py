@@ -39,6 +39,7 @@ SECTIONS = {
     "chaos": "Invocations dying at random AWS calls",
     "memory_replay": "Replays on the in-memory store",
     "org": "An organization on one deployment",
+    "redtrunk": "A red trunk's breakages, culprits and verdicts",
 }
 
 
@@ -640,6 +641,94 @@ def _org(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _redtrunk(summary: dict[str, Any]) -> list[str]:
+    trunks = (summary.get("redtrunk") or {}).get("trunks") or {}
+    if not trunks:
+        return []
+    names = sorted(trunks)
+
+    def paging(label: str, key: str, fmt: Callable[[Any], str] = _n) -> list[str]:
+        """Without / with confirmation by reruns."""
+        return [
+            label,
+            *(
+                f"{fmt(trunks[n]['without_confirmation'].get(key))} / "
+                f"{fmt(trunks[n]['with_confirmation'].get(key))}"
+                for n in names
+            ),
+        ]
+
+    def verdicts(label: str, *keys: str, fmt: Callable[[Any], str] = _n) -> list[str]:
+        return [
+            label,
+            *(
+                " / ".join(fmt(trunks[n]["with_confirmation"]["verdicts"].get(k)) for k in keys)
+                for n in names
+            ),
+        ]
+
+    def share(value: Any) -> str:
+        return "n/a" if value is None else f"{float(value):.1%}"
+
+    return [
+        "## A red trunk's breakages, culprits and verdicts",
+        "",
+        "`python -m benchmarks redtrunk --seed N` (or `--replay PATH.jsonl.gz --truth",
+        "PATH.truth.json.gz`): two weeks of a red PyTorch-style trunk (benchmarks/redtrunk.py, or",
+        "a trunk in its format generated elsewhere) replayed through the local runtime as it is and",
+        'with `"confirm": "rerun"`, scored against its ground truth (benchmarks/redtrunk_score.py',
+        "says how). Paging figures read without / with confirmation; a page's precision counts the",
+        "job pages whose job was broken at the time, by code or by anything (a dependency, a runner",
+        "outage). The rows below the pages' are the confirmed run's verdicts; those at 3 h count",
+        "the episodes still firing 3 hours after their page.",
+        "",
+        *_table(
+            ["figure", *(f"`{name}`" for name in names)],
+            [
+                [
+                    "commits, breakages (of 3 or more commits)",
+                    *(
+                        f"{_n(trunks[n]['without_confirmation']['commits'])}, "
+                        f"{_n(trunks[n]['without_confirmation']['breaks'])} "
+                        f"({_n(trunks[n]['without_confirmation']['breaks_3plus'])})"
+                        for n in names
+                    ),
+                ],
+                paging("job pages a day", "pages_per_day"),
+                paging("precision: broken by code", "precision_code", share),
+                paging("precision: broken by anything", "precision_any_breakage", share),
+                paging("breakages of 3+ commits with a job page", "breaks_3plus_paged"),
+                paging("... with a job or trunk page", "recall_breaks_3plus_with_trunk_pages", share),
+                paging(
+                    "median delay after the third failure",
+                    "delay_after_third_failure_s_p50",
+                    lambda v: f"{_n(v)} s",
+                ),
+                paging("job pages naming the breaking commit", "culprit_right"),
+                verdicts(
+                    "innocent commits confirmed: episodes / distinct commits",
+                    "innocent_prs_confirmed",
+                    "innocent_prs_confirmed_distinct",
+                ),
+                verdicts(
+                    "dependency and runner episodes `environmental` at 3 h",
+                    "environmental_at_3h_share",
+                    fmt=share,
+                ),
+                verdicts(
+                    "code episodes `confirmed` on the breaking commit at 3 h: all / of pages naming it",
+                    "confirmed_right_at_3h_share",
+                    "confirmed_right_at_3h_share_of_right_pages",
+                    fmt=share,
+                ),
+                verdicts(
+                    "reruns per episode: mean / max", "reruns_per_episode_mean", "reruns_per_episode_max"
+                ),
+            ],
+        ),
+    ]
+
+
 def render(summary: dict[str, Any]) -> str:
     """The page for this summary (a pure function of it)."""
     lines = [
@@ -673,6 +762,7 @@ def render(summary: dict[str, Any]) -> str:
         _chaos,
         _memory_replay,
         _org,
+        _redtrunk,
     ):
         lines += part(summary)
     notes = summary.get("scale", {}).get("notes", [])

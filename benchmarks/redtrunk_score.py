@@ -1,17 +1,20 @@
 """Workload `redtrunk`: the rule scored against a red trunk's ground truth, without and with
 culprit verdicts confirmed by reruns (issue #27).
 
-`python -m benchmarks redtrunk [--quick]` generates a trunk with `benchmarks.redtrunk` (seed
-`SEED`, two weeks; `--quick`: `QUICK_DAYS` days), replays it through the local runtime in a
-fresh process (`trunkwatch_local.session.run_replay`) and scores the SNS messages it publishes.
+`python -m benchmarks redtrunk [--quick] [--seed N]` generates a trunk with `benchmarks.redtrunk`
+(seed `SEED` unless given, two weeks; `--quick`: `QUICK_DAYS` days), replays it through the
+local runtime in a fresh process (`trunkwatch_local.session.run_replay`) and scores the SNS
+messages it publishes against its truth. `--replay PATH.jsonl.gz --truth PATH.truth.json.gz`
+does the same for a trunk in that format generated elsewhere: it is scored from its truth
+file alone (`Truth`), and its header's rule config is replaced by each run's.
 The two weeks cost about 5 minutes of CPU (679 polls of 25 commits x 60 jobs; 13 minutes of
 wall time on a busy two-core machine); `--quick` about a minute.
 
 A page is the first firing message of an alert's episode (reminders and updates are not
-pages). For a `TrunkJobFailing` page, its cells are the failing runs it lists (their URLs
-name commit and column, `benchmarks.redtrunk`); its kind is the cause of its newest failing
-cell: `code` (a real breakage), `external` (a dependency breakage), `infra` (a runner outage)
-or `flaky`. Figures:
+pages). For a `TrunkJobFailing` page, its cells are the failing runs it lists: their URLs
+name the commit (`.../actions/runs/<commit index>/...`), each is a failing column of the
+page's job on it; its kind is the cause of its newest failing cell: `code` (a real
+breakage), `external` (a dependency breakage), `infra` (a runner outage) or `flaky`. Figures:
 
 - `pages_per_day`: job pages and trunk pages (`TrunkBroken`, `TrunkBadlyBroken`) a day;
 - `precision_code`: job pages whose job was really broken by code at that time;
@@ -33,7 +36,10 @@ confirmed one also `verdicts`, read from the messages the pipeline sent (each jo
 - `by_kind` / `by_kind_at_3h`: each job episode's last verdict, and the one it had 3 hours
   after its page (episodes still firing then: time for a rerun to finish), by episode kind;
 - `environmental_at_3h_share` (dependency and runner episodes) and `confirmed_right_at_3h_share`
-  (code episodes confirmed on the breaking commit), of those still firing 3 hours on;
+  (code episodes confirmed on the breaking commit: every code breakage's, also those whose
+  page named another commit), of those still firing 3 hours on;
+  `confirmed_right_at_3h_share_of_right_pages` the same of the code episodes whose page named
+  the breaking commit;
 - `innocent_prs_confirmed` (episodes with a `confirmed` message naming a commit that broke
   nothing: what `github_culprit` would comment on) and `innocent_prs_unconfirmed` (episodes
   whose page named an innocent commit only as an unconfirmed suspect);
@@ -42,8 +48,11 @@ confirmed one also `verdicts`, read from the messages the pipeline sent (each jo
 
 from __future__ import annotations
 
+import gzip
+import json
 import multiprocessing
 import re
+import shutil
 import statistics
 import tempfile
 import time
@@ -74,14 +83,15 @@ class Page:
     annotations: dict[str, str]
 
     @property
-    def cells(self) -> list[tuple[int, int]]:
-        """(commit index, column) of the failing runs it lists, newest first."""
-        runs = self.annotations.get("failing_runs", "").split()
-        cells = []
-        for url in runs:
-            parts = url.rstrip("/").split("/")
-            cells.append((int(parts[-3]), int(parts[-1])))
-        return cells
+    def commits(self) -> list[int]:
+        """The commit indices of the failing runs it lists, newest first (their URLs name the
+        commit, `.../actions/runs/<commit index>/job/...`)."""
+        found: list[int] = []
+        for url in self.annotations.get("failing_runs", "").split():
+            index = int(url.rstrip("/").split("/")[-3])
+            if index not in found:
+                found.append(index)
+        return found
 
 
 def _parse(text: str) -> datetime:
@@ -134,32 +144,105 @@ def pages(messages: list[dict[str, Any]]) -> list[Page]:
     return found
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """A cell's result in the truth: its cause and when its final result finished."""
+
+    cause: str  # pass, flaky, flaky-retried, code:<k>, external, infra
+    finish: datetime
+
+    @property
+    def conclusion(self) -> str:
+        return "success" if self.cause in ("pass", "flaky-retried") else "failure"
+
+
+@dataclass(frozen=True)
+class Breakage:
+    culprit: int  # the breaking commit's index
+    fix: int  # the first commit that no longer fails
+
+
+class Truth:
+    """A trunk's ground truth as its truth file has it (`RedTrunk.truth()`, and the shared
+    format of benchmarks/redtrunk.py's docstring): per commit (by sha, with its index) and
+    job column the cause of its result and when it finished; the breakages; the days."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        missing = [key for key in ("days", "breaks", "cells") if key not in data]
+        if missing:
+            raise ValueError(f"not a redtrunk truth file: no {', '.join(missing)}")
+        self.days: float = data["days"]
+        self.sha_index: dict[str, int] = {}
+        self.results: dict[int, dict[str, Outcome]] = {}
+        for sha, commit in data["cells"].items():
+            self.sha_index[sha] = commit["idx"]
+            self.results[commit["idx"]] = {
+                name: Outcome(cause, _parse(finish)) for name, (cause, finish) in commit["causes"].items()
+            }
+        self.short_index = {sha[:12]: index for sha, index in self.sha_index.items()}
+        self.breaks = [Breakage(b["culprit"], b["fix"]) for b in data["breaks"]]
+        names = dict.fromkeys(name for causes in self.results.values() for name in causes)
+        self.key_columns: dict[str, list[str]] = defaultdict(list)
+        for name in names:
+            self.key_columns[job_key(name)].append(name)
+
+    @classmethod
+    def load(cls, path: Path) -> Truth:
+        """A gzipped truth file (`*.truth.json.gz`)."""
+        with gzip.open(path, "rt", encoding="utf-8") as text:
+            return cls(json.load(text))
+
+    @property
+    def commits(self) -> int:
+        return len(self.results)
+
+    def result(self, commit: int, column: str) -> Outcome | None:
+        """The cell's result (None: the job did not run on that commit)."""
+        return self.results.get(commit, {}).get(column)
+
+
 class Scorer:
-    def __init__(self, trunk: RedTrunk) -> None:
-        self.trunk = trunk
-        self.sha_index = {c.sha: c.index for c in trunk.commits}
-        self.short_index = {c.sha[:12]: c.index for c in trunk.commits}
-        self.key_columns: dict[str, list[int]] = defaultdict(list)
-        for col in trunk.columns:
-            self.key_columns[job_key(col.name)].append(col.index)
+    def __init__(self, truth: Truth) -> None:
+        self.truth = truth
+        self.sha_index = truth.sha_index
 
     def index(self, sha: str) -> int | None:
         """The commit a full or 12-character sha names."""
-        return self.sha_index.get(sha, self.short_index.get(sha[:12]))
+        return self.sha_index.get(sha, self.truth.short_index.get(sha[:12]))
+
+    def cells(self, page: Page) -> list[tuple[int, str]]:
+        """(commit index, column) of the page's failing runs, newest first. A run's URL names
+        its commit only: each is one of the failing columns of the page's job on that commit,
+        the earliest to finish first (a sharded job's commit fails with its first shard)."""
+        runs = Counter(
+            int(url.rstrip("/").split("/")[-3]) for url in page.annotations.get("failing_runs", "").split()
+        )
+        found = []
+        for commit in page.commits:
+            failing = sorted(
+                (result.finish, column)
+                for column in self.truth.key_columns.get(page.job or "", [])
+                if (result := self.truth.result(commit, column)) is not None
+                and result.conclusion == "failure"
+            )
+            found.extend((commit, column) for _, column in failing[: runs[commit]])
+        return found
 
     def kind(self, page: Page) -> tuple[str, int | None]:
         """The page's kind and, for `code`, the breaking commit's index."""
-        cells = page.cells
+        cells = self.cells(page)
         if not cells:
             return "unknown", None
-        result = self.trunk.result(*cells[0])
+        result = self.truth.result(*cells[0])
         cause = result.cause if result else "absent"
         if cause.startswith("code:"):
             return "code", int(cause.split(":")[1])
         return cause, None
 
     def third_failure_at(self, page: Page) -> datetime | None:
-        finishes = sorted(r.finish for cell in page.cells if (r := self.trunk.result(*cell)) is not None)
+        finishes = sorted(
+            r.finish for cell in self.cells(page) if (r := self.truth.result(*cell)) is not None
+        )
         return finishes[2] if len(finishes) >= 3 else None
 
 
@@ -189,8 +272,8 @@ def _named_cause(scorer: Scorer, job: str, culprit: int) -> tuple[str, int | Non
     """What broke `job` on `culprit` (its failing columns' cause), and the breaking commit."""
     causes = [
         r.cause
-        for c in scorer.key_columns.get(job, [])
-        if (r := scorer.trunk.result(culprit, c)) is not None and r.conclusion == "failure"
+        for c in scorer.truth.key_columns.get(job, [])
+        if (r := scorer.truth.result(culprit, c)) is not None and r.conclusion == "failure"
     ]
     code = next((cause for cause in causes if cause.startswith("code:")), None)
     if code is not None:
@@ -305,13 +388,18 @@ def verdict_scores(
             )
         )
     environmental = sum((at_3h.get(k, Counter[str]()) for k in ("external", "infra")), Counter[str]())
-    code = at_3h.get("code", Counter[str]())
+    # Every code breakage's episodes, also those whose page named another commit: the reruns
+    # are there to tell the right one.
+    code = sum((counts for kind, counts in at_3h.items() if kind.startswith("code")), Counter[str]())
     return {
         "episodes": len(found),
         "by_kind": {kind: dict(sorted(counts.items())) for kind, counts in sorted(by_kind.items())},
         "by_kind_at_3h": {kind: dict(sorted(counts.items())) for kind, counts in sorted(at_3h.items())},
         "environmental_at_3h_share": _share(environmental, Verdict.ENVIRONMENTAL.value),
         "confirmed_right_at_3h_share": _share(code, "confirmed (right commit)"),
+        "confirmed_right_at_3h_share_of_right_pages": _share(
+            at_3h.get("code", Counter[str]()), "confirmed (right commit)"
+        ),
         "innocent_prs_confirmed": len(innocent_confirmed),
         "innocent_prs_confirmed_distinct": len(set(innocent_confirmed)),
         "innocent_prs_unconfirmed": innocent_unconfirmed,
@@ -321,8 +409,8 @@ def verdict_scores(
     }
 
 
-def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    scorer = Scorer(trunk)
+def score(truth: Truth, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    scorer = Scorer(truth)
     found = pages(messages)
     job_pages = [p for p in found if p.alertname == JOB_ALERT]
     trunk_pages = [p for p in found if p.alertname in TRUNK_ALERTS]
@@ -336,8 +424,8 @@ def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
     for page in job_pages:
         kind, _ = scorer.kind(page)
         kinds[kind] += 1
-        for commit, column in page.cells:
-            result = trunk.result(commit, column)
+        for commit, column in scorer.cells(page):
+            result = truth.result(commit, column)
             if result and result.cause.startswith("code:"):
                 detected.add(int(result.cause.split(":")[1]))
         label, is_right = _episode(scorer, page)
@@ -361,15 +449,15 @@ def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
             detected_with_trunk.add(breaker)
         if breaker != culprit:
             trunk_innocent[cause if cause != "code" else "code (wrong commit)"] += 1
-    long_breaks = [b for b in trunk.breaks if b.fix - b.culprit >= 3]
+    long_breaks = [b for b in truth.breaks if b.fix - b.culprit >= 3]
     recalled = sum(b.culprit in detected for b in long_breaks)
     recalled_with_trunk = sum(b.culprit in detected_with_trunk for b in long_breaks)
-    days = trunk.days
+    days = truth.days
     code_pages = kinds["code"]
     breakage_pages = code_pages + kinds["external"] + kinds["infra"]
     return {
         "days": days,
-        "commits": len(trunk.commits),
+        "commits": truth.commits,
         "messages": len(messages),
         "job_pages": len(job_pages),
         "trunk_pages": len(trunk_pages),
@@ -378,7 +466,7 @@ def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
         "job_pages_by_kind": dict(sorted(kinds.items())),
         "precision_code": _ratio(code_pages, len(job_pages)),
         "precision_any_breakage": _ratio(breakage_pages, len(job_pages)),
-        "breaks": len(trunk.breaks),
+        "breaks": len(truth.breaks),
         "breaks_3plus": len(long_breaks),
         "breaks_3plus_paged": recalled,
         "recall_breaks_3plus": _ratio(recalled, len(long_breaks)),
@@ -399,25 +487,56 @@ def score(trunk: RedTrunk, messages: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def redtrunk(days: float = DAYS, seed: int = SEED) -> dict[str, Any]:
-    """The workload: generate, replay without and with confirmation (each in a fresh
-    process, one after the other), score."""
+def with_config(source: Path, target: Path, config: dict[str, Any] | None) -> None:
+    """A copy of the replay `source` whose header's rule `config` is the one given (none:
+    today's rule), whatever the header had."""
+    with gzip.open(source, "rt", encoding="utf-8") as reading:
+        header = json.loads(reading.readline() or "null")
+        if not isinstance(header, dict) or "repo" not in header:
+            raise ValueError(f"{source}: not a replay file (its first line is no header with a repo)")
+        with gzip.open(target, "wt", encoding="utf-8") as writing:
+            writing.write(json.dumps({**header, "config": config or {}}) + "\n")
+            shutil.copyfileobj(reading, writing)
+
+
+def trunk_name(seed: int, replay_path: Path | None) -> str:
+    """The trunk's name in the summary: `seed N`, or the replay file's name without `.jsonl.gz`."""
+    if replay_path is None:
+        return f"seed {seed}"
+    return replay_path.name.removesuffix(".gz").removesuffix(".jsonl")
+
+
+def redtrunk(
+    days: float = DAYS, seed: int = SEED, replay_path: Path | None = None, truth_path: Path | None = None
+) -> dict[str, Any]:
+    """The workload: generate trunk `seed` (or read `replay_path` and its truth file), replay
+    it without and with confirmation (each in a fresh process, one after the other), score;
+    the figures go under `trunks`, by the trunk's name."""
     started = time.perf_counter()
-    trunk = RedTrunk(seed, days)
     runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="redtrunk-") as tmp:
+        if replay_path is None:
+            trunk = RedTrunk(seed, days)
+            source = Path(tmp) / f"redtrunk-{seed}.jsonl.gz"
+            trunk.write(source)
+            truth = Truth(trunk.truth())
+            about: dict[str, Any] = {
+                "seed": seed,
+                "trunk": {k: v for k, v in trunk.stats.items() if k != "cells_by_cause"},
+            }
+        else:
+            if truth_path is None:
+                raise ValueError("a replay file is scored against its truth file: give both")
+            source, truth = replay_path, Truth.load(truth_path)
+            about = {"replay": replay_path.name, "truth": truth_path.name}
         for name, config in (("without_confirmation", None), ("with_confirmation", CONFIRM)):
-            path = Path(tmp) / f"redtrunk-{seed}-{name}.jsonl.gz"
-            trunk.write(path, config=config)
+            path = Path(tmp) / f"{name}.jsonl.gz"
+            with_config(source, path, config)
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 messages, reruns, replay_s = pool.apply(replay, (str(path),))
-            result = {"replay_s": round(replay_s, 1), **score(trunk, messages)}
+            result = {"replay_s": round(replay_s, 1), **score(truth, messages)}
             if config is not None:
-                result["verdicts"] = verdict_scores(Scorer(trunk), messages, reruns)
+                result["verdicts"] = verdict_scores(Scorer(truth), messages, reruns)
             runs[name] = result
-    return {
-        "seed": seed,
-        "trunk": {k: v for k, v in trunk.stats.items() if k != "cells_by_cause"},
-        "total_s": round(time.perf_counter() - started, 1),
-        **runs,
-    }
+    section = {**about, "total_s": round(time.perf_counter() - started, 1), **runs}
+    return {"trunks": {trunk_name(seed, replay_path): section}}

@@ -1,8 +1,10 @@
 """Culprit verdicts confirmed by reruns (`confirm: rerun`) through the local runtime: the
 scenario tests/scenarios/verdicts-by-reruns.jsonl has a code breakage (its culprit fails again
 on rerun, its last pass passes), a dependency breakage (every rerun of the job fails while it
-lasts, also on the last pass) and a flaky job (its failures pass on rerun); the local GitHub
-stand-in answers the rerun requests and the HUD stand-in shows their results."""
+lasts, also on the last pass) and a flaky job (its failures pass on rerun);
+tests/scenarios/sharded-last-pass.jsonl a sharded job failing in a dependency breakage whose
+failing shard did not run on the last pass. The local GitHub stand-in answers the rerun
+requests and the HUD stand-in shows their results."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,12 +30,16 @@ SCENARIO = SCENARIOS / "verdicts-by-reruns.jsonl"
 CODE = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 DEPENDENCY = "trunk / linux-jammy-cuda12.8-py3.10-gcc11 / test (default, linux.g5.4xlarge.nvidia.gpu)"
 FLAKE = "trunk / macos-py3-arm64 / test (default, macos-m1-stable)"
+# A sharded job failing during a dependency breakage, its failing shard absent on the last pass.
+SHARDED = SCENARIOS / "sharded-last-pass.jsonl"
 
 
-def _replay(refusals: int = 0, store: str = "memory") -> tuple[Session, list[dict[str, Any]], list[Any]]:
+def _replay(
+    refusals: int = 0, store: str = "memory", scenario: Path = SCENARIO
+) -> tuple[Session, list[dict[str, Any]], list[Any]]:
     """The scenario's messages (as JSON), and each job alert's annotations through the API
     after every event, with the first `refusals` rerun requests answered 403."""
-    replay = read_replay(SCENARIO)
+    replay = read_replay(scenario)
     session = Session(store=store)
     session.github.repo = replay.repo
     session.github.refuse(refusals)
@@ -199,3 +206,26 @@ def test_the_stand_ins_answer_reruns_as_github_and_the_hud_shows_them() -> None:
     finally:
         github.stop()
         hud.stop()
+
+
+def test_a_failing_shard_absent_on_the_last_pass_is_rerun_where_it_last_passed() -> None:
+    # The job passed on the last pass by its other shard alone; that shard passing again would
+    # have confirmed an innocent commit. The failing shard is rerun where it last passed
+    # before, and fails there too: a dependency breakage, no commit blamed.
+    session, sent, _ = _replay(scenario=SHARDED)
+    job = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
+    messages = _job_messages(sent, job)
+    assert [(status, reason.split(";")[0]) for status, reason, _ in messages] == [
+        ("firing", "firing"),
+        ("firing", "update"),
+        ("resolved", "resolved"),
+    ]
+    page, update = messages[0][2], messages[1][2]
+    assert page["culprit_verdict"] == "unconfirmed"
+    assert update["culprit_verdict"] == "environmental" and "culprit_sha" not in update
+    assert all(m[2]["culprit_verdict"] != "confirmed" for m in messages)
+    rerun_shas = [rerun.sha for rerun in session.github.accepted]
+    assert len(rerun_shas) == 2 and page["culprit_sha"] in rerun_shas
+    (older,) = set(rerun_shas) - {page["culprit_sha"]}
+    assert older != page["last_pass_sha"]  # the commit before it, where the failing shard passed
+    assert update["culprit_verdict_reason"] == f"the last pass {older[:12]} fails on rerun too"

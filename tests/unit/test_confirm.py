@@ -105,6 +105,59 @@ def test_ingest_requests_the_failing_shard_and_its_namesake_on_the_last_pass() -
     assert _decide(storage).startswith("unconfirmed: waiting for the last pass and culprit reruns")
 
 
+OLDER = CommitRef(9, "9" * 40, NOW - timedelta(hours=4))
+
+
+def _without_the_failing_shard(older: str | None, older_id: int = 3) -> list[CommitResult]:
+    """Newest first: the culprit, the last pass where only the other shard ran, and an older
+    commit where the failing shard ended `older` (None: it did not run there either)."""
+    shard = (JobRun(SHARD, older, job_id=older_id),) if older else ()
+    return [
+        _commit(CULPRIT, JobRun(OTHER_SHARD, "success", job_id=200), JobRun(SHARD, "failure", job_id=2)),
+        _commit(LAST_PASS, JobRun(OTHER_SHARD, "success", job_id=100)),
+        _commit(OLDER, JobRun(OTHER_SHARD, "success", job_id=90), *shard),
+    ]
+
+
+def test_a_last_pass_without_the_failing_shard_is_not_rerun_on_another() -> None:
+    for older in (None, "failure"):  # no commit where the failing shard passed before
+        storage = memory_storage()
+        _decide(storage)
+        requests = Requests()
+        shown = _without_the_failing_shard(older)
+        assert advance_reruns(storage, TRUNK, RULE, shown, requests, NOW) == 1
+        assert requests.sent == [2]  # the culprit's only
+        assert _decide(storage) == (
+            f"unconfirmed: the last pass rerun could not be requested: the shard that failed on the "
+            f"culprit ({SHARD}) did not run on the last pass"
+        )
+
+
+def test_the_failing_shard_is_rerun_where_it_last_passed_and_never_confirms() -> None:
+    outcomes = {
+        "failure": f"environmental: the last pass {OLDER.sha[:12]} fails on rerun too",
+        "success": "unconfirmed: the last pass passes on rerun and the culprit fails again on rerun, "
+        "but the job did not run on the 1 commit between them: any of the range may have broken it",
+    }
+    for older_rerun, verdict in outcomes.items():
+        storage = memory_storage()
+        _decide(storage)
+        requests = Requests()
+        assert advance_reruns(storage, TRUNK, RULE, _without_the_failing_shard("success"), requests, NOW) == 2
+        assert requests.sent == [3, 2]  # the failing shard on the older commit, then the culprit
+        (last_pass,) = [
+            r for r in storage.reruns.of_episode(TRUNK.trunk_id, JOB, CULPRIT.time) if r.role == "last_pass"
+        ]
+        assert (last_pass.sha, last_pass.last_pass_sha, last_pass.shard) == (OLDER.sha, LAST_PASS.sha, SHARD)
+        later = NOW + timedelta(hours=1)
+        newer = _without_the_failing_shard(older_rerun, older_id=1003)
+        newer[0] = _commit(
+            CULPRIT, JobRun(OTHER_SHARD, "success", job_id=200), JobRun(SHARD, "failure", job_id=1002)
+        )
+        advance_reruns(storage, TRUNK, RULE, newer, Requests(), later)
+        assert _decide(storage, now=later) == verdict
+
+
 def test_newer_attempts_bring_each_verdict() -> None:
     cases = {
         ("success", "failure"): Verdict.CONFIRMED,

@@ -141,6 +141,10 @@ def test_performance_page_is_the_rendering_of_its_data() -> None:
         assert title in render(data)
     for budget in data["budgets"]:
         assert f"| {budget} |" in render(data)
+    # Every red trunk measured has its column.
+    trunks = data.get("redtrunk", {}).get("trunks", {})
+    header = next((line for line in render(data).splitlines() if line.startswith("| figure | `")), "")
+    assert all(f"`{name}`" in header for name in trunks)
 
 
 def test_performance_page_renders_a_summary_with_missing_sections() -> None:

@@ -1,14 +1,20 @@
 """The redtrunk workload's scoring (benchmarks/redtrunk_score.py) on pages made by hand from a
 small generated trunk's truth: what counts as a page, its kind, culprit and verdicts."""
 
+import gzip
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from benchmarks.redtrunk import RedTrunk
-from benchmarks.redtrunk_score import Scorer, score, verdict_scores
+import pytest
+
+from benchmarks.redtrunk import RedTrunk, paths
+from benchmarks.redtrunk_score import Scorer, Truth, score, verdict_scores, with_config
 from trunkwatch.domain.cells import job_key
 
 TRUNK = RedTrunk(7, days=7)
+TRUTH = Truth(TRUNK.truth())  # what the scorer reads: the truth file's contents
 
 
 def _message(status: str, reason: str, at: datetime, job: str, **annotations: str) -> dict[str, Any]:
@@ -37,12 +43,20 @@ def _run(cause: str) -> tuple[int, list[int]]:
                     for other in TRUNK.columns
                     if job_key(other.name) == job_key(column.name)
                 )
+                and not any(  # its other shards pass: the page's runs are this column's
+                    (r := TRUNK.result(start + i, other.index)) is not None and r.conclusion == "failure"
+                    for i in range(3)
+                    for other in TRUNK.columns
+                    if job_key(other.name) == job_key(column.name) and other != column
+                )
             ):
                 return column.index, [start, start + 1, start + 2]
     raise AssertionError(f"no run of {cause}")
 
 
-def _page(cause: str, culprit_offset: int = 0) -> list[dict[str, Any]]:
+def _page(cause: str, culprit_offset: int = 0, url_names_column: bool = True) -> list[dict[str, Any]]:
+    """A page of a run of `cause`; its failing runs' URLs name their column as the generator's
+    do, or (`url_names_column` False) only their commit, as other generators' may."""
     column, commits = _run(cause)
     job = job_key(TRUNK.columns[column].name)
     finished = max(r.finish for c in commits if (r := TRUNK.result(c, column)) is not None)
@@ -51,7 +65,9 @@ def _page(cause: str, culprit_offset: int = 0) -> list[dict[str, Any]]:
     annotations = {
         "culprit_sha": TRUNK.commits[culprit].sha,
         "last_pass_sha": TRUNK.commits[commits[0] - 1].sha,
-        "failing_runs": "\n".join(TRUNK.url(c, column) for c in reversed(commits)),
+        "failing_runs": "\n".join(
+            TRUNK.url(c, column) if url_names_column else TRUNK.url(c, 1) for c in reversed(commits)
+        ),
         "failure_lines": "\n".join(TRUNK.result(commits[0], column).lines),  # type: ignore[union-attr]
     }
     return [
@@ -62,7 +78,7 @@ def _page(cause: str, culprit_offset: int = 0) -> list[dict[str, Any]]:
 
 
 def test_a_code_page_with_the_right_culprit() -> None:
-    result = score(TRUNK, _page("code:"))
+    result = score(TRUTH, _page("code:"))
     assert result["job_pages"] == 1  # the reminder is not a page
     assert result["job_pages_by_kind"] == {"code": 1}
     assert result["precision_code"] == 1.0
@@ -72,14 +88,14 @@ def test_a_code_page_with_the_right_culprit() -> None:
 
 
 def test_a_code_page_blaming_a_later_commit_names_an_innocent() -> None:
-    result = score(TRUNK, _page("code:", culprit_offset=1))
+    result = score(TRUTH, _page("code:", culprit_offset=1))
     assert result["culprit_right"] == 0
     assert result["innocent_prs_named"] == 1
     assert result["innocent_prs_named_by_kind"] == {"code (breaker in range)": 1}
 
 
 def test_a_dependency_breakage_page_names_an_innocent() -> None:
-    result = score(TRUNK, _page("external"))
+    result = score(TRUTH, _page("external"))
     assert result["job_pages_by_kind"] == {"external": 1}
     assert result["precision_code"] == 0.0 and result["precision_any_breakage"] == 1.0
     assert result["innocent_prs_named_by_kind"] == {"external": 1}
@@ -106,7 +122,7 @@ def _with_verdicts(messages: list[dict[str, Any]], *verdicts: tuple[timedelta, s
 def test_verdicts_of_the_confirmed_run_by_kind_now_and_3_hours_on() -> None:
     code = _with_verdicts(_page("code:"), (timedelta(hours=1), "confirmed"))
     external = _with_verdicts(_page("external"), (timedelta(hours=4), "environmental"))
-    verdicts = verdict_scores(Scorer(TRUNK), code + external, [])
+    verdicts = verdict_scores(Scorer(TRUTH), code + external, [])
     assert verdicts["by_kind"] == {"code": {"confirmed": 1}, "external": {"environmental": 1}}
     assert verdicts["by_kind_at_3h"] == {
         "code": {"confirmed (right commit)": 1},
@@ -120,6 +136,47 @@ def test_an_innocent_confirmed_and_the_reruns_of_an_episode_are_counted() -> Non
     messages = _with_verdicts(_page("code:", culprit_offset=1), (timedelta(hours=1), "confirmed"))
     at = messages[0]["at"]
     reruns = [{"at": at, "sha": "x", "job": messages[0]["labels"]["job"]}] * 2
-    verdicts = verdict_scores(Scorer(TRUNK), messages, reruns)
+    verdicts = verdict_scores(Scorer(TRUTH), messages, reruns)
     assert verdicts["innocent_prs_confirmed"] == 1
+    # A code breakage still, whose page named a later commit: it counts against the share.
+    assert verdicts["by_kind_at_3h"] == {"code (breaker in range)": {"confirmed": 1}}
+    assert verdicts["confirmed_right_at_3h_share"] == 0.0
+    assert verdicts["confirmed_right_at_3h_share_of_right_pages"] == 0.0
     assert verdicts["reruns"] == 2 and verdicts["reruns_per_episode_max"] == 2
+
+
+def test_a_page_is_scored_from_its_commits_and_job_whatever_its_urls_column() -> None:
+    assert score(TRUTH, _page("code:", url_names_column=False)) == score(TRUTH, _page("code:"))
+
+
+def test_the_truth_file_round_trips(tmp_path: Path) -> None:
+    replay, truth = paths(tmp_path, 7)
+    TRUNK.write(replay, truth)
+    loaded = Truth.load(truth)
+    assert loaded.days == 7 and loaded.commits == len(TRUNK.commits)
+    assert [(b.culprit, b.fix) for b in loaded.breaks] == [(b.culprit, b.fix) for b in TRUNK.breaks]
+    column = TRUNK.columns[3]
+    assert loaded.result(5, column.name) == TRUTH.result(5, column.name)
+    assert loaded.result(5, column.name).cause == TRUNK.result(5, column.index).cause  # type: ignore[union-attr]
+
+
+def test_a_file_that_is_no_truth_file_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a redtrunk truth file: no breaks, cells"):
+        Truth({"days": 14})
+
+
+def test_a_replay_is_copied_with_the_rule_config_asked_for(tmp_path: Path) -> None:
+    source, target = tmp_path / "in.jsonl.gz", tmp_path / "out.jsonl.gz"
+    TRUNK.write(source, config={"confirm": "rerun"})
+    with_config(source, target, None)
+    with gzip.open(source, "rt") as before, gzip.open(target, "rt") as after:
+        assert json.loads(after.readline()) == {**json.loads(before.readline()), "config": {}}
+        assert after.read() == before.read()
+
+
+def test_a_file_without_a_replay_header_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl.gz"
+    with gzip.open(source, "wt") as out:
+        out.write('{"at": "2026-10-05T02:30:00Z"}\n')
+    with pytest.raises(ValueError, match="not a replay file"):
+        with_config(source, tmp_path / "out.jsonl.gz", None)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.verdict import (
     MAX_RERUNS_PER_EPISODE,
     Evidence,
@@ -13,6 +14,8 @@ from trunkwatch.domain.verdict import (
     Verdict,
     decide,
     plan_reruns,
+    shard_last_pass,
+    shard_to_rerun,
 )
 
 JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
@@ -194,3 +197,29 @@ def test_reruns_confirm_a_range_not_a_commit_the_job_skipped() -> None:
     # What clears the culprit still does.
     assert decide(gapped, Evidence(last_pass=FAIL, culprit=FAIL)).verdict == Verdict.ENVIRONMENTAL
     assert decide(gapped, Evidence(last_pass=OK, culprit=OK)).verdict == Verdict.FLAKY
+
+
+SHARDS = ("test (default, 1, 2, linux.2xlarge)", "test (default, 2, 2, linux.2xlarge)")
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_rerun_the_shard_that_failed_on_the_culprit(role: Role) -> None:
+    assert shard_to_rerun(role, SHARDS[1], SHARDS) == SHARDS[1]
+    assert shard_to_rerun(role, None, SHARDS) == SHARDS[0]  # none known: the first
+    assert shard_to_rerun(role, None, ()) is None
+
+
+def test_no_other_shard_stands_in_for_the_failing_one_on_the_last_pass() -> None:
+    # The job passed on the last pass with its failing shard absent: the other shard passing
+    # again would confirm a commit that may not have broken it.
+    assert shard_to_rerun(Role.LAST_PASS, SHARDS[1], SHARDS[:1]) is None
+    assert shard_to_rerun(Role.CULPRIT, SHARDS[1], SHARDS[:1]) == SHARDS[0]
+
+
+def test_the_failing_shard_last_passed_on_the_newest_older_commit_it_passed() -> None:
+    shard, other = SHARDS[1], SHARDS[0]
+    passed, failed = CellState.PASS, CellState.FAIL
+    assert shard_last_pass(shard, [{other: passed}, {shard: CellState.PENDING}, {shard: passed}]) == 2
+    assert shard_last_pass(shard, [{shard: CellState.FLAKY}]) == 0
+    assert shard_last_pass(shard, [{other: passed}, {shard: failed}, {shard: passed}]) is None
+    assert shard_last_pass(shard, [{other: passed}]) is None

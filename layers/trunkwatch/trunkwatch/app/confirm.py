@@ -34,6 +34,8 @@ from trunkwatch.domain.verdict import (
     Suspect,
     decide,
     plan_reruns,
+    shard_last_pass,
+    shard_to_rerun,
 )
 from trunkwatch.sources.base import CommitResult
 from trunkwatch.storage.port import Storage
@@ -80,6 +82,11 @@ def culprit_decision(
             last_pass and last_pass.sha,
         )
         suspect = Suspect(job, records[0].culprit_sha, records[0].last_pass_sha, unrun if same else 0)
+        moved = next((r.sha for r in records if r.role == Role.LAST_PASS and r.sha != r.last_pass_sha), None)
+        if moved is not None:
+            # The failing shard is rerun where it last passed, before the last pass (which it
+            # did not run on): that commit is one of the range now.
+            suspect = replace(suspect, last_pass_sha=moved, unrun_between=suspect.unrun_between + 1)
     else:
         suspect = Suspect(job, first_fail.sha, last_pass.sha if last_pass else None, unrun)
     wanted = _plan(storage, trunk_id, rule, suspect, records, now) if plan else Plan(())
@@ -171,7 +178,9 @@ def advance_reruns(
 ) -> int:
     """Send the planned rerun requests and record the results the snapshot shows; returns
     how many reruns GitHub accepted."""
+    commits = list(commits)
     by_sha = {result.commit.sha: result.runs for result in commits}
+    order = [result.commit.sha for result in commits]  # newest first
     accepted = 0
     reruns = storage.reruns.open(trunk.trunk_id, now - OPEN_FOR, now - HOUR)
     # Oldest plans first, an episode's last pass before its culprit (as `plan_reruns` asks).
@@ -184,7 +193,7 @@ def advance_reruns(
         if record.requested_at is None:
             if record.tries >= MAX_TRIES:
                 continue
-            updated = _request(record, runs, by_sha, request, rule, now)
+            updated = _request(record, runs, by_sha, order, request, rule, now)
             accepted += updated.status == RerunStatus.PENDING and updated.job_id is not None
         else:
             updated = _result(record, runs, rule)
@@ -197,15 +206,26 @@ def _request(
     record: RerunRecord,
     runs: tuple[JobRun, ...],
     by_sha: dict[str, tuple[JobRun, ...]],
+    order: list[str],
     request: RequestRerun,
     rule: RuleConfig,
     now: datetime,
 ) -> RerunRecord:
-    run = _shard(record, runs, by_sha, rule)
+    failing, run = _shard(record, runs, by_sha, rule)
+    if run is None and failing is not None and any(job_key(r.name) == record.job for r in runs):
+        # The failing shard did not run on the last pass: rerun it where it last passed.
+        older = order[order.index(record.sha) + 1 :]
+        states = [{r.name: shard_state(r, rule.cancelled) for r in by_sha[sha]} for sha in older]
+        found = shard_last_pass(failing, states)
+        if found is None:
+            reason = f"the shard that failed on the culprit ({failing}) did not run on the last pass"
+            return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=reason)
+        record = replace(record, sha=older[found])
+        runs = by_sha[record.sha]
+        run = next(r for r in runs if r.name == failing)
     if run is None:
-        return replace(
-            record, status=RerunStatus.REQUEST_FAILED.value, reason="no run of the job on that commit"
-        )
+        reason = "no run of the job on that commit"
+        return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=reason)
     state = shard_state(run, rule.cancelled)
     if record.role == Role.CULPRIT and state == CellState.FAIL and run.failed_before:
         # Its failure is already a retry that failed again: that is its rerun (none is sent).
@@ -233,21 +253,21 @@ def _request(
 
 def _shard(
     record: RerunRecord, runs: tuple[JobRun, ...], by_sha: dict[str, tuple[JobRun, ...]], rule: RuleConfig
-) -> JobRun | None:
-    """The job's run to rerun on the record's commit: the shard that failed on the culprit
-    (or, while a newer attempt of it runs, that one), on either commit; else its first."""
+) -> tuple[str | None, JobRun | None]:
+    """The shard that failed on the culprit (or, while a newer attempt of it runs, that one;
+    None when none is known), and the job's run to rerun on the record's commit
+    (`shard_to_rerun`)."""
     mine = [run for run in runs if job_key(run.name) == record.job]
-    if not mine:
-        return None
     states = [
         (run.name, shard_state(run, rule.cancelled))
         for run in by_sha.get(record.culprit_sha, runs)
         if job_key(run.name) == record.job
     ]
-    target = next((name for name, state in states if state == CellState.FAIL), None) or next(
+    failing = next((name for name, state in states if state == CellState.FAIL), None) or next(
         (name for name, state in states if state == CellState.PENDING), None
     )
-    return next((run for run in mine if run.name == target), mine[0])
+    target = shard_to_rerun(Role(record.role), failing, [run.name for run in mine])
+    return failing, next((run for run in mine if run.name == target), None)
 
 
 def _result(record: RerunRecord, runs: tuple[JobRun, ...], rule: RuleConfig) -> RerunRecord:

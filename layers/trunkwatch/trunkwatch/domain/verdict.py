@@ -37,6 +37,12 @@ on rerun and the culprit fails again:
    requested, no last pass in the window (a clipped run), a rerun still pending, no rerun
    requested.
 
+`shard_to_rerun` picks the shard of a sharded job to rerun: the one that failed on the
+culprit, on both commits. When it did not run on the last pass, no other shard stands in for
+it: it is rerun where it last passed before (`shard_last_pass`), which can tell
+`environmental` but never `confirmed` (the last pass is then a commit of the range it did not
+run on), or, when it has no such commit, not at all (`unconfirmed`).
+
 `plan_reruns` decides which reruns to request for an episode: at most `MAX_RERUNS_PER_EPISODE`
 over its lifetime (one per role), none on a commit whose job has a newer attempt than the one
 the alert saw (it exists or runs: its result is the rerun's; the caller reports it as that
@@ -46,8 +52,11 @@ tell `environmental`), the culprit only when its failure is not already a failed
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+
+from trunkwatch.domain.cells import CellState
 
 MAX_RERUNS_PER_EPISODE = 2
 
@@ -212,6 +221,34 @@ def _unconfirmed_reason(suspect: Suspect, evidence: Evidence) -> str:
 
 def _role_name(role: Role) -> str:
     return "last pass" if role == Role.LAST_PASS else "culprit"
+
+
+def shard_to_rerun(role: Role, failing: str | None, shards: Sequence[str]) -> str | None:
+    """The shard of the job to rerun on the role's commit (`shards`: the job's runs there):
+    the one that failed on the culprit (`failing`; None when none is known), else the first.
+    On the last pass, only the failing shard: another shard passing again says nothing about
+    the failure (a sharded job passes on a commit where its failing shard did not run), so
+    None when it did not run there."""
+    if failing is not None and failing in shards:
+        return failing
+    if role == Role.LAST_PASS and failing is not None:
+        return None
+    return shards[0] if shards else None
+
+
+def shard_last_pass(shard: str, older: Iterable[Mapping[str, CellState]]) -> int | None:
+    """Where the failing shard last passed when it did not run on the last pass: the index in
+    `older` (the commits before the last pass, newest first, each with its shards' states) of
+    the newest on which it passed; None when it failed there first (the range is not one
+    failure's) or never ran. Rerunning it there tells `environmental` as the last pass would;
+    the last pass itself, where it did not run, keeps the culprit from being `confirmed`."""
+    for index, states in enumerate(older):
+        state = states.get(shard)
+        if state in (CellState.PASS, CellState.FLAKY):
+            return index
+        if state == CellState.FAIL:
+            return None
+    return None
 
 
 @dataclass(frozen=True)
