@@ -689,11 +689,14 @@ def test_ingest_reads_source_tokens_but_never_the_api_tokens(
     assert not _may(role, "ssm:GetParameter", f"{ssm}/other/token", source)
     assert _may(resources["AuthorizerFunctionRole"], "ssm:GetParameter", f"{ssm}{tokens}", source)
     (deny,) = [s for s in _statements(role) if s["Effect"] == "Deny"]
-    assert _sub_text(deny["Resource"]).endswith(":parameter${ApiTokensParameter}")
+    assert [_sub_text(r).rsplit(":", 1)[1] for r in _resources_of(deny)] == [
+        "parameter${ApiTokensParameter}",
+        "parameter${WebhookSecretParameter}",
+    ]
 
 
 def test_webhooks_come_through_an_unauthenticated_function_url_that_alone_reads_the_secret(
-    resources: dict[str, Any],
+    resources: dict[str, Any], source: dict[str, Any]
 ) -> None:
     # The function checks each delivery's signature; a URL costs nothing beyond the function.
     url = resources["WebhookFunctionUrl"]
@@ -711,6 +714,12 @@ def test_webhooks_come_through_an_unauthenticated_function_url_that_alone_reads_
 
     readers = {f for f in FUNCTIONS for s in _statements(resources[f"{f}Role"]) if reads_secret(s)}
     assert readers == {"WebhookFunction"}
+    # Nor through a prefix: the default parameter sits under SecretsPrefix, which ingest reads.
+    default = source["Parameters"]["WebhookSecretParameter"]["Default"]
+    assert default.startswith("/" + source["Parameters"]["SecretsPrefix"]["Default"])  # the overlap
+    arn = f"arn:aws:ssm:us-east-1:{EXAMPLE_ACCOUNT}:parameter{default}"
+    may_read = {f for f in FUNCTIONS if _may(resources[f"{f}Role"], "ssm:GetParameter", arn, source)}
+    assert may_read == {"WebhookFunction"}
     role = resources["WebhookFunctionRole"]
     (statement,) = [s for s in _statements(role) if s.get("Sid") == "ReadWebhookSecret"]
     assert _actions(statement) == ["ssm:GetParameter"]
