@@ -376,11 +376,16 @@ def project(
     )
 
 
+def cpu_slowdown(memory_gb: float) -> float:
+    """How much longer CPU-bound time measured on a full core takes at the function's CPU
+    share (FULL_VCPU_MB), never faster than a full core."""
+    return max(1.0, FULL_VCPU_MB / (memory_gb * 1024))
+
+
 def lambda_seconds(usage: Usage, memory_gb: float) -> float:
     """Billed duration: the code's own time slowed to the function's CPU share, plus the
     time the emulator took to answer (standing in for DynamoDB's)."""
-    slowdown = max(1.0, FULL_VCPU_MB / (memory_gb * 1024))
-    return usage.code_seconds * slowdown + usage.emulator_seconds
+    return usage.code_seconds * cpu_slowdown(memory_gb) + usage.emulator_seconds
 
 
 def _times(usage: Usage, n: float) -> Usage:

@@ -44,10 +44,10 @@ from benchmarks.cost import (
     APP_LOG_BYTES,
     DAYS_PER_MONTH,
     EMF_LOG_BYTES,
-    FULL_VCPU_MB,
     GB,
     PLATFORM_LOG_BYTES,
     SQS_REQUESTS_PER_POLL,
+    cpu_slowdown,
     dashboard_by_default,
     memory_gb,
     trunk_gauges_usd,
@@ -250,7 +250,7 @@ def _per_trunk_usd(ingest_s: float, period: timedelta) -> float:
     """A month of one trunk's polls: see the module's docstring."""
     polls = DAYS_PER_MONTH * 86400 / period.total_seconds()
     gb = memory_gb("ingest")
-    gb_s = ingest_s * FULL_VCPU_MB / (gb * 1024) * gb
+    gb_s = ingest_s * cpu_slowdown(gb) * gb
     log_bytes = PLATFORM_LOG_BYTES + APP_LOG_BYTES + EMF_LOG_BYTES
     usd = polls * (
         prices.LAMBDA_REQUESTS_PER_MILLION / 1e6

@@ -49,6 +49,7 @@ from benchmarks.cost import (
     GB,
     PLATFORM_LOG_BYTES,
     SECONDS_PER_DAY,
+    cpu_slowdown,
     memory_gb,
 )
 from benchmarks.end_to_end import STREAM_HOP_S, Call, time_invocations
@@ -351,9 +352,8 @@ def _gb_s_per_day(per_trunk: dict[str, float], dropped_s: float, gb: float) -> f
     """Billed GB-s a day at `gb` of memory: CPU time slowed by the CPU share below a full
     vCPU, waits as they are."""
     per_day = _deliveries_per_day()
-    slower = max(1.0, FULL_VCPU_MB / (gb * 1024))
     cpu_s = (per_day - TRUNK_JOBS_PER_DAY) * dropped_s + TRUNK_JOBS_PER_DAY * per_trunk["cpu_s"]
-    return (cpu_s * slower + TRUNK_JOBS_PER_DAY * per_trunk["wait_s"]) * gb
+    return (cpu_s * cpu_slowdown(gb) + TRUNK_JOBS_PER_DAY * per_trunk["wait_s"]) * gb
 
 
 def _secret_reads_per_day(per_trunk: dict[str, float], dropped_s: float) -> float:
