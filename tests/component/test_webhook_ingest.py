@@ -19,6 +19,7 @@ from trunkwatch.sources.base import CommitResult, Snapshot
 from trunkwatch.sources.webhook import PayloadError
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import CommitRef, JobAlert
 
 NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)
 A, B = "a" * 40, "b" * 40
@@ -100,6 +101,29 @@ def test_a_delivery_that_died_halfway_is_finished_by_its_redelivery(storage: Sto
     assert KEY in deliver(storage, "workflow_job", failed).changed_jobs
     assert cells(storage)[(KEY, A)] == "fail" and states(storage, A)[KEY] == "F"
     assert deliver(storage, "workflow_job", failed).cells_written == 0  # and once is enough
+
+
+def test_only_a_cell_that_may_change_its_verdict_joins_a_group(storage: Storage) -> None:
+    # A join is a write: a pass on a job that is not failing has nothing to notify.
+    C, D = "c" * 40, "d" * 40
+    deliver(storage, "push", webhooks.push([A, B, C, D]))
+    single = "linux-jammy / build"
+
+    def job(sha: str, conclusion: str, job_id: int) -> DeliveryResult:
+        return deliver(
+            storage, "workflow_job", webhooks.workflow_job(sha, single, conclusion=conclusion, job_id=job_id)
+        )
+
+    first = job(A, "success", 1)
+    assert first.cells_written == 2 and first.group is not None  # the job's first cell ends its staleness
+    quiet = job(B, "success", 2)
+    assert quiet.cells_written == 2 and quiet.group is None  # both passes (the job, its run) fresh
+    assert cells(storage)[("pull / linux-jammy / build", B)] == "pass"
+    assert job(C, "failure", 3).group is not None  # a failure may start a run
+    ref = CommitRef(seq=3, sha=C, time=NOW, title="c", pr=None, job_url="run")
+    alert = JobAlert("pull / linux-jammy / build", "firing", NOW, 3, ref, ref)
+    storage.alerts.save_with_failing_set(TRUNK.trunk_id, alert, now_firing=True)
+    assert job(D, "success", 4).group is not None  # a pass on a firing job may resolve it
 
 
 def test_the_runs_pass_is_stored_until_the_commit_records_it(storage: Storage) -> None:

@@ -1,13 +1,14 @@
 """Webhook ingest (design.md §2, `webhook`): a GitHub delivery written as the cells the poll writes.
 
-A delivery about a webhook-fed trunk is stored through the same records as a poll: the
-commit item's state string (one code per job column of the trunk's job index) says what is
-stored, a cell item is written only where the merged state changes, and the tick barrier
-(here a group of the deliveries of the same instant, see `storage/ticks.py`) settles before the
-notifier runs. Whichever of poll and delivery sees a result first writes it; the other then
-finds the commit's state string unchanged and writes nothing. Commits, job columns and state
-codes are written through the ledger the poll uses too (`ledger.py`): conditional writes,
-merged again on a conflict.
+A delivery about a webhook-fed trunk is stored through the same records as a poll: the commit
+item's state string (one code per job column of the trunk's job index) says what is stored, a
+cell item is written only where the merged state changes, and the tick barrier (here a group
+of the deliveries of the same instant, see `storage/ticks.py`) settles before the notifier
+runs; a cell that cannot change its job's verdict (a pass on a job not failing, the
+evaluator's own test) joins no group. Whichever of poll and delivery sees a result first
+writes it; the other then finds the commit's state string unchanged and writes nothing.
+Commits, job columns and state codes are written through the ledger the poll uses too
+(`ledger.py`): conditional writes, merged again on a conflict.
 
 Order of writes, as in the poll: shards, then the tick, the cell, then the commit's state
 string; a delivery cut short is redone by its redelivery or by the next poll.
@@ -31,6 +32,7 @@ from trunkwatch.domain.cells import (
     replaces,
 )
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
+from trunkwatch.domain.rule import in_window, may_change_verdict
 from trunkwatch.domain.shards import ShardReport
 from trunkwatch.sources import webhook
 from trunkwatch.storage.port import Storage
@@ -102,9 +104,9 @@ def ingest_delivery(
             # `in_progress` deliveries are dropped); a poll records running jobs as pending.
             continue
         assert seq is not None
-        group = write_cell(storage, trunk.trunk_id, rule, seq, cell, now)
-        if group is not None:
-            result.group = result.group or group
+        written = write_cell(storage, trunk.trunk_id, rule, seq, cell, now)
+        if written is not None:
+            result.group = result.group or written.group
             result.cells_written += 1
             result.changed_jobs.append(key)
     return result
@@ -141,19 +143,27 @@ def place_commits(
     return len(placed)
 
 
+@dataclass(frozen=True)
+class Written:
+    """A cell item written, and the group tick it counts towards (None: it joined none, as
+    it cannot change its job's verdict)."""
+
+    group: Group | None
+
+
 def write_cell(
     storage: Storage, trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, now: datetime
-) -> Group | None:
+) -> Written | None:
     """Record `cell` (a result) on commit `seq` as ingest would: a cell item (in scope) and
-    the commit's state code, unless that code already says the same. The group tick the
-    cell counts towards, or None when nothing was written."""
+    the commit's state code, unless that code already says the same. None when no cell item
+    was written."""
     trunks, commits = storage.trunks, storage.commits
     names, _ = ledger.add_jobs(trunks, trunk_id, trunks.job_names(trunk_id), [cell.job])
     column = names.index(cell.job)
     stored = commits.get(trunk_id, seq)
     if stored is None or not replaces(_code(stored.states, column), cell.state):
         return None
-    group = _write(storage, trunk_id, rule, seq, cell, stored.commit, now)
+    written = _write(storage, trunk_id, rule, seq, cell, stored.commit, _code(stored.states, column), now)
 
     def merge(states: str) -> str:
         if not replaces(_code(states, column), cell.state):
@@ -165,28 +175,46 @@ def write_cell(
         # write this result again, as the state string will say (a result always replaces
         # another writer's: only a pending cell would lose, and a delivery writes none).
         # The same instant's group, which this delivery may have opened, stays its group.
-        nonlocal group
+        nonlocal written
         theirs = _code(fresh.states, column)
         if theirs not in (_code(previous.states, column), cell.state.code):
-            again = _write(storage, trunk_id, rule, seq, cell, fresh.commit, now)
-            group = group or again
+            again = _write(storage, trunk_id, rule, seq, cell, fresh.commit, theirs, now)
+            if written is None or written.group is None:
+                written = again
 
     saved = ledger.save_states(commits, trunk_id, stored, merge, before_retry=rewrite)
     if saved is not None and not saved[0].states.strip(ABSENT_CODE):
         _add_recent_seq(storage, trunk_id, seq)  # the commit's first job: it counts for staleness now
-    return group
+    return written
 
 
 def _write(
-    storage: Storage, trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, commit: Commit, now: datetime
-) -> Group | None:
-    """The cell item (in scope) in its delivery group; the group, None when out of scope."""
+    storage: Storage,
+    trunk_id: str,
+    rule: RuleConfig,
+    seq: int,
+    cell: Cell,
+    commit: Commit,
+    old_code: str,
+    now: datetime,
+) -> Written | None:
+    """The cell item (in scope; None when out of scope). It joins its delivery group only if
+    it may change its job's verdict, as the evaluator judges that (`may_change_verdict`): a
+    pass on a job that is not failing changes nothing to notify, so it costs no tick write.
+    Should the job begin firing meanwhile, the evaluator judges the cell all the same and
+    the next settled tick (at the latest the schedule's sweep) sends what changed."""
     if not rule.in_scope(cell.job):
         return None
-    group = storage.ticks.join_group(trunk_id, 1, now)
     prior = storage.cells.newest_seq(trunk_id, cell.job)
-    storage.cells.save_all(trunk_id, [CellWrite(cell, commit, seq, group.id, prior)], rule.retention)
-    return group
+    state = storage.trunks.state(trunk_id, consistent=True)  # a job that began firing just now joins
+    old = None if old_code == ABSENT_CODE else CellState.of_code(old_code)
+    fresh_before = prior is not None and in_window(prior, state.recent_seqs, rule)
+    group = None
+    if may_change_verdict(old, cell.state, cell.job in state.failing, fresh_before):
+        group = storage.ticks.join_group(trunk_id, 1, now)
+    write = CellWrite(cell, commit, seq, group.id if group else "", prior)
+    storage.cells.save_all(trunk_id, [write], rule.retention)
+    return Written(group)
 
 
 def _code(states: str, column: int) -> str:

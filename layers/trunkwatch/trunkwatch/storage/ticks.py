@@ -3,16 +3,16 @@ trunk's firing jobs re-judged at the poll's time); the settled tick (stream, kin
 what the notifier runs on.
 
 Webhook deliveries share a group tick per trunk and time bucket (`GROUP_WINDOW`): each
-delivery that writes cells adds them to the bucket's `expected` while the bucket is open
-(`closes_at` not past, not settled), and the tick settles only once every expected cell
-is evaluated and the bucket has closed. A tick that never settles (its cells' records
-dead-lettered, or its poll died before writing them all) is settled by the sweep
-(`force_settle`, design.md §3.4). Joining and settling are each one conditional
-update, so a delivery either joins before the tick can settle or finds it settled and joins
-the next bucket's group: deliveries of the same instant settle together, like one poll's
-cells. Whoever comes last settles: the evaluator counting the last cell after the bucket
-closed, or the delivery that opened the group, which waits for `closes_at` and settles it if
-its cells were already evaluated."""
+delivery that writes cells that may change a verdict adds them to the bucket's `expected`
+while the bucket is open (`closes_at` not past, not settled), and the tick settles only once
+every expected cell is evaluated and the bucket has closed. A tick that never settles (its
+cells' records dead-lettered, or its poll died before writing them all) is settled by the
+sweep (`force_settle`, design.md §3.4). Joining and settling are each one conditional update,
+so a delivery either joins before the tick can settle or finds it settled and joins the next
+bucket's group: deliveries of the same instant settle together, like one poll's cells. Whoever
+comes last settles: the evaluator counting the last cell after the bucket closed, or the
+delivery that opened the group, which waits for `closes_at` and settles it if its cells were
+already evaluated."""
 
 from __future__ import annotations
 
