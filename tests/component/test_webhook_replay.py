@@ -7,6 +7,7 @@ import json
 import random
 import re
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -64,6 +65,15 @@ def test_redeliveries_and_shuffled_deliveries_send_the_same_messages(polled: lis
             shuffled.append(line)
     # On the in-memory store: its claims and conditional writes hold DynamoDB's contract.
     assert _messages(shuffled, store="memory") == polled
+
+
+def test_cells_that_joined_no_group_still_send_every_message(polled: list[dict[str, Any]]) -> None:
+    # A delivery judges from what it read whether its cell may change a verdict (a job that
+    # began firing meanwhile makes it wrong); the evaluator judges the cell all the same and
+    # the next settled tick, the sweep's at the latest, sends what changed. Here every cell
+    # is misjudged: no delivery joins a group.
+    with mock.patch("trunkwatch.app.webhook.may_change_verdict", return_value=False):
+        assert _messages(webhooks.replay_as_deliveries(_history()), store="memory") == polled
 
 
 def test_a_replay_webhook_event_must_name_a_github_event() -> None:
