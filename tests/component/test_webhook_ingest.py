@@ -138,9 +138,23 @@ def test_the_runs_pass_is_stored_until_the_commit_records_it(storage: Storage) -
     storage.shards.report = counted  # type: ignore[method-assign]
     deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, job_id=1))
     deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_2, job_id=2))
-    # Every job delivery repeats its run's `(workflow)` pass: the second finds it recorded.
-    assert reported == [f"pull / {SHARD_1}", "pull / (workflow)", f"pull / {SHARD_2}"]
+    # Every job delivery repeats its run's `(workflow)` pass: the first attempt's is its cell
+    # with no shard stored (nothing earlier can have failed to start), the second finds it.
+    assert reported == [f"pull / {SHARD_1}", f"pull / {SHARD_2}"]
     assert states(storage, A) == {KEY: "P", "pull / (workflow)": "P"}
+    assert cells(storage)[("pull / (workflow)", A)] == "pass"
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_a_run_that_started_after_one_failed_to_start_is_flaky(storage: Storage, late: bool) -> None:
+    # The second attempt's pass is stored as a shard, so a startup failure of the first
+    # attempt makes it flaky in either order.
+    deliver(storage, "push", webhooks.push([A]))
+    failed = webhooks.workflow_run(A, workflow="trunk", conclusion="startup_failure")
+    started = webhooks.workflow_job(A, "linux-jammy / build", workflow="trunk", attempt=2)
+    for event, payload in [("workflow_run", failed), ("workflow_job", started)][:: -1 if late else 1]:
+        deliver(storage, event, payload)
+    assert cells(storage)[("trunk / (workflow)", A)] == "flaky"
 
 
 def test_completed_before_queued_keeps_the_result(storage: Storage) -> None:

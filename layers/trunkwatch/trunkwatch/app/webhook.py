@@ -33,10 +33,10 @@ from trunkwatch.domain.cells import (
 )
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import in_window, may_change_verdict
-from trunkwatch.domain.shards import ShardReport
+from trunkwatch.domain.shards import ShardReport, shard_run
 from trunkwatch.sources import webhook
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import CellWrite, Group, StoredCommit
+from trunkwatch.storage.records import CellWrite, Group, StoredCommit, TrunkState
 
 WEB_URL = "https://github.com"
 
@@ -94,36 +94,50 @@ def ingest_delivery(
     if reports and seq is None:
         result.ignored = "not a known trunk commit"
         return result
+    assert seq is not None or not reports
+    decided: list[Cell] = []
     if event == "workflow_job" and seq is not None:
-        reports = [r for r in reports if not _run_pass_recorded(storage, trunk.trunk_id, seq, r)]
+        reports, decided = _run_pass(storage, trunk.trunk_id, seq, reports, rule.cancelled)
     changed = {job_key(r.name) for r in reports if storage.shards.report(trunk.trunk_id, r, now)}
     for key in sorted(changed):
         cell = build_cells(sha, storage.shards.runs(trunk.trunk_id, sha, key), rule.cancelled)[key]
-        if cell.state == CellState.PENDING:
-            # Shards still running: no result yet, as for any job still running (whose
-            # `in_progress` deliveries are dropped); a poll records running jobs as pending.
-            continue
+        # Shards still running: no result yet, as for any job still running (whose
+        # `in_progress` deliveries are dropped); a poll records running jobs as pending.
+        if cell.state != CellState.PENDING:
+            decided.append(cell)
+    if decided:
         assert seq is not None
-        written = write_cell(storage, trunk.trunk_id, rule, seq, cell, now)
-        if written is not None:
+        for job, written in write_cells(storage, trunk.trunk_id, rule, seq, decided, now).items():
             result.group = result.group or written.group
             result.cells_written += 1
-            result.changed_jobs.append(key)
+            result.changed_jobs.append(job)
     return result
 
 
-def _run_pass_recorded(storage: Storage, trunk_id: str, seq: int, report: ShardReport) -> bool:
-    """Whether `report` is the run's `(workflow)` pass that every job delivery of the run
-    repeats, and the commit's state string already records that pass: storing it again
-    would change nothing, so it is not written (two reads instead of a write)."""
-    if not report.name.endswith(f" / {WORKFLOW_JOB}") or report.conclusion != "success":
-        return False
+def _run_pass(
+    storage: Storage, trunk_id: str, seq: int, reports: list[ShardReport], cancelled: str
+) -> tuple[list[ShardReport], list[Cell]]:
+    """The reports to store as shards, and the cells decided without storing one. Every job
+    delivery of a run repeats the run's `(workflow)` pass: once the commit's state string
+    records it, it is not written again (two reads instead of a write), and the first
+    attempt's pass on a commit that records nothing for it is its cell as it stands (no
+    earlier attempt can have failed to start, and a later one is stored as a shard)."""
+    passes = [r for r in reports if r.name.endswith(f" / {WORKFLOW_JOB}") and r.conclusion == "success"]
+    if not passes:
+        return reports, []
     names = storage.trunks.job_names(trunk_id)
-    key = job_key(report.name)
-    if key not in names:
-        return False
     stored = storage.commits.get(trunk_id, seq)
-    return stored is not None and _code(stored.states, names.index(key)) == CellState.PASS.code
+    kept, decided = list(reports), []
+    for report in passes:
+        key = job_key(report.name)
+        code = _code(stored.states, names.index(key)) if stored and key in names else ABSENT_CODE
+        if code == CellState.PASS.code:
+            kept.remove(report)
+        elif code == ABSENT_CODE and report.attempt == 1:
+            kept.remove(report)
+            run = shard_run(report.name, report.attempt, report.conclusion, report.url, ())
+            decided.append(build_cells(report.sha, [run], cancelled)[key])
+    return kept, decided
 
 
 def place_commits(
@@ -151,40 +165,55 @@ class Written:
     group: Group | None
 
 
-def write_cell(
-    storage: Storage, trunk_id: str, rule: RuleConfig, seq: int, cell: Cell, now: datetime
-) -> Written | None:
-    """Record `cell` (a result) on commit `seq` as ingest would: a cell item (in scope) and
-    the commit's state code, unless that code already says the same. None when no cell item
-    was written."""
+def write_cells(
+    storage: Storage, trunk_id: str, rule: RuleConfig, seq: int, cells: list[Cell], now: datetime
+) -> dict[str, Written]:
+    """Record `cells` (results of one commit `seq`) as ingest would: a cell item each (in
+    scope) and their state codes in one write of the commit's state string, but where a
+    code already says the same. The cell items written, by job."""
     trunks, commits = storage.trunks, storage.commits
-    names, _ = ledger.add_jobs(trunks, trunk_id, trunks.job_names(trunk_id), [cell.job])
-    column = names.index(cell.job)
+    names, _ = ledger.add_jobs(trunks, trunk_id, trunks.job_names(trunk_id), [c.job for c in cells])
+    columns = {cell.job: names.index(cell.job) for cell in cells}
     stored = commits.get(trunk_id, seq)
-    if stored is None or not replaces(_code(stored.states, column), cell.state):
-        return None
-    written = _write(storage, trunk_id, rule, seq, cell, stored.commit, _code(stored.states, column), now)
+    if stored is None:
+        return {}
+    changing = [c for c in cells if replaces(_code(stored.states, columns[c.job]), c.state)]
+    if not changing:
+        return {}
+    state = storage.trunks.state(trunk_id, consistent=True)  # a job that began firing just now joins
+    written: dict[str, Written] = {}
+
+    def write(cell: Cell, commit: Commit, old_code: str) -> None:
+        done = _write(storage, trunk_id, rule, seq, cell, commit, old_code, state, now)
+        if done is not None and (cell.job not in written or written[cell.job].group is None):
+            written[cell.job] = done
+
+    for cell in changing:
+        write(cell, stored.commit, _code(stored.states, columns[cell.job]))
 
     def merge(states: str) -> str:
-        if not replaces(_code(states, column), cell.state):
-            return states
-        return ledger.merge_states(states, {column: cell.state.code})
+        return ledger.merge_states(
+            states,
+            {
+                columns[c.job]: c.state.code
+                for c in changing
+                if replaces(_code(states, columns[c.job]), c.state)
+            },
+        )
 
     def rewrite(previous: StoredCommit, fresh: StoredCommit, new: str) -> None:
-        # Another writer changed this column meanwhile, its cell before or after this one:
+        # Another writer changed a column meanwhile, its cell before or after this one:
         # write this result again, as the state string will say (a result always replaces
         # another writer's: only a pending cell would lose, and a delivery writes none).
         # The same instant's group, which this delivery may have opened, stays its group.
-        nonlocal written
-        theirs = _code(fresh.states, column)
-        if theirs not in (_code(previous.states, column), cell.state.code):
-            again = _write(storage, trunk_id, rule, seq, cell, fresh.commit, theirs, now)
-            if written is None or written.group is None:
-                written = again
+        for cell in changing:
+            theirs = _code(fresh.states, columns[cell.job])
+            if theirs not in (_code(previous.states, columns[cell.job]), cell.state.code):
+                write(cell, fresh.commit, theirs)
 
     saved = ledger.save_states(commits, trunk_id, stored, merge, before_retry=rewrite)
     if saved is not None and not saved[0].states.strip(ABSENT_CODE):
-        _add_recent_seq(storage, trunk_id, seq)  # the commit's first job: it counts for staleness now
+        _add_recent_seq(storage, trunk_id, seq, state)  # the commit's first job: it counts for staleness now
     return written
 
 
@@ -196,6 +225,7 @@ def _write(
     cell: Cell,
     commit: Commit,
     old_code: str,
+    state: TrunkState,
     now: datetime,
 ) -> Written | None:
     """The cell item (in scope; None when out of scope). It joins its delivery group only if
@@ -206,7 +236,6 @@ def _write(
     if not rule.in_scope(cell.job):
         return None
     prior = storage.cells.newest_seq(trunk_id, cell.job)
-    state = storage.trunks.state(trunk_id, consistent=True)  # a job that began firing just now joins
     old = None if old_code == ABSENT_CODE else CellState.of_code(old_code)
     fresh_before = prior is not None and in_window(prior, state.recent_seqs, rule)
     group = None
@@ -227,6 +256,5 @@ def settle(storage: Storage, trunk_id: str, group: Group, now: datetime) -> bool
     return storage.ticks.settle(trunk_id, group.id, now)
 
 
-def _add_recent_seq(storage: Storage, trunk_id: str, seq: int) -> None:
-    state = storage.trunks.state(trunk_id)
+def _add_recent_seq(storage: Storage, trunk_id: str, seq: int, state: TrunkState) -> None:
     ledger.save_recent_seqs(storage.trunks, trunk_id, state.recent_seqs, [seq])
