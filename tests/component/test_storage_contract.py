@@ -84,6 +84,7 @@ def test_a_trunk_starts_empty_and_keeps_its_poll_health(storage: Storage) -> Non
     )
     assert trunks.record_poll_success(TRUNK, NOW + timedelta(minutes=3), ok) == 0  # steady: nothing written
     trunks.record_polled(TRUNK, NOW, missing_since=NOW - timedelta(hours=1))
+    trunks.record_delivery(TRUNK, NOW - timedelta(minutes=1))
     assert trunks.save_recent_seqs(TRUNK, [], [3, 2, 1])
     state = trunks.state(TRUNK)
     assert (state.last_polled_at, state.deliveries_missing_since, state.recent_seqs) == (
@@ -91,6 +92,7 @@ def test_a_trunk_starts_empty_and_keeps_its_poll_health(storage: Storage) -> Non
         NOW - timedelta(hours=1),
         [3, 2, 1],
     )
+    assert state.last_delivery_at == NOW - timedelta(minutes=1)
     trunks.save_source_state(TRUNK, {"etag": "W/1", "pages": [1, 2]})
     assert trunks.source_state(TRUNK) == {"etag": "W/1", "pages": [1, 2]}
 

@@ -3,7 +3,7 @@ in-memory storage; what must not reach the table at all is checked on a moto tab
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -124,6 +124,25 @@ def test_only_a_cell_that_may_change_its_verdict_joins_a_group(storage: Storage)
     alert = JobAlert("pull / linux-jammy / build", "firing", NOW, 3, ref, ref)
     storage.alerts.save_with_failing_set(TRUNK.trunk_id, alert, now_firing=True)
     assert job(D, "success", 4).group is not None  # a pass on a firing job may resolve it
+
+
+def test_deliveries_that_join_no_group_still_record_that_deliveries_arrive(storage: Storage) -> None:
+    # WebhooksDown reads `last_delivery_at`; a stream of passes records it once per period.
+    commits = [f"{n:040x}" for n in range(1, 5)]
+    deliver(storage, "push", webhooks.push(commits))
+    build = "linux-jammy / build"
+
+    def passed(index: int, minutes: int) -> DeliveryResult:
+        payload = webhooks.workflow_job(commits[index], build, job_id=index)
+        at = NOW + timedelta(minutes=minutes)
+        return ingest_delivery(storage, TRUNK, RULE, "workflow_job", payload, at)
+
+    assert passed(0, 0).group is not None  # the job's first cell opens a group, which records it
+    assert storage.trunks.state(TRUNK.trunk_id).last_delivery_at == NOW
+    assert passed(1, 3).group is None
+    assert storage.trunks.state(TRUNK.trunk_id).last_delivery_at == NOW  # within the period
+    assert passed(2, 6).group is None
+    assert storage.trunks.state(TRUNK.trunk_id).last_delivery_at == NOW + timedelta(minutes=6)
 
 
 def test_the_runs_pass_is_stored_until_the_commit_records_it(storage: Storage) -> None:

@@ -36,7 +36,7 @@ from trunkwatch.domain.rule import in_window, may_change_verdict
 from trunkwatch.domain.shards import ShardReport, shard_run
 from trunkwatch.sources import webhook
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import CellWrite, Group, StoredCommit, TrunkState
+from trunkwatch.storage.records import LAST_DELIVERY_PRECISION, CellWrite, Group, StoredCommit, TrunkState
 
 WEB_URL = "https://github.com"
 
@@ -214,6 +214,10 @@ def write_cells(
     saved = ledger.save_states(commits, trunk_id, stored, merge, before_retry=rewrite)
     if saved is not None and not saved[0].states.strip(ABSENT_CODE):
         _add_recent_seq(storage, trunk_id, seq, state)  # the commit's first job: it counts for staleness now
+    opened = any(w.group is not None and w.group.opened for w in written.values())
+    last = state.last_delivery_at
+    if written and not opened and (last is None or now - last >= LAST_DELIVERY_PRECISION):
+        trunks.record_delivery(trunk_id, now)  # deliveries arrive: WebhooksDown stays quiet or ends
     return written
 
 

@@ -102,6 +102,9 @@ class MemoryTrunks:
             state.polls_failing_since = state.poll_error_cause = state.poll_error = None
         return 1
 
+    def record_delivery(self, trunk_id: str, at: datetime) -> None:
+        self.stored_state(trunk_id).last_delivery_at = at
+
     def open_poll(self, trunk_id: str, poll: str, at: datetime, delivered: bool = False) -> None:
         state = self.stored_state(trunk_id)
         state.unsettled[poll] = at

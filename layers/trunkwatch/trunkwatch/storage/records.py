@@ -20,6 +20,10 @@ TITLE_MAX = 200
 ERROR_MAX = 500
 # A steady good poll rewrites its time only this often.
 LAST_OK_PRECISION = timedelta(minutes=5)
+# A delivery that opens no group records its time (WebhooksDown's `last_delivery_at`) only
+# this often: a steady stream of passes writes the trunk's state once per period, not once
+# per delivery.
+LAST_DELIVERY_PRECISION = timedelta(minutes=5)
 # How long a resolved episode is kept after it ended: the status page's 30-day history, plus
 # a day so an episode that ended just inside the window is never expired under it.
 HISTORY_DAYS = 30

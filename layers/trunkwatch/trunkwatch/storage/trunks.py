@@ -87,6 +87,10 @@ class DynamoTrunks(TableStore):
         _update(trunk_id, actions)
         return 1
 
+    def record_delivery(self, trunk_id: str, at: datetime) -> None:
+        """A delivery wrote results (one that opens a group records it with the group)."""
+        _update(trunk_id, [TrunkStateItem.last_delivery_at.set(at)])
+
     def job_names(self, trunk_id: str) -> list[str]:
         try:
             return [str(name) for name in JobIndex.get(keys.trunk(trunk_id), keys.JOBS).names or []]
