@@ -180,7 +180,7 @@ def write_cells(
     changing = [c for c in cells if replaces(_code(stored.states, columns[c.job]), c.state)]
     if not changing:
         return {}
-    state = storage.trunks.state(trunk_id, consistent=True)  # a job that began firing just now joins
+    state = trunks.state(trunk_id, consistent=True)  # a job that began firing just now joins
     written: dict[str, Written] = {}
 
     def write(cell: Cell, commit: Commit, old_code: str) -> None:
