@@ -107,6 +107,10 @@ class LocalRuntime:
         self.schedule_period = timedelta(minutes=1)  # the deployment's, once started
         self._idempotency_clock: Any = None  # Powertools' idempotency on `clock` while started
         self.wiring: Wiring = self.stack.wiring
+        # How often the deployed schedule polls (the dispatcher's schedule in the template).
+        self.poll_period = timedelta(
+            seconds=period_seconds(self.wiring.schedules[self.stack.logical_id("dispatcher")])
+        )
         # Where crashes are injected: what the schedule, the streams and GitHub invoke. The
         # API's callers (people, amtool) see its 5xx and try again.
         self._crashable = {
