@@ -225,7 +225,8 @@ class LocalRuntime:
         `extra_ticks` asked for, and under crash injection the schedule's ticks while
         invocations die and RECOVERY_TICKS more. Deployed, the schedule fires every period,
         and its sweeps settle a tick left open and send what a dead invocation left unsent;
-        without crashes a replay ticks at its events only. Each tick's time is yielded after
+        without crashes a replay ticks at its events only (and the session's rerun polls,
+        `trunkwatch_local.rerun_polls`). Each tick's time is yielded after
         it ran (and kept in `chaos.stats.recovery_ticks`, so a run without crashes can tick at
         the same times)."""
         for at in self.extra_ticks:
