@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from trunkwatch.app.confirm import MAX_TRIES
-from trunkwatch.domain.verdict import RerunStatus
+from trunkwatch.app.confirm import waits_for_request
 from trunkwatch.storage.records import RerunRecord
 
 
@@ -27,17 +26,7 @@ def next_rerun_poll(
     rerun: one period on when one of `records` (the trunk's open reruns) was planned at `now`
     or refused and is still to be tried again, else the first tick at or after the earliest
     of `due` (when the reruns running are over) that is later than `now`; None for neither."""
-    waiting = [
-        record
-        for record in records
-        if record.requested_at is None
-        and record.tries < MAX_TRIES
-        and (
-            (record.status == RerunStatus.PENDING and record.planned_at >= now)
-            or (record.status == RerunStatus.REQUEST_FAILED and record.tries > 0)
-        )
-    ]
-    if waiting:
+    if any(waits_for_request(record, now) for record in records):
         return now + period
     later = [at for at in due if at > now]
     if not later:

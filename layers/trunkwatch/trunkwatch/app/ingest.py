@@ -62,14 +62,14 @@ def poll_trunk(
     trunk_id, trunks = trunk.trunk_id, storage.trunks
     old_source_state = trunks.source_state(trunk_id)
     scope = _scope_digest(rule)
-    # What the source keeps (ETags, the last page's digest) is only good for the job scope
-    # it was stored under: a configuration change polls everything again.
     # A rerun request waiting for the job ids reads the page even if it is unchanged.
     waiting = (
         rule.confirms
         and request_rerun is not None
         and requests_waiting(storage, trunk_id, trunks.state(trunk_id).last_poll_ok_at, now)
     )
+    # What the source keeps (ETags, the last page's digest) is only good for the job scope
+    # it was stored under: a configuration change polls everything again.
     kept = (
         {key: value for key, value in old_source_state.items() if key != SCOPE}
         if old_source_state.get(SCOPE) == scope and not waiting
