@@ -680,7 +680,9 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
         "says how). Paging figures read without / with confirmation; a page's precision counts the",
         "job pages whose job was broken at the time, by code or by anything (a dependency, a runner",
         "outage). The rows below the pages' are the confirmed run's verdicts; those at 3 h count",
-        "the episodes still firing 3 hours after their page.",
+        "the episodes still firing 3 hours after their page. While reruns are planned or running,",
+        "the replay also polls when the template's schedule would (docs/local.md): a rerun is sent",
+        "one schedule period after its plan, and its result seen within one period of its end.",
         "",
         *_table(
             ["figure", *(f"`{name}`" for name in names)],

@@ -107,6 +107,10 @@ class LocalRuntime:
         self.schedule_period = timedelta(minutes=1)  # the deployment's, once started
         self._idempotency_clock: Any = None  # Powertools' idempotency on `clock` while started
         self.wiring: Wiring = self.stack.wiring
+        # How often the deployed schedule polls (the dispatcher's schedule in the template).
+        self.poll_period = timedelta(
+            seconds=period_seconds(self.wiring.schedules[self.stack.logical_id("dispatcher")])
+        )
         # Where crashes are injected: what the schedule, the streams and GitHub invoke. The
         # API's callers (people, amtool) see its 5xx and try again.
         self._crashable = {
@@ -221,7 +225,8 @@ class LocalRuntime:
         `extra_ticks` asked for, and under crash injection the schedule's ticks while
         invocations die and RECOVERY_TICKS more. Deployed, the schedule fires every period,
         and its sweeps settle a tick left open and send what a dead invocation left unsent;
-        without crashes a replay ticks at its events only. Each tick's time is yielded after
+        without crashes a replay ticks at its events only (and the session's rerun polls,
+        `trunkwatch_local.rerun_polls`). Each tick's time is yielded after
         it ran (and kept in `chaos.stats.recovery_ticks`, so a run without crashes can tick at
         the same times)."""
         for at in self.extra_ticks:

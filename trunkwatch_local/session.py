@@ -7,16 +7,19 @@ import secrets
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from trunkwatch.app.confirm import OPEN_FOR
 from trunkwatch.domain.config import ConfigError, Deployment
+from trunkwatch.storage.port import Reruns
 from trunkwatch_local.apigw import serve_api
 from trunkwatch_local.chaos import Chaos
 from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.replay import Replay, ReplayError, ReplayEvent
+from trunkwatch_local.rerun_polls import next_rerun_poll
 from trunkwatch_local.runtime import LocalRuntime, Published
 
 
@@ -45,6 +48,9 @@ class Session:
         # What the replay's own API calls (silence events) authenticate with when a tokens
         # document is enforced: random per process, held only in memory, never printed.
         self._internal_token = secrets.token_urlsafe(32)
+        # The trunks that confirm culprits by reruns (`confirm: rerun`), once started.
+        self.confirming: tuple[str, ...] = ()
+        self._reruns: Reruns | None = None
 
     def start(self, deployment: Deployment) -> Session:
         # The API's port first: the notifier's environment names the API's URL.
@@ -56,7 +62,30 @@ class Session:
             webhook=self.runtime.receive,
         )
         self.runtime.start(deployment, api_url=self.api_url)
+        rules = deployment.rules
+        self.confirming = tuple(t.trunk_id for t in deployment.trunks if rules[t.trunk_id].confirms)
+        if self.confirming:
+            self._reruns = self.runtime.stack.storage().reruns
         return self
+
+    def rerun_polls(self, before: datetime | None) -> Iterator[datetime]:
+        """The schedule's polls before `before` (None: no end) while reruns are planned or
+        running (`trunkwatch_local.rerun_polls`), each run; its time yielded after it ran."""
+        if not self.confirming or self._reruns is None:
+            return
+        while True:
+            now = self.runtime.clock.now()
+            records = [
+                record
+                for trunk_id in self.confirming
+                for record in self._reruns.open(trunk_id, now - OPEN_FOR, now + timedelta(seconds=1))
+            ]
+            due = [rerun.due for rerun in self.hud.reruns.values()]
+            at = next_rerun_poll(now, self.runtime.poll_period, records, due)
+            if at is None or (before is not None and at >= before):
+                return
+            self.runtime.tick(at)
+            yield at
 
     def _api(self, event: dict[str, Any]) -> Any:
         with self.runtime.lock:
@@ -159,6 +188,8 @@ def _steps(
             session.runtime.settle_deliveries(event.at)
         yield event, session.runtime.published(event.at)
         for at in session.runtime.ticks_between(event.at, following.at if following else None):
+            yield event, session.runtime.published(at)
+        for at in session.rerun_polls(following.at if following else None):
             yield event, session.runtime.published(at)
         event = following
 

@@ -27,6 +27,7 @@ from trunkwatch_local.replay import read_replay
 from trunkwatch_local.session import Session, replay_steps
 
 SCENARIO = SCENARIOS / "verdicts-by-reruns.jsonl"
+MINUTE = timedelta(minutes=1)  # the template's schedule
 CODE = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 DEPENDENCY = "trunk / linux-jammy-cuda12.8-py3.10-gcc11 / test (default, linux.g5.4xlarge.nvidia.gpu)"
 FLAKE = "trunk / macos-py3-arm64 / test (default, macos-m1-stable)"
@@ -47,12 +48,11 @@ def _replay(
     sent: list[dict[str, Any]] = []
     seen: list[Any] = []
     try:
-        for event, published in replay_steps(session, replay):
+        for _event, published in replay_steps(session, replay):
             sent += [message.as_json() for message in published]
             alerts = session.call_api("GET", "/api/v2/alerts")
-            seen += [
-                (event.at, a["labels"].get("job"), a["annotations"]) for a in alerts if "job" in a["labels"]
-            ]
+            now = session.runtime.clock.now()  # the event's, or a poll's the reruns brought
+            seen += [(now, a["labels"].get("job"), a["annotations"]) for a in alerts if "job" in a["labels"]]
     except BaseException:
         session.stop()
         raise
@@ -140,16 +140,35 @@ def test_at_most_two_reruns_an_episode_each_answered_201(replayed: Any) -> None:
 def test_a_refused_request_leaves_unconfirmed_with_the_reason_and_is_retried() -> None:
     session, sent, seen = _replay(refusals=1, store="dynamodb")
     page_at = parse_time(_first_firing(sent, CODE))
-    requested_at = page_at + timedelta(minutes=30)  # the next poll sends the planned reruns
+    # The schedule's next poll (a minute on) sends the planned reruns, though the page is the same.
+    requested_at = page_at + MINUTE
     refused = [a for at, job, a in seen if job == CODE and at == requested_at]
     assert refused[0]["culprit_verdict"] == "unconfirmed"
     reason = refused[0]["culprit_verdict_reason"]
     assert reason.startswith("the last pass rerun could not be requested: ")
     assert "answered 403: Resource not accessible by integration" in reason
-    # Retried at the next poll, accepted, and the verdict follows one rerun later.
+    # The culprit's is accepted; the last pass's retried at the poll after, accepted, and the
+    # verdict follows one rerun later.
+    accepted = [rerun.at for rerun in session.github.accepted if job_key(rerun.job) == CODE]
+    assert accepted == [requested_at, requested_at + MINUTE]
     messages = _job_messages(sent, CODE)
     assert [reason for _, reason, _ in messages][:2] == ["firing", "update; culprit confirmed"]
-    assert Counter(job_key(rerun.job) for rerun in session.github.accepted)[CODE] == 2
+
+
+def test_reruns_are_sent_and_seen_on_the_schedule_not_at_the_next_snapshot(replayed: Any) -> None:
+    """The scenario's snapshots are 30 minutes apart and its reruns take 30 minutes: the
+    replay polls as the deployed one-minute schedule would while reruns are planned or run."""
+    session, sent, _ = replayed
+    for job in (CODE, DEPENDENCY, FLAKE):
+        page_at = parse_time(_first_firing(sent, job))
+        assert {r.at for r in session.github.accepted if job_key(r.job) == job} == {page_at + MINUTE}
+        verdict_at = next(
+            parse_time(m["at"])
+            for m in sent
+            if m["message"]["alerts"][0]["labels"].get("job") == job
+            and m["message"]["notification_reason"].startswith("update")
+        )
+        assert verdict_at == page_at + MINUTE + timedelta(minutes=30)
 
 
 def _first_firing(sent: list[dict[str, Any]], job: str) -> str:

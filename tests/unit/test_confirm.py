@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from trunkwatch.app.confirm import MAX_TRIES, advance_reruns, culprit_decision, runner_of
+from trunkwatch.app.confirm import MAX_TRIES, advance_reruns, culprit_decision, requests_waiting, runner_of
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.domain.verdict import Verdict
@@ -265,3 +265,18 @@ def test_a_culprit_whose_failure_is_a_failed_retry_is_not_rerun() -> None:
         f"confirmed: the last pass {LAST_PASS.sha[:12]} passes on rerun and the culprit {CULPRIT.sha[:12]} "
         "fails again on its retry"
     )
+
+
+def test_a_rerun_request_waits_for_the_page_until_a_poll_has_tried_it() -> None:
+    """What makes ingest read an unchanged page: a rerun planned since the last good poll, or
+    a refused one with tries left; not one a poll has tried (its commit was not on the page)."""
+    storage = memory_storage()
+    assert not requests_waiting(storage, TRUNK.trunk_id, None, NOW)
+    _decide(storage)  # plans both at NOW, at the poll of NOW
+    assert requests_waiting(storage, TRUNK.trunk_id, NOW, NOW + timedelta(minutes=1))
+    later = NOW + timedelta(minutes=1)
+    advance_reruns(storage, TRUNK, RULE, [], Requests(), later)  # neither commit on the page
+    assert not requests_waiting(storage, TRUNK.trunk_id, later, later + timedelta(minutes=1))
+    refusal = "answered 403: Must have admin rights"
+    advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(refusal, None), later)
+    assert requests_waiting(storage, TRUNK.trunk_id, later, later + timedelta(minutes=1))

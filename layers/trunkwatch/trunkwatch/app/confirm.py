@@ -168,6 +168,26 @@ def _plan(
     )
 
 
+def requests_waiting(storage: Storage, trunk_id: str, last_poll: datetime | None, now: datetime) -> bool:
+    """Whether a rerun request waits for the source's page: one planned since the last good
+    poll (`last_poll`, none tried it yet) or a refused one due another try. The poll then
+    reads the page even when it is unchanged, for the job ids the request needs: else a
+    quiet trunk's reruns would wait for its next new result."""
+    return any(
+        waits_for_request(record, last_poll) for record in storage.reruns.open(trunk_id, now - OPEN_FOR, now)
+    )
+
+
+def waits_for_request(record: RerunRecord, last_poll: datetime | None) -> bool:
+    """A rerun not requested yet that the next poll sends: planned since `last_poll` (the
+    last poll that could have sent it; None: none), or refused with tries left."""
+    if record.requested_at is not None or record.tries >= MAX_TRIES:
+        return False
+    if record.status == RerunStatus.PENDING:
+        return last_poll is None or record.planned_at >= last_poll
+    return record.status == RerunStatus.REQUEST_FAILED and record.tries > 0
+
+
 def advance_reruns(
     storage: Storage,
     trunk: TrunkConfig,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from trunkwatch.app import ledger
-from trunkwatch.app.confirm import RequestRerun, advance_reruns
+from trunkwatch.app.confirm import RequestRerun, advance_reruns, requests_waiting
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.sources.base import CommitResult, Source
@@ -62,11 +62,17 @@ def poll_trunk(
     trunk_id, trunks = trunk.trunk_id, storage.trunks
     old_source_state = trunks.source_state(trunk_id)
     scope = _scope_digest(rule)
+    # A rerun request waiting for the job ids reads the page even if it is unchanged.
+    waiting = (
+        rule.confirms
+        and request_rerun is not None
+        and requests_waiting(storage, trunk_id, trunks.state(trunk_id).last_poll_ok_at, now)
+    )
     # What the source keeps (ETags, the last page's digest) is only good for the job scope
     # it was stored under: a configuration change polls everything again.
     kept = (
         {key: value for key, value in old_source_state.items() if key != SCOPE}
-        if old_source_state.get(SCOPE) == scope
+        if old_source_state.get(SCOPE) == scope and not waiting
         else {}
     )
     snapshot = source.poll(kept, now)
