@@ -10,8 +10,9 @@ writes it; the other then finds the commit's state string unchanged and writes n
 Commits, job columns and state codes are written through the ledger the poll uses too
 (`ledger.py`): conditional writes, merged again on a conflict.
 
-Order of writes, as in the poll: shards, then the tick, the cell, then the commit's state
-string; a delivery cut short is redone by its redelivery or by the next poll.
+Order of writes, as in the poll: shards, then the tick (for a cell that joins one), the cell,
+then the commit's state string; a delivery cut short is redone by its redelivery or by the
+next poll.
 """
 
 from __future__ import annotations
@@ -213,7 +214,8 @@ def write_cells(
 
     saved = ledger.save_states(commits, trunk_id, stored, merge, before_retry=rewrite)
     if saved is not None and not saved[0].states.strip(ABSENT_CODE):
-        _add_recent_seq(storage, trunk_id, seq, state)  # the commit's first job: it counts for staleness now
+        # The commit's first job: it counts for staleness now.
+        ledger.save_recent_seqs(trunks, trunk_id, state.recent_seqs, [seq])
     opened = any(w.group is not None and w.group.opened for w in written.values())
     last = state.last_delivery_at
     if written and not opened and (last is None or now - last >= LAST_DELIVERY_PRECISION):
@@ -258,7 +260,3 @@ def settle(storage: Storage, trunk_id: str, group: Group, now: datetime) -> bool
     """The opener of a group, once its bucket closed: settle it if its cells were all
     evaluated already (else the evaluator settles it at the last one)."""
     return storage.ticks.settle(trunk_id, group.id, now)
-
-
-def _add_recent_seq(storage: Storage, trunk_id: str, seq: int, state: TrunkState) -> None:
-    ledger.save_recent_seqs(storage.trunks, trunk_id, state.recent_seqs, [seq])
