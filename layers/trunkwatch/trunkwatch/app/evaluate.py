@@ -48,7 +48,7 @@ PAGE_SIZE = 8  # cells per Query page: a passing job's verdict needs the first f
 FIRING_PAGE_SIZE = JOB_WINDOW
 VERSION_RETRIES = 3
 
-logger = Logger()
+logger = Logger(child=True)
 
 
 @dataclass
