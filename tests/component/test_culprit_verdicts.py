@@ -3,8 +3,9 @@ scenario tests/scenarios/verdicts-by-reruns.jsonl has a code breakage (its culpr
 on rerun, its last pass passes), a dependency breakage (every rerun of the job fails while it
 lasts, also on the last pass) and a flaky job (its failures pass on rerun);
 tests/scenarios/sharded-last-pass.jsonl a sharded job failing in a dependency breakage whose
-failing shard did not run on the last pass. The local GitHub stand-in answers the rerun
-requests and the HUD stand-in shows their results."""
+failing shard did not run on the last pass; tests/scenarios/sibling-confirms-a-skipped-commit.jsonl
+two jobs broken by one commit, one of which did not run on it. The local GitHub stand-in
+answers the rerun requests and the HUD stand-in shows their results."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ DEPENDENCY = "trunk / linux-jammy-cuda12.8-py3.10-gcc11 / test (default, linux.g
 FLAKE = "trunk / macos-py3-arm64 / test (default, macos-m1-stable)"
 # A sharded job failing during a dependency breakage, its failing shard absent on the last pass.
 SHARDED = SCENARIOS / "sharded-last-pass.jsonl"
+# Two jobs broken by change 4 with one failure line; the crossref job did not run on change 4.
+SIBLINGS = SCENARIOS / "sibling-confirms-a-skipped-commit.jsonl"
 
 
 def _replay(
@@ -248,3 +251,27 @@ def test_a_failing_shard_absent_on_the_last_pass_is_rerun_where_it_last_passed()
     (older,) = set(rerun_shas) - {page["culprit_sha"]}
     assert older != page["last_pass_sha"]  # the commit before it, where the failing shard passed
     assert update["culprit_verdict_reason"] == f"the last pass {older[:12]} fails on rerun too"
+
+
+def test_a_job_that_skipped_the_breaking_commit_is_confirmed_on_it_by_its_sibling() -> None:
+    # The crossref job's own reruns confirm only its range (change 3 passes again, change 5
+    # fails again): it did not run on change 4. The default job, failing with the same line,
+    # had change 4 confirmed by its reruns: that names the commit, which the crossref job's
+    # update then blames (its page had named change 5, the first failure it saw).
+    session, sent, _ = _replay(scenario=SIBLINGS)
+    default = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
+    crossref = "pull / linux-jammy-py3.10-gcc11 / test (crossref, linux.2xlarge)"
+    (_, _, page), (_, reason, update), (_, _, resolution) = _job_messages(sent, crossref)
+    _, (_, _, sibling), _ = _job_messages(sent, default)
+    assert sibling["culprit_verdict"] == "confirmed" and sibling["culprit_pr"] == "171004"
+    assert page["culprit_verdict"] == "unconfirmed" and page["culprit_pr"] == "171005"
+    assert reason == "update; culprit confirmed"
+    assert update["culprit_sha"] == sibling["culprit_sha"] and update["culprit_pr"] == "171004"
+    assert update["culprit_range"] == f"{page['last_pass_sha'][:12]}..{sibling['culprit_sha'][:12]}"
+    assert (
+        f"the job did not run on {sibling['culprit_sha'][:12]}, which reruns of {default}"
+        in (update["culprit_verdict_reason"])
+    )
+    assert resolution["culprit_pr"] == "171004"
+    # Each job's own two reruns, no more: the sibling's evidence costs none.
+    assert Counter(job_key(rerun.job) for rerun in session.github.accepted) == {default: 2, crossref: 2}

@@ -247,6 +247,18 @@ def test_an_alert_keeps_its_culprit_verdict(storage: Storage) -> None:
     assert (saved.culprit_verdict, saved.verdict_reason) == ("environmental", "the last pass fails too")
 
 
+def test_an_alert_keeps_a_culprit_confirmed_by_a_sibling_and_its_episode_names_it(storage: Storage) -> None:
+    # The job did not run on the commit that broke it (seq 0): the alert names it as culprit
+    # while its first failure (seq 1) stays what the walk found.
+    skipped = CommitRef(seq=0, sha="b" * 40, time=NOW - timedelta(hours=1), title="commit 0", pr=7)
+    saved = storage.alerts.save_with_failing_set(
+        TRUNK, alert(culprit_verdict="confirmed", confirmed_culprit=skipped), now_firing=True
+    )
+    assert storage.alerts.job_alert(TRUNK, JOB) == saved
+    assert saved.confirmed_culprit == skipped and saved.culprit == skipped and saved.first_fail.seq == 1
+    assert [e.culprit for e in storage.alerts.episodes(TRUNK, NOW)] == [skipped]
+
+
 def test_an_alert_and_the_failing_set_change_together(storage: Storage) -> None:
     alerts = storage.alerts
     assert alerts.job_alert(TRUNK, JOB) is None

@@ -3,9 +3,17 @@ within the budgets, what ingest requests and records from a snapshot."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from trunkwatch.app.confirm import MAX_TRIES, advance_reruns, culprit_decision, requests_waiting, runner_of
+from trunkwatch.app.confirm import (
+    MAX_TRIES,
+    Judgement,
+    advance_reruns,
+    culprit_decision,
+    requests_waiting,
+    runner_of,
+)
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.domain.verdict import Verdict
@@ -15,6 +23,7 @@ from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import CommitRef, JobAlert, StoredCommit
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
+HOUR = timedelta(hours=1)
 TRUNK = TrunkConfig(repo="pytorch/pytorch")
 RULE = RuleConfig(confirm="rerun", reruns_per_hour=6)
 JOB = "pull / test (default, linux.2xlarge)"
@@ -28,7 +37,7 @@ LINES = ("FAILED test/test_ops.py::test_x",)
 def _decide(storage: Storage, job: str = JOB, rule: RuleConfig = RULE, now: datetime = NOW) -> str:
     decision = culprit_decision(
         storage, TRUNK.trunk_id, rule, job, CULPRIT.time, CULPRIT, LAST_PASS, now, failure_lines=LINES
-    )
+    ).decision
     return f"{decision.verdict.value}: {decision.reason}"
 
 
@@ -212,18 +221,90 @@ def test_a_range_with_commits_the_job_did_not_run_on_is_not_confirmed() -> None:
     storage.commits.place(TRUNK.trunk_id, _stored(12, "b" * 40), RULE.retention, None)
     decide = culprit_decision(
         storage, TRUNK.trunk_id, RULE, JOB, gap.time, gap, LAST_PASS, NOW, failure_lines=LINES
-    )
+    ).decision
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
     later = NOW + timedelta(hours=1)
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure", 1001, 1002), Requests(), later)
     decision = culprit_decision(
         storage, TRUNK.trunk_id, RULE, JOB, gap.time, gap, LAST_PASS, later, failure_lines=LINES
-    )
+    ).decision
     assert decide.verdict == Verdict.UNCONFIRMED
     assert (
         decision.verdict == Verdict.UNCONFIRMED
         and "did not run on the 1 commit between them" in decision.reason
     )
+
+
+def _gap_confirmed_by_reruns(storage: Storage) -> CommitRef:
+    """The job's reruns confirm its range (the last pass passes, the first failure fails
+    again), a range with a commit (seq 12) it did not run on; returns its first failure."""
+    gap = CommitRef(13, CULPRIT.sha, CULPRIT.time, job_url="https://github.com/job/13")
+    storage.commits.place(TRUNK.trunk_id, _stored(12, "b" * 40), RULE.retention, None)
+    _judge(storage, gap, NOW)
+    advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
+    advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure", 1001, 1002), Requests(), NOW + HOUR)
+    return gap
+
+
+def _judge(
+    storage: Storage, first_fail: CommitRef, now: datetime, lines: tuple[str, ...] = LINES
+) -> Judgement:
+    return culprit_decision(
+        storage, TRUNK.trunk_id, RULE, JOB, first_fail.time, first_fail, LAST_PASS, now, failure_lines=lines
+    )
+
+
+SKIPPED = CommitRef(
+    12, "b" * 40, NOW - timedelta(hours=2, minutes=30), pr=12, job_url="https://github.com/job/12"
+)
+SIBLING = JobAlert(
+    "pull / test (crossref, linux.2xlarge)",
+    "firing",
+    NOW,
+    3,
+    SKIPPED,
+    SKIPPED,
+    failure_lines=LINES,
+    culprit_verdict="confirmed",
+)
+
+
+def test_a_sibling_confirmed_on_a_commit_the_job_skipped_names_it() -> None:
+    storage = memory_storage()
+    gap = _gap_confirmed_by_reruns(storage)
+    assert _judge(storage, gap, NOW + HOUR).decision.verdict == Verdict.UNCONFIRMED
+    storage.alerts.save_with_failing_set(TRUNK.trunk_id, SIBLING, now_firing=True)
+    judged = _judge(storage, gap, NOW + HOUR)
+    assert judged.decision.verdict == Verdict.CONFIRMED
+    assert judged.culprit == CommitRef(12, "b" * 40, SKIPPED.time, pr=12)  # no run of this job on it
+    assert f"which reruns of {SIBLING.job} confirm broke the same test" in judged.decision.reason
+    # Failing another way, it is not the sibling's breakage.
+    assert _judge(storage, gap, NOW + HOUR, ("FAILED test/test_nn.py::test_y",)).culprit is None
+
+
+def test_a_culprit_named_by_a_sibling_stands_when_the_sibling_resolves() -> None:
+    storage = memory_storage()
+    gap = _gap_confirmed_by_reruns(storage)
+    sibling = storage.alerts.save_with_failing_set(TRUNK.trunk_id, SIBLING, now_firing=True)
+    judged = _judge(storage, gap, NOW + HOUR)
+    own = JobAlert(
+        JOB,
+        "firing",
+        gap.time,
+        3,
+        gap,
+        gap,
+        LAST_PASS,
+        failure_lines=LINES,
+        culprit_verdict=judged.decision.verdict.value,
+        verdict_reason=judged.decision.reason,
+        confirmed_culprit=judged.culprit,
+    )
+    storage.alerts.save_with_failing_set(TRUNK.trunk_id, own, now_firing=True)
+    storage.alerts.save_with_failing_set(
+        TRUNK.trunk_id, replace(sibling, status="resolved"), now_firing=False
+    )
+    assert _judge(storage, gap, NOW + 2 * HOUR) == judged
 
 
 def _stored(seq: int, sha: str) -> StoredCommit:
@@ -240,7 +321,7 @@ def test_without_failure_lines_beside_other_jobs_on_its_runner_it_is_environment
         storage.alerts.save_with_failing_set(TRUNK.trunk_id, alert, now_firing=True)
     decision = culprit_decision(
         storage, TRUNK.trunk_id, RULE, JOB, CULPRIT.time, CULPRIT, LAST_PASS, NOW, failure_lines=()
-    )
+    ).decision
     assert decision.verdict == Verdict.ENVIRONMENTAL
     assert decision.reason == "no failure lines while 1 other job(s) on linux.2xlarge failed at the same time"
     assert _decide(storage).startswith("unconfirmed: ")  # with failure lines: reruns decide

@@ -1,10 +1,13 @@
 """Culprit verdicts confirmed by reruns (issue #27): every branch of `decide` and `plan_reruns`."""
 
+from dataclasses import replace
+
 import pytest
 
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.verdict import (
     MAX_RERUNS_PER_EPISODE,
+    ConfirmedAlert,
     Evidence,
     Rerun,
     RerunRequest,
@@ -12,6 +15,7 @@ from trunkwatch.domain.verdict import (
     Role,
     Suspect,
     Verdict,
+    confirming_sibling,
     decide,
     plan_reruns,
     shard_last_pass,
@@ -197,6 +201,54 @@ def test_reruns_confirm_a_range_not_a_commit_the_job_skipped() -> None:
     # What clears the culprit still does.
     assert decide(gapped, Evidence(last_pass=FAIL, culprit=FAIL)).verdict == Verdict.ENVIRONMENTAL
     assert decide(gapped, Evidence(last_pass=OK, culprit=OK)).verdict == Verdict.FLAKY
+
+
+LINE = "FAILED test/test_ops.py::TestCommon::test_x"
+SIBLING = ConfirmedAlert("pull / test (crossref, linux.2xlarge)", 11, "b" * 40, (LINE,))
+
+
+def test_a_sibling_names_the_commit_of_the_range_the_job_skipped() -> None:
+    gapped = Suspect(JOB, culprit_sha="c" * 40, last_pass_sha="a" * 40, unrun_between=1)
+    decision = decide(gapped, Evidence(last_pass=OK, culprit=FAIL, sibling=SIBLING))
+    assert decision.verdict == Verdict.CONFIRMED and decision.culprit_sha == "b" * 40
+    assert decision.reason == (
+        f"the last pass {'a' * 12} passes on rerun and the first failure {'c' * 12} fails again on "
+        f"rerun; the job did not run on {'b' * 12}, which reruns of {SIBLING.job} confirm broke the "
+        "same test"
+    )
+    # The sibling confirms the first failure itself: the commits before it are cleared.
+    own = decide(gapped, Evidence(last_pass=OK, culprit=FAIL, sibling=replace(SIBLING, culprit_sha="c" * 40)))
+    assert own.verdict == Verdict.CONFIRMED and own.culprit_sha == "c" * 40  # the sibling's, as judged
+    assert own.reason.endswith(
+        f"; the job did not run on the 1 commit before it; the first failure, which reruns of {SIBLING.job} "
+        "confirm broke the same test"
+    )
+    # The job's own reruns still decide first: a sibling never overrides them.
+    for last_pass, culprit, verdict in ((FAIL, FAIL, Verdict.ENVIRONMENTAL), (OK, OK, Verdict.FLAKY)):
+        assert decide(gapped, Evidence(last_pass, culprit, sibling=SIBLING)).verdict == verdict
+    assert decide(gapped, Evidence(last_pass=OK, culprit=PENDING, sibling=SIBLING)).culprit_sha is None
+    # Without a gap the job's own culprit is confirmed, whatever a sibling says.
+    assert decide(SUSPECT, Evidence(last_pass=OK, culprit=FAIL, sibling=SIBLING)).culprit_sha is None
+
+
+@pytest.mark.parametrize(
+    ("confirmed", "found"),
+    [
+        ([SIBLING], SIBLING),
+        # Its culprit must lie in the range (10, 12]: the first failure itself counts too.
+        ([replace(SIBLING, culprit_seq=12)], replace(SIBLING, culprit_seq=12)),
+        ([replace(SIBLING, culprit_seq=10)], None),
+        ([replace(SIBLING, culprit_seq=13)], None),
+        # It must fail the same way.
+        ([replace(SIBLING, failure_lines=("FAILED test/test_nn.py::test_y",))], None),
+        ([replace(SIBLING, failure_lines=())], None),
+        # Two siblings naming two commits: which one broke this job is not known.
+        ([SIBLING, replace(SIBLING, job="other", culprit_seq=12, culprit_sha="d" * 40)], None),
+        ([SIBLING, replace(SIBLING, job="other")], SIBLING),
+    ],
+)
+def test_confirming_sibling(confirmed: list[ConfirmedAlert], found: ConfirmedAlert | None) -> None:
+    assert confirming_sibling(10, 12, (LINE, "another line"), confirmed) == found
 
 
 SHARDS = ("test (default, 1, 2, linux.2xlarge)", "test (default, 2, 2, linux.2xlarge)")

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from trunkwatch.domain.cells import CellState, JobRun, job_key, shard_state
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.domain.verdict import (
+    ConfirmedAlert,
     Decision,
     Evidence,
     Plan,
@@ -32,6 +33,8 @@ from trunkwatch.domain.verdict import (
     RerunStatus,
     Role,
     Suspect,
+    Verdict,
+    confirming_sibling,
     decide,
     plan_reruns,
     shard_last_pass,
@@ -39,7 +42,7 @@ from trunkwatch.domain.verdict import (
 )
 from trunkwatch.sources.base import CommitResult
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import CommitRef, RerunRecord
+from trunkwatch.storage.records import CommitRef, JobAlert, RerunRecord
 
 HOUR = timedelta(hours=1)
 COMMITS_READ = 200  # newest commit items read to count a range's commits (ingest's COMMITS_KEPT)
@@ -66,10 +69,11 @@ def culprit_decision(
     *,
     failure_lines: tuple[str, ...],
     plan: bool = True,
-) -> Decision:
+) -> Judgement:
     """Plan what the episode still wants (unless `plan` is False: it is over) and decide its
     verdict from its reruns so far (and, without failure lines, from the other jobs failing
-    on its runner). The suspect is the one the episode's first reruns were planned for (a
+    on its runner; when it did not run on every commit of its range, from the other jobs'
+    confirmed culprits). The suspect is the one the episode's first reruns were planned for (a
     last pass that fails on rerun moves the range back; the verdict is about the first
     suspect)."""
     records = storage.reruns.of_episode(trunk_id, job, episode)
@@ -106,15 +110,46 @@ def culprit_decision(
         Role(r.role): Rerun(RerunStatus(r.status), r.reason) for r in records if r.reason != FAILED_RETRY
     }
     runner = runner_of(job)
+    firing: list[JobAlert] | None = None
+    # Which commit of a range the job did not run on broke it: other jobs may know (read
+    # only once the job's own reruns say the range did).
+    last_rerun = by_role.get(Role.LAST_PASS)
+    range_broke = (
+        suspect.unrun_between and last_rerun is not None and last_rerun.status == RerunStatus.SUCCESS
+    )
+    if (not failure_lines and runner) or (range_broke and failure_lines and last_pass is not None):
+        firing = storage.alerts.of_trunk(trunk_id, firing_only=True)
     # No failure lines, and other jobs on its runner failing without lines now: an outage.
     peers = (
         sum(
             1
-            for alert in storage.alerts.of_trunk(trunk_id, firing_only=True)
+            for alert in firing
             if alert.job != job and not alert.failure_lines and runner_of(alert.job) == runner
         )
-        if not failure_lines and runner
+        if firing is not None and not failure_lines
         else 0
+    )
+    # Other jobs' confirmed culprits, and this job's own once a sibling named it (so that
+    # it stands when the sibling resolves first).
+    confirmed = {
+        alert.job: alert.confirmed_culprit if alert.job == job else alert.culprit
+        for alert in firing or ()
+        if alert.culprit_verdict == Verdict.CONFIRMED
+    }
+    by_job = {alert.job: alert for alert in firing or ()}
+    sibling = (
+        confirming_sibling(
+            last_pass.seq,
+            first_fail.seq,
+            failure_lines,
+            [
+                ConfirmedAlert(j, c.seq, c.sha, by_job[j].failure_lines)
+                for j, c in confirmed.items()
+                if c is not None
+            ],
+        )
+        if last_pass is not None and confirmed
+        else None
     )
     evidence = Evidence(
         last_pass=by_role.get(Role.LAST_PASS),
@@ -123,12 +158,33 @@ def culprit_decision(
         no_failure_lines=not failure_lines,
         runner_peers_failing=peers,
         runner=runner,
+        sibling=sibling,
     )
     decision = decide(suspect, evidence)
     if not records and wanted.skipped:
         # Nothing could be planned (the hourly cap, a clipped range): say why.
-        return Decision(decision.verdict, "; ".join(dict.fromkeys(reason for _, reason in wanted.skipped)))
-    return decision
+        skipped = "; ".join(dict.fromkeys(reason for _, reason in wanted.skipped))
+        decision = Decision(decision.verdict, skipped)
+    if sibling is None or decision.culprit_sha != sibling.culprit_sha:
+        return Judgement(decision)
+    if sibling.job == job:
+        # Named by a sibling before: its reason (which sibling) stands.
+        decision = replace(decision, reason=by_job[job].verdict_reason)
+    if sibling.culprit_sha == first_fail.sha:
+        return Judgement(decision, first_fail)
+    # The job did not run on the culprit: named as the sibling names it, without a run.
+    culprit = confirmed[sibling.job]
+    assert culprit is not None
+    return Judgement(decision, replace(culprit, job_url=""))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A job alert's verdict, and the culprit a sibling's reruns confirm for it
+    (`JobAlert.confirmed_culprit`; None when its own reruns judge its first failure)."""
+
+    decision: Decision
+    culprit: CommitRef | None = None
 
 
 _RUNNER = re.compile(r"\(([^()]*)\)$")

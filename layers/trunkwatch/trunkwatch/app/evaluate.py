@@ -268,7 +268,7 @@ def _store_verdict(
         resolved = replace(stored, status="resolved", ends_at=now)
         if rule.confirms and stored.culprit_verdict is not None:
             # The results that ended it (a culprit passing on rerun) are its last verdict.
-            decision = culprit_decision(
+            judged = culprit_decision(
                 reads.storage,
                 trunk,
                 rule,
@@ -281,7 +281,10 @@ def _store_verdict(
                 failure_lines=stored.failure_lines,
             )
             resolved = replace(
-                resolved, culprit_verdict=decision.verdict.value, verdict_reason=decision.reason
+                resolved,
+                culprit_verdict=judged.decision.verdict.value,
+                verdict_reason=judged.decision.reason,
+                confirmed_culprit=judged.culprit,
             )
         reads.remember(alerts.save_with_failing_set(trunk, resolved, now_firing=False))
         return
@@ -302,7 +305,7 @@ def _store_verdict(
         fields["starts_at"] = stored.starts_at  # the same episode keeps its start
         _keep_culprit(stored, verdict, fields)
     if rule.confirms:
-        decision = culprit_decision(
+        judged = culprit_decision(
             reads.storage,
             trunk,
             rule,
@@ -313,12 +316,14 @@ def _store_verdict(
             now,
             failure_lines=fields["failure_lines"],
         )
-        fields["culprit_verdict"], fields["verdict_reason"] = decision.verdict.value, decision.reason
+        fields["culprit_verdict"] = judged.decision.verdict.value
+        fields["verdict_reason"] = judged.decision.reason
+        fields["confirmed_culprit"] = judged.culprit
     if stored is not None and was_firing and all(getattr(stored, n) == v for n, v in fields.items()):
         return
     alert = replace(stored, **fields) if stored is not None else JobAlert(**fields)
     # Only when the alert is written anyway: a copy that outlives the culprit's commit item.
-    culprit = reads.storage.commits.mark(trunk, alert.first_fail.seq)
+    culprit = reads.storage.commits.mark(trunk, alert.culprit.seq)
     if culprit is not None:
         alert = replace(alert, culprit_autoreverted_by=culprit.autoreverted_by)
     reads.remember(alerts.save_with_failing_set(trunk, alert, now_firing=None if was_firing else True))

@@ -83,7 +83,7 @@ def trunks(storage: Storage, deployment: Deployment, now: datetime) -> list[dict
                 "alertname": alertname,
                 "brokenSince": format_time(firing[0].starts_at) if firing else None,
                 "failingJobs": [
-                    {"job": a.job, "streak": a.streak, "culprit": _commit(a.first_fail)} for a in firing
+                    {"job": a.job, "streak": a.streak, "culprit": _commit(a.culprit)} for a in firing
                 ],
                 "lastPollOk": format_time(state.last_poll_ok_at) if state.last_poll_ok_at else None,
             }
@@ -115,7 +115,7 @@ def _columns(
         _Column(
             job,
             job in alerts and alerts[job].status == FIRING,
-            alerts[job].first_fail.seq if job in alerts and job in recent else None,
+            alerts[job].culprit.seq if job in alerts and job in recent else None,
         )
         for job in recent | failed
     ]

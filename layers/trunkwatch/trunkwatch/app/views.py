@@ -39,7 +39,7 @@ def trunk_views(
     firing = [i for i in items if i.status == alerts.FIRING and rule.in_scope(i.job)]
     shown = items if include_resolved else firing
     shown = [item for item in shown if rule.in_scope(item.job)]
-    reverted = storage.commits.autoreverted(trunk.trunk_id, (item.first_fail.seq for item in shown))
+    reverted = storage.commits.autoreverted(trunk.trunk_id, (item.culprit.seq for item in shown))
     job_alerts = [job_alert(item, trunk, rule, links, _reverted_by(item, reverted)) for item in shown]
     level = trunk_level_alert(firing, trunk, rule, links)
     state = storage.trunks.state(trunk.trunk_id)
@@ -57,7 +57,7 @@ def trunk_views(
 def _reverted_by(item: JobAlert, live: dict[int, str]) -> str | None:
     """As the culprit's commit item says now, or as it said when the alert was last written
     (after the commit item expired)."""
-    return live.get(int(item.first_fail.seq)) or item.culprit_autoreverted_by
+    return live.get(int(item.culprit.seq)) or item.culprit_autoreverted_by
 
 
 def _trunk_labels(alertname: str, priority: str, trunk: TrunkConfig, rule: RuleConfig) -> dict[str, str]:
@@ -135,7 +135,7 @@ def job_alert(
         "job": item.job,
         "workflow": workflow_of(item.job),
     }
-    first, last_pass, newest = item.first_fail, item.last_pass, item.newest_fail
+    first, last_pass, newest = item.culprit, item.last_pass, item.newest_fail
     # An environmental or flaky verdict blames no commit: the suspect is named, not as culprit.
     blamed = item.culprit_verdict not in (Verdict.ENVIRONMENTAL, Verdict.FLAKY)
     verdict = (
@@ -223,9 +223,7 @@ def trunk_level_alert(
         )
     labels = _trunk_labels(name, priority, trunk, rule)
     ordered = sorted(firing, key=lambda i: i.job)
-    jobs = {
-        i.job: FailingJob(int(i.streak), _summary(i.first_fail), i.culprit_verdict or "") for i in ordered
-    }
+    jobs = {i.job: FailingJob(int(i.streak), _summary(i.culprit), i.culprit_verdict or "") for i in ordered}
     description = f"{plural(len(firing), 'job')} failing on {trunk.repo}@{trunk.branch}:\n" + "\n".join(
         f"- {job}: {failing.detail()}" for job, failing in jobs.items()
     )

@@ -28,7 +28,11 @@ on rerun and the culprit fails again:
    passes `culprit_failed_retry=False` to `plan_reruns`.) Reruns confirm a range, not a
    commit: when the job has no result on commits between the last pass and the culprit (it
    did not run there), any of them may have broken it, so the verdict stays `unconfirmed`
-   (the reason says so) and no pull request is blamed.
+   (the reason says so) and no pull request is blamed, unless another job of the trunk
+   confirms one of them (`confirming_sibling`): its own reruns confirmed a culprit inside
+   the range and it fails with a failure line this job shows too. That commit is then the
+   culprit (`Decision.culprit_sha`): the job's reruns confirm the range broke it, the
+   sibling's which commit of the range broke that test.
 4. Rerun results beat the evidence without reruns. Only when the reruns decide nothing, a
    failure without failure lines while other jobs on the same runner type fail without lines
    at the same time is a runner outage (`environmental`). While reruns are pending that
@@ -93,6 +97,17 @@ class Suspect:
 
 
 @dataclass(frozen=True)
+class ConfirmedAlert:
+    """A firing job alert whose culprit reruns confirmed: the job, its culprit and the
+    failure lines it fails with."""
+
+    job: str
+    culprit_seq: int
+    culprit_sha: str
+    failure_lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Rerun:
     status: RerunStatus
     reason: str = ""  # why the request failed
@@ -113,12 +128,19 @@ class Evidence:
     runner_peers_failing: int = 0
     runner: str = ""
     confirmation: bool = True  # the trunk asks for reruns at all
+    # A confirmed culprit inside the range failing the same way (`confirming_sibling`):
+    # another job's, or this one's from an earlier judgement by a sibling. It names the
+    # commit when the job did not run on every one.
+    sibling: ConfirmedAlert | None = None
 
 
 @dataclass(frozen=True)
 class Decision:
     verdict: Verdict
     reason: str
+    # The commit a sibling's reruns confirm as culprit (`Evidence.sibling`), when they decide;
+    # None: the suspect's culprit, as the job's own reruns judge it.
+    culprit_sha: str | None = None
 
     @property
     def blames_culprit(self) -> bool:
@@ -180,6 +202,21 @@ def decide(suspect: Suspect, evidence: Evidence) -> Decision:
     )
     if last_status == RerunStatus.SUCCESS and culprit_fails:
         how = "on rerun" if culprit_status == RerunStatus.FAILURE else "on its retry"
+        if suspect.unrun_between and evidence.sibling is not None:
+            sibling = evidence.sibling
+            named = (
+                f"the job did not run on {_short(sibling.culprit_sha)}, which"
+                if sibling.culprit_sha != suspect.culprit_sha
+                else f"the job did not run on the {plural(suspect.unrun_between, 'commit')} before it; the"
+                " first failure, which"
+            )
+            return Decision(
+                Verdict.CONFIRMED,
+                f"the last pass {_short(suspect.last_pass_sha)} passes on rerun and the first failure "
+                f"{_short(suspect.culprit_sha)} fails again {how}; {named} reruns of {sibling.job} "
+                "confirm broke the same test",
+                culprit_sha=sibling.culprit_sha,
+            )
         if suspect.unrun_between:
             return Decision(
                 Verdict.UNCONFIRMED,
@@ -200,6 +237,25 @@ def decide(suspect: Suspect, evidence: Evidence) -> Decision:
             "at the same time",
         )
     return Decision(Verdict.UNCONFIRMED, _unconfirmed_reason(suspect, evidence))
+
+
+def confirming_sibling(
+    last_pass_seq: int,
+    first_fail_seq: int,
+    failure_lines: Iterable[str],
+    confirmed: Iterable[ConfirmedAlert],
+) -> ConfirmedAlert | None:
+    """The confirmed alert that names which commit of the range (`last_pass_seq`,
+    `first_fail_seq`] broke a job failing with `failure_lines`: one whose confirmed culprit
+    lies in the range and which shares a failure line with it. None when there is none, or
+    when such alerts name different commits (two breakages in the range: which one broke
+    this job is not known)."""
+    lines = set(failure_lines)
+    found: dict[int, ConfirmedAlert] = {}
+    for alert in confirmed:
+        if last_pass_seq < alert.culprit_seq <= first_fail_seq and lines.intersection(alert.failure_lines):
+            found.setdefault(alert.culprit_seq, alert)
+    return next(iter(found.values())) if len(found) == 1 else None
 
 
 def _unconfirmed_reason(suspect: Suspect, evidence: Evidence) -> str:

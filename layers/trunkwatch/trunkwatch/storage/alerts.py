@@ -61,6 +61,7 @@ def _alert(item: AlertItem) -> JobAlert:
         culprit_autoreverted_by=item.culprit_autoreverted_by,
         culprit_verdict=item.culprit_verdict,
         verdict_reason=item.verdict_reason or "",
+        confirmed_culprit=_ref(item.confirmed_culprit) if item.confirmed_culprit is not None else None,
         version=int(item.version) if item.version is not None else None,
     )
 
@@ -72,7 +73,7 @@ def episode_item(trunk_id: str, alert: JobAlert) -> EpisodeItem:
         job=alert.job,
         starts_at=alert.starts_at,
         ends_at=alert.ends_at,
-        culprit=_ref_map(alert.first_fail),
+        culprit=_ref_map(alert.culprit),
         expires_at=alert.ends_at + EPISODE_RETENTION if alert.ends_at is not None else None,
     )
 
@@ -109,6 +110,7 @@ class DynamoAlerts(TableStore):
             culprit_autoreverted_by=alert.culprit_autoreverted_by,
             culprit_verdict=alert.culprit_verdict,
             verdict_reason=alert.verdict_reason or None,
+            confirmed_culprit=_ref_map(alert.confirmed_culprit) if alert.confirmed_culprit else None,
         )
         if alert.version is not None:  # an alert read before: saved only if still at that version
             item.version = alert.version

@@ -149,6 +149,7 @@ class AlertItem(BaseItem, discriminator="alert"):
     # With `confirm: rerun`: the verdict on the culprit and why (domain/verdict.py).
     culprit_verdict = UnicodeAttribute(null=True)
     verdict_reason = UnicodeAttribute(null=True)
+    confirmed_culprit = CommitRefMap(null=True)
     version = VersionAttribute()
 
 

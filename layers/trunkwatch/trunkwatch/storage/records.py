@@ -133,7 +133,15 @@ class JobAlert:
     # With `confirm: rerun`: the verdict on the culprit and why; None without confirmation.
     culprit_verdict: str | None = None
     verdict_reason: str = ""
+    # The culprit reruns confirmed when the job did not run on it (a sibling job's reruns
+    # name it, domain/verdict.confirming_sibling); None: the first failure is the culprit.
+    confirmed_culprit: CommitRef | None = None
     version: int | None = None
+
+    @property
+    def culprit(self) -> CommitRef:
+        """The commit the alert names as culprit (or suspect)."""
+        return self.confirmed_culprit or self.first_fail
 
 
 @dataclass(frozen=True)
@@ -150,7 +158,7 @@ class Episode:
 
     @classmethod
     def of(cls, alert: JobAlert) -> Episode:
-        return cls(alert.job, alert.starts_at, alert.ends_at, alert.first_fail)
+        return cls(alert.job, alert.starts_at, alert.ends_at, alert.culprit)
 
 
 @dataclass(frozen=True)
