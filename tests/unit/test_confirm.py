@@ -183,6 +183,24 @@ def test_newer_attempts_bring_each_verdict() -> None:
         assert _decide(storage, now=later).startswith(f"{verdict.value}: "), (last_pass, culprit)
 
 
+def test_a_run_that_moved_past_its_flaky_suspect_says_its_start_was_not_rerun() -> None:
+    # The culprit passed on rerun: its cell is flaky now and the run starts at the next
+    # failure, whose alert keeps the episode (and its spent reruns).
+    storage = memory_storage()
+    _decide(storage)
+    advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
+    advance_reruns(storage, TRUNK, RULE, _snapshot("success", "success", 1001, 1002), Requests(), NOW + HOUR)
+    later = CommitRef(12, "d" * 40, CULPRIT.time + HOUR)
+    moved = culprit_decision(
+        storage, TRUNK.trunk_id, RULE, JOB, CULPRIT.time, later, CULPRIT, NOW + HOUR, failure_lines=LINES
+    ).decision
+    assert (moved.verdict, moved.reason) == (
+        Verdict.FLAKY,
+        f"the culprit {CULPRIT.sha[:12]} passes on rerun; the run now starts at {'d' * 12}, not rerun",
+    )
+    assert _decide(storage, now=NOW + HOUR) == f"flaky: the culprit {CULPRIT.sha[:12]} passes on rerun"
+
+
 def test_a_refused_request_leaves_the_reason_and_is_retried_up_to_max_tries() -> None:
     storage = memory_storage()
     _decide(storage)

@@ -165,6 +165,11 @@ def culprit_decision(
         # Nothing could be planned (the hourly cap, a clipped range): say why.
         skipped = "; ".join(dict.fromkeys(reason for _, reason in wanted.skipped))
         decision = Decision(decision.verdict, skipped)
+    if decision.verdict == Verdict.FLAKY and suspect.culprit_sha != first_fail.sha:
+        # The flaky suspect's rerun passed: the run now starts later, at a commit not rerun.
+        decision = replace(
+            decision, reason=f"{decision.reason}; the run now starts at {first_fail.sha[:12]}, not rerun"
+        )
     if sibling is None or decision.culprit_sha != sibling.culprit_sha:
         return Judgement(decision)
     if sibling.job == job:
