@@ -680,7 +680,10 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
         "says how). Paging figures read without / with confirmation; a page's precision counts the",
         "job pages whose job was broken at the time, by code or by anything (a dependency, a runner",
         "outage). The rows below the pages' are the confirmed run's verdicts; those at 3 h count",
-        "the episodes still firing 3 hours after their page. While reruns are planned or running,",
+        "the episodes still firing 3 hours after their page. A breakage whose fix passed before",
+        "its third failure finished never has 3 failures at the newest end, at any poll cadence:",
+        "the consecutive-failure rule (design.md §3.2) cannot page it; its row counts from the",
+        "truth's finish times those that did. While reruns are planned or running,",
         "the replay also polls when the template's schedule would (docs/local.md): a rerun is sent",
         "one schedule period after its plan, and its result seen within one period of its end.",
         "",
@@ -700,6 +703,10 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
                 paging("precision: broken by code", "precision_code", share),
                 paging("precision: broken by anything", "precision_any_breakage", share),
                 paging("breakages of 3+ commits with a job page", "breaks_3plus_paged"),
+                paging(
+                    "... that ever showed 3 failures in a row at the job's newest end",
+                    "breaks_3plus_ever_at_head",
+                ),
                 paging("... with a job or trunk page", "recall_breaks_3plus_with_trunk_pages", share),
                 paging(
                     "median delay after the third failure",

@@ -65,6 +65,7 @@ from typing import Any
 
 from benchmarks.redtrunk import DAYS, RedTrunk
 from trunkwatch.domain.cells import job_key
+from trunkwatch.domain.config import RuleConfig
 from trunkwatch.domain.verdict import Verdict
 
 SEED = 100
@@ -160,6 +161,7 @@ class Outcome:
 class Breakage:
     culprit: int  # the breaking commit's index
     fix: int  # the first commit that no longer fails
+    columns: tuple[str, ...] = ()  # the job columns it breaks
 
 
 class Truth:
@@ -180,7 +182,7 @@ class Truth:
                 name: Outcome(cause, _parse(finish)) for name, (cause, finish) in commit["causes"].items()
             }
         self.short_index = {sha[:12]: index for sha, index in self.sha_index.items()}
-        self.breaks = [Breakage(b["culprit"], b["fix"]) for b in data["breaks"]]
+        self.breaks = [Breakage(b["culprit"], b["fix"], tuple(b.get("jobs", ()))) for b in data["breaks"]]
         names = dict.fromkeys(name for causes in self.results.values() for name in causes)
         self.key_columns: dict[str, list[str]] = defaultdict(list)
         for name in names:
@@ -199,6 +201,35 @@ class Truth:
     def result(self, commit: int, column: str) -> Outcome | None:
         """The cell's result (None: the job did not run on that commit)."""
         return self.results.get(commit, {}).get(column)
+
+    def ever_at_head(self, breakage: Breakage, failures: int) -> bool:
+        """Whether, at some instant, a job the breakage broke showed `failures` failing
+        commits in a row at its newest end (its commits without a finished result skipped,
+        a failing shard failing the commit), one of them broken by it: what a rule of
+        `failures` in a row needs to page it, at any poll cadence. A breakage whose fix's
+        pass finished before its own failures did may never show them."""
+        for job in dict.fromkeys(job_key(column) for column in breakage.columns):
+            columns = self.key_columns.get(job, [])
+            cells = {
+                commit: found
+                for commit in range(max(0, breakage.culprit - failures), max(self.results, default=0) + 1)
+                if (found := [r for c in columns if (r := self.result(commit, c)) is not None])
+            }
+            # The run at the head only grows when a failure finishes: look at those instants.
+            instants = sorted(
+                r.finish for found in cells.values() for r in found if r.conclusion == "failure"
+            )
+            for instant in instants:
+                run: list[int] = []
+                for commit in sorted(cells, reverse=True):
+                    done = [r for r in cells[commit] if r.finish <= instant]
+                    if any(r.conclusion == "failure" for r in done):
+                        run.append(commit)
+                    elif done and len(done) == len(cells[commit]):
+                        break  # a pass ends the run
+                if len(run) >= failures and any(breakage.culprit <= c < breakage.fix for c in run):
+                    return True
+        return False
 
 
 class Scorer:
@@ -450,6 +481,7 @@ def score(truth: Truth, messages: list[dict[str, Any]]) -> dict[str, Any]:
         if breaker != culprit:
             trunk_innocent[cause if cause != "code" else "code (wrong commit)"] += 1
     long_breaks = [b for b in truth.breaks if b.fix - b.culprit >= 3]
+    ever_at_head = sum(truth.ever_at_head(b, RuleConfig().failures_to_open) for b in long_breaks)
     recalled = sum(b.culprit in detected for b in long_breaks)
     recalled_with_trunk = sum(b.culprit in detected_with_trunk for b in long_breaks)
     days = truth.days
@@ -469,6 +501,7 @@ def score(truth: Truth, messages: list[dict[str, Any]]) -> dict[str, Any]:
         "breaks": len(truth.breaks),
         "breaks_3plus": len(long_breaks),
         "breaks_3plus_paged": recalled,
+        "breaks_3plus_ever_at_head": ever_at_head,
         "recall_breaks_3plus": _ratio(recalled, len(long_breaks)),
         "recall_breaks_3plus_with_trunk_pages": _ratio(recalled_with_trunk, len(long_breaks)),
         "delay_after_third_failure_s_p50": statistics.median(delays_code) if delays_code else None,

@@ -180,3 +180,61 @@ def test_a_file_without_a_replay_header_is_refused(tmp_path: Path) -> None:
         out.write('{"at": "2026-10-05T02:30:00Z"}\n')
     with pytest.raises(ValueError, match="not a replay file"):
         with_config(source, tmp_path / "out.jsonl.gz", None)
+
+
+def _truth(finishes: dict[int, list[tuple[str, str, int]]]) -> Truth:
+    """A hand-made truth: commit -> (column, cause, finished at minute) and one breakage,
+    commit 1 broken by commit 1, fixed by commit 4."""
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    cells = {
+        f"{commit:040x}": {
+            "idx": commit,
+            "causes": {
+                column: [cause, (start + timedelta(minutes=at)).strftime("%Y-%m-%dT%H:%M:%SZ")]
+                for column, cause, at in results
+            },
+        }
+        for commit, results in finishes.items()
+    }
+    breaks = [{"culprit": 1, "fix": 4, "jobs": ["test (default, 1, 2, linux.2xlarge)"]}]
+    return Truth({"days": 1, "breaks": breaks, "cells": cells})
+
+
+SHARD, OTHER = "test (default, 1, 2, linux.2xlarge)", "test (default, 2, 2, linux.2xlarge)"
+
+
+@pytest.mark.parametrize(
+    ("fix_finishes_at", "visible"),
+    [
+        (100, True),  # the fix passes after the third failure: it was at the head before
+        (25, False),  # the fix passed before the third failure finished: never 3 at the head
+    ],
+)
+def test_a_breakage_is_at_the_head_only_if_its_failures_finish_before_the_fix_passes(
+    fix_finishes_at: int, visible: bool
+) -> None:
+    truth = _truth(
+        {
+            0: [(SHARD, "pass", 0)],
+            1: [(SHARD, "code:1", 10)],
+            2: [(SHARD, "code:1", 20)],
+            3: [(SHARD, "code:1", 30)],
+            4: [(SHARD, "pass", fix_finishes_at)],
+        }
+    )
+    assert truth.ever_at_head(truth.breaks[0], 3) is visible
+    assert truth.ever_at_head(truth.breaks[0], 2) is True  # 1 and 2 were, before the fix passed
+
+
+def test_a_failing_shard_fails_its_commit_while_another_runs_and_a_skipped_commit_is_skipped() -> None:
+    truth = _truth(
+        {
+            0: [(SHARD, "pass", 0), (OTHER, "pass", 0)],
+            1: [(SHARD, "code:1", 10), (OTHER, "pass", 90)],
+            2: [(OTHER, "pass", 5)],  # the broken shard did not run: the job passes there
+            3: [(SHARD, "code:1", 30), (OTHER, "pass", 95)],
+        }
+    )
+    assert truth.ever_at_head(truth.breaks[0], 2) is False  # commit 2 passed first
+    skipped = _truth({0: [(SHARD, "pass", 0)], 1: [(SHARD, "code:1", 10)], 3: [(SHARD, "code:1", 30)]})
+    assert skipped.ever_at_head(skipped.breaks[0], 2) is True
