@@ -674,18 +674,20 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
         "## A red trunk's breakages, culprits and verdicts",
         "",
         "`python -m benchmarks redtrunk --seed N` (or `--replay PATH.jsonl.gz --truth",
-        "PATH.truth.json.gz`): two weeks of a red PyTorch-style trunk (benchmarks/redtrunk.py, or",
-        "a trunk in its format generated elsewhere) replayed through the local runtime as it is and",
+        "PATH.truth.json.gz`): two weeks of a red PyTorch-style trunk (benchmarks/redtrunk.py, or a",
+        "trunk in its format generated elsewhere) replayed through the local runtime as it is and",
         'with `"confirm": "rerun"`, scored against its ground truth (benchmarks/redtrunk_score.py',
         "says how). Paging figures read without / with confirmation; a page's precision counts the",
         "job pages whose job was broken at the time, by code or by anything (a dependency, a runner",
-        "outage). The rows below the pages' are the confirmed run's verdicts; those at 3 h count",
-        "the episodes still firing 3 hours after their page. A breakage whose fix passed before",
-        "its third failure finished never has 3 failures at the newest end, at any poll cadence:",
-        "the consecutive-failure rule (design.md §3.2) cannot page it; its row counts from the",
-        "truth's finish times those that did. While reruns are planned or running,",
-        "the replay also polls when the template's schedule would (docs/local.md): a rerun is sent",
-        "one schedule period after its plan, and its result seen within one period of its end.",
+        "outage). A breakage whose fix passed before its third failure finished never has 3 failures",
+        "at a job's newest end, at any poll cadence, and one that has them only between two snapshots",
+        "is not in the replay: the consecutive-failure rule (design.md §3.2) can page neither; the",
+        "row under the pages' counts, from the truth's finish times, those that had them ever and at",
+        "one of the replay's snapshots. The rows below are the confirmed run's verdicts; those at 3 h",
+        "count the episodes still firing 3 hours after their page. While reruns are planned or",
+        "running, the replay also polls when the template's schedule would (docs/local.md): a rerun",
+        "is sent one schedule period after its plan, and its result seen within one period of its",
+        "end.",
         "",
         *_table(
             ["figure", *(f"`{name}`" for name in names)],
@@ -703,10 +705,14 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
                 paging("precision: broken by code", "precision_code", share),
                 paging("precision: broken by anything", "precision_any_breakage", share),
                 paging("breakages of 3+ commits with a job page", "breaks_3plus_paged"),
-                paging(
-                    "... that ever showed 3 failures in a row at the job's newest end",
-                    "breaks_3plus_ever_at_head",
-                ),
+                [
+                    "... that showed 3 failures in a row at a job's newest end: ever / at a snapshot",
+                    *(
+                        f"{_n(trunks[n]['without_confirmation'].get('breaks_3plus_ever_at_head'))} / "
+                        f"{_n(trunks[n]['without_confirmation'].get('breaks_3plus_at_head_at_a_poll'))}"
+                        for n in names
+                    ),
+                ],
                 paging("... with a job or trunk page", "recall_breaks_3plus_with_trunk_pages", share),
                 paging(
                     "median delay after the third failure",

@@ -57,6 +57,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from datetime import datetime, timedelta
@@ -202,12 +203,15 @@ class Truth:
         """The cell's result (None: the job did not run on that commit)."""
         return self.results.get(commit, {}).get(column)
 
-    def ever_at_head(self, breakage: Breakage, failures: int) -> bool:
-        """Whether, at some instant, a job the breakage broke showed `failures` failing
-        commits in a row at its newest end (its commits without a finished result skipped,
-        a failing shard failing the commit), one of them broken by it: what a rule of
-        `failures` in a row needs to page it, at any poll cadence. A breakage whose fix's
-        pass finished before its own failures did may never show them."""
+    def ever_at_head(
+        self, breakage: Breakage, failures: int, polls: Sequence[datetime] | None = None
+    ) -> bool:
+        """Whether, at some instant (at one of `polls`, when given), a job the breakage broke
+        showed `failures` failing commits in a row at its newest end (its commits without a
+        finished result skipped, a failing shard failing the commit), one of them broken by
+        it: what a rule of `failures` in a row needs to page it. Without `polls`, at any poll
+        cadence: a breakage whose fix's pass finished before its own failures did may never
+        show them."""
         for job in dict.fromkeys(job_key(column) for column in breakage.columns):
             columns = self.key_columns.get(job, [])
             cells = {
@@ -216,10 +220,11 @@ class Truth:
                 if (found := [r for c in columns if (r := self.result(commit, c)) is not None])
             }
             # The run at the head only grows when a failure finishes: look at those instants.
-            instants = sorted(
-                r.finish for found in cells.values() for r in found if r.conclusion == "failure"
-            )
-            for instant in instants:
+            failed = sorted(r.finish for found in cells.values() for r in found if r.conclusion == "failure")
+            own = [r.finish for c in range(breakage.culprit, breakage.fix) for r in cells.get(c, ())]
+            if polls is not None and own:
+                failed = [t for t in polls if min(own) <= t <= max(own) + timedelta(days=1)]
+            for instant in failed:
                 run: list[int] = []
                 for commit in sorted(cells, reverse=True):
                     done = [r for r in cells[commit] if r.finish <= instant]
@@ -440,7 +445,11 @@ def verdict_scores(
     }
 
 
-def score(truth: Truth, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def score(
+    truth: Truth, messages: list[dict[str, Any]], polls: Sequence[datetime] | None = None
+) -> dict[str, Any]:
+    """The paging figures of a replay's `messages`; `polls`, the replay's snapshot times,
+    for the breakages that showed at one."""
     scorer = Scorer(truth)
     found = pages(messages)
     job_pages = [p for p in found if p.alertname == JOB_ALERT]
@@ -481,7 +490,9 @@ def score(truth: Truth, messages: list[dict[str, Any]]) -> dict[str, Any]:
         if breaker != culprit:
             trunk_innocent[cause if cause != "code" else "code (wrong commit)"] += 1
     long_breaks = [b for b in truth.breaks if b.fix - b.culprit >= 3]
-    ever_at_head = sum(truth.ever_at_head(b, RuleConfig().failures_to_open) for b in long_breaks)
+    failures = RuleConfig().failures_to_open
+    ever_at_head = sum(truth.ever_at_head(b, failures) for b in long_breaks)
+    at_a_poll = sum(truth.ever_at_head(b, failures, polls) for b in long_breaks) if polls else None
     recalled = sum(b.culprit in detected for b in long_breaks)
     recalled_with_trunk = sum(b.culprit in detected_with_trunk for b in long_breaks)
     days = truth.days
@@ -502,6 +513,7 @@ def score(truth: Truth, messages: list[dict[str, Any]]) -> dict[str, Any]:
         "breaks_3plus": len(long_breaks),
         "breaks_3plus_paged": recalled,
         "breaks_3plus_ever_at_head": ever_at_head,
+        "breaks_3plus_at_head_at_a_poll": at_a_poll,
         "recall_breaks_3plus": _ratio(recalled, len(long_breaks)),
         "recall_breaks_3plus_with_trunk_pages": _ratio(recalled_with_trunk, len(long_breaks)),
         "delay_after_third_failure_s_p50": statistics.median(delays_code) if delays_code else None,
@@ -518,6 +530,16 @@ def score(truth: Truth, messages: list[dict[str, Any]]) -> dict[str, Any]:
         ),
         "trunk_pages_innocent_by_kind": dict(sorted(trunk_innocent.items())),
     }
+
+
+def snapshot_times(path: Path) -> list[datetime]:
+    """The times of a replay file's snapshots (its events' `at`, the header skipped)."""
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        next(lines, None)
+        return [_parse(found[1]) for line in lines if (found := _AT.search(line[:200]))]
+
+
+_AT = re.compile(r'"at":\s*"([^"]+)"')
 
 
 def with_config(source: Path, target: Path, config: dict[str, Any] | None) -> None:
@@ -567,7 +589,7 @@ def redtrunk(
             with_config(source, path, config)
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 messages, reruns, replay_s = pool.apply(replay, (str(path),))
-            result = {"replay_s": round(replay_s, 1), **score(truth, messages)}
+            result = {"replay_s": round(replay_s, 1), **score(truth, messages, snapshot_times(path))}
             if config is not None:
                 result["verdicts"] = verdict_scores(Scorer(truth), messages, reruns)
             runs[name] = result

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from benchmarks.redtrunk import RedTrunk, paths
-from benchmarks.redtrunk_score import Scorer, Truth, score, verdict_scores, with_config
+from benchmarks.redtrunk_score import Scorer, Truth, score, snapshot_times, verdict_scores, with_config
 from trunkwatch.domain.cells import job_key
 
 TRUNK = RedTrunk(7, days=7)
@@ -238,3 +238,25 @@ def test_a_failing_shard_fails_its_commit_while_another_runs_and_a_skipped_commi
     assert truth.ever_at_head(truth.breaks[0], 2) is False  # commit 2 passed first
     skipped = _truth({0: [(SHARD, "pass", 0)], 1: [(SHARD, "code:1", 10)], 3: [(SHARD, "code:1", 30)]})
     assert skipped.ever_at_head(skipped.breaks[0], 2) is True
+
+
+def test_a_breakage_shows_at_a_poll_only_if_one_falls_while_it_is_at_the_head(tmp_path: Path) -> None:
+    # 3 failures at the head from minute 30 until the fix passes at minute 100.
+    truth = _truth(
+        {
+            0: [(SHARD, "pass", 0)],
+            1: [(SHARD, "code:1", 10)],
+            2: [(SHARD, "code:1", 20)],
+            3: [(SHARD, "code:1", 30)],
+            4: [(SHARD, "pass", 100)],
+        }
+    )
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    polls = [start + timedelta(minutes=m) for m in (0, 29, 120)]
+    assert truth.ever_at_head(truth.breaks[0], 3, polls) is False  # between two polls
+    assert truth.ever_at_head(truth.breaks[0], 3, [*polls, start + timedelta(minutes=60)]) is True
+    replay = tmp_path / "trunk.jsonl.gz"
+    with gzip.open(replay, "wt", encoding="utf-8") as out:
+        out.write('{"repo": "pytorch/pytorch", "branch": "main"}\n')
+        out.writelines(json.dumps({"at": f"2026-11-01T00:{m:02d}:00Z", "hud": {}}) + "\n" for m in (0, 29))
+    assert snapshot_times(replay) == polls[:2]
