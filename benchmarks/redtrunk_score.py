@@ -220,11 +220,13 @@ class Truth:
                 if (found := [r for c in columns if (r := self.result(commit, c)) is not None])
             }
             # The run at the head only grows when a failure finishes: look at those instants.
-            failed = sorted(r.finish for found in cells.values() for r in found if r.conclusion == "failure")
+            instants = sorted(
+                r.finish for found in cells.values() for r in found if r.conclusion == "failure"
+            )
             own = [r.finish for c in range(breakage.culprit, breakage.fix) for r in cells.get(c, ())]
             if polls is not None and own:
-                failed = [t for t in polls if min(own) <= t <= max(own) + timedelta(days=1)]
-            for instant in failed:
+                instants = [t for t in polls if min(own) <= t <= max(own) + timedelta(days=1)]
+            for instant in instants:
                 run: list[int] = []
                 for commit in sorted(cells, reverse=True):
                     done = [r for r in cells[commit] if r.finish <= instant]

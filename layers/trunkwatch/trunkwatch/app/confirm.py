@@ -130,29 +130,20 @@ def culprit_decision(
         else 0
     )
     # Other jobs' confirmed culprits, and this job's own once a sibling named it (so that
-    # it stands when the sibling resolves first).
-    confirmed = {
-        alert.job: alert.confirmed_culprit if alert.job == job else alert.culprit
+    # it stands when the sibling resolves first), with the reason each was confirmed for.
+    named = {
+        ConfirmedAlert(alert.job, ref.seq, ref.sha, alert.failure_lines): (ref, alert.verdict_reason)
         for alert in firing or ()
         if alert.culprit_verdict == Verdict.CONFIRMED
+        and (ref := alert.confirmed_culprit if alert.job == job else alert.culprit) is not None
     }
-    by_job = {alert.job: alert for alert in firing or ()}
     sibling = (
-        confirming_sibling(
-            last_pass.seq,
-            first_fail.seq,
-            failure_lines,
-            [
-                ConfirmedAlert(j, c.seq, c.sha, by_job[j].failure_lines)
-                for j, c in confirmed.items()
-                if c is not None
-            ],
-        )
-        if last_pass is not None and confirmed
+        confirming_sibling(last_pass.seq, first_fail.seq, failure_lines, named)
+        if last_pass is not None and named
         else None
     )
     evidence = Evidence(
-        last_pass=by_role.get(Role.LAST_PASS),
+        last_pass=last_rerun,
         culprit=by_role.get(Role.CULPRIT),
         culprit_failed_retry=any(r.reason == FAILED_RETRY for r in records),
         no_failure_lines=not failure_lines,
@@ -170,16 +161,15 @@ def culprit_decision(
         decision = replace(
             decision, reason=f"{decision.reason}; the run now starts at {first_fail.sha[:12]}, not rerun"
         )
-    if sibling is None or decision.culprit_sha != sibling.culprit_sha:
+    if sibling is None or decision.culprit_sha is None:
         return Judgement(decision)
+    culprit, reason = named[sibling]
     if sibling.job == job:
         # Named by a sibling before: its reason (which sibling) stands.
-        decision = replace(decision, reason=by_job[job].verdict_reason)
+        decision = replace(decision, reason=reason)
     if sibling.culprit_sha == first_fail.sha:
         return Judgement(decision, first_fail)
     # The job did not run on the culprit: named as the sibling names it, without a run.
-    culprit = confirmed[sibling.job]
-    assert culprit is not None
     return Judgement(decision, replace(culprit, job_url=""))
 
 
