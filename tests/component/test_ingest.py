@@ -73,6 +73,23 @@ def test_only_changed_cells_are_written(aws: Any, httpserver: HTTPServer) -> Non
     assert cells()[("pull / b / test (default, r)", "aaa")] == "fail"
 
 
+def test_a_retry_running_keeps_the_result_it_retries(aws: Any, httpserver: HTTPServer) -> None:
+    # The HUD shows a job's latest attempt: a retry queued shows pending. As for a webhook
+    # delivery, a result never goes back to pending; the retry's own result replaces it.
+    poll(aws["storage"], httpserver, grid())
+    body = grid()
+    body["shaGrid"][0]["jobs"][0] = {"status": "queued", "htmlUrl": "retry"}
+    assert poll(aws["storage"], httpserver, body).cells_written == 0
+    assert cells()[("pull / b / test (default, r)", "bbb")] == "fail"
+    body["shaGrid"][0]["jobs"][0] = {
+        "conclusion": "success",
+        "status": "completed",
+        "failedPreviousRun": True,
+    }
+    assert poll(aws["storage"], httpserver, body).cells_written == 1
+    assert cells()[("pull / b / test (default, r)", "bbb")] == "flaky"
+
+
 def test_new_commit_gets_next_seq_and_old_seqs_stay(aws: Any, httpserver: HTTPServer) -> None:
     poll(aws["storage"], httpserver, grid())
     first = {i["sha"]["S"]: int(i["seq"]["N"]) for i in table_items("commit")}

@@ -25,7 +25,7 @@ from datetime import datetime
 
 from trunkwatch.app import ledger
 from trunkwatch.app.confirm import RequestRerun, advance_reruns, requests_waiting
-from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells
+from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells, replaces
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.sources.base import CommitResult, Source
 from trunkwatch.storage.port import Storage, Trunks
@@ -293,7 +293,10 @@ def _newest_seqs(known: Iterable[StoredCommit], columns: dict[str, int], jobs: s
 def _new_states(old: str, cells: dict[str, Cell], columns: dict[str, int], complete: bool) -> str:
     codes = [ABSENT_CODE if complete else code for code in old]
     for key, cell in cells.items():
-        codes[columns[key]] = cell.state.code
+        column = columns[key]
+        # As for a delivery: a result never goes back to pending (a retry running keeps the
+        # result it retries until its own comes).
+        codes[column] = cell.state.code if replaces(old[column], cell.state) else old[column]
     if complete:
         # A cell that disappears from a complete report is no longer data for the rule.
         for column, code in enumerate(old):
