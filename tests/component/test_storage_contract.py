@@ -32,6 +32,7 @@ from trunkwatch.storage.records import (
     LogEntry,
     Pointer,
     RerunRecord,
+    RunRecord,
     SilenceAudit,
     SilenceRecord,
     StoredCommit,
@@ -471,33 +472,34 @@ def report(attempt: int, conclusion: str, completed: bool = True) -> ShardReport
 
 def test_a_shard_is_replaced_only_by_a_newer_report(storage: Storage) -> None:
     shards, key = storage.shards, "pull / linux-jammy / test (default, linux.2xlarge)"
-    assert shards.report(TRUNK, report(1, "in_progress", completed=False), NOW)
+    assert shards.report(TRUNK, report(1, "queued", completed=False), NOW)
     assert shards.report(TRUNK, report(1, "failure"), NOW)
-    assert not shards.report(TRUNK, report(1, "in_progress", completed=False), NOW)  # pending after done
+    assert not shards.report(TRUNK, report(1, "queued", completed=False), NOW)  # pending after done
     assert not shards.report(TRUNK, report(1, "success"), NOW)  # the same attempt again
+    assert shards.report(TRUNK, report(2, "queued", completed=False), NOW)  # a retry: the latest attempt
+    (retrying,) = shards.runs(TRUNK, commit(1).sha, key)
+    assert (retrying.conclusion, retrying.attempt) == ("failure", 1)  # a result never goes back to pending
+    assert not shards.report(TRUNK, report(1, "success"), NOW)  # an older attempt, done
     assert shards.report(TRUNK, report(2, "success"), NOW)
-    assert not shards.report(TRUNK, report(1, "success"), NOW)  # an older attempt
+    assert not shards.report(TRUNK, report(2, "queued", completed=False), NOW)  # its queued, late
     assert shards.report(TRUNK, report(2, "success"), NOW)  # the stored report again: a redelivery
-    runs = shards.runs(TRUNK, commit(1).sha, key)
-    reported = next(run for run in runs if run.name == SHARD)
-    assert (reported.conclusion, reported.attempt, reported.url, reported.failed_before) == (
+    (reported,) = shards.runs(TRUNK, commit(1).sha, key)  # only the shards reported
+    assert (reported.name, reported.conclusion, reported.attempt, reported.url, reported.failed_before) == (
+        SHARD,
         "success",
         2,
         "run/2",
         True,
     )
-    assert [run.name for run in runs if run.name != SHARD] == [
-        "pull / linux-jammy / test (default, 2, 2, linux.2xlarge)"
-    ]  # the shard not reported yet, pending
 
 
 def test_the_same_report_again_is_the_stored_one_and_changes_nothing(storage: Storage) -> None:
     shards, key = storage.shards, "pull / linux-jammy / test (default, linux.2xlarge)"
     for _ in range(2):
-        assert shards.report(TRUNK, report(1, "in_progress", completed=False), NOW)
+        assert shards.report(TRUNK, report(1, "queued", completed=False), NOW)
     for _ in range(2):
         assert shards.report(TRUNK, report(1, "failure"), NOW)
-    (run, _) = shards.runs(TRUNK, commit(1).sha, key)
+    (run,) = shards.runs(TRUNK, commit(1).sha, key)
     assert (run.conclusion, run.attempt, run.url, run.failed_before) == ("failure", 1, "run/1", False)
 
 
@@ -505,8 +507,33 @@ def test_a_late_failed_attempt_makes_the_stored_pass_flaky(storage: Storage) -> 
     shards = storage.shards
     assert shards.report(TRUNK, report(2, "success"), NOW)
     assert shards.report(TRUNK, report(1, "failure"), NOW)
-    (run, _) = shards.runs(TRUNK, commit(1).sha, "pull / linux-jammy / test (default, linux.2xlarge)")
+    (run,) = shards.runs(TRUNK, commit(1).sha, "pull / linux-jammy / test (default, linux.2xlarge)")
     assert (run.conclusion, run.attempt, run.failed_before) == ("success", 2, True)
+
+
+# --- runs ---------------------------------------------------------------------------------
+
+
+def test_a_run_is_recorded_as_a_trunk_run_or_not(storage: Storage) -> None:
+    runs = storage.runs
+    assert runs.get(TRUNK, 7) is None
+    runs.save(TRUNK, RunRecord(7, commit(1).sha, of_trunk=True), NOW)
+    runs.save(TRUNK, RunRecord(8, commit(1).sha, of_trunk=False), NOW)
+    assert runs.get(TRUNK, 7) == RunRecord(7, commit(1).sha, True)
+    assert runs.get(TRUNK, 8) == RunRecord(8, commit(1).sha, False)
+    assert runs.get("other/repo#main", 7) is None
+
+
+def test_held_reports_are_kept_by_run_once_each_until_released(storage: Storage) -> None:
+    runs = storage.runs
+    queued, failed = report(1, "queued", completed=False), report(1, "failure")
+    other_run = dataclasses.replace(failed, run_id=8)
+    for held in (queued, failed, failed, other_run):  # a redelivery holds the same item
+        runs.hold(TRUNK, held, NOW)
+    assert sorted(runs.held(TRUNK, 7), key=str) == sorted([queued, failed], key=str)
+    runs.release(TRUNK, [failed])
+    runs.release(TRUNK, [failed])  # released twice: nothing left to release
+    assert runs.held(TRUNK, 7) == [queued] and runs.held(TRUNK, 8) == [other_run]
 
 
 # --- reruns -------------------------------------------------------------------------------

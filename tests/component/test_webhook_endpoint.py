@@ -73,7 +73,9 @@ def test_a_body_signed_with_another_secret_is_401(aws: dict[str, Any]) -> None:
 
 def test_the_same_delivery_twice_is_written_once(aws: dict[str, Any]) -> None:
     assert post("push", payload(webhooks.push([A])), delivery="push-1") == (200, "stored")
-    job = payload(webhooks.workflow_job(A, "linux-jammy / build", conclusion="failure"))
+    failed = webhooks.workflow_job(A, "linux-jammy / build", conclusion="failure")
+    assert post("workflow_run", payload(webhooks.run_of(failed)), delivery="run-1") == (200, "stored")
+    job = payload(failed)
     assert post("workflow_job", job, delivery="job-1") == (200, "stored")
     cells = len(table_items("cell"))
     before = table_items()
@@ -86,10 +88,16 @@ def test_the_same_delivery_twice_is_written_once(aws: dict[str, Any]) -> None:
 def test_a_pull_requests_job_is_accepted_and_writes_nothing(aws: dict[str, Any]) -> None:
     job = payload(webhooks.workflow_job(A, "linux-jammy / build", branch="my-feature"))
     assert post("workflow_job", job) == (202, "ignored: not about a webhook-fed trunk")
-    run = payload(webhooks.workflow_run(A, event="pull_request", branch="main"))
-    assert post("workflow_run", run) == (202, "ignored: a run not triggered by a push")
+    run = payload(webhooks.workflow_run(A, event="pull_request", branch="my-feature"))
+    assert post("workflow_run", run) == (202, "ignored: not about a webhook-fed trunk")
     assert post("issues", payload({"action": "opened"})) == (202, "ignored: event 'issues' is not ingested")
     assert table_items() == []
+    # A fork's pull request from its own `main`: its run is recorded as not a trunk run, so
+    # that its jobs, on the trunk's branch name, are dropped whenever they come.
+    fork = payload(webhooks.workflow_run(A, event="pull_request", head_repo="someone/pytorch"))
+    answer = (200, "ignored: not a trunk run (a push to the trunk's branch in its own repository)")
+    assert post("workflow_run", fork) == answer
+    assert [item["kind"]["S"] for item in table_items()] == ["run"]
 
 
 def test_an_oversized_body_is_413_before_its_signature_is_checked(aws: dict[str, Any]) -> None:
@@ -111,6 +119,7 @@ def test_a_body_that_is_not_a_json_object_is_400(aws: dict[str, Any], body: byte
 
 def test_a_delivery_missing_a_field_is_400_and_can_be_redelivered(aws: dict[str, Any]) -> None:
     post("push", payload(webhooks.push([A])), delivery="push-1")
+    post("workflow_run", payload(webhooks.run_of(webhooks.workflow_job(A, "linux-jammy / build"))))
     broken = webhooks.workflow_job(A, "linux-jammy / build")
     del broken["workflow_job"]["run_id"]
     assert post("workflow_job", payload(broken), delivery="job-1") == (400, "'run_id' must be an integer")

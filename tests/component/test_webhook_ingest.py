@@ -26,6 +26,7 @@ A, B = "a" * 40, "b" * 40
 SHARD_1 = "linux-jammy / test (default, 1, 2, linux.2xlarge)"
 SHARD_2 = "linux-jammy / test (default, 2, 2, linux.2xlarge)"
 KEY = "pull / linux-jammy / test (default, linux.2xlarge)"
+BUILD = "pull / linux-jammy / build"
 DEPLOYMENT = load_deployment(
     {"trunks": [{"repo": webhooks.REPO, "branch": "main", "source": "github", "webhook": True}]}
 )
@@ -39,9 +40,17 @@ def storage() -> Storage:
     return memory_storage()
 
 
-def deliver(storage: Storage, event: str, payload: dict[str, Any]) -> DeliveryResult:
+def deliver(storage: Storage, event: str, payload: dict[str, Any], run_first: bool = True) -> DeliveryResult:
+    """Ingest one delivery; a job's run delivery comes first, as it usually does (unless
+    `run_first` is False), once."""
     trunk = trunk_of(DEPLOYMENT, event, payload)
     assert not isinstance(trunk, str), trunk
+    if (
+        event == "workflow_job"
+        and run_first
+        and storage.runs.get(TRUNK.trunk_id, payload["workflow_job"]["run_id"]) is None
+    ):
+        ingest_delivery(storage, trunk, RULE, "workflow_run", webhooks.run_of(payload), NOW)
     return ingest_delivery(storage, trunk, RULE, event, payload, NOW)
 
 
@@ -73,8 +82,11 @@ def test_push_places_commits_in_order_and_a_job_becomes_its_cell(storage: Storag
 
 def test_shards_merge_and_a_redelivery_writes_nothing(storage: Storage) -> None:
     deliver(storage, "push", webhooks.push([A]))
+    for shard, job_id in ((SHARD_1, 1), (SHARD_2, 2)):
+        deliver(storage, "workflow_job", webhooks.workflow_job(A, shard, status="queued", job_id=job_id))
+    assert cells(storage)[(KEY, A)] == "pending"  # queued: the job runs, as a poll records it
     deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, job_id=1))
-    assert (KEY, A) not in cells(storage)  # shard 2 of 2 has not reported: no result yet
+    assert cells(storage)[(KEY, A)] == "pending"  # shard 2 of 2 is still queued: no result yet
     failed = webhooks.workflow_job(A, SHARD_2, conclusion="failure", job_id=2)
     assert deliver(storage, "workflow_job", failed).cells_written == 1
     assert deliver(storage, "workflow_job", failed).cells_written == 0
@@ -135,6 +147,7 @@ def test_deliveries_that_join_no_group_still_record_that_deliveries_arrive(stora
     def passed(index: int, minutes: int) -> DeliveryResult:
         payload = webhooks.workflow_job(commits[index], build, job_id=index)
         at = NOW + timedelta(minutes=minutes)
+        ingest_delivery(storage, TRUNK, RULE, "workflow_run", webhooks.run_of(payload), at)
         return ingest_delivery(storage, TRUNK, RULE, "workflow_job", payload, at)
 
     assert passed(0, 0).group is not None  # the job's first cell opens a group, which records it
@@ -179,26 +192,52 @@ def test_a_run_that_started_after_one_failed_to_start_is_flaky(storage: Storage,
 def test_completed_before_queued_keeps_the_result(storage: Storage) -> None:
     deliver(storage, "push", webhooks.push([A]))
     deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="failure"))
-    for status in ("in_progress", "queued", "waiting"):
-        late = webhooks.workflow_job(A, SHARD_1, status=status)
-        assert trunk_of(DEPLOYMENT, "workflow_job", late) == "a job without its result yet"
+    for status in ("queued", "waiting"):
+        late = deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, status=status))
+        assert late.cells_written == 0
+    running = webhooks.workflow_job(A, SHARD_1, status="in_progress")
+    assert (
+        trunk_of(DEPLOYMENT, "workflow_job", running)
+        == "a job in progress (its queued delivery said it runs)"
+    )
     assert cells(storage)[(KEY, A)] == "fail" and states(storage, A)[KEY] == "F"
 
 
-def test_a_sharded_job_is_written_once_every_shard_reported(storage: Storage) -> None:
+def test_a_sharded_job_is_pending_while_a_shard_is_queued(storage: Storage) -> None:
     deliver(storage, "push", webhooks.push([A, B]))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, status="queued", job_id=1))
     second = webhooks.workflow_job(A, SHARD_2, conclusion="success", job_id=2)
-    # Pending, as a job still running: a delivery writes results only (the poll writes pending).
+    # Pending, as the poll records a job still running; not a pass before shard 1's result.
     assert KEY not in deliver(storage, "workflow_job", second).changed_jobs
-    assert (KEY, A) not in cells(storage) and KEY not in states(storage, A)
+    assert cells(storage)[(KEY, A)] == "pending" and states(storage, A)[KEY] == "."
     deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="success", job_id=1))
     assert cells(storage)[(KEY, A)] == "pass" and states(storage, A)[KEY] == "P"
     # A failing shard decides at once, as in the poll (any fail wins).
+    deliver(storage, "workflow_job", webhooks.workflow_job(B, SHARD_2, status="queued", job_id=4))
     deliver(storage, "workflow_job", webhooks.workflow_job(B, SHARD_1, conclusion="failure", job_id=3))
     assert cells(storage)[(KEY, B)] == "fail"
 
 
-BUILD = "pull / linux-jammy / build"
+def test_a_shard_that_never_runs_does_not_hold_its_job_pending(storage: Storage) -> None:
+    # A name says `1, 2`, yet no shard 2 runs on this trunk (the HUD shows such columns
+    # alone): the job's result is its reported shard's, as the poll reads it.
+    deliver(storage, "push", webhooks.push([A]))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, status="queued", job_id=1))
+    deliver(storage, "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="success", job_id=1))
+    assert cells(storage)[(KEY, A)] == "pass"
+
+
+@pytest.mark.parametrize("retry_first", [False, True], ids=["in order", "retry queued first"])
+def test_a_retried_failure_stays_a_failure_until_the_retry_ends(storage: Storage, retry_first: bool) -> None:
+    deliver(storage, "push", webhooks.push([A]))
+    failed = webhooks.workflow_job(A, "linux-jammy / build", conclusion="failure", attempt=1)
+    retry = webhooks.workflow_job(A, "linux-jammy / build", status="queued", attempt=2, job_id=2)
+    for payload in [failed, retry][:: -1 if retry_first else 1]:
+        deliver(storage, "workflow_job", payload)
+    assert cells(storage)[(BUILD, A)] == "fail"  # a result never goes back to pending
+    passed = webhooks.workflow_job(A, "linux-jammy / build", conclusion="success", attempt=2, job_id=2)
+    deliver(storage, "workflow_job", passed)
+    assert cells(storage)[(BUILD, A)] == "flaky"
 
 
 def test_retried_to_green_is_flaky_in_either_order(storage: Storage) -> None:
@@ -265,29 +304,103 @@ def test_a_run_places_its_commit_when_the_push_was_missed(storage: Storage) -> N
     assert (placed.commit.sha, placed.commit.title, placed.commit.pr) == (A, "Fix it (#77)", 77)
 
 
+def test_a_push_after_its_commits_run_names_its_author(storage: Storage) -> None:
+    # A run's head commit names the git author ("Matthias Fax"), not the login the push and
+    # the poll name: a commit a run placed first gets its author from its push.
+    deliver(storage, "workflow_run", webhooks.workflow_run(A, title="Fix it (#77)"))
+    assert storage.commits.newest(TRUNK.trunk_id, 1)[0].commit.author == ""
+    deliver(storage, "push", webhooks.push([A]))
+    (placed,) = storage.commits.newest(TRUNK.trunk_id, 10)
+    assert (placed.commit.title, placed.commit.author) == ("Fix it (#77)", "author")
+
+
 def test_pull_requests_and_other_trunks_are_dropped_before_the_table(aws: dict[str, Any]) -> None:
     pr_job = webhooks.workflow_job(A, SHARD_1, branch="feature")
     assert trunk_of(DEPLOYMENT, "workflow_job", pr_job) == "not about a webhook-fed trunk"
-    pr_run = webhooks.workflow_run(A, event="pull_request")
-    assert trunk_of(DEPLOYMENT, "workflow_run", pr_run) == "a run not triggered by a push"
+    pr_run = webhooks.workflow_run(A, event="pull_request", branch="feature")
+    assert trunk_of(DEPLOYMENT, "workflow_run", pr_run) == "not about a webhook-fed trunk"
     other = webhooks.push([A], repo="someone/else")
     assert trunk_of(DEPLOYMENT, "push", other) == "not about a webhook-fed trunk"
     assert trunk_of(DEPLOYMENT, "issues", {}) == "event 'issues' is not ingested"
     assert table_items() == []
 
 
-def test_a_job_of_an_unknown_commit_writes_nothing(aws: dict[str, Any]) -> None:
-    # A pull request from a fork's own `main` names the trunk's branch, not a trunk commit.
-    result = deliver(aws["storage"], "workflow_job", webhooks.workflow_job(A, SHARD_1, conclusion="failure"))
-    assert result.ignored == "not a known trunk commit" and result.cells_written == 0
-    assert table_items("cell") == [] and table_items("shard") == []
+def test_a_job_whose_run_is_not_known_is_held_until_it_is(aws: dict[str, Any]) -> None:
+    storage = aws["storage"]
+    deliver(storage, "push", webhooks.push([A]))
+    job = webhooks.workflow_job(A, SHARD_1, conclusion="failure")
+    result = deliver(storage, "workflow_job", job, run_first=False)
+    assert result.ignored == "held until its run's delivery says whether it is a trunk run"
+    assert table_items("cell") == [] and table_items("shard") == [] and len(table_items("held")) == 2
+    released = deliver(storage, "workflow_run", webhooks.run_of(job))
+    assert released.cells_written == 2 and cells(storage)[(KEY, A)] == "fail"
+    assert table_items("held") == []
+
+
+@pytest.mark.parametrize("run_comes", ["after the job's first read", "after its hold"])
+def test_a_run_delivered_while_its_job_holds_its_report_writes_the_job_once(
+    storage: Storage, run_comes: str
+) -> None:
+    # Two deliveries at once: whichever order their reads and writes interleave in, the
+    # job's result is written (by the run's delivery, or by the job's own read after its hold).
+    deliver(storage, "push", webhooks.push([A]))
+    job = webhooks.workflow_job(A, SHARD_1, conclusion="failure")
+    runs = storage.runs
+    hook = runs.get if run_comes == "after the job's first read" else runs.hold
+    done = []
+
+    def then_the_run(*args: Any, **kwargs: Any) -> Any:
+        answer = hook(*args, **kwargs)
+        if not done:
+            done.append(None)
+            setattr(runs, hook.__name__, hook)
+            done[0] = deliver(storage, "workflow_run", webhooks.run_of(job))
+        return answer
+
+    setattr(runs, hook.__name__, then_the_run)
+    result = deliver(storage, "workflow_job", job, run_first=False)
+    setattr(runs, hook.__name__, hook)
+    assert cells(storage)[(KEY, A)] == "fail" and states(storage, A)[KEY] == "F"
+    assert result.cells_written + done[0].cells_written == 2  # the job and its run's pass, once
+    assert runs.held(TRUNK.trunk_id, job["workflow_job"]["run_id"]) == []
+
+
+# Runs on the trunk's branch name or its commits that are not trunk runs: a fork's pull
+# request from its own `main` (on a trunk commit, as a fork's main often is), a scheduled
+# and a dispatched run of the trunk commit itself. The poll reads none of them.
+NOT_TRUNK_RUNS = {
+    "a fork's pull request from main": {"event": "pull_request", "head_repo": "someone/pytorch"},
+    "a scheduled run": {"event": "schedule"},
+    "a dispatched run": {"event": "workflow_dispatch"},
+}
+
+
+@pytest.mark.parametrize("run_first", [True, False], ids=["run first", "jobs first"])
+@pytest.mark.parametrize("run", NOT_TRUNK_RUNS.values(), ids=NOT_TRUNK_RUNS.keys())
+def test_jobs_of_runs_that_are_not_trunk_runs_write_nothing(
+    storage: Storage, run: dict[str, str], run_first: bool
+) -> None:
+    deliver(storage, "push", webhooks.push([A]))
+    jobs = [
+        webhooks.workflow_job(A, SHARD_1, status="queued", run_id=7, job_id=1),
+        webhooks.workflow_job(A, SHARD_1, conclusion="failure", run_id=7, job_id=1),
+    ]
+    deliveries = [
+        ("workflow_run", webhooks.workflow_run(A, run_id=7, **run)),
+        *(("workflow_job", j) for j in jobs),
+    ]
+    for event, payload in deliveries if run_first else [*deliveries[1:], deliveries[0]]:
+        deliver(storage, event, payload, run_first=False)
+    assert cells(storage) == {} and storage.runs.held(TRUNK.trunk_id, 7) == []
+    late = deliver(storage, "workflow_job", jobs[1], run_first=False)  # a redelivery, once known
+    assert late.ignored == "not a trunk run (a push to the trunk's branch in its own repository)"
 
 
 def test_a_payload_missing_a_field_is_an_error_that_writes_nothing(aws: dict[str, Any]) -> None:
     payload = webhooks.workflow_job(A, SHARD_1)
     del payload["workflow_job"]["head_sha"]
     with pytest.raises(PayloadError, match="head_sha"):
-        deliver(aws["storage"], "workflow_job", payload)
+        deliver(aws["storage"], "workflow_job", payload, run_first=False)
     bad_push = webhooks.push([A])
     bad_push["commits"][0]["timestamp"] = "yesterday"
     with pytest.raises(PayloadError, match="timestamp"):

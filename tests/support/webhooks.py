@@ -7,6 +7,7 @@ import copy
 import hashlib
 import hmac
 import json
+import random
 from functools import cache
 from typing import Any
 
@@ -27,6 +28,11 @@ def _repository(payload: dict[str, Any], repo: str) -> None:
     payload["repository"]["name"] = repo.split("/", 1)[1]
 
 
+def run_id_of(sha: str, workflow: str) -> int:
+    """The id of `workflow`'s push run on commit `sha` (one run per commit and workflow)."""
+    return int(hashlib.sha1(f"{sha}:{workflow}".encode(), usedforsecurity=False).hexdigest()[:8], 16)
+
+
 def workflow_job(
     sha: str,
     name: str,
@@ -34,7 +40,7 @@ def workflow_job(
     conclusion: str | None = "success",
     status: str = "completed",
     attempt: int = 1,
-    run_id: int = 7001,
+    run_id: int | None = None,
     job_id: int = 9001,
     branch: str | None = BRANCH,
     repo: str = REPO,
@@ -44,6 +50,7 @@ def workflow_job(
     _repository(payload, repo)
     payload["action"] = status
     job = payload["workflow_job"]
+    run_id = run_id_of(sha, workflow) if run_id is None else run_id
     job.update(
         id=job_id,
         run_id=run_id,
@@ -66,17 +73,22 @@ def workflow_run(
     status: str = "completed",
     event: str = "push",
     attempt: int = 1,
-    run_id: int = 7001,
+    run_id: int | None = None,
     branch: str = BRANCH,
     repo: str = REPO,
     title: str = "A commit (#123)",
+    head_repo: str | None = None,
 ) -> dict[str, Any]:
+    """A `workflow_run` delivery; `head_repo` is where its commit was pushed (a fork's, for a
+    pull request from one), `repo` by default."""
     payload = copy.deepcopy(_fixture(f"workflow_run.{'completed' if status == 'completed' else 'requested'}"))
     _repository(payload, repo)
     payload["action"] = "completed" if status == "completed" else "requested"
     run = payload["workflow_run"]
+    run["head_repository"]["full_name"] = head_repo or repo
+    run["head_repository"]["name"] = (head_repo or repo).split("/", 1)[1]
     run.update(
-        id=run_id,
+        id=run_id_of(sha, workflow) if run_id is None else run_id,
         name=workflow,
         run_attempt=attempt,
         head_sha=sha,
@@ -157,11 +169,27 @@ def as_github_knows_it(lines: list[str]) -> list[str]:
     return out
 
 
+def run_of(job: dict[str, Any], event: str = "push") -> dict[str, Any]:
+    """The `workflow_run` delivery (requested) of a `workflow_job` delivery's run."""
+    found = job["workflow_job"]
+    return workflow_run(
+        found["head_sha"],
+        workflow=found["workflow_name"],
+        status="requested",
+        event=event,
+        attempt=found["run_attempt"],
+        run_id=found["run_id"],
+        branch=found["head_branch"] or BRANCH,
+        repo=job["repository"]["full_name"],
+    )
+
+
 def replay_as_deliveries(lines: list[str], branch: str = BRANCH) -> list[str]:
     """A HUD-fed replay file as the webhook deliveries GitHub would have sent for the same
-    history: each snapshot's new commits as one push, each cell that changed as its job's
-    delivery (a retried-to-green cell as a failed first attempt and a passing second), then
-    the schedule's tick at the same instant (the sweep runs in either case)."""
+    history: each snapshot's new commits as one push, then each new commit's runs (one per
+    workflow), each cell that changed as its job's delivery (a running job as `queued`, a
+    retried-to-green cell as a failed first attempt and a passing second), then the
+    schedule's tick at the same instant (the sweep runs in either case)."""
     header = json.loads(lines[0])
     out = [json.dumps(header)]
     placed: set[str] = set()
@@ -182,11 +210,26 @@ def replay_as_deliveries(lines: list[str], branch: str = BRANCH) -> list[str]:
                 commit["author"]["username"] = row.get("author") or ""
             out.append(json.dumps({"at": at, "webhook": {"event": "push", "payload": payload}}))
             placed.update(r["sha"] for r in new)
+            workflows = sorted({name.partition(" / ")[0] for name in names})
+            for row in new:
+                for workflow in workflows:
+                    title = row.get("commitTitle") or ""
+                    run = workflow_run(
+                        row["sha"], workflow, status="requested", branch=branch, repo=header["repo"]
+                    )
+                    run["workflow_run"]["head_commit"]["timestamp"] = row["time"]
+                    run["workflow_run"]["head_commit"]["message"] = (
+                        f"{title} (#{row['prNum']})" if row.get("prNum") else title
+                    )
+                    out.append(json.dumps({"at": at, "webhook": {"event": "workflow_run", "payload": run}}))
         for row in grid:
             for name, cell in zip(names, row["jobs"], strict=True):
                 if not cell:
                     continue
                 status = cell.get("status") or "completed"
+                # A job still running was announced by its `queued` delivery (`in_progress`
+                # adds nothing and is not stored).
+                status = "completed" if status == "completed" else "queued"
                 outcome = (cell.get("conclusion") if status == "completed" else status) or status
                 flaky = bool(cell.get("failedPreviousRun"))
                 if reported.get((row["sha"], name)) == (outcome, flaky):
@@ -212,4 +255,22 @@ def replay_as_deliveries(lines: list[str], branch: str = BRANCH) -> list[str]:
                     delivery = {"event": "workflow_job", "payload": payload}
                     out.append(json.dumps({"at": at, "webhook": delivery}))
         out.append(json.dumps({"at": at, "tick": True}))
+    return out
+
+
+def shuffled(lines: list[str], rng: random.Random, redelivered: float = 1 / 3) -> list[str]:
+    """A replay file's deliveries of each instant in another order, a `redelivered` share of
+    them twice (GitHub's deliveries arrive out of order; a redelivery is a new request with
+    the same body); its other events stay where they are."""
+    out, instant = lines[:1], list[str]()
+    for line in [*lines[1:], None]:
+        event = json.loads(line) if line else None
+        if event is not None and "webhook" in event and event["webhook"]["event"] != "push":
+            instant.append(line)  # type: ignore[arg-type]  # not None: an event
+            continue
+        rng.shuffle(instant)
+        out += instant + [line for line in instant if rng.random() < redelivered]
+        instant = []
+        if line:
+            out.append(line)
     return out

@@ -237,9 +237,9 @@ def deliver(event: str, data: dict[str, Any], storage: CountingStorage) -> tuple
             webhooks.workflow_job(SHA, "build", repo="example/web", branch="fix-1"),
         ),
         (
-            "a job not completed",
+            "a job in progress",
             "workflow_job",
-            webhooks.workflow_job(SHA, "build", repo="example/api", status="queued"),
+            webhooks.workflow_job(SHA, "build", repo="example/api", status="in_progress"),
         ),
         ("a push to another branch", "push", webhooks.push([SHA], repo="example/api", branch="dev")),
     ],
@@ -264,6 +264,7 @@ def test_an_organizations_deliveries_reach_the_trunk_their_repository_names() ->
     storage = CountingStorage()
     assert deliver("push", webhooks.push([SHA], repo="example/web"), storage) == (200, "stored")
     data = webhooks.workflow_job(SHA, "build", conclusion="failure", repo="example/web")
+    assert deliver("workflow_run", webhooks.run_of(data), storage) == (200, "stored")
     assert deliver("workflow_job", data, storage) == (200, "stored")
     cells = [call for call in storage.calls if call.startswith("cells.save")]
     assert cells and all(call.endswith("(example/web#main)") for call in cells), storage.calls

@@ -24,7 +24,7 @@ from trunkwatch.sources import webhook
 from trunkwatch.sources.base import CommitResult, Snapshot
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import Pointer, StoredCommit
+from trunkwatch.storage.records import Pointer, RunRecord, StoredCommit
 
 NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)
 X, A, B, C = "0" * 39 + "9", "a" * 40, "b" * 40, "c" * 40
@@ -89,8 +89,13 @@ def poll(*results: CommitResult) -> interleave.Writer:
 
 
 def setup() -> Storage:
-    """X placed with its jobs' states; X's commit as a push delivered it."""
+    """X placed with its jobs' states; X's commit as a push delivered it. The runs whose jobs
+    are delivered are known trunk runs (whether a run counts is test_webhook_ingest's)."""
     storage = memory_storage()
+    for sha in (X, A, B, C):
+        for workflow in ("pull", "lint", "trunk"):
+            run_id = webhooks.run_id_of(sha, workflow)
+            storage.runs.save(TRUNK_ID, RunRecord(run_id, sha, of_trunk=True), NOW)
     push([X], "0" * 40)(storage)
     assert storage.trunks.add_job_names(TRUNK_ID, [], JOBS)
     (placed,) = storage.commits.newest(TRUNK_ID, 1)

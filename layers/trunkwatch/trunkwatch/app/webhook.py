@@ -17,7 +17,7 @@ next poll.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -34,10 +34,17 @@ from trunkwatch.domain.cells import (
 )
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import in_window, may_change_verdict
-from trunkwatch.domain.shards import ShardReport, shard_run
+from trunkwatch.domain.shards import ShardReport, merge
 from trunkwatch.sources import webhook
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import LAST_DELIVERY_PRECISION, CellWrite, Group, StoredCommit, TrunkState
+from trunkwatch.storage.records import (
+    LAST_DELIVERY_PRECISION,
+    CellWrite,
+    Group,
+    RunRecord,
+    StoredCommit,
+    TrunkState,
+)
 
 WEB_URL = "https://github.com"
 
@@ -55,17 +62,16 @@ class DeliveryResult:
 
 def trunk_of(deployment: Deployment, event: str, payload: dict[str, Any]) -> TrunkConfig | str:
     """The webhook-fed trunk a delivery is about, or why it is not about one: from the
-    payload alone, before any table access."""
+    payload alone, before any table access. Whether a job's run is a trunk run is known
+    only from its run (`ingest_delivery`)."""
     if event not in webhook.EVENTS:
         return f"event {event!r} is not ingested"
-    if not webhook.completed(event, payload):
-        return "a job without its result yet"
+    if not webhook.stored(event, payload):
+        return "a job in progress (its queued delivery said it runs)"
     repo = webhook.repository(payload)
     branch = webhook.branch_of(event, payload)
     for trunk in deployment.trunks:
         if trunk.webhook and trunk.repo.lower() == repo.lower() and branch in (trunk.branch, None):
-            if event == "workflow_run" and (payload.get("workflow_run") or {}).get("event") != "push":
-                return "a run not triggered by a push"
             return trunk
     return "not about a webhook-fed trunk"
 
@@ -74,45 +80,102 @@ def ingest_delivery(
     storage: Storage, trunk: TrunkConfig, rule: RuleConfig, event: str, payload: dict[str, Any], now: datetime
 ) -> DeliveryResult:
     """Store one delivery about `trunk`. Raises webhook.PayloadError (nothing written) when a
-    field it needs is missing or malformed."""
+    field it needs is missing or malformed.
+
+    Only trunk runs count (design.md §2): a run is recorded as one of the trunk's or not
+    when its `workflow_run` delivery comes; a job delivery whose run is not known yet is
+    held under the run until it is (GitHub does not order deliveries), then written."""
     result = DeliveryResult(event, trunk.trunk_id)
     repo_url = f"{WEB_URL}/{trunk.repo}"
     if event == "push":
         pushed = webhook.push(payload, repo_url)
-        result.commits_placed = place_commits(storage, trunk.trunk_id, rule, pushed.commits, pushed.parent)
+        placed = place_commits(storage, trunk.trunk_id, rule, pushed.commits, pushed.parent)
+        result.commits_placed = len(placed)
+        _describe(storage, trunk.trunk_id, [c for c in pushed.commits if c.sha not in placed])
         return result
     if event == "workflow_run":
-        run = webhook.workflow_run(payload, repo_url)
-        result.commits_placed = place_commits(storage, trunk.trunk_id, rule, (run.commit,), None)
-        reports = [run.shard] if run.shard else []
-    else:
-        reports = webhook.workflow_job(payload)
-        if not reports:
-            result.ignored = "a job without a workflow name"
-            return result
-    sha = reports[0].sha if reports else ""
-    seq = storage.commits.seqs_of(trunk.trunk_id, [sha]).get(sha) if reports else None
-    if reports and seq is None:
-        result.ignored = "not a known trunk commit"
+        return _run(storage, trunk, rule, webhook.workflow_run(payload, repo_url), now, result)
+    reports = webhook.workflow_job(payload)
+    if not reports:
+        result.ignored = "a job without a workflow name"
         return result
-    assert seq is not None or not reports
-    decided: list[Cell] = []
-    if event == "workflow_job" and seq is not None:
-        reports, decided = _run_pass(storage, trunk.trunk_id, seq, reports, rule.cancelled)
+    runs = storage.runs
+    run = runs.get(trunk.trunk_id, reports[0].run_id)
+    held = run is None
+    if run is None:
+        for report in reports:
+            runs.hold(trunk.trunk_id, report, now)
+        # The run's delivery may have come meanwhile, before it could see what is held here.
+        run = runs.get(trunk.trunk_id, reports[0].run_id)
+        if run is None:
+            result.ignored = "held until its run's delivery says whether it is a trunk run"
+            return result
+    if run.of_trunk:
+        _store_reports(storage, trunk, rule, reports, now, result)
+    else:
+        result.ignored = NOT_A_TRUNK_RUN
+    if held:
+        runs.release(trunk.trunk_id, reports)
+    return result
+
+
+NOT_A_TRUNK_RUN = "not a trunk run (a push to the trunk's branch in its own repository)"
+
+
+def _run(
+    storage: Storage,
+    trunk: TrunkConfig,
+    rule: RuleConfig,
+    run: webhook.RunReport,
+    now: datetime,
+    result: DeliveryResult,
+) -> DeliveryResult:
+    """A `workflow_run` delivery: record whether the run is a trunk run, place a trunk run's
+    commit, and write its `(workflow)` failure and the job reports held for it."""
+    of_trunk = run.of_trunk(trunk.repo, trunk.branch)
+    if of_trunk:
+        # Placed before the run is recorded: a job that finds the run finds its commit.
+        result.commits_placed = len(place_commits(storage, trunk.trunk_id, rule, (run.commit,), None))
+    runs = storage.runs
+    if runs.get(trunk.trunk_id, run.run_id) is None:
+        runs.save(trunk.trunk_id, RunRecord(run.run_id, run.commit.sha, of_trunk), now)
+    held = runs.held(trunk.trunk_id, run.run_id)
+    if of_trunk:
+        _store_reports(storage, trunk, rule, [*([run.shard] if run.shard else []), *held], now, result)
+    else:
+        result.ignored = NOT_A_TRUNK_RUN
+    runs.release(trunk.trunk_id, held)
+    return result
+
+
+def _store_reports(
+    storage: Storage,
+    trunk: TrunkConfig,
+    rule: RuleConfig,
+    reports: list[ShardReport],
+    now: datetime,
+    result: DeliveryResult,
+) -> None:
+    """Store a trunk run's shard reports (of one commit) and write the cells they change: a
+    job's cell merges every shard stored for it, pending while one is queued (a delivery
+    writes a pending cell only where the commit has none, as the poll records a job still
+    running; a result never goes back to pending)."""
+    if not reports:
+        return
+    sha = reports[0].sha
+    seq = storage.commits.seqs_of(trunk.trunk_id, [sha]).get(sha)
+    if seq is None:
+        result.ignored = "not a known trunk commit"
+        return
+    reports, decided = _run_pass(storage, trunk.trunk_id, seq, reports, rule.cancelled)
     changed = {job_key(r.name) for r in reports if storage.shards.report(trunk.trunk_id, r, now)}
     for key in sorted(changed):
-        cell = build_cells(sha, storage.shards.runs(trunk.trunk_id, sha, key), rule.cancelled)[key]
-        # Shards still running: no result yet, as for any job still running (whose
-        # `in_progress` deliveries are dropped); a poll records running jobs as pending.
-        if cell.state != CellState.PENDING:
-            decided.append(cell)
+        decided.append(build_cells(sha, storage.shards.runs(trunk.trunk_id, sha, key), rule.cancelled)[key])
     if decided:
-        assert seq is not None
         for job, written in write_cells(storage, trunk.trunk_id, rule, seq, decided, now).items():
             result.group = result.group or written.group
             result.cells_written += 1
             result.changed_jobs.append(job)
-    return result
 
 
 def _run_pass(
@@ -136,26 +199,39 @@ def _run_pass(
             kept.remove(report)
         elif code == ABSENT_CODE and report.attempt == 1:
             kept.remove(report)
-            run = shard_run(report.name, report.attempt, report.conclusion, report.url, ())
+            run = merge(None, report).run(report.name)
             decided.append(build_cells(report.sha, [run], cancelled)[key])
     return kept, decided
 
 
 def place_commits(
     storage: Storage, trunk_id: str, rule: RuleConfig, pushed: tuple[Commit, ...], parent: str | None
-) -> int:
+) -> list[str]:
     """Place the commits not yet known (oldest first, `parent` the first one's parent if the
-    delivery says) in branch order (`ledger.place_chain`); the number placed."""
+    delivery says) in branch order (`ledger.place_chain`); the shas placed."""
     commits = storage.commits
     known = commits.seqs_of(trunk_id, [c.sha for c in pushed])
     if all(c.sha in known for c in pushed):
-        return 0
+        return []
     newest = [c.seq for c in commits.newest(trunk_id, 1)]
     recent = storage.trunks.state(trunk_id).recent_seqs
     _, placed = ledger.place_chain(
         storage, trunk_id, list(pushed), parent, rule.retention, known, [*newest, *recent]
     )
-    return len(placed)
+    return placed
+
+
+def _describe(storage: Storage, trunk_id: str, pushed: list[Commit]) -> None:
+    """A run's delivery that placed a commit before its push did could not name its author
+    (a run's head commit names the git author, not the GitHub login the push and the poll
+    name): the push names it (`pushed`: its commits placed by another writer)."""
+    commits = storage.commits
+    for sha, seq in commits.seqs_of(trunk_id, [c.sha for c in pushed]).items():
+        author = next(c.author for c in pushed if c.sha == sha)
+        stored = commits.get(trunk_id, seq)
+        if stored is not None and author and not stored.commit.author:
+            described = replace(stored.commit, author=author)
+            ledger.save_states(commits, trunk_id, stored, lambda states: states, described)
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,22 @@
 """A job's shards as webhook deliveries report them, one at a time (pure).
 
 A shard's reports merge like the poll's runs: the latest attempt decides, a success after a
-failed attempt is flaky. A sharded job's name says how many shards it has (`test (default,
-2, 5, runner)` is shard 2 of 5), so the shards not reported yet count as pending, as the
-poll's in-progress runs do.
+failed attempt is flaky, and a result never goes back to pending: while a newer attempt is
+queued (a retry), the shard shows its newest result, as a stored cell keeps it. The merge
+depends on which reports came, not on their order, so deliveries may arrive in any order or
+twice. A job's shards are those reported: a shard queued is pending, as the poll's
+in-progress runs are, and a shard that never reports did not run (a job's name may say it
+is shard 1 of 2 where shard 2 never runs).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from trunkwatch.domain.cells import JobRun, job_key
+from trunkwatch.domain.cells import JobRun
 
-# `(<config>, <shard>, <shards>[, <runner>])` at the end of a sharded job's name.
-_SHARD = re.compile(r"^(.*\([^()]*?, )(\d+), (\d+)((?:, [^()]*)?\))$")
+# The conclusions of a failed shard attempt (a pass after one is flaky).
+FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 
 
 @dataclass(frozen=True)
@@ -27,36 +28,65 @@ class ShardReport:
     run_id: int
     attempt: int
     completed: bool
-    conclusion: str  # the conclusion once completed, else the status (queued, in_progress...)
+    conclusion: str  # the conclusion once completed, else the status (queued, waiting)
     url: str = ""
 
 
-def shard_run(name: str, attempt: int, conclusion: str, url: str, failed_attempts: Iterable[int]) -> JobRun:
-    """A stored shard as the `JobRun` the poll would report: flaky when it passed after an
-    earlier attempt failed."""
-    return JobRun(
-        name=name,
-        conclusion=conclusion,
-        url=url,
-        attempt=attempt,
-        failed_before=conclusion == "success" and any(a < attempt for a in failed_attempts),
-    )
+@dataclass(frozen=True)
+class Attempt:
+    number: int
+    completed: bool
+    conclusion: str  # the conclusion once completed, else the status
+    url: str = ""
+
+    def after(self, other: Attempt) -> bool:
+        """A later attempt, or the same attempt's result after its queued report."""
+        return self.number > other.number or (
+            self.number == other.number and self.completed and not other.completed
+        )
 
 
-def pending_shards(names: Iterable[str]) -> list[JobRun]:
-    """The shards of the reported sharded jobs that have not reported: pending runs. Shards
-    of one job run on different runner fleets are one job (`job_key`)."""
-    seen: dict[tuple[str, int], tuple[str, str, set[int]]] = {}
-    for name in names:
-        found = _SHARD.match(name)
-        if found is None:
-            continue
-        head, index, count, tail = found.groups()
-        _, _, indexes = seen.setdefault((job_key(name), int(count)), (head, tail, set()))
-        indexes.add(int(index))
-    return [
-        JobRun(name=f"{head}{i}, {count}{tail}", conclusion="in_progress")
-        for (_, count), (head, tail, indexes) in sorted(seen.items())
-        for i in range(1, count + 1)
-        if i not in indexes
-    ]
+@dataclass(frozen=True)
+class Shard:
+    """What the reports of one shard say: its newest attempt, its newest attempt with a
+    result, and the attempts that failed."""
+
+    newest: Attempt
+    result: Attempt | None = None
+    failed: frozenset[int] = frozenset()
+
+    def run(self, name: str) -> JobRun:
+        """The shard as the poll reports it: its newest result (pending before one), flaky
+        when it passed after an earlier attempt failed."""
+        shown = self.result or self.newest
+        return JobRun(
+            name=name,
+            conclusion=shown.conclusion,
+            url=shown.url,
+            attempt=shown.number,
+            failed_before=shown.conclusion == "success" and any(a < shown.number for a in self.failed),
+        )
+
+    def reflects(self, report: ShardReport) -> bool:
+        """Whether `report` shows in the shard (False: newer reports hide it entirely)."""
+        attempt = _attempt(report)
+        return attempt in (self.newest, self.result) or (
+            report.completed and report.conclusion in FAILED_CONCLUSIONS and report.attempt in self.failed
+        )
+
+
+def merge(stored: Shard | None, report: ShardReport) -> Shard:
+    """The shard once `report` is added to what `stored` says."""
+    attempt = _attempt(report)
+    failed = stored.failed if stored is not None else frozenset()
+    if report.completed and report.conclusion in FAILED_CONCLUSIONS:
+        failed |= {report.attempt}
+    newest = attempt if stored is None or attempt.after(stored.newest) else stored.newest
+    result = stored.result if stored is not None else None
+    if report.completed and (result is None or report.attempt > result.number):
+        result = attempt
+    return Shard(newest, result, failed)
+
+
+def _attempt(report: ShardReport) -> Attempt:
+    return Attempt(report.attempt, report.completed, report.conclusion, report.url)

@@ -9,25 +9,28 @@ Pure functions over the decoded payloads; nothing here reads the table. A delive
   `distinct`: only distinct ones are placed. A forced push places only its head (what it
   rewrote is not first-parent history the push can describe; its parent is not told); the
   poll fixes what a push cannot know.
-- `workflow_run` of a push to the trunk: its head commit (placed if no push delivery did),
-  and for a run that ended without starting any job (`startup_failure`, which sends no
+- `workflow_run`: the run, and whether it is one of the trunk's (`RunReport.of_trunk`: a
+  push to the trunk's branch in the trunk's own repository, what the poll reads; a fork's
+  pull request from a branch named like the trunk, a scheduled or dispatched run on a trunk
+  commit are not); for a trunk run its head commit (placed if no push delivery did), and
+  for a run that ended without starting any job (`startup_failure`, which sends no
   `workflow_job`) the failing shard of `<workflow> / (workflow)`, as the GitHub source
   names it.
-- `workflow_job`: one shard report (one job, one attempt). `workflow_job` has no `event`
-  field: the caller keeps it only when its commit is a known trunk commit.
+- `workflow_job`: one shard report (one job, one attempt), a result (`completed`) or the
+  sign that the job runs (`queued`, `waiting`: pending, as the poll records a job still
+  running). `workflow_job` has no `event` field: whether it is a trunk result is known from
+  its run (`run_id`), which the caller looks up.
 
-Only a job's `completed` delivery is stored: `queued`, `waiting` and `in_progress` (two
-thirds of all deliveries) are dropped before any table access. A job is pending until its
-result comes: a sharded job's name says how many shards it has (`test (default, 2, 5,
-runner)` is shard 2 of 5), so the shards not reported yet count as pending, as the poll's
-in-progress runs do. A shard's reports merge like the poll's runs: the latest attempt
-decides, a success after a failed attempt is flaky.
+`in_progress` deliveries are dropped before any table access: the job's `queued` delivery
+already said it runs, and a result comes with `completed`. A shard's reports merge like the
+poll's runs: the latest attempt decides, a success after a failed attempt is flaky; the
+shards of a job are those reported (a shard that never reports did not run).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -56,12 +59,19 @@ class PushReport:
 
 @dataclass(frozen=True)
 class RunReport:
+    run_id: int
     branch: str | None
     event: str
+    head_repository: str  # `owner/name` the run's commit was pushed to (a fork's, for its PRs)
     commit: Commit
     # The `(workflow)` shard: a failure for a run that never started a job, else None (a
     # run that starts jobs reports its `(workflow)` pass with its first job).
     shard: ShardReport | None
+
+    def of_trunk(self, repo: str, branch: str) -> bool:
+        """Whether the run is a trunk run: a push to `branch` of `repo` itself (what the
+        GitHub poll lists, `event=push` on the branch)."""
+        return self.event == "push" and self.branch == branch and self.head_repository.lower() == repo.lower()
 
 
 def repository(payload: dict[str, Any]) -> str:
@@ -104,7 +114,9 @@ def push(payload: dict[str, Any], repo_url: str) -> PushReport:
 def workflow_run(payload: dict[str, Any], repo_url: str) -> RunReport:
     run = _object(payload, "workflow_run")
     head = _object(run, "head_commit")
-    commit = _commit(head, repo_url)
+    # Its head commit names the git author, not the GitHub login a push and the poll name:
+    # left unknown until one of them says.
+    commit = replace(_commit(head, repo_url), author="")
     shard = None
     if run.get("status") == "completed" and run.get("conclusion") == _FAILED_TO_START:
         shard = ShardReport(
@@ -117,18 +129,23 @@ def workflow_run(payload: dict[str, Any], repo_url: str) -> RunReport:
             url=str(run.get("html_url") or ""),
         )
     branch = run.get("head_branch")
+    head_repository = run.get("head_repository")
+    pushed_to = head_repository.get("full_name") if isinstance(head_repository, dict) else None
     return RunReport(
+        run_id=_integer(run, "id"),
         branch=branch if isinstance(branch, str) else None,
         event=str(run.get("event") or ""),
+        head_repository=pushed_to if isinstance(pushed_to, str) else repository(payload),
         commit=commit,
         shard=shard,
     )
 
 
 def workflow_job(payload: dict[str, Any]) -> list[ShardReport]:
-    """The job's shard, and once the job has started, its run's `(workflow)` pass (a run
-    that starts jobs passes that job, as in the GitHub source). [] for a job without a
-    workflow name (nothing to key it by; the poll records it)."""
+    """The job's shard (pending while queued or waiting), and once the job has completed,
+    its run's `(workflow)` pass (a run that starts jobs passes that job, as in the GitHub
+    source). [] for a job without a workflow name (nothing to key it by; the poll records
+    it)."""
     job = _object(payload, "workflow_job")
     workflow = job.get("workflow_name")
     if not isinstance(workflow, str) or not workflow.strip():
@@ -144,7 +161,7 @@ def workflow_job(payload: dict[str, Any]) -> list[ShardReport]:
         conclusion=str(job.get("conclusion") or "") if completed else status,
         url=str(job.get("html_url") or ""),
     )
-    if status in ("queued", "waiting"):
+    if not completed:
         return [shard]
     started = ShardReport(
         sha=shard.sha,
@@ -158,12 +175,17 @@ def workflow_job(payload: dict[str, Any]) -> list[ShardReport]:
     return [shard, started]
 
 
-def completed(event: str, payload: dict[str, Any]) -> bool:
-    """False for a job delivery that carries no result yet (dropped before the table)."""
+# A job's statuses that are stored: its result, or that it is waiting to run (pending).
+STORED_JOB_STATUSES = frozenset({"completed", "queued", "waiting"})
+
+
+def stored(event: str, payload: dict[str, Any]) -> bool:
+    """False for a job delivery that tells nothing new (`in_progress`: its `queued`
+    delivery said the job runs), dropped before the table."""
     if event != "workflow_job":
         return True
     job = payload.get("workflow_job")
-    return isinstance(job, dict) and job.get("status") == "completed"
+    return isinstance(job, dict) and job.get("status") in STORED_JOB_STATUSES
 
 
 def _workflow_name(run: dict[str, Any]) -> str:

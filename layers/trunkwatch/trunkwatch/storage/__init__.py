@@ -24,13 +24,16 @@ one partition per job.
 | rerun            | `RERUNS#<repo>#<branch>`         | `<job>#<episode start>#<role>` | rerun    |
 | commit by sha    | `SHA#<repo>#<branch>#<sha>`      | `SEQ`                      | commit_sha   |
 | webhook shard    | `SHARDS#<repo>#<branch>#<sha>#<job>` | `<shard's job name>`   | shard        |
+| workflow run     | `RUN#<repo>#<branch>#<run id>`   | `RUN`                      | run          |
+| held job report  | `RUN#<repo>#<branch>#<run id>`   | `HELD#<job name>#<attempt>#<status>` | held |
 | silence          | `SILENCE`                        | `<uuid>`                   | silence      |
 | silence audit    | `SILENCE#AUDIT`                  | `<time>#<uuid>#<action>`   | audit        |
 | idempotency      | `IDEMPOTENCY`                    | `<hash of the transition>` | (Powertools) |
 
 Expiry (`expires_at`, epoch seconds), set by each kind's writer: commits and cells the rule's
 `retention` after the commit's time; notification logs `retention` after their last write,
-except while last sent firing; job episodes EPISODE_RETENTION (31 days) after they resolved,
+except while last sent firing; webhook shards, runs and held job reports SHARD_TTL (30 days)
+after their write; job episodes EPISODE_RETENTION (31 days) after they resolved,
 never while firing; ticks TICK_TTL after their poll; idempotency records after
 the notifier's 7 days; silences and their audit records `endsAt` + 120 h; reruns `retention`
 after they were planned. Trunk items and

@@ -9,6 +9,7 @@ from trunkwatch.storage.commits import DynamoCommits
 from trunkwatch.storage.logs import DynamoLogs
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.reruns import DynamoReruns
+from trunkwatch.storage.runs import DynamoRuns
 from trunkwatch.storage.shards import DynamoShards
 from trunkwatch.storage.silences import DynamoSilences
 from trunkwatch.storage.table import Table
@@ -26,6 +27,7 @@ def open_table(table_name: str, region: str | None = None, endpoint_url: str | N
         alerts=DynamoAlerts(table),
         ticks=DynamoTicks(table),
         shards=DynamoShards(table),
+        runs=DynamoRuns(table),
         logs=DynamoLogs(table),
         silences=DynamoSilences(table),
         reruns=DynamoReruns(table),

@@ -84,13 +84,40 @@ class CommitPointer(BaseItem, discriminator="commit_sha"):
 
 class ShardItem(BaseItem, discriminator="shard"):
     """One shard of a job on one commit as webhook deliveries reported it (sk: the shard's
-    job name): the job's cell merges every shard of its key, as the poll merges runs."""
+    job name), `domain.shards.Shard`: its newest attempt, its newest attempt with a result,
+    and the attempts that failed. The job's cell merges every shard of its key, as the poll
+    merges runs."""
 
     attempt = NumberAttribute()
     completed = BooleanAttribute()
     conclusion = UnicodeAttribute()  # the status while not completed
     url = UnicodeAttribute(default="")
+    result_attempt = NumberAttribute(null=True)
+    result_conclusion = UnicodeAttribute(null=True)
+    result_url = UnicodeAttribute(null=True)
     failed_attempts = NumberSetAttribute(null=True)  # attempts that failed: a later pass is flaky
+    version = VersionAttribute()
+    expires_at = TTLAttribute()
+
+
+class RunItem(BaseItem, discriminator="run"):
+    """A workflow run a webhook delivery told of (sk `RUN`): whether it is a trunk run."""
+
+    sha = UnicodeAttribute()
+    of_trunk = BooleanAttribute()
+    expires_at = TTLAttribute()
+
+
+class HeldReportItem(BaseItem, discriminator="held"):
+    """A job's report held under its run (sk `HELD#<name>#<attempt>#<status>`) until a
+    delivery says whether the run is a trunk run."""
+
+    sha = UnicodeAttribute()
+    name = UnicodeAttribute()
+    attempt = NumberAttribute()
+    completed = BooleanAttribute()
+    conclusion = UnicodeAttribute()
+    url = UnicodeAttribute(default="")
     expires_at = TTLAttribute()
 
 

@@ -34,6 +34,19 @@ def shards(trunk_id: str, sha: str, job: str) -> str:
     return f"SHARDS#{trunk_id}#{sha}#{job}"
 
 
+def run(trunk_id: str, run_id: int) -> str:
+    """A workflow run a delivery told of, and the job reports held until it is known."""
+    return f"RUN#{trunk_id}#{run_id}"
+
+
+def held(name: str, attempt: int, status: str) -> str:
+    """A job report held under its run, by job, attempt and status (a redelivery is one item)."""
+    return f"HELD#{name}#{attempt}#{status}"
+
+
+HELD_PREFIX = "HELD#"
+
+
 def alerts(trunk_id: str) -> str:
     return f"ALERTS#{trunk_id}"
 
@@ -77,6 +90,7 @@ def ticks(trunk_id: str) -> str:
 
 
 STATE = "STATE"
+RUN = "RUN"
 JOBS = "JOBS"
 SOURCE = "SOURCE"
 SEQ = "SEQ"

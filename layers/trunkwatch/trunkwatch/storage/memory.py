@@ -16,12 +16,11 @@ from typing import Any
 
 from trunkwatch.domain.cells import Commit, JobRun, StoredCell, job_key
 from trunkwatch.domain.clock import format_time
-from trunkwatch.domain.shards import ShardReport, pending_shards, shard_run
+from trunkwatch.domain.shards import Shard, ShardReport, merge
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import (
     ERROR_MAX,
-    FAILED_CONCLUSIONS,
     LAST_OK_PRECISION,
     TITLE_MAX,
     CellWrite,
@@ -32,6 +31,7 @@ from trunkwatch.storage.records import (
     LogEntry,
     Pointer,
     RerunRecord,
+    RunRecord,
     SilenceAudit,
     SilenceRecord,
     StoredCommit,
@@ -49,15 +49,6 @@ class _Tick:
     settled: bool = False
     closes_at: datetime | None = None
     opened_by: str | None = None
-
-
-@dataclass
-class _Shard:
-    attempt: int
-    completed: bool
-    conclusion: str
-    url: str
-    failed_attempts: set[int] = field(default_factory=set)
 
 
 class MemoryTrunks:
@@ -309,46 +300,42 @@ class MemoryTicks:
 
 class MemoryShards:
     def __init__(self) -> None:
-        self._shards: dict[tuple[str, str, str], dict[str, _Shard]] = {}
+        self._shards: dict[tuple[str, str, str], dict[str, Shard]] = {}
 
     def report(self, trunk_id: str, shard: ShardReport, now: datetime) -> bool:
         shards = self._shards.setdefault((trunk_id, shard.sha, job_key(shard.name)), {})
-        stored = shards.get(shard.name)
-        failed = shard.completed and shard.conclusion in FAILED_CONCLUSIONS
-        same = stored is not None and (stored.attempt, stored.completed, stored.conclusion) == (
-            shard.attempt,
-            shard.completed,
-            shard.conclusion,
-        )
-        if same:
-            return True  # a repeated report: its delivery redoes what may not have been finished
-        newer = stored is None or (
-            shard.completed and (not stored.completed or stored.attempt < shard.attempt)
-        )
-        if not newer:
-            assert stored is not None
-            if not failed:
-                return False
-            # An older failed attempt arriving late: the stored pass becomes flaky.
-            stored.failed_attempts.add(shard.attempt)
-            return True
-        kept = stored.failed_attempts if stored is not None else set()
-        shards[shard.name] = _Shard(
-            shard.attempt,
-            shard.completed,
-            shard.conclusion,
-            shard.url,
-            kept | ({shard.attempt} if failed else set()),
-        )
-        return True
+        merged = shards[shard.name] = merge(shards.get(shard.name), shard)
+        return merged.reflects(shard)
 
     def runs(self, trunk_id: str, sha: str, job: str) -> list[JobRun]:
         shards = self._shards.get((trunk_id, sha, job), {})
-        reported = [
-            shard_run(name, s.attempt, s.conclusion, s.url, s.failed_attempts)
-            for name, s in sorted(shards.items())
-        ]
-        return [*reported, *pending_shards(run.name for run in reported)]
+        return [shard.run(name) for name, shard in sorted(shards.items())]
+
+
+class MemoryRuns:
+    def __init__(self) -> None:
+        self._runs: dict[tuple[str, int], RunRecord] = {}
+        self._held: dict[tuple[str, int], dict[tuple[str, int, bool, str], ShardReport]] = {}
+
+    def get(self, trunk_id: str, run_id: int) -> RunRecord | None:
+        return self._runs.get((trunk_id, run_id))
+
+    def save(self, trunk_id: str, run: RunRecord, now: datetime) -> None:
+        self._runs[(trunk_id, run.run_id)] = run
+
+    def hold(self, trunk_id: str, report: ShardReport, now: datetime) -> None:
+        self._held.setdefault((trunk_id, report.run_id), {})[_held_key(report)] = report
+
+    def held(self, trunk_id: str, run_id: int) -> list[ShardReport]:
+        return [report for _, report in sorted(self._held.get((trunk_id, run_id), {}).items())]
+
+    def release(self, trunk_id: str, reports: Iterable[ShardReport]) -> None:
+        for report in reports:
+            self._held.get((trunk_id, report.run_id), {}).pop(_held_key(report), None)
+
+
+def _held_key(report: ShardReport) -> tuple[str, int, bool, str]:
+    return (report.name, report.attempt, report.completed, "" if report.completed else report.conclusion)
 
 
 class MemoryLogs:
@@ -436,6 +423,7 @@ def memory_storage() -> Storage:
         alerts=MemoryAlerts(trunks),
         ticks=MemoryTicks(trunks),
         shards=MemoryShards(),
+        runs=MemoryRuns(),
         logs=MemoryLogs(),
         silences=MemorySilences(),
         reruns=MemoryReruns(),

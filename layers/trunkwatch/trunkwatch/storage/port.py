@@ -25,6 +25,7 @@ from trunkwatch.storage.records import (
     LogEntry,
     Pointer,
     RerunRecord,
+    RunRecord,
     SilenceAudit,
     SilenceRecord,
     StoredCommit,
@@ -116,6 +117,18 @@ class Shards(Protocol):
     def runs(self, trunk_id: str, sha: str, job: str) -> list[JobRun]: ...
 
 
+class Runs(Protocol):
+    """Workflow runs as webhook deliveries told of them, and the job reports held until
+    their run is known (`workflow_job` does not say what triggered its run). `hold` and
+    `release` are idempotent: a redelivery holds the same item, a released one is gone."""
+
+    def get(self, trunk_id: str, run_id: int) -> RunRecord | None: ...
+    def save(self, trunk_id: str, run: RunRecord, now: datetime) -> None: ...
+    def hold(self, trunk_id: str, report: ShardReport, now: datetime) -> None: ...
+    def held(self, trunk_id: str, run_id: int) -> list[ShardReport]: ...
+    def release(self, trunk_id: str, reports: Iterable[ShardReport]) -> None: ...
+
+
 class Logs(Protocol):
     """Notification logs: per trunk, receiver and alert fingerprint, what was last sent."""
 
@@ -156,6 +169,7 @@ class Storage:
     alerts: Alerts
     ticks: Ticks
     shards: Shards
+    runs: Runs
     logs: Logs
     silences: Silences
     reruns: Reruns

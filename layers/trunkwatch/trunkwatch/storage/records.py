@@ -14,8 +14,6 @@ TICK_TTL = timedelta(days=2)
 GROUP_WINDOW = timedelta(milliseconds=500)
 # Long enough for any re-run of a commit's jobs (GitHub re-runs within 30 days).
 SHARD_TTL = timedelta(days=30)
-# The conclusions of a failed shard attempt (a pass after one is flaky).
-FAILED_CONCLUSIONS = ("failure", "timed_out", "startup_failure")
 TITLE_MAX = 200
 ERROR_MAX = 500
 # A steady good poll rewrites its time only this often.
@@ -52,6 +50,17 @@ class TrunkState:
     # deliveries (WebhooksDown).
     last_delivery_at: datetime | None = None
     deliveries_missing_since: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A workflow run a webhook delivery told of: whether it is one of the trunk's (a push
+    to its branch in its own repository: `sources.webhook.RunReport.of_trunk`), and its
+    commit."""
+
+    run_id: int
+    sha: str
+    of_trunk: bool
 
 
 @dataclass(frozen=True)

@@ -1,73 +1,74 @@
-"""A job's shards on one commit in DynamoDB, as webhook deliveries reported them: one item per shard,
-each replaced only by a newer report, so deliveries may come in any order or twice."""
+"""A job's shards on one commit in DynamoDB, as webhook deliveries reported them: one item per
+shard, the merge of its reports (`domain.shards.merge`) written by compare-and-set on its
+version, so deliveries may come in any order or twice."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from pynamodb.exceptions import UpdateError
-from pynamodb.expressions.update import Action
+from pynamodb.exceptions import DoesNotExist, PutError
 
 from trunkwatch.domain.cells import JobRun, job_key
-from trunkwatch.domain.shards import ShardReport, pending_shards, shard_run
+from trunkwatch.domain.shards import Attempt, Shard, ShardReport, merge
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import ShardItem
-from trunkwatch.storage.records import FAILED_CONCLUSIONS, SHARD_TTL
+from trunkwatch.storage.records import SHARD_TTL
 from trunkwatch.storage.table import TableStore
+
+
+def _shard(item: ShardItem) -> Shard:
+    result = None
+    if item.result_attempt is not None:
+        result = Attempt(
+            int(item.result_attempt), True, str(item.result_conclusion), str(item.result_url or "")
+        )
+    return Shard(
+        Attempt(int(item.attempt), bool(item.completed), str(item.conclusion), str(item.url)),
+        result,
+        frozenset(int(a) for a in item.failed_attempts or ()),
+    )
+
+
+def _store(item: ShardItem, shard: Shard, now: datetime) -> None:
+    item.attempt, item.completed = shard.newest.number, shard.newest.completed
+    item.conclusion, item.url = shard.newest.conclusion, shard.newest.url
+    result = shard.result
+    item.result_attempt = result.number if result else None
+    item.result_conclusion = result.conclusion if result else None
+    item.result_url = result.url if result else None
+    item.failed_attempts = set(shard.failed) or None
+    item.expires_at = now + SHARD_TTL
+    item.save()  # conditional on the version read (none: the item must not exist)
 
 
 class DynamoShards(TableStore):
     def report(self, trunk_id: str, shard: ShardReport, now: datetime) -> bool:
-        """Store the report if it is newer than the stored one: a later attempt, or the same
-        attempt's completion; a pending report never replaces a completed one. A failed attempt
-        is remembered even when a later attempt is already stored (a pass after it is flaky).
-        True when the stored shard is this report's (the same report is written again: one
-        write unit, as a refused conditional write would cost) or a late failed attempt was
-        added; False when a newer report is stored."""
+        """Merge the report into its stored shard (read, merge, write if it changes, again on
+        a conflict). True when the report shows in the shard (written now, or the same
+        report stored before: its redelivery redoes what the first try may not have
+        finished); False when newer reports hide it."""
         pk, sk = keys.shards(trunk_id, shard.sha, job_key(shard.name)), shard.name
-        item = ShardItem(pk, sk)
-        newer = ShardItem.pk.does_not_exist() | (
-            (ShardItem.attempt == shard.attempt)
-            & (ShardItem.completed == shard.completed)
-            & (ShardItem.conclusion == shard.conclusion)
-        )
-        if shard.completed:
-            newer |= (ShardItem.completed == False) | (ShardItem.attempt < shard.attempt)  # noqa: E712
-        actions: list[Action] = [
-            ShardItem.attempt.set(shard.attempt),
-            ShardItem.completed.set(shard.completed),
-            ShardItem.conclusion.set(shard.conclusion),
-            ShardItem.url.set(shard.url),
-            ShardItem.expires_at.set(now + SHARD_TTL),
-            ShardItem.kind.set(ShardItem),
-        ]
-        failed = shard.completed and shard.conclusion in FAILED_CONCLUSIONS
-        if failed:
-            actions.append(ShardItem.failed_attempts.add({shard.attempt}))
-        try:
-            item.update(actions=actions, condition=newer)
-        except UpdateError as err:
-            if err.cause_response_code != "ConditionalCheckFailedException":
-                raise
-            if not failed:
-                return False
-            # An older failed attempt arriving late: the stored pass becomes flaky.
-            item.update(
-                actions=[ShardItem.failed_attempts.add({shard.attempt})], condition=ShardItem.pk.exists()
-            )
-        return True
+        while True:
+            try:
+                item = ShardItem.get(pk, sk, consistent_read=True)
+                stored: Shard | None = _shard(item)
+            except DoesNotExist:
+                item, stored = ShardItem(pk, sk), None
+            merged = merge(stored, shard)
+            if merged == stored:
+                return merged.reflects(shard)
+            try:
+                _store(item, merged, now)
+            except PutError as err:
+                if err.cause_response_code != "ConditionalCheckFailedException":
+                    raise
+                continue  # another delivery of the shard wrote first: merge onto theirs
+            return merged.reflects(shard)
 
     def runs(self, trunk_id: str, sha: str, job: str) -> list[JobRun]:
-        """Every stored shard of `job` on `sha`, as the runs the poll would report, and the
-        shards not reported yet as pending runs."""
-        reported = [
-            shard_run(
-                str(item.sk),
-                int(item.attempt),
-                str(item.conclusion),
-                str(item.url),
-                (int(a) for a in item.failed_attempts or ()),
-            )
+        """Every stored shard of `job` on `sha`, as the runs the poll would report (a shard
+        still queued as a pending run)."""
+        return [
+            _shard(item).run(str(item.sk))
             for item in ShardItem.query(keys.shards(trunk_id, sha, job), consistent_read=True)
         ]
-        return [*reported, *pending_shards(run.name for run in reported)]

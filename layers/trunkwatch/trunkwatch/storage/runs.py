@@ -1,0 +1,76 @@
+"""Workflow runs in DynamoDB as webhook deliveries told of them, with the job reports held
+under a run until a delivery says whether it is a trunk run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from pynamodb.exceptions import DoesNotExist
+
+from trunkwatch.domain.shards import ShardReport
+from trunkwatch.storage import keys
+from trunkwatch.storage.items import HeldReportItem, RunItem
+from trunkwatch.storage.records import SHARD_TTL, RunRecord
+from trunkwatch.storage.table import TableStore
+
+
+def _held_key(report: ShardReport) -> str:
+    return keys.held(report.name, report.attempt, report.conclusion if not report.completed else "completed")
+
+
+class DynamoRuns(TableStore):
+    def get(self, trunk_id: str, run_id: int) -> RunRecord | None:
+        # Consistent: a job delivery that holds its report reads again right after, and must
+        # see a run item its run's delivery wrote just before.
+        try:
+            found = RunItem.get(keys.run(trunk_id, run_id), keys.RUN, consistent_read=True)
+        except DoesNotExist:
+            return None
+        return RunRecord(run_id, str(found.sha), bool(found.of_trunk))
+
+    def save(self, trunk_id: str, run: RunRecord, now: datetime) -> None:
+        RunItem(
+            keys.run(trunk_id, run.run_id),
+            keys.RUN,
+            sha=run.sha,
+            of_trunk=run.of_trunk,
+            expires_at=now + SHARD_TTL,
+        ).save()
+
+    def hold(self, trunk_id: str, report: ShardReport, now: datetime) -> None:
+        HeldReportItem(
+            keys.run(trunk_id, report.run_id),
+            _held_key(report),
+            sha=report.sha,
+            name=report.name,
+            attempt=report.attempt,
+            completed=report.completed,
+            conclusion=report.conclusion,
+            url=report.url,
+            expires_at=now + SHARD_TTL,
+        ).save()
+
+    def held(self, trunk_id: str, run_id: int) -> list[ShardReport]:
+        query = HeldReportItem.query(
+            keys.run(trunk_id, run_id),
+            HeldReportItem.sk.startswith(keys.HELD_PREFIX),
+            consistent_read=True,
+        )
+        return [
+            ShardReport(
+                sha=str(item.sha),
+                name=str(item.name),
+                run_id=run_id,
+                attempt=int(item.attempt),
+                completed=bool(item.completed),
+                conclusion=str(item.conclusion),
+                url=str(item.url),
+            )
+            for item in query
+        ]
+
+    def release(self, trunk_id: str, reports: Iterable[ShardReport]) -> None:
+        with HeldReportItem.batch_write() as batch:
+            for report in reports:
+                batch.delete(HeldReportItem(keys.run(trunk_id, report.run_id), _held_key(report)))
