@@ -4,7 +4,6 @@ when polled (the local runtime: the real handlers, signed deliveries, the stream
 from __future__ import annotations
 
 import json
-import random
 import re
 from typing import Any
 from unittest import mock
@@ -44,27 +43,6 @@ def test_a_webhook_fed_break_sends_the_polled_messages(polled: list[dict[str, An
     assert not any('"hud"' in line for line in pushed[1:])
     assert len(polled) == 4
     assert _messages(pushed) == polled
-
-
-def test_redeliveries_and_shuffled_deliveries_send_the_same_messages(polled: list[dict[str, Any]]) -> None:
-    lines = webhooks.replay_as_deliveries(_history())
-    shuffled = [lines[0]]
-    rng = random.Random(7)  # a fixed order, so a failure can be rerun
-    instant: list[str] = []
-    for line in [*lines[1:], None]:
-        event = json.loads(line) if line else None
-        if event is not None and "webhook" in event and event["webhook"]["event"] == "workflow_job":
-            instant.append(line)  # type: ignore[arg-type]
-            continue
-        # One instant's job deliveries in another order, some of them twice (GitHub's
-        # deliveries arrive out of order; a redelivery is a new request with the same body).
-        rng.shuffle(instant)
-        shuffled += instant + instant[: len(instant) // 3]
-        instant = []
-        if line:
-            shuffled.append(line)
-    # On the in-memory store: its claims and conditional writes hold DynamoDB's contract.
-    assert _messages(shuffled, store="memory") == polled
 
 
 def test_cells_that_joined_no_group_still_send_every_message(polled: list[dict[str, Any]]) -> None:
