@@ -4,12 +4,15 @@ BIN := $(VENV)/bin
 # aws-sam-cli's pins conflict with moto's, so SAM and cfn-lint have their own virtualenv.
 SAM_VENV ?= .venv-sam
 SAM_REQUIREMENTS := requirements-sam.txt
+# checkov pins boto3 to a release neither aws-sam-cli nor moto accepts: its own virtualenv.
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV_REQUIREMENTS := requirements-checkov.txt
 # Every install takes its versions from the lock (`make lock` writes it).
 CONSTRAINTS := constraints.txt
 LOCK_VENV ?= .venv-lock
 UV_VERSION := 0.13.9
 
-.PHONY: demo test lint typecheck unit component peer-tests template-tests check-template peers bench docs screenshot clean lock
+.PHONY: demo test lint typecheck unit component peer-tests template-tests check-template checkov peers bench docs screenshot clean lock
 
 # The project's virtualenv: trunkwatch (editable) with the local runtime, and the test tools,
 # at the lock's versions.
@@ -28,10 +31,10 @@ demo: $(VENV)/.installed
 # the long ones first (tests/conftest.py), so the workers finish together.
 PYTEST := $(BIN)/python -m pytest -n 3 --maxschedchunk 1
 
-# Everything CI runs: lint, types, template checks, the peers, then every tier of tests in one
-# run (tests/unit, tests/component, tests/peers, tests/template; real peers included).
+# Everything CI runs: lint, types, template checks, checkov, the peers, then every tier of tests
+# in one run (tests/unit, tests/component, tests/peers, tests/template; real peers included).
 TEST_TIERS := tests/unit tests/component tests/peers tests/template
-test: lint typecheck check-template peers
+test: lint typecheck check-template checkov peers
 	$(PYTEST) $(TEST_TIERS)
 
 lint: $(VENV)/.installed
@@ -83,7 +86,7 @@ screenshot: $(VENV)/.installed
 	TRUNKWATCH_UPDATE_SCREENSHOT=1 $(BIN)/python -m pytest -q -p no:xdist tests/peers/test_trunk_pages.py
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(LOCK_VENV) .aws-sam benchmarks/out
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) $(LOCK_VENV) .aws-sam benchmarks/out
 
 # Re-resolve every lock (scripts/lock.sh says which), reinstall .venv from it, and run the
 # tests that hold the local AWS emulation to moto's behaviour. An upgrade of moto: change its
@@ -104,3 +107,13 @@ $(SAM_VENV): $(SAM_REQUIREMENTS)
 # sam validate --lint, sam validate, cfn-lint on the translated template, sam build.
 check-template: $(SAM_VENV)
 	SAM_VENV=$(SAM_VENV) scripts/check_template.sh
+
+$(CHECKOV_VENV): $(CHECKOV_REQUIREMENTS)
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(CHECKOV_REQUIREMENTS)
+	touch $(CHECKOV_VENV)
+
+# checkov on template.yaml, offline; every finding must be accepted, with its reason, in
+# docs/deploying.md ("Accepted checkov findings").
+checkov: $(CHECKOV_VENV)
+	CHECKOV_VENV=$(CHECKOV_VENV) scripts/checkov.sh

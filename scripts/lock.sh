@@ -6,6 +6,7 @@
 #   layers/trunkwatch/requirements*.txt        the layers' closure for Lambda (python3.12, arm64),
 #                                              at constraints.txt's versions
 #   requirements-sam.txt                       aws-sam-cli and cfn-lint (.venv-sam)
+#   requirements-checkov.txt                   checkov (.venv-checkov)
 # Review the diff, then `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,3 +27,6 @@ done
 
 header "requirements-sam.in" > requirements-sam.txt
 compile 3.11 requirements-sam.in >> requirements-sam.txt
+
+header "requirements-checkov.in" > requirements-checkov.txt
+compile 3.11 requirements-checkov.in >> requirements-checkov.txt

@@ -18,7 +18,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 MOTO = "5.2.1"
 BOTOCORE_SERIES = "1.43"  # boto3/botocore 1.43.x; the lock pins one of them
-INSTALL = "pip install -c constraints.txt 'trunkwatch[local]'"
+# The fix the error names: the README's install line (from the checkout, at the lock's versions).
+INSTALL = ".venv/bin/pip install -c constraints.txt '.[local]'"
 
 # "module:Class.method" -> its parameters, in order (the emulator passes some positionally).
 PATCHED: dict[str, tuple[str, ...]] = {

@@ -150,6 +150,8 @@ def test_a_refused_request_leaves_unconfirmed_with_the_reason_and_is_retried() -
     reason = refused[0]["culprit_verdict_reason"]
     assert reason.startswith("the last pass rerun could not be requested: ")
     assert "answered 403: Resource not accessible by integration" in reason
+    # The replay configures no github_token: the reason says what reruns need.
+    assert "(no github_token: reruns need a token with actions: write)" in reason
     # The culprit's is accepted; the last pass's retried at the poll after, accepted, and the
     # verdict follows one rerun later.
     accepted = [rerun.at for rerun in session.github.accepted if job_key(rerun.job) == CODE]

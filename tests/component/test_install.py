@@ -183,7 +183,8 @@ def test_another_moto_stops_every_command_with_one_line(
     assert error == (
         f"trunkwatch: error: the local AWS emulation runs on moto 5.9.0 with botocore "
         f"{verified.BOTOCORE_SERIES}.x, found moto {metadata.version('moto')}, botocore "
-        f"{metadata.version('botocore')}; install it with: pip install -c constraints.txt 'trunkwatch[local]'"
+        f"{metadata.version('botocore')}; install it with: "
+        ".venv/bin/pip install -c constraints.txt '.[local]'"
     )
 
 

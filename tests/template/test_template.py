@@ -7,11 +7,9 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from aws_lambda_powertools.utilities.data_classes import (
     APIGatewayProxyEvent,
@@ -22,12 +20,15 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event i
     APIGatewayAuthorizerTokenEvent,
 )
 from pynamodb.attributes import TTLAttribute
-from samtranslator.parser.parser import Parser
-from samtranslator.translator.translator import Translator
 
+from tests.support.iam import actions as _actions
+from tests.support.iam import resources_of as _resources_of
+from tests.support.iam import statements as _statements
+from tests.support.iam import translated_resources
 from tests.support.paths import ROOT
 from trunkwatch.app.notify import IDEMPOTENCY_EXPIRY_ATTRIBUTE
 from trunkwatch.domain.config import load_deployment, parse_duration
+from trunkwatch.storage import keys
 from trunkwatch.storage.items import (
     CellItem,
     CommitItem,
@@ -71,35 +72,11 @@ def source() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def resources(source: dict[str, Any]) -> dict[str, Any]:
     """The translated template's resources (local code paths stand in as S3 objects)."""
-    sam = json.loads(json.dumps(source))
-    for resource in sam["Resources"].values():
-        props = resource.get("Properties", {})
-        for key in ("CodeUri", "ContentUri"):
-            if isinstance(props.get(key), str):
-                props[key] = {"Bucket": "artifacts", "Key": props[key]}
-    translator = Translator(None, Parser(), boto_session=boto3.session.Session(region_name="us-east-1"))
-    translated = translator.translate(sam, parameter_values={}, get_managed_policy_map=dict)
-    resources: dict[str, Any] = translated["Resources"]
-    return resources
+    return translated_resources(TEMPLATE)
 
 
 def _of_type(resources: dict[str, Any], kind: str) -> dict[str, Any]:
     return {name: r for name, r in resources.items() if r["Type"] == kind}
-
-
-def _statements(role: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for policy in role["Properties"].get("Policies", []):
-        yield from policy["PolicyDocument"]["Statement"]
-
-
-def _actions(statement: dict[str, Any]) -> list[str]:
-    action = statement["Action"]
-    return [action] if isinstance(action, str) else list(action)
-
-
-def _resources_of(statement: dict[str, Any]) -> list[Any]:
-    resource = statement["Resource"]
-    return resource if isinstance(resource, list) else [resource]
 
 
 def _sub_text(value: Any) -> str:
@@ -562,10 +539,10 @@ def test_stream_readers_read_only_the_tables_stream(resources: dict[str, Any], f
 @pytest.mark.parametrize(
     ("function", "actions"),
     [
-        ("IngestFunction", {"GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"}),
+        ("IngestFunction", {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"}),
         ("EvaluatorFunction", {"GetItem", "Query", "PutItem", "UpdateItem"}),
-        ("NotifierFunction", {"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}),
-        ("ApiFunction", {"GetItem", "Query", "PutItem"}),
+        ("NotifierFunction", {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}),
+        ("ApiFunction", {"GetItem", "BatchGetItem", "Query", "PutItem"}),
         ("AuthorizerFunction", set()),
         (
             "WebhookFunction",
@@ -590,7 +567,9 @@ def test_the_api_writes_only_silence_and_audit_items(resources: dict[str, Any]) 
     reads = [s for s in statements if set(_actions(s)) & {"dynamodb:GetItem", "dynamodb:Query"}]
     writes = [s for s in statements if any(a.startswith("dynamodb:") for a in _actions(s))]
     writes = [s for s in writes if s not in reads]
-    assert [set(_actions(s)) for s in reads] == [{"dynamodb:GetItem", "dynamodb:Query"}]
+    assert [set(_actions(s)) for s in reads] == [
+        {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
+    ]
     (write,) = writes
     assert _actions(write) == ["dynamodb:PutItem"]
     assert write["Condition"] == {
@@ -688,7 +667,8 @@ def test_ingest_reads_source_tokens_but_never_the_api_tokens(
     assert not _may(role, "ssm:GetParameter", f"{ssm}{tokens}", source)
     assert not _may(role, "ssm:GetParameter", f"{ssm}/other/token", source)
     assert _may(resources["AuthorizerFunctionRole"], "ssm:GetParameter", f"{ssm}{tokens}", source)
-    (deny,) = [s for s in _statements(role) if s["Effect"] == "Deny"]
+    (deny,) = [s for s in _statements(role) if s.get("Sid") == "NeverOtherFunctionsSecrets"]
+    assert deny["Effect"] == "Deny"
     assert [_sub_text(r).rsplit(":", 1)[1] for r in _resources_of(deny)] == [
         "parameter${ApiTokensParameter}",
         "parameter${WebhookSecretParameter}",
@@ -725,6 +705,100 @@ def test_webhooks_come_through_an_unauthenticated_function_url_that_alone_reads_
     assert _actions(statement) == ["ssm:GetParameter"]
     assert [_sub_text(r) for r in _resources_of(statement)] == [secret]
     assert not any("secretsmanager:GetSecretValue" in _actions(s) for s in _statements(role))
+
+
+def test_ingest_never_reads_receiver_secrets_with_the_default_prefixes(
+    resources: dict[str, Any], source: dict[str, Any]
+) -> None:
+    """The defaults put ReceiverSecretsPrefix under SecretsPrefix: an explicit Deny keeps
+    the notifier's secrets (Slack webhook URLs, issue-writing tokens) from ingest."""
+    role = resources["IngestFunctionRole"]
+    parameters = source["Parameters"]
+    receivers = parameters["ReceiverSecretsPrefix"]["Default"]
+    assert receivers.startswith(parameters["SecretsPrefix"]["Default"])  # the overlap
+    ssm = f"arn:aws:ssm:us-east-1:{EXAMPLE_ACCOUNT}:parameter/"
+    secrets = f"arn:aws:secretsmanager:us-east-1:{EXAMPLE_ACCOUNT}:secret:"
+    for action, arn in (
+        ("secretsmanager:GetSecretValue", f"{secrets}{receivers}slack-oncall-AbCdEf"),
+        ("ssm:GetParameter", f"{ssm}{receivers}github-issues-token"),
+        ("ssm:GetParametersByPath", f"{ssm}{receivers}"),
+    ):
+        assert not _may(role, action, arn, source), arn
+    assert _may(role, "secretsmanager:GetSecretValue", f"{secrets}trunkwatch/github-token-AbCdEf", source)
+
+
+def _leading_keys(statement: dict[str, Any]) -> list[str]:
+    ((operator, tests),) = statement["Condition"].items()
+    assert operator in ("ForAllValues:StringLike", "ForAllValues:StringEquals")
+    values: list[str] = tests["dynamodb:LeadingKeys"]
+    return values
+
+
+def _partition(key: str) -> str:
+    """A partition key as a StringLike pattern of every trunk's: `TRUNK#o/r#main` -> `TRUNK#*`."""
+    return key.split("#", 1)[0] + "#*"
+
+
+TRUNK_ID = "owner/repo#main"
+
+
+def test_the_webhook_reads_and_writes_only_the_partitions_a_delivery_is_written_to(
+    resources: dict[str, Any],
+) -> None:
+    """Leading keys from storage/keys.py: the internet-facing function never touches alerts,
+    notification logs, silences, reruns or idempotency records."""
+    statements = [s for s in _statements(resources["WebhookFunctionRole"]) if "Condition" in s]
+    (table,) = [s for s in _statements(resources["WebhookFunctionRole"]) if TABLE_ARN in _resources_of(s)]
+    assert statements == [table]
+    delivery = [
+        keys.trunk(TRUNK_ID),
+        keys.commits(TRUNK_ID),
+        keys.commit_sha(TRUNK_ID, "0" * 40),
+        keys.cells(TRUNK_ID, "pull / build"),
+        keys.shards(TRUNK_ID, "0" * 40, "pull / build"),
+        keys.ticks(TRUNK_ID),
+    ]
+    assert _leading_keys(table) == [_partition(key) for key in delivery]
+    assert "ForAllValues:StringLike" in table["Condition"]
+
+
+def test_the_notifier_writes_logs_and_idempotency_records_and_deletes_only_the_latter(
+    resources: dict[str, Any],
+) -> None:
+    role = resources["NotifierFunctionRole"]
+    table = {s["Sid"]: s for s in _statements(role) if TABLE_ARN in _resources_of(s)}
+    assert set(table) == {"TableRead", "WriteLogsAndIdempotency", "DeleteIdempotencyRecords"}
+    assert set(_actions(table["TableRead"])) == {
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:Query",
+    }
+    reads = [keys.trunk(TRUNK_ID), keys.alerts(TRUNK_ID), keys.commits(TRUNK_ID)]
+    assert _leading_keys(table["TableRead"]) == [
+        *(_partition(key) for key in reads),
+        keys.SILENCES,
+        _partition(keys.logs(TRUNK_ID)),
+        keys.IDEMPOTENCY,
+    ]
+    assert set(_actions(table["WriteLogsAndIdempotency"])) == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+    assert _leading_keys(table["WriteLogsAndIdempotency"]) == [
+        _partition(keys.logs(TRUNK_ID)),
+        keys.IDEMPOTENCY,
+    ]
+    assert _actions(table["DeleteIdempotencyRecords"]) == ["dynamodb:DeleteItem"]
+    assert table["DeleteIdempotencyRecords"]["Condition"] == {
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [keys.IDEMPOTENCY]}
+    }
+
+
+def test_the_public_webhook_function_has_reserved_concurrency(resources: dict[str, Any]) -> None:
+    """A flood at the unauthenticated URL cannot take the concurrency the pipeline needs."""
+    reserved = {
+        name: r["Properties"]["ReservedConcurrentExecutions"]
+        for name, r in _of_type(resources, "AWS::Lambda::Function").items()
+        if "ReservedConcurrentExecutions" in r["Properties"]
+    }
+    assert reserved == {"DispatcherFunction": 1, "WebhookFunction": 10}
 
 
 def test_every_function_logs_to_its_own_group_with_a_retention(resources: dict[str, Any]) -> None:

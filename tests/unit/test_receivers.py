@@ -111,7 +111,7 @@ def github_channel(
 def test_slack_message_carries_the_email_content_in_a_coloured_attachment(slack: SlackServer) -> None:
     slack_channel(slack).send(note())
     (post,) = slack.posts
-    assert post["text"] == "FIRING: HUD is broken - 3 commits in a row (<=5 jobs failing)"
+    assert post["text"] == "FIRING: HUD is broken - 3 commits in a row (&lt;=5 jobs failing)"
     (attachment,) = post["attachments"]
     assert attachment["color"] == "#e8912d"  # P2 firing
     text = json.dumps(attachment["blocks"])
@@ -119,6 +119,45 @@ def test_slack_message_carries_the_email_content_in_a_coloured_attachment(slack:
     assert "<http://127.0.0.1:9093/runbook#trunkbroken|Runbook>" in text
     assert "Source: pytorch/pytorch@main" in text and note().alert.fingerprint in text
     assert attachment["blocks"][0]["type"] == "header"
+
+
+def _mrkdwn_texts(message: dict[str, Any]) -> list[str]:
+    """Every text Slack parses for control sequences: all but the plain_text header."""
+    (attachment,) = message["attachments"]
+    texts = [message["text"], attachment["fallback"]]
+    for block in attachment["blocks"]:
+        if block["type"] == "section":
+            texts.append(block["text"]["text"])
+        elif block["type"] == "context":
+            texts += [element["text"] for element in block["elements"]]
+        else:
+            assert block["text"]["type"] == "plain_text"
+    return texts
+
+
+def test_slack_shows_a_job_named_like_a_mention_literally() -> None:
+    """Slack's mrkdwn reads `<...>` as a link or a mention and `&` as an entity: a job
+    named `<!channel>` must not page the whole channel, and shows as written."""
+    job = "pull / <!channel> & <@U024BE7LH|bob> <https://evil.example|docs>"
+    labels = {**JOB_LABELS, "job": job}
+    annotations = {**ANNOTATIONS, "summary": f"{job} failed 3 commits in a row", "failing_jobs": job}
+    message = slack_message(note(labels=labels, annotations=annotations, jobs=(job,)))
+    texts = _mrkdwn_texts(message)
+    for text in texts:
+        assert "<!" not in text and "<@" not in text and "<https://evil" not in text, text
+    escaped = "pull / &lt;!channel&gt; &amp; &lt;@U024BE7LH|bob&gt; &lt;https://evil.example|docs&gt;"
+    assert message["text"] == f"FIRING: {escaped} failed 3 commits in a row"
+    assert message["attachments"][0]["fallback"] == message["text"]
+    assert any(escaped in text for text in texts[2:])  # the job's line
+    header = message["attachments"][0]["blocks"][0]["text"]
+    assert header["type"] == "plain_text" and job in header["text"]  # plain text: as written
+
+
+def test_slack_cuts_an_escaped_text_between_entities() -> None:
+    summary = "<" * 2000  # 8000 characters once escaped
+    message = slack_message(note(annotations={**ANNOTATIONS, "summary": summary}))
+    text = message["text"]
+    assert len(text) <= 3000 and text.startswith("FIRING: &lt;") and text.endswith("&lt;")
 
 
 def test_slack_colours_by_status_and_priority() -> None:

@@ -116,16 +116,20 @@ def poll_one(
 
 
 def _rerun_requests(trunk: TrunkConfig, deadline: float) -> RequestRerun:
-    """Rerun requests through GitHub's REST API with the trunk's rerun token, within the
-    trunk's poll deadline. Imported here: a trunk without confirmation never
-    loads the REST client."""
+    """Rerun requests through GitHub's REST API with the trunk's `github_token` (never its
+    polling token), within the trunk's poll deadline. Without one they go out without a
+    token, which GitHub refuses: the refusal, kept as the verdict's reason, names the key.
+    Imported here: a trunk without confirmation never loads the REST client."""
     from trunkwatch.channels.github_rest import DEFAULT_API_URL, GitHubRest
     from trunkwatch.sources.credentials import resolve_token
 
+    what = f"GitHub reruns for {trunk.trunk_id}"
+    if trunk.github_token is None:
+        what += " (no github_token: reruns need a token with actions: write)"
     rest = GitHubRest(
         trunk.github_api_url or DEFAULT_API_URL,
-        lambda: resolve_token(trunk.rerun_token),
-        f"GitHub reruns for {trunk.trunk_id}",
+        lambda: resolve_token(trunk.github_token),
+        what,
         deadline=deadline,
     )
     return lambda job_id: rest.rerun_job(trunk.repo, job_id)

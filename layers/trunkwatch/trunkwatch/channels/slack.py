@@ -30,9 +30,22 @@ OTHER_FIRING_COLOUR = "#e8912d"
 
 
 def escape(text: str) -> str:
-    """The three characters Slack's mrkdwn requires escaped (`*`, `_` and `~` cannot be
-    escaped: text from alerts that must show as written goes in code spans)."""
+    """The three characters Slack's mrkdwn requires escaped: `&`, `<` and `>` (its control
+    characters, which start links and mentions such as `<!channel>`), as `&amp;`, `&lt;`
+    and `&gt;`, and nothing else. Every text field but a plain_text one is read this way,
+    the message's own `text` and the attachment's `fallback` included. (`*`, `_` and `~`
+    cannot be escaped: text from alerts that must show as written goes in code spans.)"""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _escaped_within(text: str, limit: int) -> str:
+    """`text` escaped, cut to `limit` characters without leaving half an entity."""
+    escaped = escape(text)
+    if len(escaped) <= limit:
+        return escaped
+    cut = escaped[:limit]
+    entity = cut.rfind("&")
+    return cut[:entity] if entity >= 0 and ";" not in cut[entity:] else cut
 
 
 def _link(url: str, title: str) -> str:
@@ -65,12 +78,13 @@ def slack_message(notification: Notification) -> dict[str, Any]:
     blocks = _blocks(told, headline)
     if len(blocks) > MAX_BLOCKS:
         blocks = [*blocks[: MAX_BLOCKS - 1], _section(CUT_NOTE.strip())]
-    text = headline[:MAX_TEXT_CHARS]
+    text = _escaped_within(headline, MAX_TEXT_CHARS)
     attachment = {"color": colour(notification), "fallback": text, "blocks": blocks}
     return {"text": text, "attachments": [attachment]}
 
 
 def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
+    # plain_text: shown as written, no control characters to escape.
     header = headline if len(headline) <= MAX_HEADER_CHARS else headline[: MAX_HEADER_CHARS - 3] + "..."
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": header}},
@@ -78,7 +92,7 @@ def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
     ]
     if told.culprit:
         c = told.culprit
-        text = f"*{c.heading}:* `{c.sha}`"
+        text = f"*{escape(c.heading)}:* `{_code(c.sha)}`"
         if c.pr:
             text += f" {_link(c.pr_url, '#' + c.pr) if c.pr_url else escape('#' + c.pr)}"
         if c.title:
@@ -91,11 +105,11 @@ def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
             text += f"\n{escape(told.verdict)}"
         blocks.append(_section(text))
     if told.jobs:
-        lines = [f"*{told.jobs_heading}*"]
+        lines = [f"*{escape(told.jobs_heading)}*"]
         for job in told.jobs:
             lines.append(f"• `{_code(job)}`\n    {escape(told.job_culprit(job))}")
         if told.more_jobs:
-            lines.append(f"• {told.more_jobs}")
+            lines.append(f"• {escape(told.more_jobs)}")
         blocks.append(_section("\n".join(lines)))
     if told.failure_lines:
         code = "\n".join(_code(line) for line in told.failure_lines)
@@ -107,7 +121,7 @@ def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
             "type": "context",
             "elements": [
                 {"type": "mrkdwn", "text": f"Source: {escape(told.source)}"},
-                {"type": "mrkdwn", "text": f"Fingerprint: `{told.fingerprint}`"},
+                {"type": "mrkdwn", "text": f"Fingerprint: `{_code(told.fingerprint)}`"},
             ],
         }
     )

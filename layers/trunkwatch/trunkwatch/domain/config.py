@@ -362,8 +362,9 @@ class TrunkConfig(_Checked):
     # (0: never), as the backstop for deliveries that never came.
     webhook: bool = False
     poll_every: timedelta | None = None
-    # Where reruns are requested (`confirm: rerun`): GitHub's REST API, with a token that may
-    # write actions (`actions: write`); a `github` trunk's own `token` when none is given.
+    # Where reruns are requested (`confirm: rerun`): GitHub's REST API, with a token of its
+    # own that may write actions (`actions: write`). Never the polling `token`, which then
+    # needs no more than read access.
     github_api_url: str | None = None
     github_token: TokenRef | None = None
 
@@ -395,11 +396,6 @@ class TrunkConfig(_Checked):
     @property
     def trunk_id(self) -> str:
         return f"{self.repo}#{self.branch}"
-
-    @property
-    def rerun_token(self) -> TokenRef | None:
-        """The token rerun requests carry: `github_token`, else a GitHub-polled trunk's own."""
-        return self.github_token or (self.token if self.source == "github" else None)
 
 
 _MATCHER = re.compile(r'^\s*[A-Za-z_][A-Za-z0-9_]*\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|[^"\s]+)\s*$')

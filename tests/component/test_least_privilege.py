@@ -1,0 +1,202 @@
+"""Every DynamoDB request each function makes is one its role in template.yaml allows.
+
+The local runtime runs the real handlers on moto, whose recorder keeps every request; each
+is attributed to the function whose invocation made it (the webhook's group settling, which
+runs after its delivery's bucket closes, to the webhook) and judged by that function's
+deployed role, leading-key conditions included (tests/support/iam.py). moto itself checks
+no permission, so this is where a missing action or a too narrow condition shows."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+from moto.moto_api import recorder
+
+from tests.support import webhooks
+from tests.support.iam import TableRequest, allows, table_requests, translated_resources
+from tests.support.paths import ROOT
+from tests.support.scenarios import SCENARIOS
+from trunkwatch.domain.clock import SimulatedClock
+from trunkwatch_local.replay import Replay, parse_replay
+from trunkwatch_local.runtime import LocalRuntime
+from trunkwatch_local.session import Session, replay_steps
+
+T = TypeVar("T")
+Requests = dict[str, set[TableRequest]]  # logical id of the function -> what it asked
+
+
+class _ByFunction:
+    """Moves moto's recording into `requests` under the function running at the time."""
+
+    def __init__(self) -> None:
+        self.requests: Requests = defaultdict(set)
+        self.running: list[str | None] = [None]
+
+    def take(self) -> None:
+        function = self.running[-1]
+        recording = recorder.download_recording()
+        recorder.reset_recording()
+        if function is not None:  # else the runtime's own (setup, reading the topic)
+            self.requests[function].update(table_requests(recording))
+
+    def run(self, function: str, call: Callable[[], T]) -> T:
+        self.take()
+        self.running.append(function)
+        try:
+            return call()
+        finally:
+            self.take()
+            self.running.pop()
+
+
+def _lines(name: str) -> list[str]:
+    return (SCENARIOS / name).read_text().splitlines()
+
+
+@pytest.fixture(scope="module")
+def requests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Requests]:
+    """What each function asked of the table over: a webhook-fed trunk breaking and
+    recovering (every API view read while it fires), silences made and expired, and a
+    break confirmed by reruns."""
+    by_function = _ByFunction()
+    invoke, run_due = LocalRuntime.invoke, SimulatedClock.run_due
+    patches = pytest.MonkeyPatch()
+    patches.chdir(tmp_path_factory.mktemp("recording"))  # where moto's recorder writes
+
+    def invoking(self: LocalRuntime, function: str, event: dict[str, Any]) -> Any:
+        return by_function.run(self.stack.logical_id(function), lambda: invoke(self, function, event))
+
+    def running_due(self: SimulatedClock) -> int:
+        # The only deferred actions are the webhook's: a group's opener settles it.
+        return by_function.run("WebhookFunction", lambda: run_due(self))
+
+    patches.setattr(LocalRuntime, "invoke", invoking)
+    patches.setattr(SimulatedClock, "run_due", running_due)
+    recorder.reset_recording()
+    recorder.start_recording()
+    try:
+        _replay(parse_replay(webhooks.replay_as_deliveries(_lines("basic-break.jsonl")), "pushed"))
+        _replay(parse_replay(_lines("silenced.jsonl"), "silenced"))
+        _replay(parse_replay(_lines("verdicts-by-reruns.jsonl"), "verdicts"))
+        yield by_function.requests
+    finally:
+        recorder.stop_recording()
+        recorder.reset_recording()
+        patches.undo()
+
+
+def _replay(replay: Replay) -> None:
+    """The replay through a local session; while an alert fires, every view of the API too."""
+    session = Session()
+    try:
+        session.github.repo = replay.repo
+        session.start(replay.deployment(session.hud.url, session.github.url))
+        trunk = f"{replay.repo}%23{replay.branch}"
+        for _, published in replay_steps(session, replay):
+            if any(message.message["status"] == "firing" for message in published):
+                for path in (
+                    "/api/v2/alerts",
+                    "/api/v2/alerts/groups",
+                    "/api/v2/silences",
+                    "/api/v2/trunks",
+                    f"/api/v2/trunks/grid?trunk={trunk}",
+                    f"/api/v2/trunks/history?trunk={trunk}",
+                ):
+                    session.call_api("GET", path)
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="module")
+def roles() -> dict[str, Any]:
+    """Each function's role, by the function's logical id."""
+    resources = translated_resources(ROOT / "template.yaml")
+    return {
+        name: resources[resource["Properties"]["Role"]["Fn::GetAtt"][0]]
+        for name, resource in resources.items()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
+
+
+def test_every_function_that_uses_the_table_was_run(requests: Requests) -> None:
+    assert set(requests) >= {
+        "DispatcherFunction",
+        "IngestFunction",
+        "WebhookFunction",
+        "EvaluatorFunction",
+        "NotifierFunction",
+        "ApiFunction",
+    }
+
+
+def test_every_table_request_is_allowed_by_its_functions_role(
+    requests: Requests, roles: dict[str, Any]
+) -> None:
+    denied = {
+        function: sorted(str(request) for request in asked if not allows(roles[function], request))
+        for function, asked in requests.items()
+    }
+    assert {function: found for function, found in denied.items() if found} == {}
+
+
+def _partitions(requests: set[TableRequest]) -> set[str]:
+    return {key.split("#", 1)[0] for request in requests for key in request.leading_keys}
+
+
+def test_the_webhook_and_the_notifier_may_not_write_what_the_others_write(
+    requests: Requests, roles: dict[str, Any]
+) -> None:
+    """The leading-key conditions hold something back: the alerts, silences and reruns the
+    evaluator, the API and ingest write are denied to the internet-facing webhook, and the
+    cells, ticks and trunk state to the notifier, which deletes idempotency records only."""
+    writes = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"}
+    others = {
+        request
+        for function in ("EvaluatorFunction", "ApiFunction", "IngestFunction")
+        for request in requests[function]
+        if request.action in writes
+    }
+    webhook_denied = {request for request in others if not allows(roles["WebhookFunction"], request)}
+    assert {"ALERTS", "EPISODES", "SILENCE", "RERUNS"} <= _partitions(webhook_denied)
+    notifier_denied = {request for request in others if not allows(roles["NotifierFunction"], request)}
+    assert {"ALERTS", "CELLS", "TICK", "TRUNK", "COMMITS", "SILENCE"} <= _partitions(notifier_denied)
+    delete = "dynamodb:DeleteItem"
+    assert not allows(
+        roles["NotifierFunction"], TableRequest(delete, frozenset({"CELLS#pytorch/pytorch#main#j"}))
+    )
+    assert allows(roles["NotifierFunction"], TableRequest(delete, frozenset({"IDEMPOTENCY"})))
+
+
+def test_the_recording_reads_requests_as_iam_authorizes_them() -> None:
+    """A transaction is one authorization per item, a batch one for all its keys."""
+
+    def recorded(operation: str, body: dict[str, Any]) -> str:
+        headers = {"X-Amz-Target": f"DynamoDB_20120810.{operation}"}
+        return json.dumps({"headers": headers, "body": json.dumps(body), "body_encoded": False})
+
+    def key(pk: str) -> dict[str, Any]:
+        return {"pk": {"S": pk}, "sk": {"S": "x"}}
+
+    transaction = {"TransactItems": [{"Put": {"Item": key("A#1")}}, {"Update": {"Key": key("B")}}]}
+    query = {
+        "KeyConditionExpression": "#0 = :0 AND begins_with (#1, :1)",
+        "ExpressionAttributeNames": {"#0": "pk", "#1": "sk"},
+        "ExpressionAttributeValues": {":0": {"S": "LOG#t"}, ":1": {"S": "r#"}},
+    }
+    recording = "\n".join(
+        [
+            recorded("TransactWriteItems", transaction),
+            recorded("BatchGetItem", {"RequestItems": {"t": {"Keys": [key("C#1"), key("C#2")]}}}),
+            recorded("Query", query),
+        ]
+    )
+    assert table_requests(recording) == [
+        TableRequest("dynamodb:PutItem", frozenset({"A#1"})),
+        TableRequest("dynamodb:UpdateItem", frozenset({"B"})),
+        TableRequest("dynamodb:BatchGetItem", frozenset({"C#1", "C#2"})),
+        TableRequest("dynamodb:Query", frozenset({"LOG#t"})),
+    ]
