@@ -261,6 +261,7 @@ def _poll(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from trunkwatch import sources
     from trunkwatch.app.configuration import load_configuration
+    from trunkwatch.domain.clock import format_time
     from trunkwatch.domain.config import load_deployment
     from trunkwatch_local.replay import read_replay
     from trunkwatch_local.schedule import period_seconds
@@ -309,6 +310,11 @@ def _serve(args: argparse.Namespace) -> int:
             for published in replay_into(session, replay):
                 print(timeline_line(published), flush=True)
             session.keep_clock()  # serve the scenario's time, not today's
+            print(
+                f"trunkwatch: the clock goes on from the scenario's end, {format_time(session.now())}",
+                file=sys.stderr,
+                flush=True,
+            )
         if args.config:
             period = period_seconds(deployment.schedule)
             print(
