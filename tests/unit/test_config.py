@@ -271,3 +271,9 @@ def test_yaml_booleans_are_true_and_false_only_and_keys_once() -> None:
     assert (rule.confirm, rule.team) == ("off", "no")
     with pytest.raises(DocumentError, match=r"c\.yaml:3: not valid YAML: key 'trunks' is given twice"):
         load_text("trunks:\n  - repo: acme/api\ntrunks: []\n", "c.yaml")
+
+
+def test_yaml_merge_keys_carry_an_anchors_keys() -> None:
+    text = "trunks:\n  - &base\n    repo: acme/a\n    source: github\n  - <<: *base\n    repo: acme/b\n"
+    first, second = load_text(text, "c.yaml").trunks
+    assert (second.repo, second.source) == ("acme/b", first.source)
