@@ -181,7 +181,6 @@ def _environment(function: str, interpreter: Interpreter) -> dict[str, str]:
     refs = {
         "Table": "trunkwatch-table",
         "AlertTopic": "arn:aws:sns:us-east-1:123456789012:trunkwatch-alerts",
-        "ConfigParameter": "/trunkwatch/config",
         "ApiTokensParameter": "/trunkwatch/api-tokens",
         "AWS::Region": "us-east-1",
         "AWS::StackName": "trunkwatch",

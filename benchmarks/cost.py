@@ -26,7 +26,6 @@ traces, CloudWatch Logs kept for the LogRetentionDays default, KMS requests).
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,9 @@ from benchmarks.evaluator import Cycle
 from benchmarks.storage import steady_state
 from benchmarks.trunk import COMMITS_PER_DAY
 from benchmarks.usage import Usage
+from trunkwatch.app.configuration import load_configuration
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
+from trunkwatch.domain.config import TokenRef
 from trunkwatch_local.schedule import period_seconds
 from trunkwatch_local.template import find_template, load_template
 from trunkwatch_local.wiring import read_wiring
@@ -165,12 +166,12 @@ def custom_metrics(trunks: int = 1, dashboard: bool = False) -> list[str]:
 
 
 def secrets_in_default_config() -> int:
-    """Secrets Manager secrets the template's default ConfigDocument reads (source tokens,
-    receiver URLs and tokens)."""
-    document = json.loads(_parameter_default("ConfigDocument") or "{}")
-    refs = [t.get("token") for t in document.get("trunks", [])]
-    refs += [r.get(k) for r in document.get("receivers", []) for k in ("url", "token")]
-    return len({ref["secret"] for ref in refs if isinstance(ref, dict) and ref.get("secret")})
+    """Secrets Manager secrets the packaged configuration (config/trunkwatch.yaml) reads
+    (source tokens, receiver URLs and tokens)."""
+    deployment = load_configuration(find_template().parent / "config" / "trunkwatch.yaml")
+    refs = [trunk.token for trunk in deployment.trunks]
+    refs += [getattr(r, key, None) for r in deployment.receivers for key in ("url", "token")]
+    return len({ref.secret for ref in refs if isinstance(ref, TokenRef) and ref.secret})
 
 
 def dashboard_by_default() -> bool:

@@ -1,7 +1,7 @@
 """The deployed functions on moto's in-process mock (`mock_aws`), metered.
 
 The local runtime's stack (`trunkwatch_local.stack`: the template's table with its stream
-and TTL, the alert topic, a dead-letter queue and the configuration parameter; the
+and TTL, the alert topic, a dead-letter queue and the configuration file; the
 environment of template.yaml's Globals; the handlers loaded from their files), with the
 benchmark's own metering: stream batches delivered by the local runtime's `StreamPump` with
 the template's FilterCriteria and batch sizes, every invocation under its function's label

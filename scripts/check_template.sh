@@ -3,8 +3,11 @@
 #   1. sam validate --lint      SAM's schema validation plus cfn-lint on the SAM template
 #   2. sam validate             the SAM translator's own validation
 #   3. cfn-lint (translated)    the CloudFormation that SAM generates, linted as it will deploy
-#   4. sam build                the layers (layers/trunkwatch/Makefile) and every function,
-#                               then the built artifacts are checked for their handlers
+#   4. sam build                the layers (layers/trunkwatch/Makefile, config/Makefile) and
+#                               every function, then the built artifacts are checked for their
+#                               handlers and the configuration file
+# They run on a copy of what `sam build` reads with examples/organization.yaml (100 trunks) as
+# config/trunkwatch.yaml, the documented way to deploy a configuration (docs/deploying.md).
 # Prints one line per passed check and stops at the first failure, showing the tool's output.
 set -euo pipefail
 
@@ -12,6 +15,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 venv="${SAM_VENV:-$root/.venv-sam}"
+[[ "$venv" == /* ]] || venv="$root/$venv"  # the checks run in a copy of the project
 sam="$venv/bin/sam"
 cfn_lint="$venv/bin/cfn-lint"
 region=us-east-1
@@ -39,6 +43,13 @@ check() {
 for tool in "$sam" "$cfn_lint"; do
   [[ -x "$tool" ]] || fail "$tool not found (create the SAM virtualenv: make .venv-sam)"
 done
+
+# The project as `sam build` reads it, with the organization's configuration dropped in.
+organization="$root/examples/organization.yaml"
+mkdir "$work/project"
+cp -R template.yaml functions layers config "$work/project/"
+cp "$organization" "$work/project/config/trunkwatch.yaml"
+cd "$work/project"
 
 # The translator needs local CodeUri/ContentUri paths replaced by S3 locations, as
 # `sam deploy` does after uploading them.
@@ -87,15 +98,21 @@ use_python312() {
 build_and_inspect() {
   "$sam" build --template-file template.yaml --build-dir "$work/build" --cache-dir "$work/cache" \
     --no-cached --parallel
-  "$venv/bin/python" - "$work/build" <<'PY'
+  "$venv/bin/python" - "$work/build" "$organization" <<'PY'
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from samcli.yamlhelper import yaml_parse
 
-build = Path(sys.argv[1])
+build, configuration = Path(sys.argv[1]), Path(sys.argv[2])
 template = yaml_parse((build / "template.yaml").read_text(encoding="utf-8"))
 problems = []
+# The functions' CONFIG_FILE is the configuration as written, in ConfigLayer (extracted to /opt).
+config_file = PurePosixPath(template["Globals"]["Function"]["Environment"]["Variables"]["CONFIG_FILE"])
+layer = build / template["Resources"]["ConfigLayer"]["Properties"]["ContentUri"]
+packaged = layer / config_file.relative_to("/opt")
+if not packaged.is_file() or packaged.read_bytes() != configuration.read_bytes():
+    problems.append(f"ConfigLayer: {config_file.relative_to('/opt')} is not {configuration.name} as written")
 for name, resource in template["Resources"].items():
     properties = resource.get("Properties", {})
     if resource["Type"] == "AWS::Serverless::Function":

@@ -1,4 +1,5 @@
-"""The `trunkwatch` command: demo, replay, serve and poll on the local runtime."""
+"""The `trunkwatch` command: demo, replay, serve and poll on the local runtime, and
+check-config."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import os
 import signal
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from trunkwatch.domain.config import ConfigError
+from trunkwatch.domain.config import ConfigError, DocumentError
+
+if TYPE_CHECKING:
+    from trunkwatch.domain.config import Deployment
 
 STORES = ("dynamodb", "memory")  # trunkwatch_local.stack.STORES (not imported: --help stays fast)
 WEBHOOK_SECRET_VARIABLE = "TRUNKWATCH_WEBHOOK_SECRET"  # noqa: S105 - the variable's name
@@ -58,7 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--config", type=Path, help="configuration file (YAML/JSON); polls its sources on its schedule"
     )
-    serve.add_argument("--port", type=int, default=9093, help="API port on 127.0.0.1 (default 9093)")
+    serve.add_argument(
+        "--port", type=_port, default=9093, help="API port on 127.0.0.1 (default 9093; 0: any free port)"
+    )
     serve.add_argument("--scenario", type=Path, help="replay this file first, then keep serving")
     serve.add_argument(
         "--tokens", type=Path, help="API tokens document; without it the local API needs no token"
@@ -66,7 +73,27 @@ def _parser() -> argparse.ArgumentParser:
     poll = sub.add_parser("poll", help="one tick against the configured sources")
     poll.add_argument("--config", type=Path, required=True)
     poll.add_argument("--json", action="store_true")
+    poll.add_argument(
+        "--state",
+        type=Path,
+        help="where the pipeline's state is kept between runs (default: one file per configuration "
+        "under $XDG_STATE_HOME/trunkwatch, ~/.local/state/trunkwatch without it)",
+    )
+    check = sub.add_parser(
+        "check-config", help="check a configuration file as the deployed functions will read it"
+    )
+    check.add_argument("file", type=Path)
     return parser
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535; 0: any free port)")
+    return port
 
 
 def _version() -> str:
@@ -83,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from trunkwatch_local import verified
 
     try:
+        if args.command == "check-config":
+            return _check_config(args.file)
         verified.check()  # before the emulator, which imports moto's internals, is loaded
         if args.command == "demo":
             from trunkwatch_local.scenario import demo_replay
@@ -93,6 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "poll":
             return _poll(args)
         return _serve(args)
+    except DocumentError as err:
+        # A file's problems, one a line, each naming the file, line and key path.
+        lines = err.lines() if err.name else [f"trunkwatch: error: {err}"]
+        print("\n".join(lines), file=sys.stderr)
+        return 2
     except (ConfigError, verified.UnverifiedEmulation) as err:
         print(f"trunkwatch: error: {err}", file=sys.stderr)
         return 2
@@ -174,14 +208,44 @@ def timeline_line(published: Any) -> str:
     return "\n".join([line, *(f"{'':18}{d}" for d in details)])
 
 
+def _check_config(path: Path) -> int:
+    """The file loaded exactly as the deployed functions load theirs."""
+    from trunkwatch.app.configuration import load_configuration
+
+    print(f"{path}: valid: {config_summary(load_configuration(path))}")
+    return 0
+
+
+def config_summary(deployment: Deployment) -> str:
+    """One line: `100 trunks (97 hud, 3 github; 12 webhook-fed), 2 receivers`."""
+    sources = Counter(trunk.source for trunk in deployment.trunks)
+    by_source = ", ".join(
+        f"{n} {source}" for source, n in sorted(sources.items(), key=lambda s: (-s[1], s[0]))
+    )
+    fed = sum(trunk.webhook for trunk in deployment.trunks)
+    return (
+        f"{_count(len(deployment.trunks), 'trunk')} ({by_source}; {fed} webhook-fed), "
+        f"{_count(len(deployment.receivers), 'receiver')}"
+    )
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
+
+
 def _poll(args: argparse.Namespace) -> int:
-    from trunkwatch import sources
-    from trunkwatch.channels import RECEIVER_TYPES
-    from trunkwatch.domain.config import load_file
+    from trunkwatch.app.configuration import load_configuration
+    from trunkwatch_local import poll_state
     from trunkwatch_local.runtime import running
 
-    deployment = load_file(args.config, RECEIVER_TYPES, sources.REGISTRY)
-    with running(deployment, args.template) as runtime:
+    deployment = load_configuration(args.config)
+    state = args.state or poll_state.default_path(args.config)
+    with poll_state.locked(state), running(deployment, args.template) as runtime:
+        if not poll_state.restore(runtime.stack, state):
+            print(
+                f"trunkwatch: poll state starts in {state} (kept between runs; --state chooses another)",
+                file=sys.stderr,
+            )
         now = datetime.now(UTC)  # one tick on the real clock
         result = runtime.tick(now)
         for error in result.get("errors", []):
@@ -190,13 +254,15 @@ def _poll(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         _print(runtime.published(now), args.json)
+        poll_state.save(runtime.stack, state)
         return 1 if result.get("errors") else 0
 
 
 def _serve(args: argparse.Namespace) -> int:
     from trunkwatch import sources
-    from trunkwatch.channels import RECEIVER_TYPES
-    from trunkwatch.domain.config import load_deployment, load_file
+    from trunkwatch.app.configuration import load_configuration
+    from trunkwatch.domain.clock import format_time
+    from trunkwatch.domain.config import load_deployment
     from trunkwatch_local.replay import read_replay
     from trunkwatch_local.schedule import period_seconds
     from trunkwatch_local.session import Session
@@ -207,7 +273,7 @@ def _serve(args: argparse.Namespace) -> int:
     session = Session(args.template, port=args.port, tokens=tokens, webhook_secret=secret)
     replay = read_replay(args.scenario) if args.scenario else None
     if args.config:
-        deployment = load_file(args.config, RECEIVER_TYPES, sources.REGISTRY)
+        deployment = load_configuration(args.config)
     elif replay is not None:
         session.github.repo = replay.repo
         deployment = replay.deployment(session.hud.url, session.github.url)
@@ -243,6 +309,12 @@ def _serve(args: argparse.Namespace) -> int:
 
             for published in replay_into(session, replay):
                 print(timeline_line(published), flush=True)
+            session.keep_clock()  # serve the scenario's time, not today's
+            print(
+                f"trunkwatch: the clock goes on from the scenario's end, {format_time(session.now())}",
+                file=sys.stderr,
+                flush=True,
+            )
         if args.config:
             period = period_seconds(deployment.schedule)
             print(
@@ -251,7 +323,7 @@ def _serve(args: argparse.Namespace) -> int:
                 flush=True,
             )
             while not stop.is_set():
-                for published in session.serve_tick(datetime.now(UTC)):  # the real clock
+                for published in session.serve_tick(session.now()):
                     print(timeline_line(published), flush=True)
                 stop.wait(period)
         else:
@@ -264,13 +336,23 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+TOKENS_SHAPE = '{"tokens": [{"sha256": "<hex digest>", "principal": "<name>", "scope": "read" | "write"}]}'
+
+
 def _tokens(path: Path) -> Any:
+    from trunkwatch.api.auth import TokensError, parse_tokens
+
     try:
-        return json.loads(path.read_text())
+        document = json.loads(path.read_text())
     except OSError as err:
         raise ConfigError(f"cannot read tokens file {path}: {err.strerror}") from None
     except ValueError as err:
         raise ConfigError(f"tokens file {path} is not valid JSON: {err}") from None
+    try:
+        parse_tokens(document)
+    except TokensError as err:
+        raise ConfigError(f"tokens file {path}: {err} (the shape: {TOKENS_SHAPE})") from None
+    return document
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ from trunkwatch import sources
 from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import ConfigError, Deployment, load_deployment
+from trunkwatch.sources.base import SourceError
+from trunkwatch.sources.hud import parse_grid
 
 EVENT_KINDS = ("hud", "hud_status", "silence", "expire", "tick", "webhook")
 WEBHOOK_EVENTS = ("push", "workflow_run", "workflow_job")
@@ -194,8 +196,11 @@ def _events(numbered: Iterable[tuple[int, str]], name: str) -> Iterator[ReplayEv
         previous = at
         kind = kinds[0]
         payload = event[kind]
-        if kind == "hud" and not isinstance(payload, dict):
-            raise ReplayError(f"{name}:{number}: 'hud' must be a HUD API response object")
+        if kind == "hud":
+            try:  # as the HUD source reads it: a snapshot it would refuse is the file's error
+                parse_grid(payload)
+            except SourceError as err:
+                raise ReplayError(f"{name}:{number}: 'hud' is not a valid HUD API response: {err}") from None
         if kind == "silence" and not isinstance(payload, dict):
             raise ReplayError(f"{name}:{number}: 'silence' must be a postable silence object")
         if kind == "expire" and not isinstance(payload, str):

@@ -159,7 +159,6 @@ class LocalRuntime:
         self.dlq_url = self.stack.dlq_url
         self.capture_url = self.stack.capture_url
         self.email_subscription = self.stack.email_subscription
-        self.config_parameter = self.stack.config_parameter
         # Powertools logs to stdout in Lambda; locally stdout carries the results.
         self.stack.load_handlers(log_stream=sys.__stderr__ or sys.stderr)  # not a test-captured stream
         self.pump = self.stack.pump(self.invoke)
@@ -192,7 +191,7 @@ class LocalRuntime:
         self.stop()
 
     def configure(self, deployment: Deployment) -> None:
-        """Store the configuration where the deployed functions read it (SSM)."""
+        """Write the configuration where the functions read it (their CONFIG_FILE)."""
         self.stack.configure(to_json(deployment))
 
     # --- invoking ------------------------------------------------------------------------

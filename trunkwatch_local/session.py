@@ -43,8 +43,10 @@ class Session:
         self.tokens = tokens
         self.api: Any = None
         # The API answers on the real clock, except while a replay sets the time (its own
-        # silence events are API calls at the replayed time).
+        # silence events are API calls at the replayed time); after `serve --scenario`'s
+        # replay, on the scenario's, going on from where the replay left it (`keep_clock`).
         self.replaying = False
+        self.clock_offset = timedelta(0)
         # What the replay's own API calls (silence events) authenticate with when a tokens
         # document is enforced: random per process, held only in memory, never printed.
         self._internal_token = secrets.token_urlsafe(32)
@@ -54,13 +56,19 @@ class Session:
 
     def start(self, deployment: Deployment) -> Session:
         # The API's port first: the notifier's environment names the API's URL.
-        self.api = serve_api(
-            lambda event, context: self._api(event),
-            port=self.port,
-            tokens=self.tokens,
-            internal_token=self._internal_token,
-            webhook=self.runtime.receive,
-        )
+        try:
+            self.api = serve_api(
+                lambda event, context: self._api(event),
+                port=self.port,
+                tokens=self.tokens,
+                internal_token=self._internal_token,
+                webhook=self.runtime.receive,
+            )
+        except OSError as err:
+            raise ConfigError(
+                f"cannot serve on 127.0.0.1 port {self.port}: {err.strerror or err}"
+                " (another server, Alertmanager say, may hold it: choose another with --port, 0 for any)"
+            ) from None
         self.runtime.start(deployment, api_url=self.api_url)
         rules = deployment.rules
         self.confirming = tuple(t.trunk_id for t in deployment.trunks if rules[t.trunk_id].confirms)
@@ -87,10 +95,20 @@ class Session:
             self.runtime.tick(at)
             yield at
 
+    def now(self) -> datetime:
+        """The time the session serves at when no replay sets it: the real clock, moved by
+        `keep_clock`."""
+        return datetime.now(UTC) + self.clock_offset
+
+    def keep_clock(self) -> None:
+        """Go on from the replayed time: a scenario that ended days ago is served as if it
+        had just ended, its clock running on from there (not today's date)."""
+        self.clock_offset = self.runtime.clock.now() - datetime.now(UTC)
+
     def _api(self, event: dict[str, Any]) -> Any:
         with self.runtime.lock:
             if not self.replaying:
-                self.runtime.clock.set(datetime.now(UTC))
+                self.runtime.clock.set(self.now())
             return self.runtime.invoke("api", event)
 
     @property

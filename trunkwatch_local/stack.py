@@ -5,11 +5,12 @@ benchmarks and the tests share.
 locally) in this process, starts moto's in-process emulation (`emulator.emulation`, on the
 stack's clock) and creates the template's resources in it: the table with its stream and
 TTL, the alert topic (captured by an SQS subscription, and an email subscription), the
-stream mappings' dead-letter queue, the configuration parameter and the webhook secret.
-With `store="memory"` the functions' items are kept by the in-memory store instead
-(`memory_stream`: its cells and ticks record the stream records the pump delivers); moto
-still answers the configuration parameter, the topic and its queues, the secret and the
-notifier's idempotency records.
+stream mappings' dead-letter queue and the webhook secret; the configuration file, which
+the deployed functions find in their ConfigLayer under /opt, is written to a directory of
+its own standing for /opt. With `store="memory"` the functions' items are kept by the
+in-memory store instead (`memory_stream`: its cells and ticks record the stream records the
+pump delivers); moto still answers the topic and its queues, the secret and the notifier's
+idempotency records.
 
 `handler` loads a function's handler module from its file, the way Lambda loads it in a
 new container, and gives its edge (`app/settings.Edge`) the stack's clock (and the memory
@@ -24,6 +25,8 @@ import contextlib
 import importlib.util
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
@@ -81,9 +84,9 @@ class LocalStack:
     def start(
         self, config: str, environ: Mapping[str, str | None] | None = None, webhook_secret: str | None = None
     ) -> LocalStack:
-        """Create the resources, with `config` (the configuration document's text) in the
-        configuration parameter, and set the functions' environment, then `environ` over it
-        (None removes a variable)."""
+        """Create the resources, write `config` (the configuration document's text) where
+        the functions' CONFIG_FILE names it, and set the functions' environment, then
+        `environ` over it (None removes a variable)."""
         try:
             self._start(config, environ or {}, webhook_secret)
         except BaseException:
@@ -106,11 +109,21 @@ class LocalStack:
         self._stack.callback(parameters.clear_caches)
         # Powertools keeps its parameter providers (values and clients) per process.
         parameters.clear_caches()
-        self.refs = self._create_resources(config)
+        self.refs = self._create_resources()
         for name, value in self.wiring.environment.items():
             resolved = self.wiring.resolve(value, self.refs)
             if resolved is not None:
                 os.environ[name] = str(resolved)
+        # The layers' /opt: the configuration file where CONFIG_FILE places it under /opt.
+        opt = Path(tempfile.mkdtemp(prefix=f"{self.name}-opt-"))
+        self._stack.callback(shutil.rmtree, opt, ignore_errors=True)
+        deployed = Path(os.environ.get("CONFIG_FILE", ""))
+        if not deployed.is_relative_to("/opt"):
+            raise ConfigError(f"{self.template}: CONFIG_FILE {deployed} is not in a layer (under /opt)")
+        self.config_file = opt / deployed.relative_to("/opt")
+        self.config_file.parent.mkdir(parents=True, exist_ok=True)
+        os.environ["CONFIG_FILE"] = str(self.config_file)
+        self.configure(config)
         for name, given in environ.items():
             if given is None:
                 os.environ.pop(name, None)
@@ -132,7 +145,7 @@ class LocalStack:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _create_resources(self, config: str) -> dict[str, str]:
+    def _create_resources(self) -> dict[str, str]:
         table = self.wiring.table
         dynamodb, sqs, sns = boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("sns")
         self.table_name = self.name  # the template leaves the name to CloudFormation
@@ -174,8 +187,6 @@ class LocalStack:
             Endpoint="oncall@example.invalid",
             ReturnSubscriptionArn=True,
         )["SubscriptionArn"]
-        self.config_parameter = f"/{self.name}/config"
-        self.configure(config)
         refs: dict[str, str] = {}
         # The queues the template maps to functions (the dispatcher's poll queue).
         self.queue_urls: dict[str, str] = {}
@@ -197,7 +208,6 @@ class LocalStack:
             "Table": self.table_name,
             "Table.Arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self.table_name}",
             "AlertTopic": self.topic_arn,
-            "ConfigParameter": self.config_parameter,
             "Dashboard": self.name,
             "Api": "local",
             "AWS::Region": REGION,
@@ -208,11 +218,8 @@ class LocalStack:
         }
 
     def configure(self, config: str) -> None:
-        """Store the configuration document where the deployed functions read it (SSM)."""
-        boto3.client("ssm").put_parameter(
-            Name=self.config_parameter, Type="String", Value=config, Overwrite=True
-        )
-        parameters.clear_caches()
+        """Write the configuration document where the functions read it (their CONFIG_FILE)."""
+        self.config_file.write_text(config, encoding="utf-8")
 
     # --- the functions ------------------------------------------------------------------
     def logical_id(self, function: str) -> str:

@@ -183,9 +183,9 @@ def test_config_that_is_not_yaml(tmp_path: Path) -> None:
 
 
 def test_example_configuration_is_valid() -> None:
-    from trunkwatch.domain.config import load_file
+    from trunkwatch.app.configuration import load_configuration
 
-    deployment = load_file(ROOT / "examples" / "config.yaml")
+    deployment = load_configuration(ROOT / "examples" / "config.yaml")
     pytorch, vision = deployment.trunks
     rule = deployment.rule_for(pytorch)
     assert rule.in_scope("pull / linux-jammy / build") and not rule.in_scope("periodic / x")

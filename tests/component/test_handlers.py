@@ -39,13 +39,11 @@ def context(name: str) -> LambdaContext:
 
 @pytest.fixture
 def configured(aws: dict[str, Any], httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> HTTPServer:
-    from aws_lambda_powertools.utilities import parameters
-
+    stack = running_stack()
+    assert stack is not None
     config = {"trunks": [{"repo": "pytorch/pytorch", "url": httpserver.url_for("/").rstrip("/")}]}
-    boto3.client("ssm").put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(config))
-    monkeypatch.setenv("CONFIG_PARAMETER", "/trunkwatch/config")
+    stack.configure(json.dumps(config))  # where CONFIG_FILE names it, as the ConfigLayer puts it
     monkeypatch.setenv("RULE_DEFAULTS", '{"failures_to_open": 3}')
-    parameters.clear_caches()
     return httpserver
 
 
@@ -212,29 +210,26 @@ def test_notifier_reports_a_failing_tick_with_every_record_after_it(configured: 
 def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_key(
     configured: HTTPServer, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    from aws_lambda_powertools.utilities import parameters
-
     from trunkwatch.app import settings
     from trunkwatch.channels.slack import SlackReceiver
     from trunkwatch.domain.config import ConfigError
 
+    stack = running_stack()
+    assert stack is not None
     trunks = [{"repo": "pytorch/pytorch", "url": configured.url_for("/").rstrip("/")}]
     good = {"trunks": trunks, "receivers": [{"type": "slack", "url": {"secret": "trunkwatch/receivers/s"}}]}
     bad = {**good, "receivers": [*good["receivers"], {"type": "pagerduty", "key": "x"}]}
-    ssm = boto3.client("ssm")
-    ssm.put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(good), Overwrite=True)
-    parameters.clear_caches()
+    stack.configure(json.dumps(good))
     edge = settings.Edge.from_environ(settings.NOTIFIER)
     (receiver,) = edge.deployment().receivers
     assert isinstance(receiver, SlackReceiver)
 
-    ssm.put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(bad), Overwrite=True)
-    parameters.clear_caches()
+    stack.configure(json.dumps(bad))  # read again: the file's text changed
     known = "github_culprit, github_issues, slack, sns"
     said = f"receivers.1.type: unknown receiver type 'pagerduty' (known: {known})"
     with pytest.raises(ConfigError) as raised:
         edge.deployment()
-    assert str(raised.value) == said
+    assert str(raised.value) == f"{stack.config_file}:1: {said}"
     event = sample("notifier_stream")  # the tick is reported failed and comes again: nothing lost
     assert handler("notifier").lambda_handler(event, context("notifier")) == {
         "batchItemFailures": [{"itemIdentifier": event["Records"][0]["dynamodb"]["SequenceNumber"]}]
@@ -250,9 +245,10 @@ def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pyt
     from tests.support import webhooks
     from trunkwatch_local.function_url import function_url_event
 
-    config = {"trunks": [{"repo": "pytorch/pytorch", "source": "github", "webhook": True}]}
-    boto3.client("ssm").put_parameter(
-        Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True
+    stack = running_stack()
+    assert stack is not None
+    stack.configure(
+        json.dumps({"trunks": [{"repo": "pytorch/pytorch", "source": "github", "webhook": True}]})
     )
     # The sample is signed with GitHub's documented test-vector secret.
     boto3.client("ssm").put_parameter(
@@ -283,14 +279,14 @@ def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pyt
 def test_a_webhook_fed_trunk_is_polled_only_every_poll_every(configured: HTTPServer) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from aws_lambda_powertools.utilities import parameters
-
+    stack = running_stack()
+    assert stack is not None
     url = configured.url_for("/").rstrip("/")
-    config = {"trunks": [{"repo": "pytorch/pytorch", "url": url, "webhook": True, "poll_every": "10m"}]}
-    boto3.client("ssm").put_parameter(
-        Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True
+    stack.configure(
+        json.dumps(
+            {"trunks": [{"repo": "pytorch/pytorch", "url": url, "webhook": True, "poll_every": "10m"}]}
+        )
     )
-    parameters.clear_caches()
     configured.expect_request("/api/hud/pytorch/pytorch/main/1").respond_with_json(grid())
     dispatcher, ingest = handler("dispatcher"), handler("ingest")
     start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)

@@ -19,7 +19,7 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto.server import ThreadedMotoServer
 
-from tests.support.aws import CONFIG, CONFIG_PARAMETER, template_environment
+from tests.support.aws import CONFIG, template_environment
 from tests.support.peers import load_function, peer_binary
 from trunkwatch.api import auth
 from trunkwatch.domain.alerts import Alert
@@ -67,7 +67,7 @@ def _current_alerts(storage: Storage, deployment: object, now: datetime, links: 
 
 
 @pytest.fixture(scope="module")
-def table() -> Iterator[Storage]:
+def table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Storage]:
     """A moto server on 127.0.0.1 holding the template's table; the storage on it."""
     with pytest.MonkeyPatch.context() as patch:
         for name, value in {
@@ -92,14 +92,13 @@ def table() -> Iterator[Storage]:
             AttributeDefinitions=definition["AttributeDefinitions"],
             BillingMode="PAY_PER_REQUEST",
         )
-        boto3.client("ssm", endpoint_url=endpoint, region_name=REGION).put_parameter(
-            Name=CONFIG_PARAMETER, Type="String", Value=json.dumps(CONFIG)
-        )
+        config = tmp_path_factory.mktemp("opt") / "config.yaml"  # what the ConfigLayer holds
+        config.write_text(json.dumps(CONFIG))
         # The API function opens its table from the environment, as in Lambda.
         patch.setenv("TABLE_NAME", TABLE)
         patch.setenv("AWS_REGION", REGION)
         patch.setenv("AWS_ENDPOINT_URL", endpoint)
-        patch.setenv("CONFIG_PARAMETER", CONFIG_PARAMETER)
+        patch.setenv("CONFIG_FILE", str(config))
         parameters.clear_caches()
         try:
             yield open_table(TABLE, REGION, endpoint)  # for the tests' own reads of the store

@@ -12,6 +12,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,24 @@ from tests.support.scenarios import SCENARIOS, scenario_ending_now
 BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
 
 
+@dataclass(frozen=True)
+class Served:
+    process: subprocess.Popen[str]
+    url: str
+    end: str  # the scenario's last event, where the served clock goes on from
+
+
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def served(tmp_path: Path) -> Iterator[Served]:
     """A `serve` process of its own for each test (one test stops it, another silences), so
     every test holds alone and in any order."""
-    # basic-break up to 19:19: the broken job and TrunkBroken are firing.
+    # basic-break up to 19:19: the broken job and TrunkBroken are firing. Moved to end an
+    # hour ago: amtool judges a silence expired by the real clock, serve by the scenario's.
     lines = (SCENARIOS / "basic-break.jsonl").read_text().splitlines()
-    scenario = tmp_path / "firing.jsonl"
-    scenario.write_text("\n".join(lines[:27]) + "\n")
+    cut = tmp_path / "firing.jsonl"
+    cut.write_text("\n".join(lines[:27]) + "\n")
+    scenario = scenario_ending_now(cut, tmp_path / "now")
+    end = json.loads(scenario.read_text().splitlines()[-1])["at"]
     port = free_port()
     command = [
         sys.executable,
@@ -45,7 +56,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until_serving(process)
-        yield process, f"http://127.0.0.1:{port}"
+        yield Served(process, f"http://127.0.0.1:{port}", end)
     finally:
         if process.poll() is None:
             process.kill()
@@ -57,16 +68,16 @@ def get(url: str) -> Any:
         return json.loads(response.read())
 
 
-def test_api_serves_the_replayed_alerts(served: Any) -> None:
-    _, url = served
+def test_api_serves_the_replayed_alerts(served: Served) -> None:
+    url = served.url
     alerts = get(f"{url}/api/v2/alerts")
     assert sorted(a["labels"]["alertname"] for a in alerts) == ["TrunkBroken", "TrunkJobFailing"]
     assert all(a["status"]["state"] == "active" for a in alerts)
     assert "versionInfo" in get(f"{url}/api/v2/status")
 
 
-def test_amtool_silence_lifecycle(served: Any) -> None:
-    _, url = served
+def test_amtool_silence_lifecycle(served: Served) -> None:
+    url = served.url
     amtool = peer_binary("amtool")
 
     def run(*args: str) -> str:
@@ -80,12 +91,15 @@ def test_amtool_silence_lifecycle(served: Any) -> None:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
+    # serve goes on at the scenario's time, an hour before amtool's default start (the real
+    # now): the silence starts at the scenario's last event.
     silence_id = run(
         "silence",
         "add",
         'job=~"pull / linux-jammy.*"',
         "--comment=fix in flight",
         "--author=oncall",
+        f"--start={served.end}",
         "--duration=2h",
     ).strip()
     assert re.fullmatch(r"[0-9a-f-]{36}", silence_id)
@@ -101,8 +115,8 @@ def test_amtool_silence_lifecycle(served: Any) -> None:
     assert silence_id in run("silence", "query", "--expired", "-q")
 
 
-def test_ctrl_c_stops_cleanly(served: Any) -> None:
-    process, _ = served
+def test_ctrl_c_stops_cleanly(served: Served) -> None:
+    process = served.process
     process.send_signal(signal.SIGINT)
     stdout, _ = process.communicate(timeout=60)
     assert process.returncode == 0

@@ -16,7 +16,6 @@ from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
 
 TABLE = "trunkwatch-test"
-CONFIG_PARAMETER = "/trunkwatch-test/config"
 CONFIG = {"trunks": [{"repo": "pytorch/pytorch", "branch": "main"}]}
 
 

@@ -1,11 +1,11 @@
 """One invocation of one handler in a new interpreter, as a new Lambda container runs it.
 
-Run by `tests/template/test_cold_start.py` as `python tests/support/cold_invoke.py '<spec JSON>'` with exactly
-the environment the template gives the function. moto stands in for AWS: the table (the
-template's definition), the configuration and token parameters, the topic, all named as the
-environment names them. Nothing of the domain package is imported here before the handler
-module loads, so the handler finds its table, region and configuration on its own. Prints
-`{"result": ...}` or `{"error": ...}` as the last line.
+Run by `tests/template/test_cold_start.py` as `python tests/support/cold_invoke.py '<spec JSON>'`
+with exactly the environment the template gives the function. moto stands in for AWS: the table
+(the template's definition), the token parameters, the topic, all named as the environment names
+them; the configuration file is where the test put the ConfigLayer's copy. Nothing of the domain
+package is imported here before the handler module loads, so the handler finds its table, region
+and configuration on its own. Prints `{"result": ...}` or `{"error": ...}` as the last line.
 """
 
 from __future__ import annotations
@@ -46,8 +46,6 @@ def _create_resources(spec: dict[str, Any], environ: dict[str, str]) -> None:
             StreamSpecification={"StreamEnabled": True, **table["StreamSpecification"]},
         )
     ssm = boto3.client("ssm")
-    if environ.get("CONFIG_PARAMETER"):
-        ssm.put_parameter(Name=environ["CONFIG_PARAMETER"], Type="String", Value=json.dumps(spec["config"]))
     if environ.get("API_TOKENS_PARAMETER"):
         ssm.put_parameter(
             Name=environ["API_TOKENS_PARAMETER"], Type="SecureString", Value=json.dumps(spec["tokens"])

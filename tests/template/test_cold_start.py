@@ -14,11 +14,14 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.support.hud import grid
 from tests.support.paths import ROOT, TESTS
@@ -32,7 +35,6 @@ REGION = "us-east-1"
 DEPLOYED = {
     "Table": "trunkwatch-Table-1X2Y3Z4A5B6C",
     "AlertTopic": f"arn:aws:sns:{REGION}:123456789012:trunkwatch-AlertTopic-AbCdEfGh1234",
-    "ConfigParameter": "CFN-ConfigParameter-AbCdEfGh1234",
     "Api": "a1b2c3d4e5",
     "PollQueue": f"https://sqs.{REGION}.amazonaws.com/123456789012/trunkwatch-PollQueue-AbCdEfGh1234.fifo",
     "AWS::Region": REGION,
@@ -114,14 +116,21 @@ def cold_invoke(function: str, sample: str, hud_url: str, environ: dict[str, str
             ]
         },
     }
-    done = subprocess.run(
-        [sys.executable, str(DRIVER), json.dumps(spec)],
-        env=environ if environ is not None else lambda_environment(function, wiring),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    environ = dict(environ if environ is not None else lambda_environment(function, wiring))
+    with tempfile.TemporaryDirectory() as opt:  # where Lambda extracts the layers: /opt
+        if environ.get("CONFIG_FILE"):
+            config = Path(opt) / Path(environ["CONFIG_FILE"]).relative_to("/opt")
+            config.parent.mkdir(parents=True)
+            config.write_text(yaml.safe_dump(spec.pop("config")))  # the ConfigLayer's file
+            environ["CONFIG_FILE"] = str(config)
+        done = subprocess.run(
+            [sys.executable, str(DRIVER), json.dumps(spec)],
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     lines = done.stdout.strip().splitlines()
     assert done.returncode == 0 and lines, done.stderr[-3000:]
     outcome = json.loads(lines[-1])
@@ -173,7 +182,7 @@ def test_cold_api_container_serves_what_amtool_asks_for(hud: str) -> None:
         assert isinstance(body, list) or "silenceID" in body
 
 
-@pytest.mark.parametrize("missing", ["TABLE_NAME", "CONFIG_PARAMETER"])
+@pytest.mark.parametrize("missing", ["TABLE_NAME", "CONFIG_FILE"])
 def test_a_function_missing_a_variable_fails_at_load_naming_it(missing: str, hud: str) -> None:
     environ = lambda_environment("ApiFunction", _wiring())
     del environ[missing]

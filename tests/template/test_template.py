@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
+import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,9 @@ from tests.support.iam import resources_of as _resources_of
 from tests.support.iam import statements as _statements
 from tests.support.iam import translated_resources
 from tests.support.paths import ROOT
+from trunkwatch.app.configuration import load_configuration
 from trunkwatch.app.notify import IDEMPOTENCY_EXPIRY_ATTRIBUTE
+from trunkwatch.app.settings import PIPELINE, Edge
 from trunkwatch.domain.config import load_deployment, parse_duration
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import (
@@ -229,7 +235,7 @@ def test_find_template_explains_when_there_is_none(tmp_path: Path, monkeypatch: 
 def test_the_project_template_loads_with_intrinsics_resolved(source: dict[str, Any]) -> None:
     assert source["Transform"] == "AWS::Serverless-2016-10-31"
     assert source["AWSTemplateFormatVersion"] == "2010-09-09"
-    assert source["Globals"]["Function"]["Layers"] == [{"Ref": "DomainLayer"}]
+    assert source["Globals"]["Function"]["Layers"] == [{"Ref": "DomainLayer"}, {"Ref": "ConfigLayer"}]
     events = source["Resources"]["EvaluatorFunction"]["Properties"]["Events"]
     assert events["CellStream"]["Properties"]["Stream"] == {"Fn::GetAtt": ["Table", "StreamArn"]}
 
@@ -239,9 +245,6 @@ def test_the_project_template_loads_with_intrinsics_resolved(source: dict[str, A
 
 def test_parameter_defaults(source: dict[str, Any]) -> None:
     defaults = {name: p.get("Default") for name, p in source["Parameters"].items()}
-    # The default document itself is checked by the next test; here only that there is one.
-    document = defaults.pop("ConfigDocument")
-    assert isinstance(document, str) and json.loads(document)["trunks"]
     assert defaults == {
         "Schedule": "rate(1 minute)",
         "FailuresToOpen": 3,
@@ -259,11 +262,47 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
     }
 
 
-def test_default_config_document_is_a_valid_pytorch_deployment(source: dict[str, Any]) -> None:
-    deployment = load_deployment(json.loads(source["Parameters"]["ConfigDocument"]["Default"]))
+def test_the_packaged_configuration_is_a_valid_pytorch_deployment() -> None:
+    deployment = load_configuration(ROOT / "config" / "trunkwatch.yaml")
     (trunk,) = deployment.trunks
     assert (trunk.repo, trunk.branch, trunk.source) == ("pytorch/pytorch", "main", "hud")
     assert deployment.rule_for(trunk).include == "^(pull|trunk|docs-build|linux-binary-)"
+
+
+def _built_config_layer(source: dict[str, Any], config: Path, artifacts: Path) -> Path:
+    """ConfigLayer built as `sam build` builds it (its Makefile's target, in a copy of its
+    directory, ARTIFACTS_DIR set) with `config` as config/trunkwatch.yaml, extracted where
+    Lambda extracts layers (`artifacts` standing for /opt); the file CONFIG_FILE names there."""
+    layer = source["Resources"]["ConfigLayer"]
+    assert layer["Metadata"] == {"BuildMethod": "makefile"}
+    scratch = artifacts.parent / "scratch"
+    shutil.copytree(ROOT / layer["Properties"]["ContentUri"], scratch)
+    shutil.copyfile(config, scratch / "trunkwatch.yaml")  # the documented step (docs/deploying.md)
+    built = subprocess.run(
+        ["make", "--no-print-directory", "build-ConfigLayer"],
+        cwd=scratch,
+        env={**os.environ, "ARTIFACTS_DIR": str(artifacts)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    deployed = Path(source["Globals"]["Function"]["Environment"]["Variables"]["CONFIG_FILE"])
+    return artifacts / deployed.relative_to("/opt")
+
+
+@pytest.mark.parametrize("config", ["config/trunkwatch.yaml", "examples/organization.yaml"])
+def test_the_functions_read_the_configuration_as_written(
+    source: dict[str, Any], config: str, tmp_path: Path
+) -> None:
+    """The file a person writes reaches the functions unchanged, whatever its size, and they
+    read it the way `trunkwatch check-config` does."""
+    packaged = _built_config_layer(source, ROOT / config, tmp_path / "opt")
+    assert packaged.read_bytes() == (ROOT / config).read_bytes()
+    environ = {"TABLE_NAME": "t", "AWS_REGION": "us-east-1", "CONFIG_FILE": str(packaged)}
+    edge = Edge.from_environ(PIPELINE, environ)
+    assert edge.deployment() == load_configuration(ROOT / config)
+    assert len(edge.deployment().trunks) == (100 if "organization" in config else 1)
 
 
 @pytest.mark.parametrize("value", ["4h", "0", "90s", "1h30m", "250ms", "1.5h"])
@@ -298,7 +337,7 @@ def test_every_function_gets_the_shared_environment(resources: dict[str, Any]) -
         variables = resources[name]["Properties"]["Environment"]["Variables"]
         assert variables["TABLE_NAME"] == {"Ref": "Table"}
         assert variables["TOPIC_ARN"] == {"Ref": "AlertTopic"}
-        assert variables["CONFIG_PARAMETER"] == {"Ref": "ConfigParameter"}
+        assert variables["CONFIG_FILE"] == "/opt/trunkwatch/config.yaml"
         assert variables["API_TOKENS_PARAMETER"] == {"Ref": "ApiTokensParameter"}
         assert variables["POWERTOOLS_SERVICE_NAME"] == "trunkwatch"
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "Trunkwatch"
@@ -332,13 +371,14 @@ def test_functions_run_python312_on_arm64_with_the_domain_layer(resources: dict[
     layers = _of_type(resources, "AWS::Lambda::LayerVersion")
     (domain,) = [layer for layer in layers if layer.startswith("DomainLayer")]
     (api,) = [layer for layer in layers if layer.startswith("ApiLayer")]
+    (config,) = [layer for layer in layers if layer.startswith("ConfigLayer")]
     for name, function in functions.items():
         props = function["Properties"]
         assert props["Runtime"] == "python3.12", name
         assert props["Architectures"] == ["arm64"], name
         assert props["Handler"] == "app.lambda_handler", name
         # pydantic and the validating resolver's parts only where the API runs.
-        wanted = [domain, api] if name == "ApiFunction" else [domain]
+        wanted = [domain, config, api] if name == "ApiFunction" else [domain, config]
         assert props["Layers"] == [{"Ref": layer} for layer in wanted], name
         assert props["TracingConfig"] == {"Mode": {"Ref": "Tracing"}}, name
         # The webhook function's size is chosen by the push benchmark's billed GB-s.
@@ -357,7 +397,7 @@ def test_layer_is_built_by_its_makefile_for_the_functions_runtime(
         assert layer["Properties"]["ContentUri"] == "layers/trunkwatch/"
         assert re.search(rf"^build-{name}:", makefile, re.MULTILINE)
     translated = _of_type(resources, "AWS::Lambda::LayerVersion").values()
-    assert len(translated) == 2
+    assert len(translated) == 3  # DomainLayer, ApiLayer and ConfigLayer
     for layer in translated:
         assert layer["Properties"]["CompatibleRuntimes"] == ["python3.12"]
         assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
@@ -471,12 +511,6 @@ def test_every_expiring_item_expires_through_the_tables_ttl(resources: dict[str,
     for function in ("EvaluatorFunction", "NotifierFunction"):
         (pattern,) = _stream_mapping(resources, function)["FilterCriteria"]["Filters"]
         assert json.loads(pattern["Pattern"])["eventName"] == ["INSERT", "MODIFY"]
-
-
-def test_config_parameter_holds_the_config_document(resources: dict[str, Any]) -> None:
-    props = resources["ConfigParameter"]["Properties"]
-    assert props["Type"] == "String"
-    assert props["Value"] == {"Ref": "ConfigDocument"}
 
 
 def test_alert_topic_is_encrypted_and_alarms_use_a_topic_cloudwatch_can_publish_to(
@@ -605,19 +639,16 @@ def test_source_tokens_are_readable_by_ingest_alone_and_under_the_prefix(resourc
             if {"secretsmanager:GetSecretValue", "ssm:GetParameter"} & set(_actions(statement)):
                 readers.setdefault(name, []).extend(_sub_text(r) for r in _resources_of(statement))
     prefix = "arn:${AWS::Partition}:{service}:${AWS::Region}:${AWS::AccountId}:"
-    config = prefix.replace("{service}", "ssm") + "parameter/${ConfigParameter}"
     assert sorted(readers["IngestFunctionRole"]) == sorted(
         [
-            config,
             prefix.replace("{service}", "ssm") + "parameter/${SecretsPrefix}*",
             prefix.replace("{service}", "secretsmanager") + "secret:${SecretsPrefix}*",
         ]
     )
-    for name in ("EvaluatorFunctionRole", "ApiFunctionRole"):
-        assert readers[name] == [config]
+    for name in ("EvaluatorFunctionRole", "ApiFunctionRole", "DispatcherFunctionRole"):
+        assert name not in readers  # the configuration is a file of their layer
     assert sorted(readers["NotifierFunctionRole"]) == sorted(
         [
-            config,
             prefix.replace("{service}", "ssm") + "parameter/${ReceiverSecretsPrefix}*",
             prefix.replace("{service}", "secretsmanager") + "secret:${ReceiverSecretsPrefix}*",
         ]
@@ -645,7 +676,7 @@ def _may(role: dict[str, Any], action: str, arn: str, source: dict[str, Any]) ->
         for resource in _resources_of(statement):
             if not isinstance(resource, dict) or "Fn::Sub" not in resource:
                 continue
-            text = _sub_text(resource).replace("${ConfigParameter}", "CFN-ConfigParameter-AbC")
+            text = _sub_text(resource)
             pattern = _with_defaults(text, source)
             pattern = pattern.replace("${AWS::Partition}", "aws").replace("${AWS::Region}", "us-east-1")
             pattern = pattern.replace("${AWS::AccountId}", EXAMPLE_ACCOUNT)

@@ -15,10 +15,12 @@ from trunkwatch.channels.github_issues import GitHubIssuesReceiver
 from trunkwatch.channels.slack import SlackReceiver
 from trunkwatch.domain.config import (
     ConfigError,
+    DocumentError,
     RuleConfig,
     TokenRef,
     TrunkConfig,
     load_deployment,
+    load_text,
     rule_config,
     to_json,
 )
@@ -180,3 +182,96 @@ def test_confirmation_by_reruns_is_off_unless_asked_and_takes_a_github_token() -
     trunk = on.trunks[0]
     assert on.rule_for(trunk).confirms and on.rule_for(trunk).reruns_per_hour == 20
     assert trunk.github_token is not None and trunk.github_token.env == "RERUN_TOKEN"
+
+
+def test_trunk_defaults_hold_trunk_keys_and_a_trunks_own_value_wins() -> None:
+    deployment = load_deployment(
+        {
+            "trunk_defaults": {
+                "source": "github",
+                "token": {"secret": "gh"},
+                "webhook": True,
+                "poll_every": "5m",
+            },
+            "trunks": [
+                {"repo": "acme/api"},
+                {"repo": "acme/sdk", "webhook": False},  # polled every tick: no default poll_every
+                {"repo": "acme/web", "source": "hud", "poll_every": "1m"},
+            ],
+        }
+    )
+    api, sdk, web = deployment.trunks
+    assert (api.source, api.token, api.webhook, api.poll_every) == (
+        "github",
+        TokenRef(secret="gh"),
+        True,
+        timedelta(minutes=5),
+    )
+    assert (sdk.webhook, sdk.poll_every, sdk.poll_period) == (False, None, None)
+    assert (web.source, web.poll_every) == ("hud", timedelta(minutes=1))
+    assert load_deployment(json.loads(to_json(deployment))) == deployment
+
+
+@pytest.mark.parametrize(
+    ("trunk_defaults", "said"),
+    [
+        ({"repo": "a/b"}, "trunk_defaults.repo: unknown key"),
+        ({"config": {}}, "trunk_defaults.config: unknown key"),
+        ({"per_page": 0}, "trunk_defaults.per_page: Input should be greater than or equal to 1"),
+        ({"token": {"env": "A", "ssm": "/b"}}, "trunk_defaults.token: give exactly one of env, ssm, secret"),
+    ],
+)
+def test_a_bad_trunk_default_is_reported_once_under_trunk_defaults(
+    trunk_defaults: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(DocumentError) as raised:
+        load_deployment({"trunk_defaults": trunk_defaults, "trunks": [TRUNK, {"repo": "acme/web"}]})
+    (line,) = raised.value.lines()
+    assert line.startswith(said)
+
+
+def test_a_bad_default_is_reported_once_under_defaults() -> None:
+    document = {
+        "defaults": {"failures_to_opn": 2, "retention": "100h"},
+        "trunks": [TRUNK, {"repo": "acme/web"}, {"repo": "acme/www", "config": {"retention": "800h"}}],
+    }
+    with pytest.raises(DocumentError) as raised:
+        load_deployment(document)
+    keys = [problem.key for problem in raised.value.problems]
+    assert keys == ["defaults.failures_to_opn", "defaults.retention"]
+    assert "did you mean 'failures_to_open'?" in raised.value.problems[0].message
+
+
+def test_a_trunks_rule_keys_are_checked_beside_its_own_keys() -> None:
+    document = {"trunks": [{"repo": "not a repo", "config": {"failures_to_open": 0, "teem": "x"}}]}
+    with pytest.raises(DocumentError) as raised:
+        load_deployment(document)
+    assert sorted(problem.key for problem in raised.value.problems) == [
+        "trunks.0.config.failures_to_open",
+        "trunks.0.config.teem",
+        "trunks.0.repo",
+    ]
+
+
+def test_a_file_names_each_problems_line() -> None:
+    text = "defaults:\n  team: ''\ntrunks:\n  - repo: acme/api\n  - branch: dev\n"
+    with pytest.raises(DocumentError) as raised:
+        load_text(text, "org.yaml")
+    assert raised.value.lines() == [
+        "org.yaml:2: defaults.team: String should have at least 1 character",
+        "org.yaml:5: trunks.1.repo: Field required",
+    ]
+
+
+def test_yaml_booleans_are_true_and_false_only_and_keys_once() -> None:
+    deployment = load_text("trunks:\n  - repo: acme/api\n    config: {confirm: off, team: no}\n", "c.yaml")
+    rule = deployment.rule_for(deployment.trunks[0])
+    assert (rule.confirm, rule.team) == ("off", "no")
+    with pytest.raises(DocumentError, match=r"c\.yaml:3: not valid YAML: key 'trunks' is given twice"):
+        load_text("trunks:\n  - repo: acme/api\ntrunks: []\n", "c.yaml")
+
+
+def test_yaml_merge_keys_carry_an_anchors_keys() -> None:
+    text = "trunks:\n  - &base\n    repo: acme/a\n    source: github\n  - <<: *base\n    repo: acme/b\n"
+    first, second = load_text(text, "c.yaml").trunks
+    assert (second.repo, second.source) == ("acme/b", first.source)

@@ -9,16 +9,15 @@ time when deployed; the local runtime gives the handlers it loads its simulated 
 Nothing below the handlers reads the environment or the time; `app/` and `api/` functions
 take what they need as arguments.
 
-The configuration document is the SSM parameter `CONFIG_PARAMETER` names, read through
-Powertools parameters (cached for a minute, so a warm container sees a change within one)
-and parsed once per distinct text. `RULE_DEFAULTS` (JSON, from the template's threshold
-parameters) is the base of its rule keys: `domain/config.py` `load_deployment` says which
-value of a rule key wins.
+The configuration is the file `CONFIG_FILE` names (in AWS the ConfigLayer's copy of
+`config/trunkwatch.yaml`), read by `app/configuration.py` `load_configuration`, the one
+reader `trunkwatch check-config` uses too. `RULE_DEFAULTS` (JSON, from the template's
+threshold parameters) is the base of its rule keys: `domain/config.py` `load_deployment`
+says which value of a rule key wins.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -32,12 +31,11 @@ if TYPE_CHECKING:
     from trunkwatch.domain.config import Deployment
     from trunkwatch.storage.port import Storage
 
-CACHE_SECONDS = 60
 # The webhook's signing secret: each read decrypts it (a KMS request), so it is kept longer.
 WEBHOOK_SECRET_CACHE_SECONDS = 300
 
 # What each kind of function needs from its environment (template.yaml gives it).
-PIPELINE = ("TABLE_NAME", "AWS_REGION", "CONFIG_PARAMETER")
+PIPELINE = ("TABLE_NAME", "AWS_REGION", "CONFIG_FILE")
 NOTIFIER = (*PIPELINE, "TOPIC_ARN")
 WEBHOOK = (*PIPELINE, "WEBHOOK_SECRET_PARAMETER")
 DISPATCHER = (*PIPELINE, "POLL_QUEUE_URL")
@@ -51,7 +49,7 @@ class Settings:
     region: str
     endpoint_url: str | None  # set only against a local emulation
     topic_arn: str
-    config_parameter: str
+    config_file: str  # the configuration file (the ConfigLayer's, under /opt)
     rule_defaults: dict[str, Any]
     dashboard_url: str
     # Where people reach the API and status page; the API itself answers with the URL of the
@@ -81,7 +79,7 @@ class Settings:
             region=region,
             endpoint_url=values.get("AWS_ENDPOINT_URL") or None,
             topic_arn=values.get("TOPIC_ARN", ""),
-            config_parameter=values.get("CONFIG_PARAMETER", ""),
+            config_file=values.get("CONFIG_FILE", ""),
             rule_defaults=_rule_defaults(values.get("RULE_DEFAULTS") or "{}"),
             dashboard_url=values.get("DASHBOARD_URL", ""),
             api_url=values.get("API_URL", "").rstrip("/"),
@@ -132,30 +130,12 @@ class Edge:
         return self._storage
 
     def deployment(self) -> Deployment:
-        """The configuration in force (re-read at most every CACHE_SECONDS), with every trunk's
-        rule resolved."""
-        from aws_lambda_powertools.utilities import parameters
+        """The configuration in force, with every trunk's rule resolved."""
+        from trunkwatch.app.configuration import load_configuration
 
-        name = self.settings.config_parameter
-        if not name:
-            raise ConfigError(
-                "environment variable CONFIG_PARAMETER (the configuration's SSM parameter) is not set"
-            )
-        try:
-            text = parameters.get_parameter(name, max_age=CACHE_SECONDS)
-        except parameters.exceptions.GetParameterError as err:
-            raise ConfigError(f"cannot read the configuration parameter {name}: {err}") from None
-        return _deployment(str(text), name, json.dumps(self.settings.rule_defaults, sort_keys=True))
-
-
-@functools.lru_cache(maxsize=4)
-def _deployment(text: str, name: str, rule_defaults: str) -> Deployment:
-    from trunkwatch import sources
-    from trunkwatch.channels import RECEIVER_TYPES
-    from trunkwatch.domain.config import load_deployment, parse_document
-
-    data = parse_document(text, f"SSM parameter {name}")
-    return load_deployment(data, RECEIVER_TYPES, json.loads(rule_defaults), sources.REGISTRY)
+        if not self.settings.config_file:
+            raise ConfigError("environment variable CONFIG_FILE (the configuration file) is not set")
+        return load_configuration(self.settings.config_file, self.settings.rule_defaults)
 
 
 def _rule_defaults(raw: str) -> dict[str, Any]:

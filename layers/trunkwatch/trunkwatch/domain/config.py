@@ -9,12 +9,13 @@ Constructing a class directly (`RuleConfig(failures_to_open=2)`) validates the s
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, ClassVar
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -27,12 +28,46 @@ class ConfigError(ValueError):
     """A configuration problem, worded for the person who wrote the file."""
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a document: its dotted key path ("" for the document itself), what
+    is wrong, and the line it is on when the document came from a file."""
+
+    key: str
+    message: str
+    line: int | None = None
+
+    def describe(self, name: str | None = None) -> str:
+        where = f"{name}:{self.line}: " if name and self.line else f"{name}: " if name else ""
+        return f"{where}{self.key + ': ' if self.key else ''}{self.message}"
+
+
+class DocumentError(ConfigError):
+    """Every problem of one document, each on a line of its own (`lines`); `name` is the file."""
+
+    def __init__(self, problems: list[Problem], name: str | None = None) -> None:
+        self.problems = problems
+        self.name = name
+        super().__init__("; ".join(self.lines()))
+
+    def lines(self) -> list[str]:
+        return [problem.describe(self.name) for problem in self.problems]
+
+
 class _Invalid(ConfigError):
     """Problems as (dotted key, message) pairs; the caller prefixes where they are."""
 
     def __init__(self, problems: list[tuple[str, str]]) -> None:
         self.problems = problems
         super().__init__("; ".join(f"{key or '(document)'}: {message}" for key, message in problems))
+
+
+def unknown_key(key: object, valid: Collection[str]) -> str:
+    """What to say of an unknown key: the valid keys, and the nearest one when it looks like a
+    typo of it."""
+    close = difflib.get_close_matches(str(key), list(valid), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown key ({hint}valid keys: {', '.join(valid)})"
 
 
 def parse_duration(value: Any) -> timedelta:
@@ -85,7 +120,7 @@ def _duration_or_seconds(value: Any) -> timedelta:
 
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ValueError("Input should be a valid boolean")
+        raise ValueError("Input should be a valid boolean (true or false)")
     return value
 
 
@@ -190,7 +225,7 @@ class _Checked:
         if not isinstance(data, Mapping):
             raise ValueError("Input should be a valid dictionary or object")
         fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
-        problems = [(str(key), "unknown key") for key in data if key not in fields]
+        problems = [(str(key), unknown_key(key, fields)) for key in data if key not in fields]
         missing = [
             (name, "Field required")
             for name, f in fields.items()
@@ -207,6 +242,23 @@ class _Checked:
         if problems:
             raise _Invalid(problems)
         return made
+
+    @classmethod
+    def field_problems(cls, values: Mapping[Any, Any], allowed: Collection[str]) -> list[tuple[str, str]]:
+        """Each of `values` checked on its own, as a value of the field it names (one of
+        `allowed`): what a block of defaults for these fields can be checked by."""
+        problems: list[tuple[str, str]] = []
+        for key, value in values.items():
+            if key not in allowed:
+                problems.append((str(key), unknown_key(key, allowed)))
+                continue
+            try:
+                cls.CHECKS[key](value)
+            except _Invalid as err:
+                problems += [(_join(str(key), sub), message) for sub, message in err.problems]
+            except ValueError as err:
+                problems.append((str(key), str(err)))
+        return problems
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, without those that are None (the document's own shape)."""
@@ -465,12 +517,23 @@ def _typed_receiver(value: Any) -> ReceiverConfig:
     return value
 
 
+# What `trunk_defaults` may hold: a trunk's keys but the repository it names and its rule keys
+# (those are `defaults`').
+TRUNK_DEFAULT_KEYS = (
+    "branch", "source", "url", "token", "per_page", "webhook", "poll_every", "github_api_url", "github_token",
+)  # fmt: skip
+RULE_KEYS = tuple(f.name for f in dataclasses.fields(RuleConfig))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Deployment(_Checked):
-    """The whole document; `rules` holds every trunk's resolved rule (see `load_deployment`)."""
+    """The whole document: `trunks` with `trunk_defaults` applied, `rules` holding every
+    trunk's resolved rule (see `load_deployment`)."""
 
     schedule: str = "rate(1 minute)"
     defaults: dict[str, Any] = field(default_factory=dict)
+    # Trunk keys for every trunk that does not set them itself (`from_dict` applies them).
+    trunk_defaults: dict[str, Any] = field(default_factory=dict)
     trunks: tuple[TrunkConfig, ...]
     receivers: tuple[ReceiverConfig, ...] = ()  # each an instance of its type's class
     rules: dict[str, RuleConfig] = field(init=False, repr=False, compare=False)
@@ -478,21 +541,50 @@ class Deployment(_Checked):
     CHECKS: ClassVar[dict[str, Check]] = {
         "schedule": _pattern(_SCHEDULE),
         "defaults": _mapping,
+        "trunk_defaults": _mapping,
         "trunks": _items(_nested(TrunkConfig), min_length=1),
         "receivers": _items(_typed_receiver),
     }
 
-    def _check(self) -> None:
-        rules: dict[str, RuleConfig] = {}
+    @classmethod
+    def from_dict(cls, data: Any) -> Any:
+        """The document with `trunk_defaults` applied to its trunks. Every problem is found in
+        one pass: those of a `trunk_defaults` or `defaults` key once, under that key, and a
+        trunk's rule keys beside the trunk's own problems."""
+        if not isinstance(data, Mapping):
+            raise ValueError("Input should be a valid dictionary or object")
         problems: list[tuple[str, str]] = []
+        trunk_defaults = data.get("trunk_defaults")
+        if isinstance(trunk_defaults, Mapping) and isinstance(data.get("trunks"), list):
+            found = TrunkConfig.field_problems(trunk_defaults, TRUNK_DEFAULT_KEYS)
+            problems += [(_join("trunk_defaults", key), message) for key, message in found]
+            bad = {key.split(".")[0] for key, _ in found}
+            usable = {key: value for key, value in trunk_defaults.items() if key not in bad}
+            data = {**data, "trunks": [_with_trunk_defaults(trunk, usable) for trunk in data["trunks"]]}
+        try:
+            made = super().from_dict(data)
+        except _Invalid as err:
+            problems += err.problems
+            trunks = data.get("trunks")
+            if isinstance(trunks, list):  # the trunks' rule keys, which `_check` did not reach
+                configs = [
+                    (i, str(i), t.get("config", {})) for i, t in enumerate(trunks) if isinstance(t, Mapping)
+                ]
+                _, found = _resolve_rules(data.get("defaults"), configs)
+                problems += [problem for problem in found if problem not in problems]
+            raise _Invalid(problems) from None
+        if problems:
+            raise _Invalid(problems)
+        return made
+
+    def _check(self) -> None:
+        configs = [(index, trunk.trunk_id, trunk.config) for index, trunk in enumerate(self.trunks)]
+        rules, problems = _resolve_rules(self.defaults, configs)
+        seen: set[str] = set()
         for index, trunk in enumerate(self.trunks):
-            if trunk.trunk_id in rules:
+            if trunk.trunk_id in seen:
                 problems.append((f"trunks.{index}", f"{trunk.repo} {trunk.branch} is configured twice"))
-                continue
-            try:
-                rules[trunk.trunk_id] = RuleConfig.from_dict({**self.defaults, **trunk.config})
-            except _Invalid as err:
-                problems += [(_join(f"trunks.{index}.config", key), message) for key, message in err.problems]
+            seen.add(trunk.trunk_id)
         if problems:
             raise _Invalid(problems)
         object.__setattr__(self, "rules", rules)
@@ -503,6 +595,43 @@ class Deployment(_Checked):
     def trunk(self, trunk_id: str) -> TrunkConfig | None:
         """The configured trunk with this id, if it is still configured."""
         return next((trunk for trunk in self.trunks if trunk.trunk_id == trunk_id), None)
+
+
+def _with_trunk_defaults(trunk: Any, defaults: Mapping[str, Any]) -> Any:
+    """A trunk's own keys over `trunk_defaults`; a default `poll_every` only for a webhook-fed
+    trunk (the others are polled at every tick)."""
+    if not isinstance(trunk, Mapping) or not defaults:
+        return trunk
+    merged = {**defaults, **trunk}
+    if "poll_every" not in trunk and merged.get("webhook") is not True:
+        merged.pop("poll_every", None)
+    return merged
+
+
+def _resolve_rules(
+    defaults: Any, configs: list[tuple[int, str, Any]]
+) -> tuple[dict[str, RuleConfig], list[tuple[str, str]]]:
+    """Each trunk's rule (`configs`: index, trunk id, its `config`): its `config` over the
+    document's `defaults`. A problem of a `defaults` key is reported once, under `defaults`;
+    one a trunk without a `config` of its own has comes from `defaults` too."""
+    defaults = defaults if isinstance(defaults, Mapping) else {}
+    found = RuleConfig.field_problems(defaults, RULE_KEYS)
+    problems = [(_join("defaults", key), message) for key, message in found]
+    bad = {key.split(".")[0] for key, _ in found}
+    usable = {key: value for key, value in defaults.items() if key not in bad}
+    rules: dict[str, RuleConfig] = {}
+    for index, trunk_id, config in configs:
+        if not isinstance(config, Mapping):
+            continue  # the trunk's own check says so
+        try:
+            rules[trunk_id] = RuleConfig.from_dict({**usable, **config})
+        except _Invalid as err:
+            where = f"trunks.{index}.config" if config else "defaults"
+            for key, message in err.problems:
+                problem = (_join(where, key), message)
+                if problem not in problems:
+                    problems.append(problem)
+    return rules, problems
 
 
 def _describe(err: _Invalid, where: str) -> str:
@@ -528,13 +657,14 @@ def load_deployment(
     types in `receiver_types` (the registry in channels/, which the domain cannot import;
     without it a document may name no receivers), and each trunk's `source` among `sources`
     (the registry in sources/; without it the names are not checked: documents made by hand
-    in tests).
+    in tests). Raises `DocumentError` naming every problem's key path.
 
-    A rule key's value is, in order of precedence: the trunk's `config`, the document's
-    `defaults`, `base_defaults` (in AWS the template's RULE_DEFAULTS), `RuleConfig`'s own
-    default. This is the one place that decides it."""
+    A trunk key's value is the trunk's own, else the document's `trunk_defaults`, else its
+    default. A rule key's value is, in order of precedence: the trunk's `config`, the
+    document's `defaults`, `base_defaults` (in AWS the template's RULE_DEFAULTS),
+    `RuleConfig`'s own default. This is the one place that decides it."""
     if not isinstance(data, dict):
-        raise ConfigError("configuration must be a mapping with a 'trunks' list")
+        raise DocumentError([Problem("", "a configuration is a mapping with a 'trunks' list")])
     defaults = data.get("defaults") or {}
     if base_defaults and isinstance(defaults, Mapping):
         data = {**data, "defaults": {**base_defaults, **defaults}}
@@ -547,52 +677,139 @@ def load_deployment(
             problems = [(_join("receivers", key), message) for key, message in err.problems]
             data = {**data, "receivers": []}
     if sources is not None:
-        problems += _unknown_sources(data.get("trunks"), sources)
+        problems += _unknown_sources(data, sources)
     try:
         deployment: Deployment = Deployment.from_dict(data)
     except _Invalid as err:
-        problems += err.problems
+        problems += [problem for problem in err.problems if problem not in problems]
     if problems:
-        raise ConfigError(_describe(_Invalid(problems), ""))
+        raise DocumentError([Problem(key, message) for key, message in problems])
     return deployment
 
 
-def _unknown_sources(trunks: Any, sources: SourceNames) -> list[tuple[str, str]]:
-    """A trunk's `source` that is a name but not one of `sources` (other values are the
-    trunk's own check's to refuse)."""
+def _unknown_sources(data: Mapping[str, Any], sources: SourceNames) -> list[tuple[str, str]]:
+    """A `source` (a trunk's own, or `trunk_defaults`') that is a name but not one of `sources`
+    (other values are the trunk's own check's to refuse)."""
     known = ", ".join(sorted(sources)) or "none"
     problems = []
+    trunk_defaults = data.get("trunk_defaults")
+    default = trunk_defaults.get("source") if isinstance(trunk_defaults, Mapping) else None
+    if isinstance(default, str) and default not in sources:
+        problems.append(("trunk_defaults.source", f"unknown source {default!r} (known: {known})"))
+    trunks = data.get("trunks")
     for index, trunk in enumerate(trunks) if isinstance(trunks, list) else ():
-        source = trunk.get("source", DEFAULT_SOURCE) if isinstance(trunk, Mapping) else None
+        if not isinstance(trunk, Mapping):
+            continue
+        source = trunk.get("source", DEFAULT_SOURCE if default is None else None)
         if isinstance(source, str) and source not in sources:
             problems.append((f"trunks.{index}.source", f"unknown source {source!r} (known: {known})"))
     return problems
 
 
-def parse_document(text: str, name: str = "configuration") -> Any:
-    """JSON, or YAML where PyYAML is installed (locally; the deployed document is JSON, so
-    the Lambda layer does without it)."""
-    try:
-        return json.loads(text)
-    except ValueError as json_error:
-        try:
-            import yaml
-        except ImportError:
-            raise ConfigError(f"{name} is not valid JSON: {json_error}") from None
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{name} is not valid YAML/JSON: {err}") from None
-
-
-def load_file(
-    path: str | Path, receiver_types: ReceiverTypes | None = None, sources: SourceNames | None = None
+def load_text(
+    text: str,
+    name: str,
+    receiver_types: ReceiverTypes | None = None,
+    base_defaults: Mapping[str, Any] | None = None,
+    sources: SourceNames | None = None,
 ) -> Deployment:
+    """A configuration file's text (YAML, JSON being YAML too), loaded by `load_deployment`;
+    each problem names `name` and the line its key is on."""
+    data = parse_document(text, name)
     try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise ConfigError(f"cannot read configuration {path}: {err.strerror}") from None
-    return load_deployment(parse_document(text, str(path)), receiver_types, sources=sources)
+        return load_deployment(data, receiver_types, base_defaults, sources)
+    except DocumentError as err:
+        lines = _key_lines(text)
+        located = [dataclasses.replace(p, line=_line_of(p.key, lines)) for p in err.problems]
+        located.sort(key=lambda problem: problem.line or 0)  # in the order of the file
+        raise DocumentError(located, name) from None
+
+
+def parse_document(text: str, name: str = "configuration") -> Any:
+    """YAML (and so JSON) with booleans only `true` and `false` (`confirm: off` is the string
+    'off', as written) and a key given twice refused; a syntax error names its line."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        what = str(err.problem or err.context)
+        if err.context and err.context_mark and err.problem:
+            what += f" ({err.context} on line {err.context_mark.line + 1})"
+        line = mark.line + 1 if mark else None
+        raise DocumentError([Problem("", f"not valid YAML: {what}", line)], name) from None
+    except yaml.YAMLError as err:
+        raise DocumentError([Problem("", f"not valid YAML: {err}")], name) from None
+
+
+@functools.cache
+def _yaml_loader() -> Any:
+    import yaml
+
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when there
+    bool_tag = "tag:yaml.org,2002:bool"
+
+    class Loader(base):
+        yaml_implicit_resolvers = {
+            first: [(tag, regex) for tag, regex in resolvers if tag != bool_tag]
+            for first, resolvers in base.yaml_implicit_resolvers.items()
+        }
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # `<<: *anchor`: its keys are the mapping's defaults
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} is given twice", key_node.start_mark
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    Loader.add_implicit_resolver(
+        bool_tag, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
+    return Loader
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """The line of each key path in a YAML text (`trunks.3.repo`: the line of that key)."""
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=_yaml_loader())
+    except yaml.YAMLError:
+        return {}
+    lines: dict[str, int] = {}
+
+    def walk(node: Any, path: str) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value in node.value:
+                key = _join(path, str(key_node.value)) if path else str(key_node.value)
+                lines.setdefault(key, key_node.start_mark.line + 1)
+                walk(value, key)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                walk(item, _join(path, str(index)) if path else str(index))
+
+    if root is not None:
+        walk(root, "")
+    lines.pop("", None)  # a problem of the whole document is on no one line
+    return lines
+
+
+def _line_of(key: str, lines: Mapping[str, int]) -> int | None:
+    """The line of `key`, else of the nearest key above it that is in the text (a missing
+    field's object)."""
+    while key:
+        if key in lines:
+            return lines[key]
+        key = key.rpartition(".")[0]
+    return None
 
 
 def to_json(deployment: Deployment) -> str:
