@@ -8,7 +8,7 @@ from itertools import permutations
 import pytest
 
 from trunkwatch.domain.cells import CellState, build_cells
-from trunkwatch.domain.shards import Shard, ShardReport, merge
+from trunkwatch.domain.shards import Shard, ShardReport, merge, sharded
 
 JOB = "pull / linux-jammy / test (default, {}, 3, {}linux.2xlarge)"
 SHA = "a" * 40
@@ -82,3 +82,9 @@ def test_a_report_hidden_by_newer_ones_is_not_reflected() -> None:
     assert not done.reflects(queued(1)) and not done.reflects(report(1, "success"))
     assert done.reflects(report(2, "success"))
     assert shard(report(2, "success"), report(1, "failure")).reflects(report(1, "failure"))  # made it flaky
+
+
+def test_a_name_says_whether_the_job_is_one_of_several_shards() -> None:
+    assert sharded(JOB.format(2, "lf.")) and sharded("pull / x / test (default, 1, 2)")
+    assert not sharded("pull / x / test (default, 1, 1, linux.2xlarge)")
+    assert not sharded("pull / x / build") and not sharded("pull / x / test (default, linux.2xlarge)")

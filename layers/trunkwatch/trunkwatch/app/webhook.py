@@ -34,7 +34,7 @@ from trunkwatch.domain.cells import (
 )
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import in_window, may_change_verdict
-from trunkwatch.domain.shards import ShardReport, merge
+from trunkwatch.domain.shards import ShardReport, merge, sharded
 from trunkwatch.sources import webhook
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import (
@@ -105,8 +105,9 @@ def ingest_delivery(
     if run is None:
         for report in reports:
             runs.hold(trunk.trunk_id, report, now)
-        # The run's delivery may have come meanwhile, before it could see what is held here.
-        run = runs.get(trunk.trunk_id, reports[0].run_id)
+        # The run's delivery may have come meanwhile, before it could see what is held here
+        # (or just before, and the first read missed it).
+        run = runs.get(trunk.trunk_id, reports[0].run_id, consistent=True)
         if run is None:
             result.ignored = "held until its run's delivery says whether it is a trunk run"
             return result
@@ -167,20 +168,35 @@ def _store_reports(
     if seq is None:
         result.ignored = "not a known trunk commit"
         return
-    reports, decided = _run_pass(storage, trunk.trunk_id, seq, reports, rule.cancelled)
+    read = Read(storage.trunks.job_names(trunk.trunk_id), storage.commits.get(trunk.trunk_id, seq))
+    reports, decided = _run_pass(read, reports, rule.cancelled)
+    # A job of one shard that is queued is pending where the commit records nothing for it
+    # (a result never goes back to pending): nothing to merge, no shard stored.
+    single = [r for r in reports if not r.completed and not sharded(r.name)]
+    decided += [
+        build_cells(sha, [merge(None, r).run(r.name)], rule.cancelled)[job_key(r.name)] for r in single
+    ]
+    reports = [r for r in reports if r not in single]
     changed = {job_key(r.name) for r in reports if storage.shards.report(trunk.trunk_id, r, now)}
     for key in sorted(changed):
         decided.append(build_cells(sha, storage.shards.runs(trunk.trunk_id, sha, key), rule.cancelled)[key])
     if decided:
-        for job, written in write_cells(storage, trunk.trunk_id, rule, seq, decided, now).items():
+        for job, written in write_cells(storage, trunk.trunk_id, rule, read, decided, now).items():
             result.group = result.group or written.group
             result.cells_written += 1
             result.changed_jobs.append(job)
 
 
-def _run_pass(
-    storage: Storage, trunk_id: str, seq: int, reports: list[ShardReport], cancelled: str
-) -> tuple[list[ShardReport], list[Cell]]:
+@dataclass(frozen=True)
+class Read:
+    """What a delivery reads once: the trunk's job index and the commit it is about (None:
+    expired), each as read before its writes (a conditional write finds a change since)."""
+
+    names: list[str]
+    commit: StoredCommit | None
+
+
+def _run_pass(read: Read, reports: list[ShardReport], cancelled: str) -> tuple[list[ShardReport], list[Cell]]:
     """The reports to store as shards, and the cells decided without storing one. Every job
     delivery of a run repeats the run's `(workflow)` pass: once the commit's state string
     records it, it is not written again (two reads instead of a write), and the first
@@ -189,8 +205,7 @@ def _run_pass(
     passes = [r for r in reports if r.name.endswith(f" / {WORKFLOW_JOB}") and r.conclusion == "success"]
     if not passes:
         return reports, []
-    names = storage.trunks.job_names(trunk_id)
-    stored = storage.commits.get(trunk_id, seq)
+    names, stored = read.names, read.commit
     kept, decided = list(reports), []
     for report in passes:
         key = job_key(report.name)
@@ -243,17 +258,18 @@ class Written:
 
 
 def write_cells(
-    storage: Storage, trunk_id: str, rule: RuleConfig, seq: int, cells: list[Cell], now: datetime
+    storage: Storage, trunk_id: str, rule: RuleConfig, read: Read, cells: list[Cell], now: datetime
 ) -> dict[str, Written]:
-    """Record `cells` (results of one commit `seq`) as ingest would: a cell item each (in
-    scope) and their state codes in one write of the commit's state string, but where a
-    code already says the same. The cell items written, by job."""
+    """Record `cells` (of the commit `read`) as ingest would: a cell item each (in scope) and
+    their state codes in one write of the commit's state string, but where a code already
+    says the same. The cell items written, by job."""
     trunks, commits = storage.trunks, storage.commits
-    names, _ = ledger.add_jobs(trunks, trunk_id, trunks.job_names(trunk_id), [c.job for c in cells])
+    names, _ = ledger.add_jobs(trunks, trunk_id, read.names, [c.job for c in cells])
     columns = {cell.job: names.index(cell.job) for cell in cells}
-    stored = commits.get(trunk_id, seq)
+    stored = read.commit
     if stored is None:
         return {}
+    seq = stored.seq
     changing = [c for c in cells if replaces(_code(stored.states, columns[c.job]), c.state)]
     if not changing:
         return {}

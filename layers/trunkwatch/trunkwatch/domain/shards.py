@@ -11,9 +11,13 @@ is shard 1 of 2 where shard 2 never runs).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from trunkwatch.domain.cells import JobRun
+
+# `, <shard>, <shards>` inside a job name's parentheses.
+_SHARDS = re.compile(r"\([^()]*?, \d+, (\d+)(?:, [^()]*)?\)")
 
 # The conclusions of a failed shard attempt (a pass after one is flaky).
 FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
@@ -73,6 +77,12 @@ class Shard:
         return attempt in (self.newest, self.result) or (
             report.completed and report.conclusion in FAILED_CONCLUSIONS and report.attempt in self.failed
         )
+
+
+def sharded(name: str) -> bool:
+    """Whether a job's name says it is one of several shards (`test (default, 1, 2, r)`)."""
+    found = _SHARDS.search(name)
+    return found is not None and int(found.group(1)) > 1
 
 
 def merge(stored: Shard | None, report: ShardReport) -> Shard:

@@ -317,7 +317,7 @@ class MemoryRuns:
         self._runs: dict[tuple[str, int], RunRecord] = {}
         self._held: dict[tuple[str, int], dict[tuple[str, int, bool, str], ShardReport]] = {}
 
-    def get(self, trunk_id: str, run_id: int) -> RunRecord | None:
+    def get(self, trunk_id: str, run_id: int, consistent: bool = False) -> RunRecord | None:
         return self._runs.get((trunk_id, run_id))
 
     def save(self, trunk_id: str, run: RunRecord, now: datetime) -> None:

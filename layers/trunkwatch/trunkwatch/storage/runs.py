@@ -20,11 +20,9 @@ def _held_key(report: ShardReport) -> str:
 
 
 class DynamoRuns(TableStore):
-    def get(self, trunk_id: str, run_id: int) -> RunRecord | None:
-        # Consistent: a job delivery that holds its report reads again right after, and must
-        # see a run item its run's delivery wrote just before.
+    def get(self, trunk_id: str, run_id: int, consistent: bool = False) -> RunRecord | None:
         try:
-            found = RunItem.get(keys.run(trunk_id, run_id), keys.RUN, consistent_read=True)
+            found = RunItem.get(keys.run(trunk_id, run_id), keys.RUN, consistent_read=consistent)
         except DoesNotExist:
             return None
         return RunRecord(run_id, str(found.sha), bool(found.of_trunk))
