@@ -259,14 +259,17 @@ def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pyt
     webhook = handler("webhook")
     event = sample("webhook_function_url")
     sha = json.loads(event["body"])["workflow_job"]["head_sha"]
-    body = json.dumps(webhooks.push([sha])).encode()
-    headers = {
-        "X-GitHub-Event": "push",
-        "X-GitHub-Delivery": "push-1",
-        "X-Hub-Signature-256": webhooks.sign(body, "It's a Secret to Everybody"),
-    }
-    pushed = webhook.lambda_handler(function_url_event("POST", "/", headers, body), context("webhook"))
-    assert pushed["statusCode"] == 200
+    # The commit's push and the job's run come first (a job of a run not known is held).
+    run = webhooks.run_of(json.loads(event["body"]))
+    for name, payload in (("push", webhooks.push([sha])), ("workflow_run", run)):
+        body = json.dumps(payload).encode()
+        headers = {
+            "X-GitHub-Event": name,
+            "X-GitHub-Delivery": f"{name}-1",
+            "X-Hub-Signature-256": webhooks.sign(body, "It's a Secret to Everybody"),
+        }
+        answer = webhook.lambda_handler(function_url_event("POST", "/", headers, body), context("webhook"))
+        assert answer["statusCode"] == 200
     answer = webhook.lambda_handler(event, context("webhook"))
     assert (answer["statusCode"], json.loads(answer["body"])) == (200, {"message": "stored"})
     states = {i["job"]["S"]: i["state"]["S"] for i in table_items("cell")}

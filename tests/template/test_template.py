@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from tests.support.paths import ROOT
 from trunkwatch.app.configuration import load_configuration
 from trunkwatch.app.notify import IDEMPOTENCY_EXPIRY_ATTRIBUTE
 from trunkwatch.app.settings import PIPELINE, Edge
-from trunkwatch.domain.config import load_deployment, parse_duration
+from trunkwatch.domain.config import parse_duration
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import (
     CellItem,
@@ -787,6 +786,7 @@ def test_the_webhook_reads_and_writes_only_the_partitions_a_delivery_is_written_
         keys.commit_sha(TRUNK_ID, "0" * 40),
         keys.cells(TRUNK_ID, "pull / build"),
         keys.shards(TRUNK_ID, "0" * 40, "pull / build"),
+        keys.run(TRUNK_ID, 1),
         keys.ticks(TRUNK_ID),
     ]
     assert _leading_keys(table) == [_partition(key) for key in delivery]
