@@ -63,10 +63,11 @@ from benchmarks.memory_replay import memory_replay
 from benchmarks.org import FULL as ORG_FULL
 from benchmarks.org import QUICK as ORG_QUICK
 from benchmarks.org import run_org
-from benchmarks.push import run_push
+from benchmarks.push import PUSH_DAYS, run_push
+from benchmarks.push import SEED as PUSH_SEED
 from benchmarks.redtrunk_score import QUICK_DAYS, SEED, redtrunk
 from benchmarks.serve_week import serve_week
-from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, EPISODES, PYTORCH_SCALE, Day
+from benchmarks.trunk import COMMITS_PER_DAY, DAY_START, PYTORCH_SCALE, Day
 from trunkwatch.app.evaluate import JOB_WINDOW
 
 T = TypeVar("T")
@@ -76,7 +77,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "local_scale": local_scale,
     "github_budget": lambda: _fresh(github_budget),
     "cold_start": lambda: dataclasses.asdict(cold_start(FULL.import_runs, FULL.build_layer)),
-    "push": lambda: dataclasses.asdict(run_push(FULL.day)),  # also part of the full run
+    "push": lambda: dataclasses.asdict(run_push(FULL.push_days)),  # also part of the full run
     "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
     "serve_week": lambda: _fresh(serve_week),
     "chaos": chaos,
@@ -101,7 +102,7 @@ class Scale:
     coarse: timedelta  # its step away from the episodes' deciding jobs
     hours: float  # its length
     depth: int  # commits of history per job before the evaluator is measured
-    push_episodes: int  # the push path runs through the deliveries around this many episodes
+    push_days: float  # the push path runs through this many days of a red trunk
     import_runs: int
     build_layer: bool
 
@@ -117,8 +118,8 @@ class Scale:
             "cost: per-commit and per-tick counts measured at full scale, multiplied out to "
             f"{COMMITS_PER_DAY} commits/day and {ticks_per_day():,.0f} ticks/day for 30 days "
             "(see cost.basis)",
-            f"the push path runs through the deliveries around {self.push_episodes} of the day's "
-            f"{len(EPISODES)} episodes",
+            f"the push path runs through {self.push_days:g} days of a red trunk (seed {PUSH_SEED}), "
+            "each job delivered at its own finish time",
             "wall times are in-process against moto (code_s excludes the emulator's share)",
         ]
 
@@ -130,7 +131,7 @@ FULL = Scale(
     coarse=timedelta(minutes=5),
     hours=24,
     depth=JOB_WINDOW,
-    push_episodes=len(EPISODES),
+    push_days=PUSH_DAYS,
     import_runs=9,
     build_layer=True,
 )
@@ -141,7 +142,7 @@ QUICK = Scale(
     coarse=timedelta(minutes=30),
     hours=3,
     depth=5,
-    push_episodes=1,
+    push_days=0.3,
     import_runs=1,
     build_layer=False,
 )
@@ -169,7 +170,7 @@ def run(scale: Scale) -> dict[str, Any]:
     github = _step("ingest (GitHub)", lambda: _fresh(ingest_github, scale.pytorch, DAY_START))
     day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours, scale.coarse))
     push = _step(
-        "push (webhook deliveries)", lambda: run_push(scale.day, episodes=EPISODES[: scale.push_episodes])
+        "push (webhook deliveries)", lambda: run_push(scale.push_days)
     )
     cold = _step("cold start", lambda: cold_start(scale.import_runs, scale.build_layer))
     notifications_per_day = day.notifications * 24 / scale.hours

@@ -71,9 +71,8 @@ class OrgScale:
     pytorch_sized: int
     big: Day  # a PyTorch-sized trunk
     small: Day
-    push_day: Day  # the push path's trunk
+    push_days: float  # the push path runs through this many days of a red trunk
     episodes: int  # how many of the synthetic trunk's episodes (in order) it ticks around
-    push_episodes: int  # the push path runs through the deliveries around this many
 
 
 @dataclass
@@ -110,18 +109,16 @@ FULL = OrgScale(
     pytorch_sized=PYTORCH_SIZED,
     big=Day(environments=40, window=10),
     small=Day(environments=2, window=10, tests=6),
-    push_day=Day(environments=2, window=10, tests=6),
+    push_days=1.0,
     episodes=1,
-    push_episodes=len(EPISODES),
 )
 QUICK = OrgScale(
     trunks=4,
     pytorch_sized=1,
     big=Day(environments=2, window=10, tests=6),
     small=Day(environments=2, window=10, tests=6),
-    push_day=Day(environments=2, window=5, tests=6),
+    push_days=0.3,
     episodes=1,
-    push_episodes=1,
 )
 
 
@@ -192,7 +189,7 @@ def run_org(scale: OrgScale = FULL) -> OrgFigures:
             small_hud.stop()
     day = day_figures(scale.small, sent, period, hours, rule)
     delays = sorted(d["delay_s"] for d in day.detections)
-    push = run_push(scale.push_day, other_trunks=scale.trunks - 1, episodes=EPISODES[: scale.push_episodes])
+    push = run_push(scale.push_days, other_trunks=scale.trunks - 1)
     per_trunk = {
         size: _per_trunk_usd(statistics.median(s) if s else 0.0, period) for size, s in ingest_s.items()
     }

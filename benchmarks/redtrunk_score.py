@@ -25,7 +25,17 @@ breakage), `external` (a dependency breakage), `infra` (a runner outage) or `fla
   run was in (the HUD shows it) to the page (includes up to one 30-minute poll);
 - `culprit_right`: code pages naming the breaking commit (`culprit_sha`);
 - `innocent_prs_named`: pages naming a commit that broke nothing (dependency, outage, flaky
-  failure, or a wrong commit of a real breakage), with the distinct commits.
+  failure, or a wrong commit of a real breakage), with the distinct commits;
+- `breakage_pages_per_breakage`: job pages of real breakages (code, dependency, outage) per
+  breakage they page (one per failing job of it at most, unless a job is paged again);
+- `jobs_paged_again_within_3h`: job pages within 3 hours of the same job's resolution.
+
+A third run, `pushed`, feeds the same trunk by webhook deliveries alone, as GitHub sends
+them: each commit's push and runs when it lands, each job queued then, its result at its
+own finish time (a retried job's first attempt failing, its retry queued a minute later
+and ending at the final result; `tests/support/timeline.py`), the schedule ticking every
+10 minutes; on the in-memory store. Its delay is from the third failure's own finish time,
+so it includes no poll interval.
 
 The trunk is replayed twice: as it is (today's rule), and with `"config": {"confirm": "rerun"}`
 in its header (culprit verdicts confirmed by reruns, issue #27), whose reruns the local GitHub
@@ -65,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.redtrunk import DAYS, RedTrunk
+from tests.support.timeline import Timeline, write
 from trunkwatch.domain.cells import job_key
 from trunkwatch.domain.config import RuleConfig
 from trunkwatch.domain.verdict import Verdict
@@ -75,6 +86,12 @@ VERDICT_AFTER = timedelta(hours=3)  # a page's verdict is scored this long after
 JOB_ALERT = "TrunkJobFailing"
 TRUNK_ALERTS = ("TrunkBroken", "TrunkBadlyBroken")
 CONFIRM = {"confirm": "rerun"}
+# A retried job's result may finish this long after the window that failed it ended.
+RESULT_LAG = timedelta(hours=6)
+REPAGE_WITHIN = timedelta(hours=3)  # a job paged again this soon after it resolved: noise
+# The pushed run's schedule ticks (its sweeps: reminders, failures aging out), as the
+# polled run ticks at its snapshots.
+PUSHED_TICKS = timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -100,7 +117,7 @@ def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def replay(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+def replay(path: str, store: str = "dynamodb") -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
     """The messages a replay publishes (at, status, reason, labels, annotations), the reruns
     the GitHub stand-in accepted (at, sha, job), and its wall time."""
     from trunkwatch_local.replay import read_replay
@@ -109,7 +126,7 @@ def replay(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float
     started = time.perf_counter()
     rows = []
     parsed = read_replay(path)
-    with Session() as session:
+    with Session(store=store) as session:
         session.github.repo = parsed.repo
         session.start(parsed.deployment(session.hud.url, session.github.url))
         for message in replay_into(session, parsed):
@@ -129,6 +146,36 @@ def replay(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float
             for rerun in session.github.accepted
         ]
     return rows, reruns, time.perf_counter() - started
+
+
+def paged_again(messages: list[dict[str, Any]], within: timedelta = REPAGE_WITHIN) -> int:
+    """Job pages that came less than `within` after the same job's alert resolved."""
+    resolved: dict[str | None, datetime] = {}
+    found = 0
+    for page_or_resolution in _job_episodes(messages):
+        at, job, status = page_or_resolution
+        if status == "resolved":
+            resolved[job] = at
+        elif job in resolved and at - resolved[job] < within:
+            found += 1
+    return found
+
+
+def _job_episodes(messages: list[dict[str, Any]]) -> list[tuple[datetime, str | None, str]]:
+    """Each job alert's pages and resolutions, in order."""
+    firing: set[str | None] = set()
+    found = []
+    for row in messages:
+        if row["labels"]["alertname"] != JOB_ALERT:
+            continue
+        job = row["labels"].get("job")
+        if row["status"] == "resolved":
+            firing.discard(job)
+            found.append((_parse(row["at"]), job, "resolved"))
+        elif job not in firing:
+            firing.add(job)
+            found.append((_parse(row["at"]), job, "firing"))
+    return found
 
 
 def pages(messages: list[dict[str, Any]]) -> list[Page]:
@@ -184,6 +231,11 @@ class Truth:
             }
         self.short_index = {sha[:12]: index for sha, index in self.sha_index.items()}
         self.breaks = [Breakage(b["culprit"], b["fix"], tuple(b.get("jobs", ()))) for b in data["breaks"]]
+        # Dependency breakages and runner outages: (kind, start, end, job columns).
+        self.windows = [
+            (w["kind"], _parse(w["start"]), _parse(w["end"]), frozenset(w["jobs"]))
+            for w in [*data.get("externals", ()), *data.get("outages", ())]
+        ]
         names = dict.fromkeys(name for causes in self.results.values() for name in causes)
         self.key_columns: dict[str, list[str]] = defaultdict(list)
         for name in names:
@@ -276,6 +328,22 @@ class Scorer:
         if cause.startswith("code:"):
             return "code", int(cause.split(":")[1])
         return cause, None
+
+    def episode(self, page: Page) -> tuple[str, int] | None:
+        """The breakage a job page is about: a code breakage by its breaking commit, a
+        dependency breakage or outage by its place in the truth's list; None for a flaky one."""
+        cells = self.cells(page)
+        kind, breaker = self.kind(page)
+        if breaker is not None:
+            return kind, breaker
+        if not cells or kind not in ("external", "infra"):
+            return None
+        result = self.truth.result(*cells[0])
+        assert result is not None
+        for index, (window_kind, start, end, jobs) in enumerate(self.truth.windows):
+            if window_kind == kind and cells[0][1] in jobs and start <= result.finish <= end + RESULT_LAG:
+                return kind, index
+        return kind, -1
 
     def third_failure_at(self, page: Page) -> datetime | None:
         finishes = sorted(
@@ -496,6 +564,7 @@ def score(
     ever_at_head = sum(truth.ever_at_head(b, failures) for b in long_breaks)
     at_a_poll = sum(truth.ever_at_head(b, failures, polls) for b in long_breaks) if polls else None
     recalled = sum(b.culprit in detected for b in long_breaks)
+    episodes_paged = {episode for page in job_pages if (episode := scorer.episode(page)) is not None}
     recalled_with_trunk = sum(b.culprit in detected_with_trunk for b in long_breaks)
     days = truth.days
     code_pages = kinds["code"]
@@ -511,6 +580,10 @@ def score(
         "job_pages_by_kind": dict(sorted(kinds.items())),
         "precision_code": _ratio(code_pages, len(job_pages)),
         "precision_any_breakage": _ratio(breakage_pages, len(job_pages)),
+        "breakage_pages_per_breakage": round(breakage_pages / len(episodes_paged), 2)
+        if episodes_paged
+        else 0.0,
+        "jobs_paged_again_within_3h": paged_again(messages),
         "breaks": len(truth.breaks),
         "breaks_3plus": len(long_breaks),
         "breaks_3plus_paged": recalled,
@@ -532,6 +605,21 @@ def score(
         ),
         "trunk_pages_innocent_by_kind": dict(sorted(trunk_innocent.items())),
     }
+
+
+def pushed(history: Timeline, truth: Truth, path: Path) -> dict[str, Any]:
+    """The trunk fed by webhook deliveries alone, each job's at its own finish time (queued
+    when its commit lands, a retry queued a minute after the failure it retries), the
+    schedule ticking every PUSHED_TICKS; replayed on the in-memory store, scored."""
+    instants = history.instants()
+    ticks, at = [], instants[0]
+    while at <= instants[-1]:
+        ticks.append(at)
+        at += PUSHED_TICKS
+    write(path, history.header(), history.deliveries(ticks=ticks))
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        messages, _, replay_s = pool.apply(replay, (str(path), "memory"))
+    return {"replay_s": round(replay_s, 1), **score(truth, messages)}
 
 
 def snapshot_times(path: Path) -> list[datetime]:
@@ -567,8 +655,9 @@ def redtrunk(
     days: float = DAYS, seed: int = SEED, replay_path: Path | None = None, truth_path: Path | None = None
 ) -> dict[str, Any]:
     """The workload: generate trunk `seed` (or read `replay_path` and its truth file), replay
-    it without and with confirmation (each in a fresh process, one after the other), score;
-    the figures go under `trunks`, by the trunk's name."""
+    it without and with confirmation (each in a fresh process, one after the other), and fed
+    by webhooks alone, each job delivered at its own finish time (`pushed`); score. The
+    figures go under `trunks`, by the trunk's name."""
     started = time.perf_counter()
     runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="redtrunk-") as tmp:
@@ -577,6 +666,7 @@ def redtrunk(
             source = Path(tmp) / f"redtrunk-{seed}.jsonl.gz"
             trunk.write(source)
             truth = Truth(trunk.truth())
+            history = Timeline.of_redtrunk(trunk)
             about: dict[str, Any] = {
                 "seed": seed,
                 "trunk": {k: v for k, v in trunk.stats.items() if k != "cells_by_cause"},
@@ -585,6 +675,7 @@ def redtrunk(
             if truth_path is None:
                 raise ValueError("a replay file is scored against its truth file: give both")
             source, truth = replay_path, Truth.load(truth_path)
+            history = Timeline.of_files(replay_path, truth_path)
             about = {"replay": replay_path.name, "truth": truth_path.name}
         for name, config in (("without_confirmation", None), ("with_confirmation", CONFIRM)):
             path = Path(tmp) / f"{name}.jsonl.gz"
@@ -595,5 +686,6 @@ def redtrunk(
             if config is not None:
                 result["verdicts"] = verdict_scores(Scorer(truth), messages, reruns)
             runs[name] = result
+        runs["pushed"] = pushed(history, truth, Path(tmp) / "pushed.jsonl.gz")
     section = {**about, "total_s": round(time.perf_counter() - started, 1), **runs}
     return {"trunks": {trunk_name(seed, replay_path): section}}
