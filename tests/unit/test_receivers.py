@@ -15,7 +15,9 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
 from trunkwatch.app.notify import channels_for
 from trunkwatch.app.receivers import receiver_channels, receiver_name
@@ -301,6 +303,43 @@ def test_a_delivery_past_the_notifiers_time_budget_is_not_started(
             channel.send(dataclasses.replace(notification, deadline=spent))
         assert not isinstance(raised.value, ChannelRejected)  # retried at the next tick
     assert slack.requests == [] and github.requests == []
+
+
+# --- SNS -------------------------------------------------------------------------------------
+
+TOPIC = "arn:aws:sns:us-east-1:123456789012:oncall"
+
+
+def stubbed_sns() -> tuple[SnsChannel, Stubber]:
+    """An SNS channel whose client answers what the test stubs (botocore's Stubber: no request
+    leaves the process)."""
+    client = boto3.client(
+        "sns", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    return SnsChannel("sns:oncall", TOPIC, "us-east-1", everything, client=client), Stubber(client)
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "rejected"),
+    [
+        ("InvalidParameter", 400, True),  # e.g. a subject or an attribute SNS will not take
+        ("ParameterValueInvalid", 400, True),
+        ("ValidationException", 400, True),
+        ("Throttled", 429, False),
+        ("InternalError", 500, False),
+        ("AuthorizationError", 403, False),  # a permission to grant: what waits goes once granted
+        ("NotFound", 404, False),
+        ("KMSThrottling", 400, False),
+    ],
+)
+def test_an_sns_publish_refused_for_good_is_told_apart_from_one_worth_retrying(
+    code: str, status: int, rejected: bool
+) -> None:
+    channel, stubber = stubbed_sns()
+    stubber.add_client_error("publish", service_error_code=code, http_status_code=status)
+    with stubber, pytest.raises(ChannelError) as raised:
+        channel.send(note())
+    assert isinstance(raised.value, ChannelRejected) is rejected and code in str(raised.value)
 
 
 # --- wiring ------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ a dead-lettered batch left unsent goes out with the next settled tick, at the la
 sweep's. A delivery that fails deletes its idempotency
 record and leaves the log as it was: the next tick tries again, and the receiver's later
 messages wait behind it, in order (retry). A message the receiver refuses for good
-(ChannelRejected) is recorded in the log as failed, with the reason, and the next ones go on:
-one bad message cannot jam a receiver. The log entry is advanced only after the delivery
-(log).
+(ChannelRejected) is recorded in the log as rejected, with the receiver's answer, and the
+next ones go on: one bad message cannot jam a receiver. The log entry is advanced only after
+the delivery (log).
 
 An invocation has one time budget for all its ticks and receivers (`remaining_s`, from the
 Lambda context): every request of a delivery ends before the budget does (the notification's
@@ -49,7 +49,7 @@ from trunkwatch.silences import Silence
 from trunkwatch.storage import keys
 from trunkwatch.storage.keys import TTL_ATTRIBUTE
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import LogEntry
+from trunkwatch.storage.records import LogEntry, Rejection
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -145,7 +145,7 @@ def _notify_receiver(channel: Channel, tick: Tick, views: list[AlertView], resul
         except ChannelError:
             result.failed += 1
             return  # this receiver is failing: its later transitions wait for the retry too
-        _log(entry, alert, decision, tick, failed=refused)
+        _log(entry, alert, decision, tick, refused)
         result.done(channel.name, alert.name, decision, refused)
 
 
@@ -237,8 +237,8 @@ def _deliver(channel: Channel, notification: Notification, seq: int, tick: Tick)
         raise DeliveryInProgress(str(err)) from err
     except ChannelRejected as err:
         logger.error(
-            "delivery rejected by the receiver; recorded as failed, not retried",
-            extra={**where, "error": str(err)},
+            "delivery rejected by the receiver; recorded as rejected, not retried",
+            extra={**where, "alertname": notification.alert.name, "error": str(err)},
         )
         metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
         return str(err)
@@ -250,12 +250,25 @@ def _deliver(channel: Channel, notification: Notification, seq: int, tick: Tick)
     return None
 
 
-def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Tick, failed: str | None) -> None:
-    """The transition is done with: sent, or `failed` (refused for good, with the reason).
-    The entry keeps what a resolution sent from it needs: labels, annotations and each
-    failing job with its streak and culprit, as data."""
+def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Tick, refused: str | None) -> None:
+    """The transition is done with: sent, or refused for good (`refused`: the receiver's
+    answer), which the log keeps beside the entry as a rejection, written first: a crash
+    between the two leaves the transition due, and its retry writes both. The entry keeps
+    what a resolution sent from it needs: labels, annotations and each failing job with its
+    streak and culprit, as data."""
+    if refused is not None:
+        rejection = Rejection(
+            entry.receiver,
+            entry.fingerprint,
+            alert.name,
+            entry.job,
+            decision.status,
+            decision.reason,
+            tick.now,
+            refused,
+        )
+        tick.storage.logs.save_rejection(tick.trunk.trunk_id, rejection, tick.rule.retention)
     entry.seq = int(entry.seq) + 1
-    entry.failed = failed
     entry.last_status = decision.status
     entry.last_sent_at = tick.now
     entry.starts_at = alert.starts_at

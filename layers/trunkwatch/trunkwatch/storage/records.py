@@ -203,8 +203,23 @@ class LogEntry:
     held_by: list[str] | None = None  # silences/inhibitions holding it now
     labels: dict[str, str] | None = None  # as last sent: a trunk-level alert resolves from these
     annotations: dict[str, str] | None = None
-    # Why the receiver refused the last transition for good (not retried); None once sent.
-    failed: str | None = None
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A message a receiver refused for good (not retried), kept in the trunk's notification
+    log beside the receiver's entry for the alert: which alert (`alertname`, `job`,
+    `fingerprint`), which transition (`status`, and `reason` as notification_reason), when,
+    and what the receiver answered (its status and error, never a URL or a credential)."""
+
+    receiver: str
+    fingerprint: str
+    alertname: str
+    job: str | None
+    status: str
+    reason: str
+    at: datetime
+    answer: str
 
 
 @dataclass(frozen=True)
