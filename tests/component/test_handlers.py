@@ -244,6 +244,87 @@ def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_k
     assert said in capsys.readouterr().out + caplog.text
 
 
+def emf(output: str) -> list[tuple[str, tuple[str, ...], dict[str, Any]]]:
+    """(metric, dimension names, record) of each EMF record printed (Powertools' format)."""
+    found = []
+    for line in output.splitlines():
+        if not line.startswith("{") or '"_aws"' not in line:
+            continue
+        record = json.loads(line)
+        for directive in record["_aws"]["CloudWatchMetrics"]:
+            for dimensions in directive["Dimensions"]:
+                found += [(m["Name"], tuple(sorted(dimensions)), record) for m in directive["Metrics"]]
+    return found
+
+
+@pytest.fixture
+def metrics_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
+
+
+def configure(config: dict[str, Any]) -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    ssm = boto3.client("ssm")
+    ssm.put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True)
+    parameters.clear_caches()
+
+
+def test_a_failed_stream_record_counts_in_stream_records_failed(
+    configured: HTTPServer, metrics_on: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Reported as a partial batch failure, not a Lambda error: the error alarms never see it.
+    for function, field in (("evaluator", "job"), ("notifier", "trunk")):
+        event = sample(f"{function}_stream")
+        del event["Records"][0]["dynamodb"]["NewImage"][field]
+        answer = handler(function).lambda_handler(event, context(function))
+        assert answer["batchItemFailures"]
+        counted = [r for name, _, r in emf(capsys.readouterr().out) if name == "StreamRecordsFailed"]
+        assert [r["StreamRecordsFailed"] for r in counted] == [[1.0]]  # the one record that raised
+        assert counted[0]["service"] == "trunkwatch"
+
+
+def test_a_failing_and_a_refusing_receiver_count_service_wide_and_per_receiver(
+    configured: HTTPServer, metrics_on: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trunkwatch_local.receiver_servers import SlackServer
+
+    slack = SlackServer()
+    try:
+        trunks = [{"repo": "pytorch/pytorch", "url": configured.url_for("/").rstrip("/")}]
+        configure(
+            {"trunks": trunks, "receivers": [{"type": "slack", "url": {"secret": "trunkwatch/receivers/s"}}]}
+        )
+        boto3.client("secretsmanager").create_secret(
+            Name="trunkwatch/receivers/s", SecretString=slack.url + "/x"
+        )
+        store_the_sample_batchs_history()
+        evaluate_the_sample_batch()
+        capsys.readouterr()
+        notifier = handler("notifier")
+        counts = {}
+        for failure, second in ((503, 1), (400, 2)):  # retried; then refused for good
+            slack.fail_next(1, failure)
+            set_clock(SAMPLE_NOW + timedelta(seconds=second))
+            assert notifier.lambda_handler(sample("notifier_stream"), context("notifier")) == {
+                "batchItemFailures": []
+            }
+            counts[failure] = [
+                (n, d, r.get("receiver")) for n, d, r in emf(capsys.readouterr().out) if "Notification" in n
+            ]
+    finally:
+        slack.stop()
+    receiver = "slack:trunkwatch/receivers/s"
+    assert counts[503] == [
+        ("NotificationErrors", ("receiver", "service"), receiver),
+        ("NotificationsSent", ("service",), None),  # the topic took its two messages
+        ("NotificationErrors", ("service",), None),
+    ]
+    assert ("NotificationsRejected", ("receiver", "service"), receiver) in counts[400]
+    assert ("NotificationsRejected", ("service",), None) in counts[400]
+    assert not [c for c in counts[400] if c[0] == "NotificationErrors"]
+
+
 def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from aws_lambda_powertools.utilities import parameters
 

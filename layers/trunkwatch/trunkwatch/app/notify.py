@@ -16,7 +16,8 @@ record and leaves the log as it was: the next tick tries again, and the receiver
 messages wait behind it, in order (retry). A message the receiver refuses for good
 (ChannelRejected) is recorded in the log as rejected, with the receiver's answer, and the
 next ones go on: one bad message cannot jam a receiver. The log entry is advanced only after
-the delivery (log).
+the delivery (log). Failures and rejections are counted service-wide (the alarms' metrics)
+and per receiver (dimension `receiver`).
 
 An invocation has one time budget for all its ticks and receivers (`remaining_s`, from the
 Lambda context): every request of a delivery ends before the budget does (the notification's
@@ -34,7 +35,8 @@ from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
@@ -241,13 +243,24 @@ def _deliver(channel: Channel, notification: Notification, seq: int, tick: Tick)
             extra={**where, "alertname": notification.alert.name, "error": str(err)},
         )
         metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
+        _per_receiver("NotificationsRejected", channel.name)
         return str(err)
     except ChannelError as err:
         logger.error("delivery failed; retried at the next tick", extra={**where, "error": str(err)})
         metrics.add_metric(name="NotificationErrors", unit=MetricUnit.Count, value=1)
+        _per_receiver("NotificationErrors", channel.name)
         raise
     metrics.add_metric(name="NotificationsSent", unit=MetricUnit.Count, value=1)
     return None
+
+
+def _per_receiver(name: str, receiver: str) -> None:
+    """The receiver's own count beside the service-wide one the alarm watches: its own EMF
+    record (dimension `receiver`), published only when it fails, like the alarm's."""
+    if is_metrics_disabled():  # single_metric prints even then (as in trunk_metrics)
+        return
+    with single_metric(name=name, unit=MetricUnit.Count, value=1) as metric:
+        metric.add_dimension(name="receiver", value=receiver)
 
 
 def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Tick, refused: str | None) -> None:
