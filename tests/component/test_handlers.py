@@ -230,7 +230,7 @@ def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_k
 
     ssm.put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(bad), Overwrite=True)
     parameters.clear_caches()
-    known = "github_culprit, github_issues, slack, sns"
+    known = "github_culprit, github_issues, slack, sns, webhook"
     said = f"receivers.1.type: unknown receiver type 'pagerduty' (known: {known})"
     with pytest.raises(ConfigError) as raised:
         edge.deployment()

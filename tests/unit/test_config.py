@@ -55,7 +55,7 @@ def test_frozen_and_validated_on_construction() -> None:
             {"trunks": [TRUNK], "receivers": [{"type": "pagerduty"}]},
             [
                 "receivers.0.type: unknown receiver type 'pagerduty' "
-                "(known: github_culprit, github_issues, slack, sns)"
+                "(known: github_culprit, github_issues, slack, sns, webhook)"
             ],
         ),
         ({"trunks": [TRUNK], "receivers": [{"url": "u"}]}, ["receivers.0.type: unknown receiver type None"]),
@@ -90,6 +90,7 @@ def test_frozen_and_validated_on_construction() -> None:
             ["receivers.0.url", "exactly one of"],
         ),
         ({"trunks": [TRUNK], "receivers": {"type": "slack"}}, ["receivers", "list"]),
+        ({"trunks": [TRUNK], "receivers": [{"type": "webhook"}]}, ["receivers.0.url: Field required"]),
         ({"trunks": [{**TRUNK, "config": {"confirm": "yes"}}]}, ["confirm", "'off' or 'rerun'"]),
         ({"trunks": [{**TRUNK, "config": {"reruns_per_hour": 0}}]}, ["reruns_per_hour", "greater than"]),
         (
@@ -151,6 +152,7 @@ def test_to_json_round_trips() -> None:
                 {"type": "slack", "url": {"secret": "s"}},
                 {"type": "github_issues", "repo": "a/b", "labels": ["x"]},
                 {"type": "github_culprit", "matchers": ['team="infra"']},
+                {"type": "webhook", "url": "https://hc-ping.example/uuid"},
             ],
         },
         RECEIVER_TYPES,

@@ -29,10 +29,11 @@ from trunkwatch.channels.github_culprit import marker as marker_of_culprit
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
 from trunkwatch.channels.sns import SnsChannel
+from trunkwatch.channels.webhook import webhook_body
 from trunkwatch.domain.alerts import RECEIVER, Alert, CommitSummary, FailingJob
 from trunkwatch.domain.config import ConfigError, ReceiverConfig, load_deployment
 from trunkwatch.domain.config import receiver_config as read_receiver
-from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer
+from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer, WebhookServer
 from trunkwatch_local.replay import ReplayError, parse_replay
 
 START = datetime(2026, 11, 18, 18, 0, tzinfo=UTC)
@@ -303,6 +304,53 @@ def test_a_delivery_past_the_notifiers_time_budget_is_not_started(
             channel.send(dataclasses.replace(notification, deadline=spent))
         assert not isinstance(raised.value, ChannelRejected)  # retried at the next tick
     assert slack.requests == [] and github.requests == []
+
+
+# --- webhook ------------------------------------------------------------------------------
+
+PING_PATH = "/ping/0f7c4c1e-secret-uuid"
+
+
+@pytest.fixture
+def hook() -> Iterator[WebhookServer]:
+    server = WebhookServer()
+    yield server
+    server.stop()
+
+
+def test_a_webhook_receiver_posts_alertmanagers_webhook_json(
+    hook: WebhookServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRUNKWATCH_TEST_PING_URL", hook.url + PING_PATH)
+    config = receiver_config({"type": "webhook", "url": {"env": "TRUNKWATCH_TEST_PING_URL"}})
+    (channel,) = receiver_channels([config])
+    assert channel.name == "webhook:env:TRUNKWATCH_TEST_PING_URL"
+    channel.send(note())
+    ((path, body),) = hook.posts
+    assert path == PING_PATH
+    assert body == webhook_body(note())
+    assert (body["version"], body["status"], body["receiver"]) == ("4", "firing", "r")
+    assert body["alerts"][0]["labels"] == TRUNK_LABELS
+
+
+def test_a_webhook_receivers_literal_url_is_named_by_a_digest(hook: WebhookServer) -> None:
+    (channel,) = receiver_channels([receiver_config({"type": "webhook", "url": hook.url + PING_PATH})])
+    assert channel.name.startswith("webhook:") and "secret-uuid" not in channel.name
+    channel.send(note())
+    assert len(hook.posts) == 1
+
+
+@pytest.mark.parametrize(("failure", "rejected"), [(400, True), (422, True), (503, False), (404, False)])
+def test_a_webhook_receivers_refusal_or_failure_never_names_its_url(
+    hook: WebhookServer, failure: int, rejected: bool
+) -> None:
+    (channel,) = receiver_channels([receiver_config({"type": "webhook", "url": hook.url + PING_PATH})])
+    hook.fail_next(1, failure)
+    with pytest.raises(ChannelError) as raised:
+        channel.send(note())
+    assert isinstance(raised.value, ChannelRejected) is rejected
+    assert f"answered {failure}: scripted failure" in str(raised.value)
+    assert "secret-uuid" not in str(raised.value) and hook.posts == []
 
 
 # --- SNS -------------------------------------------------------------------------------------

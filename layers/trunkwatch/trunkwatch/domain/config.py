@@ -348,6 +348,12 @@ class TokenRef(_Checked):
         if sum(bool(v) for v in (self.env, self.ssm, self.secret)) != 1:
             raise _Invalid([("", "give exactly one of env, ssm, secret")])
 
+    @property
+    def place(self) -> str:
+        """Where the value is, as a receiver's log name says it: the secret's name, `ssm:<path>`
+        or `env:<name>` (never the value)."""
+        return self.secret or (f"ssm:{self.ssm}" if self.ssm else f"env:{self.env}")
+
 
 @dataclass(frozen=True, kw_only=True)
 class TrunkConfig(_Checked):
