@@ -325,6 +325,37 @@ def test_a_failing_and_a_refusing_receiver_count_service_wide_and_per_receiver(
     assert not [c for c in counts[400] if c[0] == "NotificationErrors"]
 
 
+def test_the_notifier_sends_the_heartbeat_at_a_sweeps_tick_only(configured: HTTPServer) -> None:
+    from trunkwatch_local.receiver_servers import WebhookServer
+
+    hook = WebhookServer()
+    try:
+        trunks = [{"repo": "pytorch/pytorch", "url": configured.url_for("/").rstrip("/")}]
+        ping = {"type": "webhook", "url": hook.url + "/ping"}
+        configure({"trunks": trunks, "heartbeat": {"every": "5m", "receivers": [ping]}})
+        notifier = handler("notifier")
+        poll_tick = sample("notifier_stream")  # a poll's tick: no beat
+        sweep_tick = copy.deepcopy(poll_tick)
+        for image in ("NewImage", "OldImage"):
+            for key in ("sk", "poll"):
+                sweep_tick["Records"][0]["dynamodb"][image][key] = {"S": "sweep-20240501T120012-3f9c2a1b"}
+        sent = []
+        for minute, tick in (
+            (0, poll_tick),
+            (0, sweep_tick),
+            (4, sweep_tick),
+            (5, poll_tick),
+            (5, sweep_tick),
+        ):
+            set_clock(SAMPLE_NOW + timedelta(minutes=minute))
+            assert notifier.lambda_handler(tick, context("notifier")) == {"batchItemFailures": []}
+            sent += [(minute, body["notification_reason"]) for _, body in hook.posts[len(sent) :]]
+    finally:
+        hook.stop()
+    assert sent == [(0, "firing"), (5, "reminder")]
+    assert {body["alerts"][0]["labels"]["alertname"] for _, body in hook.posts} == {"Watchdog"}
+
+
 def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from aws_lambda_powertools.utilities import parameters
 

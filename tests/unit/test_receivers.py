@@ -28,7 +28,7 @@ from trunkwatch.channels.github_culprit import GitHubCulpritChannel
 from trunkwatch.channels.github_culprit import marker as marker_of_culprit
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
-from trunkwatch.channels.sns import SnsChannel
+from trunkwatch.channels.sns import SnsChannel, publish_arguments
 from trunkwatch.channels.webhook import webhook_body
 from trunkwatch.domain.alerts import RECEIVER, Alert, CommitSummary, FailingJob
 from trunkwatch.domain.config import ConfigError, ReceiverConfig, load_deployment
@@ -388,6 +388,18 @@ def test_an_sns_publish_refused_for_good_is_told_apart_from_one_worth_retrying(
     with stubber, pytest.raises(ChannelError) as raised:
         channel.send(note())
     assert isinstance(raised.value, ChannelRejected) is rejected and code in str(raised.value)
+
+
+def test_an_alert_of_no_trunk_is_published_without_empty_attributes() -> None:
+    watchdog = note(labels={"alertname": "Watchdog", "priority": "none", "severity": "none"}, jobs=())
+    attributes = publish_arguments(watchdog)["MessageAttributes"]
+    # SNS refuses an empty attribute value: the Watchdog has no repo and no team.
+    assert sorted(attributes) == ["alertname", "fingerprint", "priority", "status"]
+    channel, stubber = stubbed_sns()
+    stubber.add_response("publish", {"MessageId": "1"}, {"TopicArn": TOPIC, **publish_arguments(watchdog)})
+    with stubber:
+        channel.send(watchdog)
+    stubber.assert_no_pending_responses()
 
 
 # --- wiring ------------------------------------------------------------------------------

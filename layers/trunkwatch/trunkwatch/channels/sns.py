@@ -32,19 +32,23 @@ def publish_arguments(notification: Notification) -> dict[str, Any]:
     copy (escaped once more inside the outer JSON) plus the email text.
     """
     alert = notification.alert
+    labels = alert.labels
     attributes = {
         "alertname": alert.name,
-        "priority": alert.labels["priority"],
+        "priority": labels.get("priority", ""),
         "status": notification.status,
-        "repo": alert.labels["repo"],
-        "team": alert.labels["team"],
+        "repo": labels.get("repo", ""),
+        "team": labels.get("team", ""),
         "fingerprint": alert.fingerprint,
     }
     return {
         "Subject": subject(notification, SUBJECT_MAX),
         "Message": per_protocol_message(notification, SNS_MAX_BYTES - ROOM_FOR_SUBJECT_AND_ATTRIBUTES),
         "MessageStructure": "json",
-        "MessageAttributes": {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
+        # SNS refuses an empty attribute value: an alert of no trunk (Watchdog) has no repo or team.
+        "MessageAttributes": {
+            k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v
+        },
     }
 
 

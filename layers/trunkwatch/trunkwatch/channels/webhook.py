@@ -27,7 +27,8 @@ def webhook_body(notification: Notification) -> dict[str, Any]:
     alert = notification.alert
     entry = alert.webhook_form()
     entry["status"] = notification.status
-    group = {"alertname": alert.name, "repo": alert.labels["repo"]}
+    # An alert of no trunk (Watchdog) has no repo: Alertmanager leaves an absent label out.
+    group = {name: alert.labels[name] for name in ("alertname", "repo") if alert.labels.get(name)}
     return {
         "version": "4",
         "groupKey": "{}:{" + ", ".join(f'{k}="{v}"' for k, v in group.items()) + "}",

@@ -35,7 +35,8 @@ except while last sent firing; rejections `retention` after the rejection; job e
 EPISODE_RETENTION (31 days) after they resolved, never while firing; ticks TICK_TTL after
 their poll; idempotency records after the notifier's 7 days; silences and their audit
 records `endsAt` + 120 h; reruns `retention` after they were planned. Trunk items and
-alerts never expire (one per trunk or job).
+alerts never expire (one per trunk or job). `LOG#heartbeat` holds the heartbeat's
+notification logs (design.md §4.2) and its rejections.
 
 `seq` is the commit's position on the branch's first-parent history (grows with newer
 commits, with gaps where pushes arrived out of order: `app/ledger.py`), so one Query

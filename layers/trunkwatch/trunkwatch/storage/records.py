@@ -3,6 +3,7 @@ stores them (DynamoDB items in `dynamodb.py`, dicts in `memory.py`)."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -220,6 +221,19 @@ class Rejection:
     reason: str
     at: datetime
     answer: str
+
+
+# A sweep's tick id starts with this (storage keeps it as the tick's `poll`): the notifier
+# sends the heartbeat on sweeps' ticks, which come every schedule period.
+SWEEP_TICK_PREFIX = "sweep-"
+
+
+def sweep_tick_id(at: datetime) -> str:
+    return f"{SWEEP_TICK_PREFIX}{at.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+
+
+def is_sweep_tick(tick_id: str) -> bool:
+    return tick_id.startswith(SWEEP_TICK_PREFIX)
 
 
 @dataclass(frozen=True)
