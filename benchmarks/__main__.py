@@ -169,9 +169,7 @@ def run(scale: Scale) -> dict[str, Any]:
     )
     github = _step("ingest (GitHub)", lambda: _fresh(ingest_github, scale.pytorch, DAY_START))
     day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours, scale.coarse))
-    push = _step(
-        "push (webhook deliveries)", lambda: run_push(scale.push_days)
-    )
+    push = _step("push (webhook deliveries)", lambda: run_push(scale.push_days))
     cold = _step("cold start", lambda: cold_start(scale.import_runs, scale.build_layer))
     notifications_per_day = day.notifications * 24 / scale.hours
     cost = project(cycle, notifications_per_day, scale.pytorch.columns, day.stored, scale.hours)

@@ -137,6 +137,7 @@ FAILURE_METRICS = frozenset(
         "NotificationsInProgress",
         "ApiErrors",
         "TicksSettledBySweep",
+        "StreamRecordsFailed",
     }
 )
 # Published only when the stack has its dashboard, the one place that shows them

@@ -1,7 +1,7 @@
-"""Stand-ins on 127.0.0.1 for the receivers: a Slack incoming webhook and GitHub's issues
-API (issues, and comments on issues and pull requests). Each records what it was sent and
-can be told to misbehave for its next N requests (an HTTP status, or a 200 whose body is
-not JSON), so tests can see a receiver fail for a while and recover."""
+"""Stand-ins on 127.0.0.1 for the receivers: a Slack incoming webhook, a plain webhook, and
+GitHub's issues API (issues, and comments on issues and pull requests). Each records what it
+was sent and can be told to misbehave for its next N requests (an HTTP status, or a 200
+whose body is not JSON), so tests can see a receiver fail for a while and recover."""
 
 from __future__ import annotations
 
@@ -58,6 +58,26 @@ class SlackServer(_Misbehaving):
                 return failed
             self.posts.append(json.loads(body))
             return 200, {"Content-Type": "text/plain"}, b"ok"
+
+
+class WebhookServer(_Misbehaving):
+    """A webhook receiver at any path (a dead man's switch's ping URL, say): answers `OK`,
+    keeps each (path, posted JSON)."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, dict[str, Any]]] = []
+        super().__init__()
+
+    def answer(self, path: str, if_none_match: str | None) -> Answer:
+        return 405, {}, b""
+
+    def receive(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
+        with self.lock:
+            failed = self._failing(method, path)
+            if failed:
+                return failed
+            self.posts.append((path, json.loads(body)))
+            return 200, {"Content-Type": "text/plain"}, b"OK"
 
 
 @dataclass

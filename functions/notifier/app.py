@@ -1,5 +1,5 @@
 """Notifier Lambda: send due alert transitions to every receiver once a poll or a sweep has
-settled (DynamoDB stream, kind=tick and settled)."""
+settled (DynamoDB stream, kind=tick and settled), and the heartbeat at sweeps' ticks."""
 
 import warnings
 from typing import Any
@@ -36,6 +36,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             edge.settings,
             edge.deployment(),
             remaining_s,
+            tick_id=str(tick.get("poll", "")),
         )
 
     return stream.response(stream.each_image(event["Records"], settled))

@@ -160,7 +160,7 @@ def test_missing_required_option() -> None:
             {"trunks": [{"repo": "a/b"}], "receivers": [{"type": "pagerduty"}]},
             [
                 "receivers.0.type: unknown receiver type 'pagerduty' "
-                "(known: github_culprit, github_issues, slack, sns)"
+                "(known: github_culprit, github_issues, slack, sns, webhook)"
             ],
         ),
         (

@@ -225,7 +225,7 @@ def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_k
     assert isinstance(receiver, SlackReceiver)
 
     stack.configure(json.dumps(bad))  # read again: the file's text changed
-    known = "github_culprit, github_issues, slack, sns"
+    known = "github_culprit, github_issues, slack, sns, webhook"
     said = f"receivers.1.type: unknown receiver type 'pagerduty' (known: {known})"
     with pytest.raises(ConfigError) as raised:
         edge.deployment()
@@ -237,6 +237,118 @@ def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_k
     # The logged error names the key (Powertools prints it, or hands it to logging's
     # handlers when an earlier local runtime in the process has set them up).
     assert said in capsys.readouterr().out + caplog.text
+
+
+def emf(output: str) -> list[tuple[str, tuple[str, ...], dict[str, Any]]]:
+    """(metric, dimension names, record) of each EMF record printed (Powertools' format)."""
+    found = []
+    for line in output.splitlines():
+        if not line.startswith("{") or '"_aws"' not in line:
+            continue
+        record = json.loads(line)
+        for directive in record["_aws"]["CloudWatchMetrics"]:
+            for dimensions in directive["Dimensions"]:
+                found += [(m["Name"], tuple(sorted(dimensions)), record) for m in directive["Metrics"]]
+    return found
+
+
+@pytest.fixture
+def metrics_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # a local runtime may have set it
+
+
+def configure(config: dict[str, Any]) -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    ssm = boto3.client("ssm")
+    ssm.put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True)
+    parameters.clear_caches()
+
+
+def test_a_failed_stream_record_counts_in_stream_records_failed(
+    configured: HTTPServer, metrics_on: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Reported as a partial batch failure, not a Lambda error: the error alarms never see it.
+    for function, field in (("evaluator", "job"), ("notifier", "trunk")):
+        event = sample(f"{function}_stream")
+        del event["Records"][0]["dynamodb"]["NewImage"][field]
+        answer = handler(function).lambda_handler(event, context(function))
+        assert answer["batchItemFailures"]
+        counted = [r for name, _, r in emf(capsys.readouterr().out) if name == "StreamRecordsFailed"]
+        assert [r["StreamRecordsFailed"] for r in counted] == [[1.0]]  # the one record that raised
+        assert counted[0]["service"] == "trunkwatch"
+
+
+def test_a_failing_and_a_refusing_receiver_count_service_wide_and_per_receiver(
+    configured: HTTPServer, metrics_on: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trunkwatch_local.receiver_servers import SlackServer
+
+    slack = SlackServer()
+    try:
+        trunks = [{"repo": "pytorch/pytorch", "url": configured.url_for("/").rstrip("/")}]
+        configure(
+            {"trunks": trunks, "receivers": [{"type": "slack", "url": {"secret": "trunkwatch/receivers/s"}}]}
+        )
+        boto3.client("secretsmanager").create_secret(
+            Name="trunkwatch/receivers/s", SecretString=slack.url + "/x"
+        )
+        store_the_sample_batchs_history()
+        evaluate_the_sample_batch()
+        capsys.readouterr()
+        notifier = handler("notifier")
+        counts = {}
+        for failure, second in ((503, 1), (400, 2)):  # retried; then refused for good
+            slack.fail_next(1, failure)
+            set_clock(SAMPLE_NOW + timedelta(seconds=second))
+            assert notifier.lambda_handler(sample("notifier_stream"), context("notifier")) == {
+                "batchItemFailures": []
+            }
+            counts[failure] = [
+                (n, d, r.get("receiver")) for n, d, r in emf(capsys.readouterr().out) if "Notification" in n
+            ]
+    finally:
+        slack.stop()
+    receiver = "slack:trunkwatch/receivers/s"
+    assert counts[503] == [
+        ("NotificationErrors", ("receiver", "service"), receiver),
+        ("NotificationsSent", ("service",), None),  # the topic took its two messages
+        ("NotificationErrors", ("service",), None),
+    ]
+    assert ("NotificationsRejected", ("receiver", "service"), receiver) in counts[400]
+    assert ("NotificationsRejected", ("service",), None) in counts[400]
+    assert not [c for c in counts[400] if c[0] == "NotificationErrors"]
+
+
+def test_the_notifier_sends_the_heartbeat_at_a_sweeps_tick_only(configured: HTTPServer) -> None:
+    from trunkwatch_local.receiver_servers import WebhookServer
+
+    hook = WebhookServer()
+    try:
+        trunks = [{"repo": "pytorch/pytorch", "url": configured.url_for("/").rstrip("/")}]
+        ping = {"type": "webhook", "url": hook.url + "/ping"}
+        configure({"trunks": trunks, "heartbeat": {"every": "5m", "receivers": [ping]}})
+        notifier = handler("notifier")
+        poll_tick = sample("notifier_stream")  # a poll's tick: no beat
+        sweep_tick = copy.deepcopy(poll_tick)
+        for image in ("NewImage", "OldImage"):
+            for key in ("sk", "poll"):
+                sweep_tick["Records"][0]["dynamodb"][image][key] = {"S": "sweep-20240501T120012-3f9c2a1b"}
+        sent = []
+        for minute, tick in (
+            (0, poll_tick),
+            (0, sweep_tick),
+            (4, sweep_tick),
+            (5, poll_tick),
+            (5, sweep_tick),
+        ):
+            set_clock(SAMPLE_NOW + timedelta(minutes=minute))
+            assert notifier.lambda_handler(tick, context("notifier")) == {"batchItemFailures": []}
+            sent += [(minute, body["notification_reason"]) for _, body in hook.posts[len(sent) :]]
+    finally:
+        hook.stop()
+    assert sent == [(0, "firing"), (5, "reminder")]
+    assert {body["alerts"][0]["labels"]["alertname"] for _, body in hook.posts} == {"Watchdog"}
 
 
 def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:

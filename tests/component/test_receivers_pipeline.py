@@ -16,7 +16,9 @@ import pytest
 
 from tests.support.aws import record_stream_batches, table_items
 from tests.support.scenarios import SCENARIOS
+from trunkwatch.domain.clock import format_time
 from trunkwatch.storage.keys import IDEMPOTENCY
+from trunkwatch_local import apigw
 from trunkwatch_local.receiver_servers import GitHubIssuesServer, SlackServer
 from trunkwatch_local.replay import Replay, read_replay
 from trunkwatch_local.runtime import LambdaContext, LocalRuntime
@@ -54,6 +56,14 @@ def receivers(slack: SlackServer, github: GitHubIssuesServer) -> list[dict[str, 
             "token": {"env": TOKEN_VARIABLE},
         },
     ]
+
+
+def api_trunks(runtime: LocalRuntime) -> list[dict[str, Any]]:
+    """`GET /api/v2/trunks`, as the status page reads it."""
+    answer = runtime.invoke("api", apigw.proxy_event("GET", "/api/v2/trunks"))
+    assert answer["statusCode"] == 200
+    trunks: list[dict[str, Any]] = json.loads(answer["body"])
+    return trunks
 
 
 def slack_posts(slack: SlackServer) -> Counter[tuple[str, str]]:
@@ -217,16 +227,31 @@ def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
         published = [next(events)]  # the tick of the refused message, as it left the log
         logs = [e for e in table_items("notification") if e["receiver"]["S"].startswith("slack")]
         published += events
+        listed = api_trunks(session.runtime)
+        (rejection,) = table_items("rejection")
     finally:
         session.stop()
-    first = (published[0].message["status"], published[0].attributes["fingerprint"])
+    first = published[0]
+    refused = (first.message["status"], first.attributes["fingerprint"])
 
     assert len(published) > 1 and slack.failures == 0
-    assert slack_posts(slack) == sns_messages(published) - Counter([first])  # the rest, once each
-    failed = {e["fingerprint"]["S"]: e["failed"]["S"] for e in logs if "failed" in e}
-    assert list(failed) == [first[1]] and "answered 422: scripted failure" in failed[first[1]]
-    refused = next(e for e in logs if e["fingerprint"]["S"] == first[1])
-    assert refused["last_status"]["S"] == "firing"  # done with: not due again at the next tick
+    assert slack_posts(slack) == sns_messages(published) - Counter([refused])  # the rest, once each
+    entry = next(e for e in logs if e["fingerprint"]["S"] == refused[1])
+    assert entry["last_status"]["S"] == "firing"  # done with: not due again at the next tick
+    # Kept in the log beside the receiver's entry, and listed on the API with the trunk.
+    assert rejection["pk"]["S"] == entry["pk"]["S"] and rejection["sk"]["S"].startswith("REJECTED#slack:")
+    (trunk,) = listed
+    (shown,) = trunk["rejectedNotifications"]
+    assert shown == {
+        "receiver": entry["receiver"]["S"],
+        "alertname": first.attributes["alertname"],
+        "job": first.message["commonLabels"].get("job"),
+        "fingerprint": refused[1],
+        "status": "firing",
+        "reason": first.message["notification_reason"],
+        "at": format_time(first.at),  # the tick that tried it
+        "answer": f"Slack receiver {entry['receiver']['S']} answered 422: scripted failure",
+    }
 
 
 def test_a_tick_out_of_time_leaves_every_receiver_for_the_next_tick(

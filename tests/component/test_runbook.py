@@ -26,6 +26,7 @@ ALERTNAMES = (
     alerts.TRUNK_BADLY_BROKEN,
     alerts.SOURCE_DOWN,
     alerts.WEBHOOKS_DOWN,
+    alerts.WATCHDOG,
 )
 
 

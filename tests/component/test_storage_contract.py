@@ -31,6 +31,7 @@ from trunkwatch.storage.records import (
     JobAlert,
     LogEntry,
     Pointer,
+    Rejection,
     RerunRecord,
     RunRecord,
     SilenceAudit,
@@ -603,13 +604,32 @@ def test_log_entries_per_receiver(storage: Storage) -> None:
         held_by=["s-1"],
         labels={"alertname": "TrunkBroken"},
         annotations={"summary": "s"},
-        failed="refused",
     )
     logs.save(TRUNK, trunk_level, NOW, RETENTION)
     logs.save(TRUNK, LogEntry("sns-2", "f1", "TrunkJobFailing"), NOW, RETENTION)
     assert logs.of_receiver(TRUNK, "sns") == {"f1": entry, "f2": trunk_level}
     assert list(logs.of_receiver(TRUNK, "sns-2")) == ["f1"]
     assert logs.of_receiver("other/repo#main", "sns") == {}
+
+
+def rejection(receiver: str, fingerprint: str, status: str = "resolved") -> Rejection:
+    answer = "GitHub issues receiver g: PATCH /repos/a/b/issues/7 answered 422: Validation Failed"
+    return Rejection(receiver, fingerprint, "TrunkBroken", None, status, status, NOW, answer)
+
+
+def test_rejections_sit_beside_the_log_entries_and_are_listed_alone(storage: Storage) -> None:
+    logs = storage.logs
+    for receiver, fingerprint in (("slack:a", "f2"), ("github_issues:a/b", "f1"), ("slack:a", "f1")):
+        logs.save(TRUNK, LogEntry(receiver, fingerprint, "TrunkBroken", last_status="firing"), NOW, RETENTION)
+    logs.save_rejection(TRUNK, rejection("slack:a", "f2", "firing"), RETENTION)
+    logs.save_rejection(TRUNK, rejection("github_issues:a/b", "f1"), RETENTION)
+    logs.save_rejection(TRUNK, rejection("slack:a", "f2"), RETENTION)  # the latest replaces it
+    logs.save_rejection("other/repo#main", rejection("slack:a", "f9"), RETENTION)
+    assert logs.rejected(TRUNK) == [rejection("github_issues:a/b", "f1"), rejection("slack:a", "f2")]
+    assert logs.rejected("quiet/repo#main") == []
+    # The receivers' own entries are as they were: a rejection is not an entry.
+    assert sorted(logs.of_receiver(TRUNK, "slack:a")) == ["f1", "f2"]
+    assert list(logs.of_receiver(TRUNK, "github_issues:a/b")) == ["f1"]
 
 
 # --- silences -----------------------------------------------------------------------------

@@ -27,6 +27,8 @@ from tests.peers.test_status_page import (  # noqa: F401 - `browser` is a fixtur
 )
 from tests.support.peers import ROOT
 from tests.support.trunks import BROKEN, BROKEN_JOB, COMMITS, FIXED, QUIET, Trunks, three_trunks
+from trunkwatch.domain.clock import format_time
+from trunkwatch.storage.records import Rejection
 from trunkwatch_local import apigw
 
 pytestmark = pytest.mark.slow
@@ -131,4 +133,51 @@ def test_the_overview_lists_every_trunk_broken_first_then_a_broken_trunks_grid_a
     page.locator(f"table.grid tr.culprit[data-sha='{trunks.trunks[FIXED].sha(20)}']").wait_for()
     assert page.locator("table.grid th.job.firing").count() == 0
     watched.assert_clean()
+    watched.context.close()
+
+
+def test_the_overview_lists_each_rejected_notification_with_the_receivers_answer(
+    browser: Any,  # noqa: F811 - the fixture imported above
+    served: tuple[Trunks, str],
+) -> None:
+    trunks, url = served
+    storage = trunks.runtime.stack.storage()
+    hostile = 'answered 400: <img src=x onerror="window.__pwned=1">'
+    older = Rejection(
+        "slack:trunkwatch/receivers/slack-oncall",
+        "0123456789abcdef",
+        "TrunkJobFailing",
+        BROKEN_JOB,
+        "firing",
+        "firing",
+        datetime.now(UTC) - timedelta(hours=2),
+        "Slack receiver slack:trunkwatch/receivers/slack-oncall " + hostile,
+    )
+    newer = Rejection(
+        "github_issues:pytorch/pytorch",
+        "fedcba9876543210",
+        "TrunkBroken",
+        None,
+        "resolved",
+        "resolved",
+        datetime.now(UTC) - timedelta(minutes=5),
+        "GitHub issues receiver github_issues:pytorch/pytorch: PATCH /repos/pytorch/pytorch/issues/7 "
+        "answered 422: Validation Failed",
+    )
+    for rejection in (older, newer):
+        storage.logs.save_rejection(BROKEN, rejection, timedelta(days=30))
+    watched = Watched(browser)
+    page = watched.page
+    page.goto(url + "/")
+    rows = page.locator("table.rejected tr.rejected-row")
+    rows.first.wait_for()
+    # Newest first: which receiver refused which alert's message, when, and its answer as text.
+    assert rows.evaluate_all("rows => rows.map(r => r.dataset.receiver)") == [newer.receiver, older.receiver]
+    cells = [rows.nth(1).locator("td").nth(i).inner_text() for i in range(6)]
+    assert rows.nth(1).locator("td time").get_attribute("datetime") == format_time(older.at)
+    assert cells[0].endswith(" ago") and cells[1] == "pytorch/pytorch @ main"
+    assert cells[2] == f"TrunkJobFailing {BROKEN_JOB}" and cells[3] == older.receiver
+    assert cells[4] == "firing (firing)" and cells[5] == older.answer
+    assert rows.nth(0).locator("td").nth(2).inner_text() == "TrunkBroken"
+    watched.assert_clean()  # the receiver's answer is shown, never run
     watched.context.close()

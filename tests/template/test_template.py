@@ -258,6 +258,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "Tracing": "PassThrough",
         "CreateDashboard": "false",
         "EncryptAlarmTopic": "false",
+        "AlarmSubscription": "",
     }
 
 
@@ -901,7 +902,8 @@ def test_alarms_on_every_function_and_the_dead_letter_queue(resources: dict[str,
         {f"{f}ErrorsAlarm" for f in alarmed}
         | {"EvaluatorFunctionIteratorAgeAlarm", "NotifierFunctionIteratorAgeAlarm"}
         | {"DeadLetterQueueAlarm", "PollErrorsAlarm", "PollsStoppedAlarm", "Api5xxAlarm"}
-        | {"TicksSettledBySweepAlarm"}
+        | {"TicksSettledBySweepAlarm", "StreamRecordsFailedAlarm"}
+        | {"NotificationErrorsAlarm", "NotificationsRejectedAlarm"}
     )
     for name, alarm in alarms.items():
         props = alarm["Properties"]
@@ -914,7 +916,14 @@ def test_alarms_on_every_function_and_the_dead_letter_queue(resources: dict[str,
         assert (props["Namespace"], props["MetricName"]) == ("AWS/Lambda", "Errors")
         assert props["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
     dlq = alarms["DeadLetterQueueAlarm"]["Properties"]
-    assert (dlq["Namespace"], dlq["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    # Messages sent in the period, not the queue's depth (which stays up for 14 days): the
+    # alarm goes back to OK after a quiet period and fires again for each new dead letter.
+    assert (dlq["Namespace"], dlq["MetricName"], dlq["Statistic"]) == (
+        "AWS/SQS",
+        "NumberOfMessagesSent",
+        "Sum",
+    )
+    assert (dlq["EvaluationPeriods"], dlq["TreatMissingData"]) == (1, "notBreaching")
     assert dlq["Dimensions"] == [
         {"Name": "QueueName", "Value": {"Fn::GetAtt": ["DeadLetterQueue", "QueueName"]}}
     ]
@@ -945,6 +954,90 @@ def test_service_metric_alarms_use_the_powertools_namespace_and_service(resource
         1,
     )
     assert stopped["TreatMissingData"] == "breaching"
+
+
+@pytest.mark.parametrize(
+    ("alarm", "metric", "periods"),
+    [
+        # A receiver retried at every tick alarms once it has failed for three periods in a row.
+        ("NotificationErrorsAlarm", "NotificationErrors", 3),
+        # A rejected message is never retried: the first one alarms.
+        ("NotificationsRejectedAlarm", "NotificationsRejected", 1),
+        # A failed stream record is no Lambda error: its own count alarms.
+        ("StreamRecordsFailedAlarm", "StreamRecordsFailed", 1),
+    ],
+)
+def test_failed_and_rejected_notifications_and_failed_stream_records_alarm(
+    resources: dict[str, Any], alarm: str, metric: str, periods: int
+) -> None:
+    from benchmarks.cost import FAILURE_METRICS, emitted_metrics
+
+    variables = resources["NotifierFunction"]["Properties"]["Environment"]["Variables"]
+    props = resources[alarm]["Properties"]
+    assert (props["Namespace"], props["MetricName"]) == (variables["POWERTOOLS_METRICS_NAMESPACE"], metric)
+    assert props["Dimensions"] == [{"Name": "service", "Value": variables["POWERTOOLS_SERVICE_NAME"]}]
+    assert metric in emitted_metrics() and metric in FAILURE_METRICS  # the code counts it, on failure only
+    assert (props["Statistic"], props["Period"], props["TreatMissingData"]) == ("Sum", 300, "notBreaching")
+    assert props["EvaluationPeriods"] == props.get("DatapointsToAlarm", periods) == periods
+
+
+def _evaluate(value: Any, parameters: dict[str, str], conditions: dict[str, Any]) -> Any:
+    """The intrinsics the template's conditions and the subscription use, as CloudFormation
+    evaluates them."""
+    if not isinstance(value, dict):
+        return value
+    ((name, args),) = value.items()
+    if name == "Ref":
+        return parameters.get(args, value)  # a resource's stays as written
+    if name == "Condition":
+        return _evaluate(conditions[args], parameters, conditions)
+    values = [_evaluate(arg, parameters, conditions) for arg in args]
+    if name == "Fn::Equals":
+        return values[0] == values[1]
+    if name == "Fn::Not":
+        return not values[0]
+    if name == "Fn::Select":
+        return values[1][int(values[0])]
+    if name == "Fn::Split":
+        return str(values[1]).split(values[0])
+    if name == "Fn::If":
+        return values[1] if _evaluate(conditions[args[0]], parameters, conditions) else values[2]
+    raise AssertionError(f"an intrinsic this test does not evaluate: {name}")
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "protocol"),
+    [
+        ("oncall@example.com", "email"),
+        ("first.last+trunkwatch@ci.example.org", "email"),
+        ("https://alarms.example.com/sns?team=ci", "https"),
+        ("", None),
+    ],
+)
+def test_alarm_subscription_subscribes_an_email_or_an_https_endpoint_to_the_alarm_topic(
+    source: dict[str, Any], resources: dict[str, Any], endpoint: str, protocol: str | None
+) -> None:
+    parameter = source["Parameters"]["AlarmSubscription"]
+    assert re.fullmatch(parameter["AllowedPattern"], endpoint)
+    subscription = resources["AlarmTopicSubscription"]
+    conditions = source["Conditions"]
+    parameters = {"AlarmSubscription": endpoint}
+    exists = _evaluate({"Condition": subscription["Condition"]}, parameters, conditions)
+    assert exists is (protocol is not None)  # empty: no subscription, nobody gets alarms
+    props = {k: _evaluate(v, parameters, conditions) for k, v in subscription["Properties"].items()}
+    if protocol is not None:
+        assert props == {"TopicArn": {"Ref": "AlarmTopic"}, "Protocol": protocol, "Endpoint": endpoint}
+    assert subscription["Type"] == "AWS::SNS::Subscription"
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://alarms.example.com/sns", "oncall", "oncall@example", "a@example.com b@example.com", "https://"],
+)
+def test_alarm_subscription_refuses_what_sns_could_not_deliver_to(
+    source: dict[str, Any], endpoint: str
+) -> None:
+    assert not re.fullmatch(source["Parameters"]["AlarmSubscription"]["AllowedPattern"], endpoint)
 
 
 def test_stream_lag_and_api_5xx_alarms(resources: dict[str, Any]) -> None:
@@ -979,7 +1072,7 @@ def test_dashboard_shows_service_lambda_and_queue_metrics(resources: dict[str, A
     ] in metrics
 
 
-def test_dashboard_shows_trunk_health_per_trunk(resources: dict[str, Any]) -> None:
+def test_dashboard_shows_trunk_health_per_trunk_and_failures_per_receiver(resources: dict[str, Any]) -> None:
     from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
 
     text = _sub_text(resources["Dashboard"]["Properties"]["DashboardBody"])
@@ -991,10 +1084,16 @@ def test_dashboard_shows_trunk_health_per_trunk(resources: dict[str, Any]) -> No
         if isinstance(m[0], dict)
     ]
     # One series per trunk: the gauges' dimensions as Powertools' single_metric writes them.
-    assert sorted(searches) == sorted(
+    trunks = [
         f"SEARCH('{{Trunkwatch,service,trunk}} MetricName=\"{name}\"', 'Maximum', {period})"
         for name, period in ((FAILING_JOBS, 300), (ALERTS_FIRING, 300), (SECONDS_SINCE_GOOD_POLL, 60))
-    )
+    ]
+    # And one series per receiver: the notifier's per-receiver counts (dimension receiver).
+    receivers = [
+        f"SEARCH('{{Trunkwatch,receiver,service}} MetricName=\"{name}\"', 'Sum', 300)"
+        for name in ("NotificationErrors", "NotificationsRejected")
+    ]
+    assert sorted(searches) == sorted(trunks + receivers)
 
 
 def test_outputs(source: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.channels.github_culprit import GitHubCulpritReceiver
 from trunkwatch.channels.github_issues import GitHubIssuesReceiver
 from trunkwatch.channels.slack import SlackReceiver
+from trunkwatch.channels.webhook import WebhookReceiver
 from trunkwatch.domain.config import (
     ConfigError,
     DocumentError,
@@ -26,6 +27,7 @@ from trunkwatch.domain.config import (
 )
 
 TRUNK = {"repo": "pytorch/pytorch"}
+HEARTBEAT_RECEIVER = {"type": "webhook", "url": {"secret": "trunkwatch/receivers/dead-mans-switch"}}
 
 
 def test_rule_defaults() -> None:
@@ -57,7 +59,7 @@ def test_frozen_and_validated_on_construction() -> None:
             {"trunks": [TRUNK], "receivers": [{"type": "pagerduty"}]},
             [
                 "receivers.0.type: unknown receiver type 'pagerduty' "
-                "(known: github_culprit, github_issues, slack, sns)"
+                "(known: github_culprit, github_issues, slack, sns, webhook)"
             ],
         ),
         ({"trunks": [TRUNK], "receivers": [{"url": "u"}]}, ["receivers.0.type: unknown receiver type None"]),
@@ -92,6 +94,21 @@ def test_frozen_and_validated_on_construction() -> None:
             ["receivers.0.url", "exactly one of"],
         ),
         ({"trunks": [TRUNK], "receivers": {"type": "slack"}}, ["receivers", "list"]),
+        ({"trunks": [TRUNK], "receivers": [{"type": "webhook"}]}, ["receivers.0.url: Field required"]),
+        ({"trunks": [TRUNK], "heartbeat": "5m"}, ["heartbeat: Input should be a valid dictionary"]),
+        ({"trunks": [TRUNK], "heartbeat": {"every": "5m"}}, ["heartbeat.receivers: Field required"]),
+        (
+            {"trunks": [TRUNK], "heartbeat": {"receivers": []}},
+            ["heartbeat.receivers: List should have at least 1"],
+        ),
+        (
+            {"trunks": [TRUNK], "heartbeat": {"every": "30s", "receivers": [HEARTBEAT_RECEIVER]}},
+            ["heartbeat.every: must be at least 1m"],
+        ),
+        (
+            {"trunks": [TRUNK], "heartbeat": {"receiver": "x", "receivers": [HEARTBEAT_RECEIVER]}},
+            ["heartbeat.receiver: unknown key"],
+        ),
         ({"trunks": [{**TRUNK, "config": {"confirm": "yes"}}]}, ["confirm", "'off' or 'rerun'"]),
         ({"trunks": [{**TRUNK, "config": {"reruns_per_hour": 0}}]}, ["reruns_per_hour", "greater than"]),
         (
@@ -136,6 +153,32 @@ def test_receivers() -> None:
     assert load_deployment({"trunks": [TRUNK]}).receivers == ()
 
 
+def test_heartbeat_sends_every_5m_by_default_to_its_own_receivers() -> None:
+    document = {"trunks": [TRUNK], "heartbeat": {"receivers": [HEARTBEAT_RECEIVER]}}
+    deployment = load_deployment(document, RECEIVER_TYPES)
+    assert deployment.heartbeat is not None and deployment.heartbeat.every == timedelta(minutes=5)
+    (receiver,) = deployment.heartbeat.receivers
+    assert isinstance(receiver, WebhookReceiver) and receiver.url == TokenRef(
+        secret="trunkwatch/receivers/dead-mans-switch"
+    )
+    assert deployment.receivers == ()  # the alerts' receivers are others: it reaches none of them
+    assert load_deployment({"trunks": [TRUNK]}).heartbeat is None
+    every = load_deployment(
+        {**document, "heartbeat": {**document["heartbeat"], "every": "1h30m"}}, RECEIVER_TYPES
+    )
+    assert every.heartbeat is not None and every.heartbeat.every == timedelta(minutes=90)
+
+
+def test_a_bad_heartbeat_receiver_is_named_with_every_other_problem() -> None:
+    document = {"trunks": [TRUNK], "heartbeat": {"every": "soon", "receivers": [{"type": "pagerduty"}]}}
+    with pytest.raises(ConfigError) as err:
+        load_deployment(document, RECEIVER_TYPES)
+    message = str(err.value)
+    assert "heartbeat.receivers.0.type: unknown receiver type 'pagerduty'" in message
+    assert "heartbeat.every: invalid duration 'soon'" in message
+    assert "List should have" not in message  # the receiver it names is there, only unreadable
+
+
 def test_receivers_need_the_registry_to_be_read() -> None:
     document = {"trunks": [TRUNK], "receivers": [{"type": "slack", "url": "https://x"}]}
     with pytest.raises(
@@ -153,7 +196,9 @@ def test_to_json_round_trips() -> None:
                 {"type": "slack", "url": {"secret": "s"}},
                 {"type": "github_issues", "repo": "a/b", "labels": ["x"]},
                 {"type": "github_culprit", "matchers": ['team="infra"']},
+                {"type": "webhook", "url": "https://hc-ping.example/uuid"},
             ],
+            "heartbeat": {"every": "10m", "receivers": [HEARTBEAT_RECEIVER]},
         },
         RECEIVER_TYPES,
     )

@@ -15,7 +15,9 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
 from trunkwatch.app.notify import channels_for
 from trunkwatch.app.receivers import receiver_channels, receiver_name
@@ -26,11 +28,12 @@ from trunkwatch.channels.github_culprit import GitHubCulpritChannel
 from trunkwatch.channels.github_culprit import marker as marker_of_culprit
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
-from trunkwatch.channels.sns import SnsChannel
+from trunkwatch.channels.sns import SnsChannel, publish_arguments
+from trunkwatch.channels.webhook import webhook_body
 from trunkwatch.domain.alerts import RECEIVER, Alert, CommitSummary, FailingJob
 from trunkwatch.domain.config import ConfigError, ReceiverConfig, load_deployment
 from trunkwatch.domain.config import receiver_config as read_receiver
-from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer
+from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer, WebhookServer
 from trunkwatch_local.replay import ReplayError, parse_replay
 
 START = datetime(2026, 11, 18, 18, 0, tzinfo=UTC)
@@ -340,6 +343,102 @@ def test_a_delivery_past_the_notifiers_time_budget_is_not_started(
             channel.send(dataclasses.replace(notification, deadline=spent))
         assert not isinstance(raised.value, ChannelRejected)  # retried at the next tick
     assert slack.requests == [] and github.requests == []
+
+
+# --- webhook ------------------------------------------------------------------------------
+
+PING_PATH = "/ping/0f7c4c1e-secret-uuid"
+
+
+@pytest.fixture
+def hook() -> Iterator[WebhookServer]:
+    server = WebhookServer()
+    yield server
+    server.stop()
+
+
+def test_a_webhook_receiver_posts_alertmanagers_webhook_json(
+    hook: WebhookServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRUNKWATCH_TEST_PING_URL", hook.url + PING_PATH)
+    config = receiver_config({"type": "webhook", "url": {"env": "TRUNKWATCH_TEST_PING_URL"}})
+    (channel,) = receiver_channels([config])
+    assert channel.name == "webhook:env:TRUNKWATCH_TEST_PING_URL"
+    channel.send(note())
+    ((path, body),) = hook.posts
+    assert path == PING_PATH
+    assert body == webhook_body(note())
+    assert (body["version"], body["status"], body["receiver"]) == ("4", "firing", "r")
+    assert body["alerts"][0]["labels"] == TRUNK_LABELS
+
+
+def test_a_webhook_receivers_literal_url_is_named_by_a_digest(hook: WebhookServer) -> None:
+    (channel,) = receiver_channels([receiver_config({"type": "webhook", "url": hook.url + PING_PATH})])
+    assert channel.name.startswith("webhook:") and "secret-uuid" not in channel.name
+    channel.send(note())
+    assert len(hook.posts) == 1
+
+
+@pytest.mark.parametrize(("failure", "rejected"), [(400, True), (422, True), (503, False), (404, False)])
+def test_a_webhook_receivers_refusal_or_failure_never_names_its_url(
+    hook: WebhookServer, failure: int, rejected: bool
+) -> None:
+    (channel,) = receiver_channels([receiver_config({"type": "webhook", "url": hook.url + PING_PATH})])
+    hook.fail_next(1, failure)
+    with pytest.raises(ChannelError) as raised:
+        channel.send(note())
+    assert isinstance(raised.value, ChannelRejected) is rejected
+    assert f"answered {failure}: scripted failure" in str(raised.value)
+    assert "secret-uuid" not in str(raised.value) and hook.posts == []
+
+
+# --- SNS -------------------------------------------------------------------------------------
+
+TOPIC = "arn:aws:sns:us-east-1:123456789012:oncall"
+
+
+def stubbed_sns() -> tuple[SnsChannel, Stubber]:
+    """An SNS channel whose client answers what the test stubs (botocore's Stubber: no request
+    leaves the process)."""
+    client = boto3.client(
+        "sns", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    return SnsChannel("sns:oncall", TOPIC, "us-east-1", everything, client=client), Stubber(client)
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "rejected"),
+    [
+        ("InvalidParameter", 400, True),  # e.g. a subject or an attribute SNS will not take
+        ("ParameterValueInvalid", 400, True),
+        ("ValidationException", 400, True),
+        ("Throttled", 429, False),
+        ("InternalError", 500, False),
+        ("AuthorizationError", 403, False),  # a permission to grant: what waits goes once granted
+        ("NotFound", 404, False),
+        ("KMSThrottling", 400, False),
+    ],
+)
+def test_an_sns_publish_refused_for_good_is_told_apart_from_one_worth_retrying(
+    code: str, status: int, rejected: bool
+) -> None:
+    channel, stubber = stubbed_sns()
+    stubber.add_client_error("publish", service_error_code=code, http_status_code=status)
+    with stubber, pytest.raises(ChannelError) as raised:
+        channel.send(note())
+    assert isinstance(raised.value, ChannelRejected) is rejected and code in str(raised.value)
+
+
+def test_an_alert_of_no_trunk_is_published_without_empty_attributes() -> None:
+    watchdog = note(labels={"alertname": "Watchdog", "priority": "none", "severity": "none"}, jobs=())
+    attributes = publish_arguments(watchdog)["MessageAttributes"]
+    # SNS refuses an empty attribute value: the Watchdog has no repo and no team.
+    assert sorted(attributes) == ["alertname", "fingerprint", "priority", "status"]
+    channel, stubber = stubbed_sns()
+    stubber.add_response("publish", {"MessageId": "1"}, {"TopicArn": TOPIC, **publish_arguments(watchdog)})
+    with stubber:
+        channel.send(watchdog)
+    stubber.assert_no_pending_responses()
 
 
 # --- wiring ------------------------------------------------------------------------------

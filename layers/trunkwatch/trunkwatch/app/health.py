@@ -86,9 +86,29 @@ def trunks(storage: Storage, deployment: Deployment, now: datetime) -> list[dict
                     {"job": a.job, "streak": a.streak, "culprit": _commit(a.culprit)} for a in firing
                 ],
                 "lastPollOk": format_time(state.last_poll_ok_at) if state.last_poll_ok_at else None,
+                "rejectedNotifications": _rejected(storage, trunk),
             }
         )
     return sorted(shown, key=lambda t: (HEALTH_ORDER.index(t["health"]), t["trunk"]))
+
+
+def _rejected(storage: Storage, trunk: TrunkConfig) -> list[dict[str, Any]]:
+    """The messages a receiver refused for good (never retried), newest first: which alert's,
+    which receiver, when, and what it answered."""
+    rejections = sorted(storage.logs.rejected(trunk.trunk_id), key=lambda r: r.at, reverse=True)
+    return [
+        {
+            "receiver": r.receiver,
+            "alertname": r.alertname,
+            "job": r.job,
+            "fingerprint": r.fingerprint,
+            "status": r.status,
+            "reason": r.reason,
+            "at": format_time(r.at),
+            "answer": r.answer,
+        }
+        for r in rejections
+    ]
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,13 @@ a dead-lettered batch left unsent goes out with the next settled tick, at the la
 sweep's. A delivery that fails deletes its idempotency
 record and leaves the log as it was: the next tick tries again, and the receiver's later
 messages wait behind it, in order (retry). A message the receiver refuses for good
-(ChannelRejected) is recorded in the log as failed, with the reason, and the next ones go on:
-one bad message cannot jam a receiver. The log entry is advanced only after the delivery
-(log).
+(ChannelRejected) is recorded in the log as rejected, with the receiver's answer, and the
+next ones go on: one bad message cannot jam a receiver. The log entry is advanced only after
+the delivery (log). Failures and rejections are counted service-wide (the alarms' metrics)
+and per receiver (dimension `receiver`).
+
+The heartbeat (`Watchdog`, design.md §4.2) takes the same stages on its own log partition,
+at each sweep's tick, for the heartbeat's receivers only.
 
 An invocation has one time budget for all its ticks and receivers (`remaining_s`, from the
 Lambda context): every request of a delivery ends before the budget does (the notification's
@@ -30,26 +34,33 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
-from trunkwatch.app.views import trunk_views
+from trunkwatch.app.views import trunk_views, watchdog_alert
 from trunkwatch.channels.base import Channel, ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.sns import StackTopic
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
-from trunkwatch.domain.config import IDEMPOTENCY_TTL, Deployment, RuleConfig, TrunkConfig
+from trunkwatch.domain.config import (
+    IDEMPOTENCY_TTL,
+    Deployment,
+    HeartbeatConfig,
+    RuleConfig,
+    TrunkConfig,
+)
 from trunkwatch.domain.dedup import VERDICT_ANNOTATION, Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
 from trunkwatch.storage import keys
 from trunkwatch.storage.keys import TTL_ATTRIBUTE
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import LogEntry
+from trunkwatch.storage.records import LogEntry, Rejection, is_sweep_tick
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -66,6 +77,10 @@ FINISH_RESERVE_S = 5.0
 # succeeded in an invocation that died before recording it is sent again after this: the one
 # duplicate no design avoids with SNS (standard topics do not deduplicate).
 DELIVERY_BUDGET_S = 20.0
+# The heartbeat's log partition (`LOG#heartbeat`: no trunk's id, which is `owner/name#branch`).
+HEARTBEAT_LOG = "heartbeat"
+# How long its rejections are kept (its log entries, always last sent firing, never expire).
+HEARTBEAT_RETENTION = timedelta(days=30)
 
 RemainingSeconds = Callable[[], float]  # the invocation's time left (the Lambda context's)
 
@@ -89,6 +104,22 @@ class TickResult:
 
 
 @dataclass(frozen=True)
+class Round:
+    """What the receivers' passes over a set of alerts share: where their logs are, how often
+    a firing alert is repeated, how long a resolved one's log is kept, and the tick's clock,
+    links and time budget."""
+
+    storage: Storage
+    log: str  # the logs' partition: the trunk's id, or HEARTBEAT_LOG
+    repeat_interval: timedelta
+    retention: timedelta
+    links: Links
+    now: datetime
+    settings: Settings  # they name the table of the idempotency records
+    remaining_s: RemainingSeconds
+
+
+@dataclass(frozen=True)
 class Tick:
     """One settled tick of one trunk: what each receiver's pass shares."""
 
@@ -97,8 +128,21 @@ class Tick:
     rule: RuleConfig
     links: Links
     now: datetime
-    settings: Settings  # they name the table of the idempotency records
+    settings: Settings
     remaining_s: RemainingSeconds
+
+    def round(self) -> Round:
+        rule = self.rule
+        return Round(
+            self.storage,
+            self.trunk.trunk_id,
+            rule.repeat_interval,
+            rule.retention,
+            self.links,
+            self.now,
+            self.settings,
+            self.remaining_s,
+        )
 
 
 def notify_trunk(tick: Tick, silences: Sequence[Silence], channels: Sequence[Channel]) -> TickResult:
@@ -112,14 +156,35 @@ def notify_trunk(tick: Tick, silences: Sequence[Silence], channels: Sequence[Cha
         trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
         trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
     for channel in channels:
-        _notify_receiver(channel, tick, views, result)
+        _notify_receiver(channel, tick.round(), views, result)
     return result
 
 
-def _notify_receiver(channel: Channel, tick: Tick, views: list[AlertView], result: TickResult) -> None:
+def send_heartbeat(
+    heartbeat: HeartbeatConfig,
+    storage: Storage,
+    now: datetime,
+    settings: Settings,
+    remaining_s: RemainingSeconds,
+) -> TickResult:
+    """Send the Watchdog to each of the heartbeat's receivers when its log says it is due:
+    first, then every `every` (a reminder), exactly once per beat as any transition is."""
+    from trunkwatch.app.receivers import receiver_channels
+
+    links = Links(settings.api_url, settings.dashboard_url)
+    every = heartbeat.every
+    beat = Round(storage, HEARTBEAT_LOG, every, HEARTBEAT_RETENTION, links, now, settings, remaining_s)
+    views = [AlertView(watchdog_alert(links, every, now), HEARTBEAT_LOG)]
+    result = TickResult(HEARTBEAT_LOG)
+    for channel in receiver_channels(heartbeat.receivers):
+        _notify_receiver(channel, beat, views, result)
+    return result
+
+
+def _notify_receiver(channel: Channel, tick: Round, views: list[AlertView], result: TickResult) -> None:
     """The stages, per alert in order: route, mute, dedup, budget, deliver, log. A failing
     receiver or a spent budget leaves the receiver's rest for the next tick, in order."""
-    entries = tick.storage.logs.of_receiver(tick.trunk.trunk_id, channel.name)
+    entries = tick.storage.logs.of_receiver(tick.log, channel.name)
     for view in _route(channel, [*views, *_resolved_from_log(entries, views, tick)]):
         alert = view.alert
         entry = entries.get(alert.fingerprint) or LogEntry(
@@ -129,7 +194,7 @@ def _notify_receiver(channel: Channel, tick: Tick, views: list[AlertView], resul
             result.held += 1
             _mute(entry, view, tick)
             continue
-        decision = decide(view, _log_state(entry), tick.now, tick.rule.repeat_interval)
+        decision = decide(view, _log_state(entry), tick.now, tick.repeat_interval)
         if decision is None:
             continue
         if not _budget_left(channel, tick):
@@ -145,7 +210,7 @@ def _notify_receiver(channel: Channel, tick: Tick, views: list[AlertView], resul
         except ChannelError:
             result.failed += 1
             return  # this receiver is failing: its later transitions wait for the retry too
-        _log(entry, alert, decision, tick, failed=refused)
+        _log(entry, alert, decision, tick, refused)
         result.done(channel.name, alert.name, decision, refused)
 
 
@@ -154,14 +219,14 @@ def _route(channel: Channel, views: list[AlertView]) -> list[AlertView]:
     return [view for view in views if channel.accepts(view.alert.labels)]
 
 
-def _mute(entry: LogEntry, view: AlertView, tick: Tick) -> None:
+def _mute(entry: LogEntry, view: AlertView, tick: Round) -> None:
     """A suppressed alert is held; remember what holds a firing one back, so its release can
     say which silence ended."""
     held = list(holders(view))
     if view.alert.status != alerts.FIRING or entry.held_by == held:
         return
     entry.held_by = held
-    tick.storage.logs.save(tick.trunk.trunk_id, entry, tick.now, tick.rule.retention)
+    tick.storage.logs.save(tick.log, entry, tick.now, tick.retention)
 
 
 def _log_state(entry: LogEntry) -> LogState:
@@ -180,25 +245,25 @@ def _log_state(entry: LogEntry) -> LogState:
     )
 
 
-def _budget_left(channel: Channel, tick: Tick) -> bool:
+def _budget_left(channel: Channel, tick: Round) -> bool:
     """Whether a delivery may start; if not, the receiver's due messages wait, untouched."""
     if tick.remaining_s() >= DELIVERY_RESERVE_S:
         return True
     logger.warning(
         "time budget spent; the receiver's due messages wait for the next tick",
-        extra={"receiver": channel.name, "trunk": tick.trunk.trunk_id},
+        extra={"receiver": channel.name, "trunk": tick.log},
     )
     metrics.add_metric(name="NotificationsDeferred", unit=MetricUnit.Count, value=1)
     return False
 
 
-def _notification(channel: Channel, alert: Alert, decision: Decision, tick: Tick) -> Notification:
+def _notification(channel: Channel, alert: Alert, decision: Decision, tick: Round) -> Notification:
     """The transition as the receiver gets it, to be delivered before its budget ends."""
     deadline = time.monotonic() + _budget_s(tick) - FINISH_RESERVE_S
     return Notification(alert, decision.status, decision.reason, tick.links.api_url, channel.name, deadline)
 
 
-def _budget_s(tick: Tick) -> float:
+def _budget_s(tick: Round) -> float:
     """The delivery's own budget: DELIVERY_BUDGET_S, or the invocation's time left if less."""
     return min(DELIVERY_BUDGET_S, tick.remaining_s())
 
@@ -218,7 +283,7 @@ class _DeliveryBudget:
         return int(self.seconds * 1000)
 
 
-def _deliver(channel: Channel, notification: Notification, seq: int, tick: Tick) -> str | None:
+def _deliver(channel: Channel, notification: Notification, seq: int, tick: Round) -> str | None:
     """Send once per (receiver, fingerprint, seq), whatever retries and redeliveries happen:
     None once sent, or why the receiver refused it for good (sending it again cannot help).
     Any other ChannelError is raised: nothing is recorded, and the next tick (at the latest
@@ -237,25 +302,49 @@ def _deliver(channel: Channel, notification: Notification, seq: int, tick: Tick)
         raise DeliveryInProgress(str(err)) from err
     except ChannelRejected as err:
         logger.error(
-            "delivery rejected by the receiver; recorded as failed, not retried",
-            extra={**where, "error": str(err)},
+            "delivery rejected by the receiver; recorded as rejected, not retried",
+            extra={**where, "alertname": notification.alert.name, "error": str(err)},
         )
         metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
+        _per_receiver("NotificationsRejected", channel.name)
         return str(err)
     except ChannelError as err:
         logger.error("delivery failed; retried at the next tick", extra={**where, "error": str(err)})
         metrics.add_metric(name="NotificationErrors", unit=MetricUnit.Count, value=1)
+        _per_receiver("NotificationErrors", channel.name)
         raise
     metrics.add_metric(name="NotificationsSent", unit=MetricUnit.Count, value=1)
     return None
 
 
-def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Tick, failed: str | None) -> None:
-    """The transition is done with: sent, or `failed` (refused for good, with the reason).
-    The entry keeps what a resolution sent from it needs: labels, annotations and each
-    failing job with its streak and culprit, as data."""
+def _per_receiver(name: str, receiver: str) -> None:
+    """The receiver's own count beside the service-wide one the alarm watches: its own EMF
+    record (dimension `receiver`), published only when it fails, like the alarm's."""
+    if is_metrics_disabled():  # single_metric prints even then (as in trunk_metrics)
+        return
+    with single_metric(name=name, unit=MetricUnit.Count, value=1) as metric:
+        metric.add_dimension(name="receiver", value=receiver)
+
+
+def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Round, refused: str | None) -> None:
+    """The transition is done with: sent, or refused for good (`refused`: the receiver's
+    answer), which the log keeps beside the entry as a rejection, written first: a crash
+    between the two leaves the transition due, and its retry writes both. The entry keeps
+    what a resolution sent from it needs: labels, annotations and each failing job with its
+    streak and culprit, as data."""
+    if refused is not None:
+        rejection = Rejection(
+            entry.receiver,
+            entry.fingerprint,
+            alert.name,
+            entry.job,
+            decision.status,
+            decision.reason,
+            tick.now,
+            refused,
+        )
+        tick.storage.logs.save_rejection(tick.log, rejection, tick.retention)
     entry.seq = int(entry.seq) + 1
-    entry.failed = failed
     entry.last_status = decision.status
     entry.last_sent_at = tick.now
     entry.starts_at = alert.starts_at
@@ -263,10 +352,10 @@ def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Tick, failed: 
     entry.labels = alert.labels
     entry.annotations = alert.annotations
     entry.held_by = None
-    tick.storage.logs.save(tick.trunk.trunk_id, entry, tick.now, tick.rule.retention)
+    tick.storage.logs.save(tick.log, entry, tick.now, tick.retention)
 
 
-def _resolved_from_log(entries: dict[str, LogEntry], views: list[AlertView], tick: Tick) -> list[AlertView]:
+def _resolved_from_log(entries: dict[str, LogEntry], views: list[AlertView], tick: Round) -> list[AlertView]:
     """A trunk-level alert that stopped firing exists only in the log: as last sent, now resolved."""
     current = {view.alert.fingerprint for view in views}
     return [
@@ -276,7 +365,7 @@ def _resolved_from_log(entries: dict[str, LogEntry], views: list[AlertView], tic
     ]
 
 
-def _resolved(entry: LogEntry, tick: Tick) -> AlertView:
+def _resolved(entry: LogEntry, tick: Round) -> AlertView:
     alert = Alert(
         dict(entry.labels or {}),
         dict(entry.annotations or {}),
@@ -284,7 +373,7 @@ def _resolved(entry: LogEntry, tick: Tick) -> AlertView:
         ends_at=tick.now,
         jobs=_logged_jobs(entry),
     )
-    return AlertView(alert, tick.trunk.trunk_id)
+    return AlertView(alert, tick.log)
 
 
 def _logged_jobs(entry: LogEntry) -> dict[str, FailingJob]:
@@ -343,14 +432,21 @@ def on_settled_tick(
     settings: Settings,
     deployment: Deployment,
     remaining_s: RemainingSeconds,
+    tick_id: str = "",
 ) -> TickResult | None:
-    """A poll's evaluation or a sweep finished: notify its trunk."""
+    """A poll's evaluation or a sweep finished (`tick_id`: the settled tick's): notify its
+    trunk; a sweep's tick (one per trunk every schedule period) then sends the heartbeat if
+    it is due."""
     from trunkwatch.silences import store
 
     trunk = deployment.trunk(trunk_id)
+    result = None
     if trunk is None:
         logger.warning("tick of a trunk no longer configured", extra={"trunk": trunk_id})
-        return None
-    links = Links(settings.api_url, settings.dashboard_url)
-    tick = Tick(storage, trunk, deployment.rule_for(trunk), links, now, settings, remaining_s)
-    return notify_trunk(tick, store.active(storage.silences, now), channels_for(settings, deployment))
+    else:
+        links = Links(settings.api_url, settings.dashboard_url)
+        tick = Tick(storage, trunk, deployment.rule_for(trunk), links, now, settings, remaining_s)
+        result = notify_trunk(tick, store.active(storage.silences, now), channels_for(settings, deployment))
+    if is_sweep_tick(tick_id) and deployment.heartbeat is not None:
+        send_heartbeat(deployment.heartbeat, storage, now, settings, remaining_s)
+    return result

@@ -4,6 +4,9 @@ A plain loop instead of Powertools' batch processor and its data classes, which 
 with the handler. The first record that fails is reported with every record after it as
 `batchItemFailures`: Lambda resumes a stream from the lowest failed sequence number, so the
 later records come again anyway, and handling them now would break the shard's order.
+
+A reported failure is not a Lambda error (the invocation succeeds), so the functions' error
+alarms never see it: each failing record counts in `StreamRecordsFailed`, which has its own.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
 
 logger = Logger(child=True)
+metrics = Metrics()
 
 
 def image(record: dict[str, Any], which: str = "NewImage") -> dict[str, Any]:
@@ -35,6 +40,7 @@ def each_image(
                 handle(new, image(record, "OldImage"))
         except Exception:
             logger.exception("stream record failed", extra={"sequence": _sequence(record)})
+            metrics.add_metric(name="StreamRecordsFailed", unit=MetricUnit.Count, value=1)
             return [_sequence(r) for r in records[index:]]
     return []
 

@@ -15,7 +15,6 @@ tick, and counts it (`TicksSettledBySweep`, which raises an alarm)."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -25,6 +24,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from trunkwatch.app.evaluate import TrunkReads, evaluate_job, rejudge_firing
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import sweep_tick_id
 
 # A poll's tick settles seconds after it opens, retries included; the sweep waits for a
 # younger one and settles an older one itself.
@@ -59,9 +59,7 @@ def sweep_trunk(storage: Storage, trunk: TrunkConfig, rule: RuleConfig, now: dat
         )
         metrics.add_metric(name="TicksSettledBySweep", unit=MetricUnit.Count, value=len(unsettled))
     result.rejudged += rejudge_firing(trunk.trunk_id, rule, now, reads, judged)
-    storage.ticks.settle_sweep(
-        trunk.trunk_id, f"sweep-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}", now
-    )
+    storage.ticks.settle_sweep(trunk.trunk_id, sweep_tick_id(now), now)
     return result
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from trunkwatch import sources
 from trunkwatch.domain import alerts
@@ -121,6 +121,30 @@ def webhooks_down_alert(
         **_common_annotations(labels, rule, links),
     }
     return Alert(labels, _present(annotations), starts_at=since, generator_url=sources.trunk_link(trunk))
+
+
+def watchdog_alert(links: Links, every: timedelta, now: datetime) -> Alert:
+    """The heartbeat (design.md §4.2): Alertmanager's always-firing `Watchdog`, of no trunk
+    and no priority, sent only to the heartbeat's receivers. It starts at each beat: what a
+    dead man's switch reads is that it came."""
+    labels = {"alertname": alerts.WATCHDOG, "priority": "none", "severity": "none"}
+    annotations = {
+        "summary": "trunkwatch is alive: this alert is always firing",
+        "description": (
+            f"An alert that is always firing, sent every {_duration(every)} to certify that trunkwatch's "
+            "schedule, pipeline and notifier work. A dead man's switch that receives it alerts when "
+            "it stops coming."
+        ),
+        "runbook_url": runbook_url(links.api_url, alerts.WATCHDOG),
+    }
+    return Alert(labels, _present(annotations), starts_at=now, generator_url=links.api_url)
+
+
+def _duration(value: timedelta) -> str:
+    """`5m`, `1h30m`, `90s`: as the configuration writes durations."""
+    seconds = int(value.total_seconds())
+    hours, minutes, rest = seconds // 3600, seconds // 60 % 60, seconds % 60
+    return "".join(f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (rest, "s")) if n) or "0s"
 
 
 def job_alert(

@@ -19,6 +19,7 @@ REGISTRY = {
     "github_issues": ("trunkwatch.channels.github_issues", "GitHubIssuesReceiver"),
     "slack": ("trunkwatch.channels.slack", "SlackReceiver"),
     "sns": ("trunkwatch.channels.sns", "SnsReceiver"),
+    "webhook": ("trunkwatch.channels.webhook", "WebhookReceiver"),
 }
 
 

@@ -53,7 +53,7 @@ class Content:
     failing: dict[str, FailingJob]  # each job shown: its streak and culprit
     failure_lines: tuple[str, ...]
     links: tuple[tuple[str, str], ...]  # (title, url): View, Runbook, Dashboard, Silence
-    source: str  # repo@branch
+    source: str  # repo@branch; `trunkwatch` for an alert of no trunk
     fingerprint: str
 
     @property
@@ -109,7 +109,8 @@ def content(notification: Notification) -> Content:
         failing={job: alert.jobs[job] for job in jobs[:MAX_JOBS_SHOWN]},
         failure_lines=tuple(clip(line) for line in lines[:FAILURE_LINES_SHOWN]),
         links=tuple((title, url) for title, url in links if url),
-        source=f"{labels.get('repo', '?')}@{labels.get('branch', '?')}",
+        # An alert of no trunk (Watchdog) comes from trunkwatch itself.
+        source=f"{labels['repo']}@{labels.get('branch', '?')}" if labels.get("repo") else "trunkwatch",
         fingerprint=alert.fingerprint,
     )
 

@@ -174,7 +174,7 @@ class SlackReceiver(ReceiverConfig):
         """`slack:<where the secret is>`, or a digest of a literal URL (itself the credential)."""
         url = self.url
         if isinstance(url, TokenRef):
-            return "slack:" + (url.secret or (f"ssm:{url.ssm}" if url.ssm else f"env:{url.env}"))
+            return f"slack:{url.place}"
         return f"slack:{hashlib.sha256(url.encode()).hexdigest()[:12]}"
 
     def channel(self, name: str, route: Route, resolve: Resolve) -> SlackChannel:

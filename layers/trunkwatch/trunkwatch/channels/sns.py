@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
+from trunkwatch.channels.base import ChannelError, ChannelRejected, Notification, Resolve, Route
 from trunkwatch.channels.email import email_text
 from trunkwatch.channels.webhook import fit, subject, webhook_body
 from trunkwatch.domain.alerts import RECEIVER
@@ -32,19 +32,23 @@ def publish_arguments(notification: Notification) -> dict[str, Any]:
     copy (escaped once more inside the outer JSON) plus the email text.
     """
     alert = notification.alert
+    labels = alert.labels
     attributes = {
         "alertname": alert.name,
-        "priority": alert.labels["priority"],
+        "priority": labels.get("priority", ""),
         "status": notification.status,
-        "repo": alert.labels["repo"],
-        "team": alert.labels["team"],
+        "repo": labels.get("repo", ""),
+        "team": labels.get("team", ""),
         "fingerprint": alert.fingerprint,
     }
     return {
         "Subject": subject(notification, SUBJECT_MAX),
         "Message": per_protocol_message(notification, SNS_MAX_BYTES - ROOM_FOR_SUBJECT_AND_ATTRIBUTES),
         "MessageStructure": "json",
-        "MessageAttributes": {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
+        # SNS refuses an empty attribute value: an alert of no trunk (Watchdog) has no repo or team.
+        "MessageAttributes": {
+            k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v
+        },
     }
 
 
@@ -62,6 +66,12 @@ def per_protocol_message(notification: Notification, max_bytes: int) -> str:
         budget -= overflow + 1024  # escaping grew it: shrink the body by at least that much
 
 
+# Publish errors that refuse the message itself (a parameter SNS will never take): recorded
+# as rejected, not retried. Every other error (throttling, a topic, key or permission to fix,
+# SNS's own failure, the network) is retried at the next tick.
+REJECTED_ERROR_CODES = frozenset({"InvalidParameter", "ParameterValueInvalid", "ValidationException"})
+
+
 @dataclass
 class SnsChannel:
     """A topic gets every alert its route picks; subscribers filter further, with
@@ -72,18 +82,26 @@ class SnsChannel:
     region: str
     route: Route
     endpoint_url: str | None = None  # set only against a local emulation
-    _client: Any = field(default=None, repr=False)
+    client: Any = field(default=None, repr=False)  # boto3's SNS client, made at the first send
 
     def accepts(self, labels: dict[str, str]) -> bool:
         return self.route(labels)
 
     def send(self, notification: Notification) -> None:
-        if self._client is None:
-            self._client = _sns_client(self.region, self.endpoint_url)
+        if self.client is None:
+            self.client = _sns_client(self.region, self.endpoint_url)
         try:
-            self._client.publish(TopicArn=self.topic_arn, **publish_arguments(notification))
+            self.client.publish(TopicArn=self.topic_arn, **publish_arguments(notification))
         except Exception as err:  # botocore's ClientError and connection errors alike
-            raise ChannelError(f"SNS publish to {self.topic_arn} failed: {err}") from err
+            failed = ChannelRejected if _error_code(err) in REJECTED_ERROR_CODES else ChannelError
+            raise failed(f"SNS publish to {self.topic_arn} failed: {err}") from err
+
+
+def _error_code(err: Exception) -> str:
+    """A botocore ClientError's AWS error code (its documented `response`); empty for others."""
+    response = getattr(err, "response", None)
+    error = response.get("Error") if isinstance(response, dict) else None
+    return str(error.get("Code", "")) if isinstance(error, dict) else ""
 
 
 @dataclass(frozen=True, kw_only=True)

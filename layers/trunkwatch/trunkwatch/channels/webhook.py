@@ -1,19 +1,34 @@
-"""Alertmanager's webhook body (version "4"), which existing webhook receivers consume."""
+"""Alertmanager's webhook body (version "4"), which existing webhook receivers consume, and
+the `webhook` receiver type, which POSTs it to a URL as Alertmanager's `webhook_configs` do
+(a dead man's switch's ping URL, a chat bridge, an incident tool).
+
+The URL may carry a credential (a ping URL is one): it is resolved when sending, like a
+Slack webhook's, and never appears in an error or a log line.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from trunkwatch.channels.base import Notification
+from trunkwatch.channels import http
+from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
 from trunkwatch.domain import alerts
+from trunkwatch.domain.config import Check, ConfigError, ReceiverConfig, TokenRef, _secret_or_string
+
+# What a webhook receiver is sent at most: the body is shortened (`fit`) to this, as for SNS.
+MAX_BODY_BYTES = 256 * 1024
 
 
 def webhook_body(notification: Notification) -> dict[str, Any]:
     alert = notification.alert
     entry = alert.webhook_form()
     entry["status"] = notification.status
-    group = {"alertname": alert.name, "repo": alert.labels["repo"]}
+    # An alert of no trunk (Watchdog) has no repo: Alertmanager leaves an absent label out.
+    group = {name: alert.labels[name] for name in ("alertname", "repo") if alert.labels.get(name)}
     return {
         "version": "4",
         "groupKey": "{}:{" + ", ".join(f'{k}="{v}"' for k, v in group.items()) + "}",
@@ -50,3 +65,57 @@ def subject(notification: Notification, max_chars: int) -> str:
     alert = notification.alert
     text = " ".join(f"{prefix} {alert.annotations.get('summary', alert.name)}".split())
     return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
+
+
+@dataclass
+class WebhookChannel:
+    """`url` resolves the URL when a message is due; `route` is the receiver's matchers."""
+
+    name: str
+    url: Callable[[], str | None] = field(repr=False)
+    route: Route
+    timeout_s: float = http.DEFAULT_TIMEOUT_S
+
+    def accepts(self, labels: dict[str, str]) -> bool:
+        return self.route(labels)
+
+    def send(self, notification: Notification) -> None:
+        what = f"webhook receiver {self.name}"
+        try:
+            url = self.url()
+        except ConfigError as err:
+            raise ChannelError(f"{what}: {err}") from None
+        if not url:
+            raise ChannelError(f"{what}: no URL")
+        answer = http.request(
+            "POST",
+            url,
+            what=what,
+            payload=json.loads(fit(webhook_body(notification), MAX_BODY_BYTES)),
+            timeout_s=self.timeout_s,
+            deadline=notification.deadline,
+        )
+        if not 200 <= answer.status < 300:
+            raise http.failure(answer, what)  # e.g. 400 or 422: rejected for good
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookReceiver(ReceiverConfig):
+    """`type: webhook`: POSTs Alertmanager's webhook JSON to `url`, the URL itself or a
+    reference to where it is kept (`{secret: name}`; `env` and `ssm` work too)."""
+
+    url: str | TokenRef
+
+    CHECKS: ClassVar[dict[str, Check]] = {**ReceiverConfig.CHECKS, "url": _secret_or_string}
+
+    def log_name(self) -> str:
+        """`webhook:<where the secret is>`, or a digest of a literal URL (it may hold a token)."""
+        url = self.url
+        if isinstance(url, TokenRef):
+            return f"webhook:{url.place}"
+        return f"webhook:{hashlib.sha256(url.encode()).hexdigest()[:12]}"
+
+    def channel(self, name: str, route: Route, resolve: Resolve) -> WebhookChannel:
+        url = self.url
+        resolved = (lambda: resolve(url)) if isinstance(url, TokenRef) else (lambda: url)
+        return WebhookChannel(name=name, url=resolved, route=route)

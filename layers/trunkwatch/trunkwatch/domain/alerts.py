@@ -14,6 +14,7 @@ TRUNK_BROKEN = "TrunkBroken"
 TRUNK_BADLY_BROKEN = "TrunkBadlyBroken"
 SOURCE_DOWN = "SourceDown"
 WEBHOOKS_DOWN = "WebhooksDown"
+WATCHDOG = "Watchdog"  # the heartbeat: always firing (Alertmanager's convention)
 
 RECEIVER = "trunkwatch-sns"  # the SNS topic's receiver name, in messages and in the API
 

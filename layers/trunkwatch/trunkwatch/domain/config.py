@@ -400,6 +400,12 @@ class TokenRef(_Checked):
         if sum(bool(v) for v in (self.env, self.ssm, self.secret)) != 1:
             raise _Invalid([("", "give exactly one of env, ssm, secret")])
 
+    @property
+    def place(self) -> str:
+        """Where the value is, as a receiver's log name says it: the secret's name, `ssm:<path>`
+        or `env:<name>` (never the value)."""
+        return self.secret or (f"ssm:{self.ssm}" if self.ssm else f"env:{self.env}")
+
 
 @dataclass(frozen=True, kw_only=True)
 class TrunkConfig(_Checked):
@@ -525,6 +531,32 @@ TRUNK_DEFAULT_KEYS = (
 RULE_KEYS = tuple(f.name for f in dataclasses.fields(RuleConfig))
 
 
+# The least `heartbeat.every`: the schedule that drives it ticks at most once a minute.
+MIN_HEARTBEAT_EVERY = timedelta(minutes=1)
+
+
+def _heartbeat_period(value: Any) -> timedelta:
+    every = _duration_or_seconds(value)
+    if every < MIN_HEARTBEAT_EVERY:
+        raise ValueError("must be at least 1m (the schedule that sends it ticks at most once a minute)")
+    return every
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeartbeatConfig(_Checked):
+    """`heartbeat`: the always-firing `Watchdog` alert, sent every `every` to its own
+    `receivers` only (a dead man's switch, which alerts when it stops coming), never to the
+    stack's topic or the top-level receivers."""
+
+    every: timedelta = timedelta(minutes=5)
+    receivers: tuple[ReceiverConfig, ...]
+
+    CHECKS: ClassVar[dict[str, Check]] = {
+        "every": _heartbeat_period,
+        "receivers": _items(_typed_receiver, min_length=1),
+    }
+
+
 @dataclass(frozen=True, kw_only=True)
 class Deployment(_Checked):
     """The whole document: `trunks` with `trunk_defaults` applied, `rules` holding every
@@ -536,6 +568,7 @@ class Deployment(_Checked):
     trunk_defaults: dict[str, Any] = field(default_factory=dict)
     trunks: tuple[TrunkConfig, ...]
     receivers: tuple[ReceiverConfig, ...] = ()  # each an instance of its type's class
+    heartbeat: HeartbeatConfig | None = None
     rules: dict[str, RuleConfig] = field(init=False, repr=False, compare=False)
 
     CHECKS: ClassVar[dict[str, Check]] = {
@@ -544,6 +577,7 @@ class Deployment(_Checked):
         "trunk_defaults": _mapping,
         "trunks": _items(_nested(TrunkConfig), min_length=1),
         "receivers": _items(_typed_receiver),
+        "heartbeat": _optional(_nested(HeartbeatConfig)),
     }
 
     @classmethod
@@ -668,23 +702,39 @@ def load_deployment(
     defaults = data.get("defaults") or {}
     if base_defaults and isinstance(defaults, Mapping):
         data = {**data, "defaults": {**base_defaults, **defaults}}
-    problems: list[tuple[str, str]] = []
-    if isinstance(data.get("receivers"), list):
-        try:
-            read = _items(lambda item: receiver_config(item, receiver_types or {}))
-            data = {**data, "receivers": read(data["receivers"])}
-        except _Invalid as err:
-            problems = [(_join("receivers", key), message) for key, message in err.problems]
-            data = {**data, "receivers": []}
+    data, problems = _read_receivers(data, receiver_types or {})
+    heartbeat = data.get("heartbeat")
+    unread: list[tuple[str, str]] = []
+    if isinstance(heartbeat, Mapping):
+        heartbeat, unread = _read_receivers(dict(heartbeat), receiver_types or {})
+        problems += [(_join("heartbeat", key), message) for key, message in unread]
+        data = {**data, "heartbeat": heartbeat}
     if sources is not None:
         problems += _unknown_sources(data, sources)
     try:
         deployment: Deployment = Deployment.from_dict(data)
     except _Invalid as err:
-        problems += [problem for problem in err.problems if problem not in problems]
+        # Unread heartbeat receivers were left out: the list's own emptiness is not news.
+        problems += [
+            p for p in err.problems if p not in problems and not (unread and p[0] == "heartbeat.receivers")
+        ]
     if problems:
         raise DocumentError([Problem(key, message) for key, message in problems])
     return deployment
+
+
+def _read_receivers(
+    data: dict[str, Any], types: ReceiverTypes
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """`data` with its `receivers` list read by their types, and the problems found (the
+    list is then left empty, so the rest of `data` is still checked)."""
+    if not isinstance(data.get("receivers"), list):
+        return data, []
+    try:
+        read = _items(lambda item: receiver_config(item, types))
+        return {**data, "receivers": read(data["receivers"])}, []
+    except _Invalid as err:
+        return {**data, "receivers": []}, [(_join("receivers", key), m) for key, m in err.problems]
 
 
 def _unknown_sources(data: Mapping[str, Any], sources: SourceNames) -> list[tuple[str, str]]:

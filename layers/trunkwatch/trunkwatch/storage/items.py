@@ -251,11 +251,26 @@ class NotificationLog(BaseItem, discriminator="notification"):
     held_by = JSONAttribute(null=True)  # silences/inhibitions holding it now
     labels = JSONAttribute(null=True)  # as last sent: a trunk-level alert resolves from these
     annotations = JSONAttribute(null=True)
-    # Why the receiver refused the last transition for good (not retried); None once sent.
-    failed = UnicodeAttribute(null=True)
     # None while it was last sent firing (its resolution is still to be sent), else the last
     # write + the rule's retention.
     expires_at = TTLAttribute(null=True)
+
+
+class RejectionItem(BaseItem, discriminator="rejection"):
+    """A message a receiver refused for good, in the trunk's notification log partition under
+    its own sort key prefix (one Query lists a trunk's rejections and reads nothing else); one
+    per receiver and alert, the latest."""
+
+    receiver = UnicodeAttribute()
+    fingerprint = UnicodeAttribute()
+    alertname = UnicodeAttribute()
+    job = UnicodeAttribute(null=True)
+    status = UnicodeAttribute()
+    reason = UnicodeAttribute()
+    at = UTCDateTimeAttribute()
+    answer = UnicodeAttribute()
+    # The rule's retention after the rejection.
+    expires_at = TTLAttribute()
 
 
 class MatcherMap(MapAttribute[str, Any]):

@@ -85,6 +85,15 @@ def log_prefix(receiver: str) -> str:
     return f"{receiver}#"
 
 
+# A rejection's sort key in the log partition: no receiver is named REJECTED (each is named
+# `<type>:...` or trunkwatch-sns), so a receiver's entries and the rejections never mix.
+REJECTIONS = "REJECTED#"
+
+
+def rejection(receiver: str, fingerprint: str) -> str:
+    return f"{REJECTIONS}{receiver}#{fingerprint}"
+
+
 def ticks(trunk_id: str) -> str:
     return f"TICK#{trunk_id}"
 

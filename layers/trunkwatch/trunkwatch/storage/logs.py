@@ -1,4 +1,5 @@
-"""Notification logs in DynamoDB: per receiver and alert fingerprint, what was last sent."""
+"""Notification logs in DynamoDB: per receiver and alert fingerprint, what was last sent; and
+beside them, the messages receivers refused for good."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from datetime import datetime, timedelta
 
 from trunkwatch.domain.alerts import FIRING
 from trunkwatch.storage import keys
-from trunkwatch.storage.items import NotificationLog
-from trunkwatch.storage.records import LogEntry
+from trunkwatch.storage.items import NotificationLog, RejectionItem
+from trunkwatch.storage.records import LogEntry, Rejection
 from trunkwatch.storage.table import TableStore
 
 
@@ -25,7 +26,19 @@ def _entry(item: NotificationLog) -> LogEntry:
         held_by=[str(hold) for hold in item.held_by] if item.held_by is not None else None,
         labels=dict(item.labels) if item.labels is not None else None,
         annotations=dict(item.annotations) if item.annotations is not None else None,
-        failed=item.failed,
+    )
+
+
+def _rejection(item: RejectionItem) -> Rejection:
+    return Rejection(
+        receiver=str(item.receiver),
+        fingerprint=str(item.fingerprint),
+        alertname=str(item.alertname),
+        job=item.job,
+        status=str(item.status),
+        reason=str(item.reason),
+        at=item.at,
+        answer=str(item.answer),
     )
 
 
@@ -55,6 +68,27 @@ class DynamoLogs(TableStore):
             held_by=entry.held_by,
             labels=entry.labels,
             annotations=entry.annotations,
-            failed=entry.failed,
             expires_at=None if entry.last_status == FIRING else now + retention,
+        ).save()
+
+    def rejected(self, trunk_id: str) -> list[Rejection]:
+        """The trunk's rejections, by receiver and fingerprint (one Query of their prefix)."""
+        query = RejectionItem.query(keys.logs(trunk_id), RejectionItem.sk.startswith(keys.REJECTIONS))
+        return [_rejection(item) for item in query]
+
+    def save_rejection(self, trunk_id: str, rejection: Rejection, retention: timedelta) -> None:
+        """Keep the rejection (replacing the receiver's last one for the alert) until
+        `retention` after it."""
+        RejectionItem(
+            keys.logs(trunk_id),
+            keys.rejection(rejection.receiver, rejection.fingerprint),
+            receiver=rejection.receiver,
+            fingerprint=rejection.fingerprint,
+            alertname=rejection.alertname,
+            job=rejection.job,
+            status=rejection.status,
+            reason=rejection.reason,
+            at=rejection.at,
+            answer=rejection.answer,
+            expires_at=rejection.at + retention,
         ).save()

@@ -30,6 +30,7 @@ from trunkwatch.storage.records import (
     JobAlert,
     LogEntry,
     Pointer,
+    Rejection,
     RerunRecord,
     RunRecord,
     SilenceAudit,
@@ -341,12 +342,20 @@ def _held_key(report: ShardReport) -> tuple[str, int, bool, str]:
 class MemoryLogs:
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str], dict[str, LogEntry]] = {}
+        self._rejections: dict[str, dict[tuple[str, str], Rejection]] = {}
 
     def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]:
         return copy.deepcopy(self._entries.get((trunk_id, receiver), {}))
 
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None:
         self._entries.setdefault((trunk_id, entry.receiver), {})[entry.fingerprint] = copy.deepcopy(entry)
+
+    def rejected(self, trunk_id: str) -> list[Rejection]:
+        stored = self._rejections.get(trunk_id, {})
+        return [stored[key] for key in sorted(stored, key="#".join)]  # as DynamoDB sorts the keys
+
+    def save_rejection(self, trunk_id: str, rejection: Rejection, retention: timedelta) -> None:
+        self._rejections.setdefault(trunk_id, {})[(rejection.receiver, rejection.fingerprint)] = rejection
 
 
 class MemoryReruns:

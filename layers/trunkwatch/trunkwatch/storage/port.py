@@ -24,6 +24,7 @@ from trunkwatch.storage.records import (
     JobAlert,
     LogEntry,
     Pointer,
+    Rejection,
     RerunRecord,
     RunRecord,
     SilenceAudit,
@@ -135,6 +136,9 @@ class Logs(Protocol):
 
     def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]: ...
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None: ...
+    # Messages receivers refused for good: the latest per receiver and alert, for `retention`.
+    def rejected(self, trunk_id: str) -> list[Rejection]: ...  # by receiver, then fingerprint
+    def save_rejection(self, trunk_id: str, rejection: Rejection, retention: timedelta) -> None: ...
 
 
 class Reruns(Protocol):

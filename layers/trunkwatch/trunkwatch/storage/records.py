@@ -3,6 +3,7 @@ stores them (DynamoDB items in `dynamodb.py`, dicts in `memory.py`)."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -212,8 +213,36 @@ class LogEntry:
     held_by: list[str] | None = None  # silences/inhibitions holding it now
     labels: dict[str, str] | None = None  # as last sent: a trunk-level alert resolves from these
     annotations: dict[str, str] | None = None
-    # Why the receiver refused the last transition for good (not retried); None once sent.
-    failed: str | None = None
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A message a receiver refused for good (not retried), kept in the trunk's notification
+    log beside the receiver's entry for the alert: which alert (`alertname`, `job`,
+    `fingerprint`), which transition (`status`, and `reason` as notification_reason), when,
+    and what the receiver answered (its status and error, never a URL or a credential)."""
+
+    receiver: str
+    fingerprint: str
+    alertname: str
+    job: str | None
+    status: str
+    reason: str
+    at: datetime
+    answer: str
+
+
+# A sweep's tick id starts with this (storage keeps it as the tick's `poll`): the notifier
+# sends the heartbeat on sweeps' ticks, which come every schedule period.
+SWEEP_TICK_PREFIX = "sweep-"
+
+
+def sweep_tick_id(at: datetime) -> str:
+    return f"{SWEEP_TICK_PREFIX}{at.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+
+
+def is_sweep_tick(tick_id: str) -> bool:
+    return tick_id.startswith(SWEEP_TICK_PREFIX)
 
 
 @dataclass(frozen=True)

@@ -315,7 +315,7 @@
         trunks.get(key).alerts.push(alert);
       }
     }
-    const page = [el("h1", { text: "Trunk health" }), renderTrunkList(health), el("h2", { class: "section", text: "Firing alerts" })];
+    const page = [el("h1", { text: "Trunk health" }), renderTrunkList(health), ...renderRejected(health), el("h2", { class: "section", text: "Firing alerts" })];
     if (trunks.size === 0) {
       page.push(el("div", { class: "trunk" }, el("p", { class: "healthy", text: "No alerts are firing." })));
     }
@@ -350,6 +350,36 @@
       el("thead", {}, el("tr", {}, ["Health", "Trunk", "Since", "Jobs", "Culprit"].map((h) => el("th", { text: h })))),
       el("tbody", {}, rows),
     );
+  }
+
+  // Messages a receiver refused for good (never retried): which alert's, which receiver, when,
+  // and what it answered. Nothing when none was refused.
+  function renderRejected(health) {
+    const rejected = health.flatMap((t) => t.rejectedNotifications.map((r) => ({ trunk: t, ...r })));
+    if (!rejected.length) return [];
+    rejected.sort((a, b) => b.at.localeCompare(a.at));
+    const rows = rejected.map((r) =>
+      el(
+        "tr",
+        { class: "rejected-row", "data-receiver": r.receiver, "data-fingerprint": r.fingerprint },
+        el("td", {}, timeEl(r.at, ago(r.at))),
+        el("td", {}, route(trunkHash(r.trunk.trunk), r.trunk.repo + " @ " + r.trunk.branch, "mono")),
+        el("td", {}, el("span", { text: r.alertname }), r.job ? [" ", el("span", { class: "mono", text: r.job })] : null),
+        el("td", { class: "mono", text: r.receiver }),
+        el("td", { text: r.status + " (" + r.reason + ")" }),
+        el("td", { class: "small", text: r.answer }),
+      ),
+    );
+    return [
+      el("h2", { class: "section", text: "Rejected notifications" }),
+      el("p", { class: "small muted", text: "Messages a receiver refused for good: they were not delivered and are not retried." }),
+      el(
+        "table",
+        { class: "rejected" },
+        el("thead", {}, el("tr", {}, ["When", "Trunk", "Alert", "Receiver", "Message", "Answer"].map((h) => el("th", { text: h })))),
+        el("tbody", {}, rows),
+      ),
+    ];
   }
 
   function trunkHash(id) {
