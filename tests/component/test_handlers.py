@@ -258,11 +258,10 @@ def metrics_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def configure(config: dict[str, Any]) -> None:
-    from aws_lambda_powertools.utilities import parameters
-
-    ssm = boto3.client("ssm")
-    ssm.put_parameter(Name="/trunkwatch/config", Type="String", Value=json.dumps(config), Overwrite=True)
-    parameters.clear_caches()
+    """The deployed configuration file (CONFIG_FILE) says `config`."""
+    stack = running_stack()
+    assert stack is not None
+    stack.configure(json.dumps(config))
 
 
 def test_a_failed_stream_record_counts_in_stream_records_failed(

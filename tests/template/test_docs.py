@@ -140,7 +140,9 @@ def _documented_parameter_defaults() -> set[str]:
     """`Name=default` of each documented parameter but the configuration document."""
     pairs = set()
     for name_cell, default_cell, _ in _table(DOCS / "deploying.md", "Parameters", "parameter"):
-        names, defaults = _code(name_cell), [d.strip(" `") for d in default_cell.split(", ")]
+        # "empty": an empty string (a Markdown code span cannot be empty).
+        defaults = ["" if d.strip() == "empty" else d.strip(" `") for d in default_cell.split(", ")]
+        names = _code(name_cell)
         if names != ["ConfigDocument"]:
             assert len(names) == len(defaults), name_cell
             pairs |= {f"{name}={default}" for name, default in zip(names, defaults, strict=True)}
@@ -154,7 +156,7 @@ def _template_parameter_defaults() -> set[str]:
 
 def _documented_alarms() -> set[str]:
     alarms = set()
-    for alarm, fires in _table(DOCS / "operations.md", "Operational alarms", "alarm"):
+    for alarm, fires, *_ in _table(DOCS / "operations.md", "Operational alarms", "alarm"):
         for name in _code(alarm):
             if name != "<Function>ErrorsAlarm":
                 alarms.add(name)
