@@ -112,3 +112,46 @@ def test_a_slow_job_running_on_newer_commits_is_not_stale() -> None:
     job = "trunk / macos / test (default, macos-m1)"
     assert [(status, j) for _, name, status, j in pushed if name == "TrunkJobFailing"] == [("firing", job)]
     assert summary(messages(lines(trunk.header(), trunk.snapshots()))) == pushed
+
+
+def _noise(lines: list[str]) -> list[str]:
+    """The deliveries of `lines` with runs that are not trunk runs beside them, all failing:
+    a fork's pull request from its own `main` on each trunk commit, a scheduled and a
+    dispatched run of each trunk commit, and a push to a release branch; each such job is
+    delivered before its run (GitHub does not order deliveries)."""
+    out = lines[:1]
+    for line in lines[1:]:
+        out.append(line)
+        event = json.loads(line)
+        payload = event.get("webhook", {}).get("payload", {})
+        if event.get("webhook", {}).get("event") != "push":
+            continue
+        for commit in payload["commits"]:
+            sha = commit["id"]
+            for n, run in enumerate(
+                (
+                    {"event": "pull_request", "head_repo": "someone/pytorch"},
+                    {"event": "schedule"},
+                    {"event": "workflow_dispatch"},
+                    {"event": "push", "branch": "release/2.10"},
+                )
+            ):
+                run_id = 900_000 + n * 10_000 + len(out)
+                job = webhooks.workflow_job(
+                    sha,
+                    "linux-jammy-py3.10-gcc11 / build",
+                    conclusion="failure",
+                    run_id=run_id,
+                    branch=run.get("branch", "main"),
+                )
+                delivered = webhooks.workflow_run(sha, run_id=run_id, conclusion="failure", **run)
+                for name, body in (("workflow_job", job), ("workflow_run", delivered)):
+                    out.append(json.dumps({"at": event["at"], "webhook": {"event": name, "payload": body}}))
+    return out
+
+
+def test_runs_that_are_not_trunk_runs_change_no_message() -> None:
+    history = (SCENARIOS / "basic-break.jsonl").read_text().splitlines()
+    polled = messages(webhooks.as_github_knows_it(history))
+    noisy = webhooks.shuffled(_noise(webhooks.replay_as_deliveries(history)), random.Random(11))
+    assert messages(noisy) == polled
