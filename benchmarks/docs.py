@@ -222,26 +222,36 @@ def _push(summary: dict[str, Any]) -> list[str]:
     items = ", ".join(
         f"{name.replace('_', ' ')} {_usd(v)}" for name, v in p.get("usd_per_month_items", {}).items()
     )
-    per = p.get("per_trunk_delivery", {})
-    lines = [
+    per = p.get("per_trunk_job", {})
+    paged = p.get("paging", {})
+    kinds = ", ".join(f"{_n(n)} {kind}" for kind, n in p.get("deliveries_by_kind", {}).items())
+    return [
         "## Push (webhooks)",
         "",
-        "The same reduced trunk fed by webhook deliveries alone through the local runtime (each",
-        "commit's `push` when it lands, its jobs' `completed` deliveries when they finish), with the",
-        "deployed timeline after each instant: the half-second delivery group, the stream hops and",
-        "batching windows as above. GitHub does not let a webhook filter by branch, so every job",
-        "of every pull request is delivered too.",
+        f"{_n(p.get('days'))} days of a red trunk (benchmarks/redtrunk.py) fed by webhook deliveries",
+        "alone through the local runtime, as GitHub sends them: each commit's `push` and runs when",
+        "it lands, each job's `queued` and `in_progress` then and its `completed` at its own finish",
+        "time, a retried job's failure then its retry; with the deployed timeline after each",
+        "instant: the half-second delivery group, the stream hops and batching windows as above.",
+        "GitHub does not let a webhook filter by branch, so every job of every pull request is",
+        "delivered too. Its pages are scored against the trunk's truth as in the red-trunk section.",
         "",
         *_table(
             ["figure", "value"],
             [
-                ["deliveries", _n(p["deliveries"])],
+                ["deliveries", f"{_n(p['deliveries'])} ({kinds})"],
                 ["notifications", _n(p["notifications"])],
                 [
                     "detection delay p50 / p95 / max (deciding job's delivery to SNS publish)",
                     f"{_n(p['detection_delay_s_p50'])} / {_n(p['detection_delay_s_p95'])} / "
                     f"{_n(p['detection_delay_s_max'])} s",
                 ],
+                [
+                    "job pages, precision (broken by anything), pages per breakage",
+                    f"{_n(paged.get('job_pages'))}, {_n(paged.get('precision_any_breakage'))}, "
+                    f"{_n(paged.get('breakage_pages_per_breakage'))}",
+                ],
+                ["jobs paged again within 3 h of resolving", _n(paged.get("jobs_paged_again_within_3h"))],
                 [
                     "deliveries a day (from the measured volume, see the basis)",
                     _n(p.get("deliveries_per_day_assumed")),
@@ -250,13 +260,10 @@ def _push(summary: dict[str, Any]) -> list[str]:
                     "push path's cost per million deliveries, all told",
                     _usd(p.get("usd_per_million_deliveries", 0.0)),
                 ],
+                ["trunk jobs a day", _n(p.get("trunk_jobs_per_day"))],
                 [
-                    "write units per trunk job (everything the run wrote over its trunk jobs' deliveries)",
-                    _n(p.get("ddb_write_units_per_trunk_job")),
-                ],
-                ["trunk jobs' `completed` deliveries a day", _n(p.get("trunk_completed_per_day"))],
-                [
-                    "per trunk job's `completed` delivery (what it writes: design.md §2, `webhook`)",
+                    "per trunk job (its deliveries: design.md §2, `webhook`)",
+                    f"{_n(per.get('deliveries'))} deliveries, "
                     f"{_n(per.get('ddb_write_units'))} write units, "
                     f"{_n(per.get('ddb_read_units'))} read units, "
                     f"{_n(per.get('ddb_requests'))} DynamoDB requests, "
@@ -280,10 +287,8 @@ def _push(summary: dict[str, Any]) -> list[str]:
                 ],
             ],
         ),
+        *([f"Basis: {p['basis']}", ""] if p.get("basis") else []),
     ]
-    if p.get("basis"):
-        lines += [f"Basis: {p['basis']}", ""]
-    return lines
 
 
 def _cold_start(summary: dict[str, Any]) -> list[str]:
@@ -670,6 +675,17 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
     def share(value: Any) -> str:
         return "n/a" if value is None else f"{float(value):.1%}"
 
+    def pushed(label: str, key: str, fmt: Callable[[Any], str] = _n) -> list[str]:
+        """Polled (without confirmation) / fed by webhooks at each job's finish time."""
+        return [
+            label,
+            *(
+                f"{fmt(trunks[n]['without_confirmation'].get(key))} / "
+                f"{fmt((trunks[n].get('pushed') or {}).get(key))}"
+                for n in names
+            ),
+        ]
+
     return [
         "## A red trunk's breakages, culprits and verdicts",
         "",
@@ -687,7 +703,9 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
         "count the episodes still firing 3 hours after their page. While reruns are planned or",
         "running, the replay also polls when the template's schedule would (docs/local.md): a rerun",
         "is sent one schedule period after its plan, and its result seen within one period of its",
-        "end.",
+        "end. The `polled / pushed` rows compare the run without confirmation with the same trunk",
+        "fed by webhooks alone, each job delivered at its own finish time (its delay runs from the",
+        "third failure's own finish, so it has no poll interval in it).",
         "",
         *_table(
             ["figure", *(f"`{name}`" for name in names)],
@@ -738,6 +756,18 @@ def _redtrunk(summary: dict[str, Any]) -> list[str]:
                 ),
                 verdicts(
                     "reruns per episode: mean / max", "reruns_per_episode_mean", "reruns_per_episode_max"
+                ),
+                pushed("polled / pushed: job pages", "job_pages"),
+                pushed("polled / pushed: precision (broken by anything)", "precision_any_breakage", share),
+                pushed("polled / pushed: breakages of 3+ commits with a job page", "breaks_3plus_paged"),
+                pushed("polled / pushed: job pages per breakage", "breakage_pages_per_breakage"),
+                pushed("polled / pushed: jobs paged again within 3 h", "jobs_paged_again_within_3h"),
+                pushed("polled / pushed: trunk-level pages", "trunk_pages"),
+                pushed("polled / pushed: innocent pull requests named", "innocent_prs_named"),
+                pushed(
+                    "polled / pushed: median delay after the third failure",
+                    "delay_after_third_failure_s_p50",
+                    lambda v: f"{_n(v)} s",
                 ),
             ],
         ),
