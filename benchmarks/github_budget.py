@@ -18,9 +18,9 @@ from typing import Any
 from benchmarks.github_server import GitHubServer
 from benchmarks.trunk import DAY_START, PYTORCH_SCALE, Day
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.github import GitHubSource
 from trunkwatch.sources.github.source import DEFAULT_BUDGET_S
-from trunkwatch.sources.http import HttpClient
 
 DELAY_S = 0.15
 MAX_POLLS = 20

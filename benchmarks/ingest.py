@@ -20,8 +20,8 @@ from benchmarks.trunk import Day
 from benchmarks.usage import Meter, Usage
 from trunkwatch.app.ingest import PollResult, poll_trunk
 from trunkwatch.domain.config import PYTORCH_INCLUDE, Deployment, load_deployment
+from trunkwatch.net.http import HttpClient, Response
 from trunkwatch.sources.github import GitHubSource
-from trunkwatch.sources.http import HttpClient, Response
 from trunkwatch.sources.hud import HudSource
 from trunkwatch.storage.port import Storage
 from trunkwatch_local.hud_server import HudServer

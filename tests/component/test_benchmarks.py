@@ -19,8 +19,8 @@ from benchmarks.usage import Meter
 from tests.support.aws import PLAIN_TABLE, padded_item
 from trunkwatch.domain.cells import build_cells
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.github import GitHubSource
-from trunkwatch.sources.http import HttpClient
 from trunkwatch.sources.hud import parse_grid
 
 # design.md §8: the summary's figures, all numbers.

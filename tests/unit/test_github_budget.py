@@ -18,11 +18,11 @@ from benchmarks.github_server import GitHubServer
 from benchmarks.trunk import DAY_START, Day
 from trunkwatch.domain.cells import build_cells
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.net import github as github_api
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.base import Snapshot
 from trunkwatch.sources.github import GitHubSource
-from trunkwatch.sources.github import api as github_api
 from trunkwatch.sources.github import source as github_source
-from trunkwatch.sources.http import HttpClient
 
 # Binary fractions, so the clock's sums are exact.
 DELAY_S = 0.125

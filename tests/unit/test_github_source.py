@@ -26,9 +26,9 @@ from tests.support.paths import TESTS
 from trunkwatch.domain.cells import CellState, build_cells
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.base import Snapshot, SourceError
 from trunkwatch.sources.github import GitHubSource
-from trunkwatch.sources.http import HttpClient
 
 FIXTURES = TESTS / "fixtures" / "github"
 REPO = "octo-org/widgets"

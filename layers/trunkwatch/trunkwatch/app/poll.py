@@ -26,9 +26,9 @@ from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.trunk_metrics import SECONDS_SINCE_GOOD_POLL, trunk_gauge
 from trunkwatch.domain.config import ConfigError, Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import webhooks_down
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
-from trunkwatch.sources.http import HttpClient
 from trunkwatch.storage.port import Storage, Trunks
 
 # Without a deadline from the caller (the Lambda's remaining time), each trunk gets this long.
