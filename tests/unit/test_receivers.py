@@ -22,17 +22,19 @@ from botocore.stub import Stubber
 from trunkwatch.app.notify import channels_for
 from trunkwatch.app.receivers import receiver_channels, receiver_name
 from trunkwatch.app.settings import Settings
-from trunkwatch.channels import RECEIVER_TYPES, http
+from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.channels.base import ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.github_culprit import GitHubCulpritChannel
 from trunkwatch.channels.github_culprit import marker as marker_of_culprit
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
 from trunkwatch.channels.sns import SnsChannel, publish_arguments
+from trunkwatch.channels.transport import failure as failure_of
 from trunkwatch.channels.webhook import webhook_body
 from trunkwatch.domain.alerts import RECEIVER, Alert, CommitSummary, FailingJob
 from trunkwatch.domain.config import ConfigError, ReceiverConfig, load_deployment
 from trunkwatch.domain.config import receiver_config as read_receiver
+from trunkwatch.net.http import Response
 from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer, WebhookServer
 from trunkwatch_local.replay import ReplayError, parse_replay
 
@@ -210,7 +212,7 @@ def test_slack_non_2xx_is_a_channel_error_without_the_url(slack: SlackServer, fa
 def test_a_refusal_of_the_message_itself_is_told_apart_from_a_failure_worth_retrying(
     status: int, body: bytes, rejected: bool, said: str
 ) -> None:
-    error = http.failure(http.Answer(status, {}, body), "Slack receiver s")
+    error = failure_of(Response(status, {}, body), "Slack receiver s")
     assert isinstance(error, ChannelRejected) is rejected and said in str(error)
     assert "<html>" not in str(error)
 
