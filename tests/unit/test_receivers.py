@@ -101,7 +101,11 @@ def github() -> Iterator[GitHubServer]:
 
 
 def slack_channel(server: SlackServer, timeout_s: float = 5) -> SlackChannel:
-    return SlackChannel("slack:test", lambda: server.url + WEBHOOK_PATH, everything, timeout_s=timeout_s)
+    return slack_channel_at(server.url, timeout_s)
+
+
+def slack_channel_at(url: str, timeout_s: float = 5) -> SlackChannel:
+    return SlackChannel("slack:test", lambda: url + WEBHOOK_PATH, everything, timeout_s=timeout_s)
 
 
 def github_channel(
@@ -324,6 +328,34 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_channel_error() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_receiver_follows_no_redirect(slack: SlackServer, github: GitHubServer) -> None:
+    class Moved(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # the API, or the webhook, moved to the stand-ins' host
+            target = github.url if self.path.startswith("/repos/") else slack.url
+            self.send_response(301)
+            self.send_header("Location", target + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Moved)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        for channel in (github_channel(url), slack_channel_at(url)):
+            with pytest.raises(ChannelError, match="answered 301") as raised:
+                channel.send(note())
+            assert not isinstance(raised.value, ChannelRejected)  # a configuration to fix: retried
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert github.requests == [] and slack.requests == []  # the token went nowhere else
 
 
 def test_a_delivery_past_the_notifiers_time_budget_is_not_started(
