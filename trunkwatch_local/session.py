@@ -38,7 +38,7 @@ class Session:
     ) -> None:
         self.runtime = LocalRuntime(template, webhook_secret, chaos, store=store, extra_ticks=extra_ticks)
         self.hud = HudServer(clock=self.runtime.clock.now)
-        self.github = GitHubServer(self.hud)
+        self.github = GitHubServer(hud=self.hud)
         self.port = port
         self.tokens = tokens
         self.api: Any = None
