@@ -72,7 +72,7 @@ TRUNKS = "trunks:\n  - repo: acme/api\n"
         ("", [": a configuration is a mapping"]),
         ("trunks: []\n", [":1: trunks: List should have at least 1 item"]),
         ("trunks:\n  - branch: main\n", [":2: trunks.0.repo: Field required"]),
-        (TRUNKS + "receivers:\n  - type: pagerduty\n", [":4: receivers.0.type: unknown receiver type"]),
+        (TRUNKS + "receivers:\n  - type: opsgenie\n", [":4: receivers.0.type: unknown receiver type"]),
     ],
 )
 def test_each_thing_wrong_is_one_line_naming_file_line_and_key(
