@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.verdict import Verdict
 
@@ -161,12 +162,14 @@ class Links:
 
 @dataclass
 class AlertView:
-    """An alert as the notifier and the API see it: what silences or inhibits it."""
+    """An alert as the notifier and the API see it: what silences or inhibits it, and who
+    acknowledged it (its live acknowledgement)."""
 
     alert: Alert
     trunk: str
     silenced_by: list[str] = field(default_factory=list)
     inhibited_by: list[str] = field(default_factory=list)
+    acknowledgement: Acknowledgement | None = None
 
     @property
     def suppressed(self) -> bool:

@@ -21,6 +21,7 @@ one partition per job.
 | job episode      | `EPISODES#<repo>#<branch>`       | `<starts_at>#<job>`        | episode      |
 | notification log | `LOG#<repo>#<branch>`            | `<receiver>#<fingerprint>` | notification |
 | rejection        | `LOG#<repo>#<branch>`            | `REJECTED#<receiver>#<fingerprint>` | rejection |
+| acknowledgement  | `ACKS#<repo>#<branch>`           | `<fingerprint>`            | ack          |
 | tick barrier     | `TICK#<repo>#<branch>`           | `<poll or group id>`       | tick         |
 | rerun            | `RERUNS#<repo>#<branch>`         | `<job>#<episode start>#<role>` | rerun    |
 | commit by sha    | `SHA#<repo>#<branch>#<sha>`      | `SEQ`                      | commit_sha   |
@@ -33,7 +34,8 @@ one partition per job.
 
 Expiry (`expires_at`, epoch seconds), set by each kind's writer: commits and cells the rule's
 `retention` after the commit's time; notification logs `retention` after their last write,
-except while last sent firing; rejections `retention` after the rejection; webhook shards,
+except while last sent firing; rejections `retention` after the rejection; acknowledgements
+`retention` after their episode ended, never while live; webhook shards,
 runs and held job reports SHARD_TTL (30 days) after their write; job episodes
 EPISODE_RETENTION (31 days) after they resolved, never while firing; ticks TICK_TTL after
 their poll; idempotency records after the notifier's 7 days; silences and their audit

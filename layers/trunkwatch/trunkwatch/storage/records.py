@@ -213,6 +213,7 @@ class LogEntry:
     held_by: list[str] | None = None  # silences/inhibitions holding it now
     labels: dict[str, str] | None = None  # as last sent: a trunk-level alert resolves from these
     annotations: dict[str, str] | None = None
+    acknowledged: str | None = None  # the acknowledgement last told (Acknowledgement.key)
 
 
 @dataclass(frozen=True)
