@@ -19,6 +19,11 @@ next ones go on: one bad message cannot jam a receiver. The log entry is advance
 the delivery (log). Failures and rejections are counted service-wide (the alarms' metrics)
 and per receiver (dimension `receiver`).
 
+An acknowledged alert (design.md §4.3) gets no reminders; a receiver that takes
+acknowledgements (`Acknowledging`) is told of one once, as a transition of its own before
+anything else due for the alert, and the acknowledgement ends once the trunk's pass sees
+its alert no longer firing.
+
 The heartbeat (`Watchdog`, design.md §4.2) takes the same stages on its own log partition,
 at each sweep's tick, for the heartbeat's receivers only.
 
@@ -32,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,9 +49,11 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views, watchdog_alert
-from trunkwatch.channels.base import Channel, ChannelError, ChannelRejected, Notification
+from trunkwatch.channels.base import Acknowledging, Channel, ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.sns import StackTopic
+from trunkwatch.domain import acks as acknowledgements
 from trunkwatch.domain import alerts
+from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
 from trunkwatch.domain.config import (
     IDEMPOTENCY_TTL,
@@ -81,6 +88,9 @@ DELIVERY_BUDGET_S = 20.0
 HEARTBEAT_LOG = "heartbeat"
 # How long its rejections are kept (its log entries, always last sent firing, never expire).
 HEARTBEAT_RETENTION = timedelta(days=30)
+# Transitions of one alert one receiver may get in one tick: its acknowledgement, then what
+# else is due (its resolution, say).
+TRANSITIONS_PER_TICK = 2
 
 RemainingSeconds = Callable[[], float]  # the invocation's time left (the Lambda context's)
 
@@ -146,17 +156,26 @@ class Tick:
 
 
 def notify_trunk(tick: Tick, silences: Sequence[Silence], channels: Sequence[Channel]) -> TickResult:
-    """Send the trunk's due transitions to each receiver in turn."""
+    """Send the trunk's due transitions to each receiver in turn, then end the
+    acknowledgements of alerts that no longer fire."""
     trunk = tick.trunk
     result = TickResult(trunk.trunk_id)
-    views = trunk_views(tick.storage, trunk, tick.rule, silences, tick.links, tick.now, include_resolved=True)
+    acks = tick.storage.logs.acks(trunk.trunk_id)
+    views = trunk_views(
+        tick.storage, trunk, tick.rule, silences, tick.links, tick.now, include_resolved=True, acks=acks
+    )
     firing = [v.alert for v in views if v.alert.status == alerts.FIRING]
     if tick.settings.dashboard_metrics:
         metrics.add_metric(name="AlertsFiring", unit=MetricUnit.Count, value=len(firing))
         trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
         trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
+    live = acknowledgements.live_by_fingerprint(acks)
     for channel in channels:
-        _notify_receiver(channel, tick.round(), views, result)
+        _notify_receiver(channel, tick.round(), views, result, live)
+    # After every receiver's pass: one told of the acknowledgement and the resolution in this
+    # tick was told them in that order.
+    for ack in acknowledgements.over(acks, [a.fingerprint for a in firing]):
+        tick.storage.logs.end_ack(trunk.trunk_id, ack, tick.now, tick.rule.retention)
     return result
 
 
@@ -181,11 +200,19 @@ def send_heartbeat(
     return result
 
 
-def _notify_receiver(channel: Channel, tick: Round, views: list[AlertView], result: TickResult) -> None:
+def _notify_receiver(
+    channel: Channel,
+    tick: Round,
+    views: list[AlertView],
+    result: TickResult,
+    acked: Mapping[str, Acknowledgement] | None = None,
+) -> None:
     """The stages, per alert in order: route, mute, dedup, budget, deliver, log. A failing
-    receiver or a spent budget leaves the receiver's rest for the next tick, in order."""
+    receiver or a spent budget leaves the receiver's rest for the next tick, in order.
+    `acked`: the live acknowledgements, by fingerprint (for alerts resolved from the log)."""
     entries = tick.storage.logs.of_receiver(tick.log, channel.name)
-    for view in _route(channel, [*views, *_resolved_from_log(entries, views, tick)]):
+    tells_acks = isinstance(channel, Acknowledging)
+    for view in _route(channel, [*views, *_resolved_from_log(entries, views, tick, acked or {})]):
         alert = view.alert
         entry = entries.get(alert.fingerprint) or LogEntry(
             channel.name, alert.fingerprint, alert.name, alert.labels.get("job")
@@ -194,24 +221,33 @@ def _notify_receiver(channel: Channel, tick: Round, views: list[AlertView], resu
             result.held += 1
             _mute(entry, view, tick)
             continue
-        decision = decide(view, _log_state(entry), tick.now, tick.repeat_interval)
-        if decision is None:
-            continue
-        if not _budget_left(channel, tick):
-            result.deferred += 1
-            return
-        try:
-            refused = _deliver(
-                channel, _notification(channel, alert, decision, tick), int(entry.seq) + 1, tick
-            )
-        except DeliveryInProgress:
-            result.deferred += 1
-            return  # another invocation holds it (or held it and died): the next tick retries
-        except ChannelError:
-            result.failed += 1
-            return  # this receiver is failing: its later transitions wait for the retry too
-        _log(entry, alert, decision, tick, refused)
-        result.done(channel.name, alert.name, decision, refused)
+        for _ in range(TRANSITIONS_PER_TICK):
+            decision = decide(view, _log_state(entry), tick.now, tick.repeat_interval, tells_acks)
+            if decision is None:
+                break
+            if not _budget_left(channel, tick):
+                result.deferred += 1
+                return
+            notification = _notification(channel, alert, decision, tick)
+            try:
+                refused = _deliver(
+                    channel, notification, _sender(channel, notification), int(entry.seq) + 1, tick
+                )
+            except DeliveryInProgress:
+                result.deferred += 1
+                return  # another invocation holds it (or held it and died): the next tick retries
+            except ChannelError:
+                result.failed += 1
+                return  # this receiver is failing: its later transitions wait for the retry too
+            _log(entry, view, decision, tick, refused)
+            result.done(channel.name, alert.name, decision, refused)
+
+
+def _sender(channel: Channel, notification: Notification) -> Callable[[], None]:
+    """What delivers the transition: an acknowledgement's own call, or the channel's send."""
+    if notification.reason == acknowledgements.ACKNOWLEDGED and isinstance(channel, Acknowledging):
+        return lambda: channel.acknowledge(notification)
+    return lambda: channel.send(notification)
 
 
 def _route(channel: Channel, views: list[AlertView]) -> list[AlertView]:
@@ -242,6 +278,7 @@ def _log_state(entry: LogEntry) -> LogState:
             for job, data in sorted((entry.jobs or {}).items() if isinstance(entry.jobs, dict) else ())
             if isinstance(data, dict)
         ),
+        acknowledged=entry.acknowledged or "",
     )
 
 
@@ -283,7 +320,9 @@ class _DeliveryBudget:
         return int(self.seconds * 1000)
 
 
-def _deliver(channel: Channel, notification: Notification, seq: int, tick: Round) -> str | None:
+def _deliver(
+    channel: Channel, notification: Notification, send: Callable[[], None], seq: int, tick: Round
+) -> str | None:
     """Send once per (receiver, fingerprint, seq), whatever retries and redeliveries happen:
     None once sent, or why the receiver refused it for good (sending it again cannot help).
     Any other ChannelError is raised: nothing is recorded, and the next tick (at the latest
@@ -295,7 +334,7 @@ def _deliver(channel: Channel, notification: Notification, seq: int, tick: Round
     transition = {"receiver": channel.name, "fingerprint": notification.alert.fingerprint, "seq": seq}
     where = {"receiver": channel.name, "fingerprint": notification.alert.fingerprint}
     try:
-        deliver(transition=transition, send=lambda: channel.send(notification))
+        deliver(transition=transition, send=send)
     except IdempotencyAlreadyInProgressError as err:
         logger.warning("delivery in progress elsewhere; retried at the next tick", extra={**where})
         metrics.add_metric(name="NotificationsInProgress", unit=MetricUnit.Count, value=1)
@@ -326,12 +365,14 @@ def _per_receiver(name: str, receiver: str) -> None:
         metric.add_dimension(name="receiver", value=receiver)
 
 
-def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Round, refused: str | None) -> None:
+def _log(entry: LogEntry, view: AlertView, decision: Decision, tick: Round, refused: str | None) -> None:
     """The transition is done with: sent, or refused for good (`refused`: the receiver's
     answer), which the log keeps beside the entry as a rejection, written first: a crash
     between the two leaves the transition due, and its retry writes both. The entry keeps
     what a resolution sent from it needs: labels, annotations and each failing job with its
-    streak and culprit, as data."""
+    streak and culprit, as data. An acknowledgement told leaves the last message's time (the
+    reminders' clock) as it was."""
+    alert = view.alert
     if refused is not None:
         rejection = Rejection(
             entry.receiver,
@@ -346,7 +387,10 @@ def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Round, refused
         tick.storage.logs.save_rejection(tick.log, rejection, tick.retention)
     entry.seq = int(entry.seq) + 1
     entry.last_status = decision.status
-    entry.last_sent_at = tick.now
+    if decision.reason == acknowledgements.ACKNOWLEDGED and view.acknowledgement is not None:
+        entry.acknowledged = view.acknowledgement.key
+    else:
+        entry.last_sent_at = tick.now
     entry.starts_at = alert.starts_at
     entry.jobs = {job: failing.as_data() for job, failing in sorted(alert.jobs.items())} or None
     entry.labels = alert.labels
@@ -355,17 +399,20 @@ def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Round, refused
     tick.storage.logs.save(tick.log, entry, tick.now, tick.retention)
 
 
-def _resolved_from_log(entries: dict[str, LogEntry], views: list[AlertView], tick: Round) -> list[AlertView]:
-    """A trunk-level alert that stopped firing exists only in the log: as last sent, now resolved."""
+def _resolved_from_log(
+    entries: dict[str, LogEntry], views: list[AlertView], tick: Round, acked: Mapping[str, Acknowledgement]
+) -> list[AlertView]:
+    """A trunk-level alert that stopped firing exists only in the log: as last sent, now
+    resolved, with its acknowledgement until that ends."""
     current = {view.alert.fingerprint for view in views}
     return [
-        _resolved(entry, tick)
+        _resolved(entry, tick, acked.get(fingerprint))
         for fingerprint, entry in entries.items()
         if fingerprint not in current and entry.last_status == alerts.FIRING and entry.job is None
     ]
 
 
-def _resolved(entry: LogEntry, tick: Round) -> AlertView:
+def _resolved(entry: LogEntry, tick: Round, ack: Acknowledgement | None) -> AlertView:
     alert = Alert(
         dict(entry.labels or {}),
         dict(entry.annotations or {}),
@@ -373,7 +420,7 @@ def _resolved(entry: LogEntry, tick: Round) -> AlertView:
         ends_at=tick.now,
         jobs=_logged_jobs(entry),
     )
-    return AlertView(alert, tick.log)
+    return AlertView(alert, tick.log, acknowledgement=ack)
 
 
 def _logged_jobs(entry: LogEntry) -> dict[str, FailingJob]:

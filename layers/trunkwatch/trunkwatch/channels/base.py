@@ -55,6 +55,17 @@ class Channel(Protocol):
         ...
 
 
+@runtime_checkable
+class Acknowledging(Protocol):
+    """A channel that is told when an alert is acknowledged (PagerDuty, Slack), not only
+    shown it in the alert's later messages. The notification's reason is `acknowledged`."""
+
+    def acknowledge(self, notification: Notification) -> None:
+        """Tell of the acknowledgement (the alert's `acknowledged_*` annotations), or raise
+        ChannelError."""
+        ...
+
+
 Route = Callable[[dict[str, str]], bool]  # a receiver's matchers, as the silences' engine reads them
 Resolve = Callable[[TokenRef | None], str | None]  # reads a secret where a TokenRef says it is
 

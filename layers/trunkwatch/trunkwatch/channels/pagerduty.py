@@ -1,7 +1,8 @@
 """PagerDuty's Events API v2 (`POST {url}/v2/enqueue`): each transition of an alert is an
 alert event whose `dedup_key` is the alert's fingerprint, so PagerDuty keeps one alert per
 firing episode: `trigger` when it fires (reminders and updates too: PagerDuty adds them to
-the open alert), `resolve` when it resolves. With `change_events`, a culprit that reruns
+the open alert), `acknowledge` when someone acknowledges it (design.md §4.3), `resolve`
+when it resolves. With `change_events`, a culprit that reruns
 confirmed also goes out as a change event (`POST {url}/v2/change/enqueue`), which PagerDuty
 shows beside incidents as context and never pages for.
 
@@ -23,7 +24,7 @@ from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
 from trunkwatch.channels.content import Content, content
 from trunkwatch.channels.github_culprit import first_notice
 from trunkwatch.channels.transport import client, delivering, refusal
-from trunkwatch.domain import alerts
+from trunkwatch.domain import acks, alerts
 from trunkwatch.domain.config import (
     Check,
     ConfigError,
@@ -53,6 +54,8 @@ MAX_DETAIL_CHARS = 300
 
 
 def event_action(notification: Notification) -> str:
+    if notification.reason == acks.ACKNOWLEDGED:
+        return ACKNOWLEDGE
     return RESOLVE if notification.status == alerts.RESOLVED else TRIGGER
 
 
@@ -70,7 +73,7 @@ def summary(notification: Notification) -> str:
 
 def alert_event(notification: Notification, routing_key: str) -> dict[str, Any]:
     """The alert event for one transition: a trigger carries the alert (payload, links,
-    client); a resolve needs only which alert."""
+    client); an acknowledge or a resolve needs only which alert."""
     alert = notification.alert
     action = event_action(notification)
     event: dict[str, Any] = {
@@ -135,6 +138,8 @@ def custom_details(notification: Notification, told: Content) -> dict[str, Any]:
         details["failing_jobs"] = [{k: v for k, v in job.items() if v is not None}]
     if told.failure_lines:
         details["failure_lines"] = list(told.failure_lines)
+    if told.acknowledged:
+        details["acknowledged"] = told.acknowledged
     return details
 
 
@@ -237,6 +242,9 @@ class PagerDutyChannel:
             # After the alert event: a retry of a failed change event triggers the alert
             # again, which PagerDuty adds to the open alert.
             self._post(CHANGE_EVENTS_PATH, change_event(notification, key), notification.deadline)
+
+    def acknowledge(self, notification: Notification) -> None:
+        self._post(EVENTS_PATH, alert_event(notification, self._key()), notification.deadline)
 
     def _key(self) -> str:
         try:

@@ -26,6 +26,7 @@ MAX_TEXT_CHARS = 3000  # the notification fallback text
 CUT_NOTE = "\n_(cut to fit Slack's limits; the full list is in the email and the webhook JSON)_"
 
 RESOLVED_COLOUR = "#2eb886"
+ACKNOWLEDGED_COLOUR = "#439fe0"
 FIRING_COLOURS = {"P1": "#d40e0d", "P2": "#e8912d", "P3": "#daa038"}
 OTHER_FIRING_COLOUR = "#e8912d"
 
@@ -84,13 +85,38 @@ def slack_message(notification: Notification) -> dict[str, Any]:
     return {"text": text, "attachments": [attachment]}
 
 
-def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
+def acknowledgement_message(notification: Notification) -> dict[str, Any]:
+    """The alert's acknowledgement, said once: who, when, the note, and which alert."""
+    told = content(notification)
+    headline = f"ACKNOWLEDGED: {told.summary}"
+    blocks = [_header(headline), _section(escape(told.acknowledged or "Acknowledged")), _context(told)]
+    text = _escaped_within(headline, MAX_TEXT_CHARS)
+    return {"text": text, "attachments": [{"color": ACKNOWLEDGED_COLOUR, "fallback": text, "blocks": blocks}]}
+
+
+def _header(headline: str) -> dict[str, Any]:
     # plain_text: shown as written, no control characters to escape.
     header = headline if len(headline) <= MAX_HEADER_CHARS else headline[: MAX_HEADER_CHARS - 3] + "..."
+    return {"type": "header", "text": {"type": "plain_text", "text": header}}
+
+
+def _context(told: Content) -> dict[str, Any]:
+    return {
+        "type": "context",
+        "elements": [
+            {"type": "mrkdwn", "text": f"Source: {escape(told.source)}"},
+            {"type": "mrkdwn", "text": f"Fingerprint: `{_code(told.fingerprint)}`"},
+        ],
+    }
+
+
+def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": header}},
+        _header(headline),
         _section("\n".join(escape(line) for line in told.when)),
     ]
+    if told.acknowledged:
+        blocks.append(_section(escape(told.acknowledged)))
     if told.culprit:
         c = told.culprit
         text = f"*{escape(c.heading)}:* `{_code(c.sha)}`"
@@ -117,15 +143,7 @@ def _blocks(told: Content, headline: str) -> list[dict[str, Any]]:
         blocks.append(_section(f"*First failure lines:*\n```{code}```"))
     if told.links:
         blocks.append(_section("  |  ".join(_link(url, title) for title, url in told.links)))
-    blocks.append(
-        {
-            "type": "context",
-            "elements": [
-                {"type": "mrkdwn", "text": f"Source: {escape(told.source)}"},
-                {"type": "mrkdwn", "text": f"Fingerprint: `{_code(told.fingerprint)}`"},
-            ],
-        }
-    )
+    blocks.append(_context(told))
     return blocks
 
 
@@ -152,6 +170,17 @@ class SlackChannel:
             raise ChannelError(f"{what}: no webhook URL")
         message = slack_message(notification)
         # A 400 invalid_blocks, say, is rejected for good.
+        post_json(url, message, what=what, timeout_s=self.timeout_s, deadline=notification.deadline)
+
+    def acknowledge(self, notification: Notification) -> None:
+        what = f"Slack receiver {self.name}"
+        try:
+            url = self.webhook_url()
+        except ConfigError as err:
+            raise ChannelError(f"{what}: {err}") from None
+        if not url:
+            raise ChannelError(f"{what}: no webhook URL")
+        message = acknowledgement_message(notification)
         post_json(url, message, what=what, timeout_s=self.timeout_s, deadline=notification.deadline)
 
 

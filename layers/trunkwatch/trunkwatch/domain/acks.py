@@ -74,8 +74,8 @@ def live_by_fingerprint(acks: Iterable[Acknowledgement]) -> dict[str, Acknowledg
     return {ack.fingerprint: ack for ack in acks if ack.live}
 
 
-def ended(acks: Iterable[Acknowledgement], firing: Sequence[str], now: datetime) -> list[Acknowledgement]:
-    """The live acknowledgements whose alert no longer fires (of the `firing` fingerprints):
-    their episode is over, ended at `now`."""
+def over(acks: Iterable[Acknowledgement], firing: Sequence[str]) -> list[Acknowledgement]:
+    """The live acknowledgements whose alert no longer fires (is none of the `firing`
+    fingerprints): their episode is over."""
     still = set(firing)
-    return [ack.ended(now) for ack in acks if ack.live and ack.fingerprint not in still]
+    return [ack for ack in acks if ack.live and ack.fingerprint not in still]
