@@ -413,9 +413,10 @@ def _resolved_from_log(
 
 
 def _resolved(entry: LogEntry, tick: Round, ack: Acknowledgement | None) -> AlertView:
+    said = {name: value for name, value in (ack.annotations() if ack else {}).items() if value}
     alert = Alert(
         dict(entry.labels or {}),
-        dict(entry.annotations or {}),
+        {**(entry.annotations or {}), **said},
         starts_at=entry.starts_at or tick.now,
         ends_at=tick.now,
         jobs=_logged_jobs(entry),
