@@ -1,5 +1,5 @@
-"""Replay files (design.md §6): a header line, then HUD snapshots, webhook deliveries, silences
-and ticks in time order.
+"""Replay files (design.md §6): a header line, then HUD snapshots, webhook deliveries, silences,
+acknowledgements and ticks in time order.
 
 A file may be gzipped (`.jsonl.gz`, weeks of a real trunk). A file's events are checked in
 full when it is read, then read again from the file as they are replayed, so a long history
@@ -24,7 +24,8 @@ from trunkwatch.domain.config import ConfigError, Deployment, load_deployment
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.hud import parse_grid
 
-EVENT_KINDS = ("hud", "hud_status", "silence", "expire", "tick", "webhook")
+EVENT_KINDS = ("hud", "hud_status", "silence", "expire", "ack", "tick", "webhook")
+ACK_KEYS = ("matchers", "createdBy", "comment")
 WEBHOOK_EVENTS = ("push", "workflow_run", "workflow_job")
 
 
@@ -203,6 +204,14 @@ def _events(numbered: Iterable[tuple[int, str]], name: str) -> Iterator[ReplayEv
                 raise ReplayError(f"{name}:{number}: 'hud' is not a valid HUD API response: {err}") from None
         if kind == "silence" and not isinstance(payload, dict):
             raise ReplayError(f"{name}:{number}: 'silence' must be a postable silence object")
+        if kind == "ack" and (
+            not isinstance(payload, dict)
+            or not isinstance(payload.get("matchers"), list)
+            or not payload["matchers"]
+            or set(payload) - set(ACK_KEYS)
+        ):
+            shape = '{"matchers": [<as in a silence>], "createdBy": "...", "comment": "..."}'
+            raise ReplayError(f"{name}:{number}: 'ack' must be {shape}")
         if kind == "expire" and not isinstance(payload, str):
             raise ReplayError(f"{name}:{number}: 'expire' must name a silence 'ref'")
         if kind == "hud_status" and (

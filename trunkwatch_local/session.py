@@ -235,6 +235,8 @@ def _apply(
         created = session.call_api("POST", "/api/v2/silences", payload)
         if ref:
             refs[ref] = created["silenceID"]
+    elif kind == "ack":
+        session.call_api("POST", "/api/v2/acks", payload)
     elif kind == "expire":
         if payload not in refs:
             raise ReplayError(

@@ -5,6 +5,7 @@ before), `ACK!` comments, which acknowledgements are over, and how each receiver
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import timedelta
 
 import pytest
@@ -17,6 +18,7 @@ from trunkwatch.channels.slack import acknowledgement_message, slack_message
 from trunkwatch.domain.acks import Acknowledgement, is_ack_comment, note_of, over
 from trunkwatch.domain.alerts import AlertView
 from trunkwatch.domain.dedup import Decision, LogState, decide
+from trunkwatch_local.replay import ReplayError, parse_replay
 
 ACK = Acknowledgement("f1", "TrunkJobFailing", "pull / x", NOW - HOUR, "alice", "bisecting it", "api")
 REPEAT = 4 * HOUR
@@ -116,3 +118,29 @@ def test_slack_and_pagerduty_are_told_the_acknowledgement_itself() -> None:
         "event_action": "acknowledge",
         "dedup_key": told.alert.fingerprint,
     }
+
+
+# --- the replay event -----------------------------------------------------------------------
+
+HEADER = '{"repo": "pytorch/pytorch"}'
+MATCHERS = [{"name": "alertname", "value": "TrunkBroken", "isRegex": False, "isEqual": True}]
+
+
+def test_a_replay_acknowledges_with_an_ack_event() -> None:
+    ack = {"matchers": MATCHERS, "createdBy": "alice", "comment": "on it"}
+    (event,) = parse_replay([HEADER, json.dumps({"at": "2026-11-18T10:50:00Z", "ack": ack})]).events
+    assert (event.kind, event.payload) == ("ack", ack)
+
+
+@pytest.mark.parametrize(
+    "ack",
+    [[], {"matchers": []}, {"createdBy": "alice"}, {"matchers": MATCHERS, "by": "alice"}, "alertname=X"],
+)
+def test_a_bad_ack_event_is_one_line_naming_the_line(ack: object) -> None:
+    line = json.dumps({"at": "2026-11-18T10:50:00Z", "ack": ack})
+    with pytest.raises(ReplayError) as raised:
+        parse_replay([HEADER, line], "acks.jsonl")
+    assert str(raised.value) == (
+        "acks.jsonl:2: 'ack' must be "
+        '{"matchers": [<as in a silence>], "createdBy": "...", "comment": "..."}'
+    )
