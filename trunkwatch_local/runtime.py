@@ -45,6 +45,9 @@ DIED_ANSWER = {"statusCode": 502, "body": "Internal Server Error"}
 # Schedule ticks a crash-injected replay runs after the last crash: enough for a tick left
 # open to be settled by the sweep (app/sweep.SETTLE_BOUND) and the notification after it.
 RECOVERY_TICKS = 4
+# Schedule ticks a replay runs at most after its last event while a receiver has messages
+# left to deliver (a failed or throttled delivery): half an hour of a 1-minute schedule.
+DELIVERY_TICKS = 30
 
 
 class InvocationFailed(RuntimeError):
@@ -246,6 +249,28 @@ class LocalRuntime:
             quiet = 0 if len(self.chaos.stats.crashes) > crashes else quiet + 1
             yield at
         self._crashes_recovered = len(self.chaos.stats.crashes)
+
+    def delivery_ticks(self, after: datetime) -> Iterator[datetime]:
+        """After a replay's last event: schedule ticks one period apart while a receiver has
+        a message due (a delivery that failed, or that the receiver throttled), at most
+        DELIVERY_TICKS. Deployed, the schedule goes on and its sweeps send them; a replay
+        that ended would otherwise leave them unsent. Each tick's time is yielded after it
+        ran."""
+        at = after
+        for _ in range(DELIVERY_TICKS):
+            if not self.undelivered():
+                return
+            at += self.schedule_period
+            self.tick(at)
+            yield at
+
+    def undelivered(self) -> int:
+        """The transitions the receivers have due now (`app.notify.due`), on the notifier's edge."""
+        from trunkwatch.app.notify import due
+
+        edge = self.stack.handler("notifier").edge
+        with self.lock:
+            return due(edge.storage(), self.clock.now(), edge.settings, edge.deployment())
 
     def scheduled_event(self, function: str) -> dict[str, Any]:
         return scheduled_event(f"{NAME}-{function}", self.clock.now())

@@ -209,6 +209,9 @@ def _steps(
             yield event, session.runtime.published(at)
         for at in session.rerun_polls(following.at if following else None):
             yield event, session.runtime.published(at)
+        if following is None:
+            for at in session.runtime.delivery_ticks(session.runtime.clock.now()):
+                yield event, session.runtime.published(at)
         event = following
 
 

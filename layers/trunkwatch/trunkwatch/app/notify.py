@@ -210,13 +210,9 @@ def _notify_receiver(
     """The stages, per alert in order: route, mute, dedup, budget, deliver, log. A failing
     receiver or a spent budget leaves the receiver's rest for the next tick, in order.
     `acked`: the live acknowledgements, by fingerprint (for alerts resolved from the log)."""
-    entries = tick.storage.logs.of_receiver(tick.log, channel.name)
     tells_acks = isinstance(channel, Acknowledging)
-    for view in _route(channel, [*views, *_resolved_from_log(entries, views, tick, acked or {})]):
+    for view, entry in _routed(channel, tick, views, acked or {}):
         alert = view.alert
-        entry = entries.get(alert.fingerprint) or LogEntry(
-            channel.name, alert.fingerprint, alert.name, alert.labels.get("job")
-        )
         if view.suppressed:
             result.held += 1
             _mute(entry, view, tick)
@@ -250,9 +246,46 @@ def _sender(channel: Channel, notification: Notification) -> Callable[[], None]:
     return lambda: channel.send(notification)
 
 
-def _route(channel: Channel, views: list[AlertView]) -> list[AlertView]:
-    """The alerts the receiver's matchers pick."""
-    return [view for view in views if channel.accepts(view.alert.labels)]
+def _routed(
+    channel: Channel, tick: Round, views: list[AlertView], acked: Mapping[str, Acknowledgement]
+) -> list[tuple[AlertView, LogEntry]]:
+    """The alerts the receiver's matchers pick (with those resolved from its log), each with
+    its entry in the receiver's log (a new one if it has none)."""
+    entries = tick.storage.logs.of_receiver(tick.log, channel.name)
+    return [
+        (
+            view,
+            entries.get(view.alert.fingerprint)
+            or LogEntry(channel.name, view.alert.fingerprint, view.alert.name, view.alert.labels.get("job")),
+        )
+        for view in [*views, *_resolved_from_log(entries, views, tick, acked)]
+        if channel.accepts(view.alert.labels)
+    ]
+
+
+def due(storage: Storage, now: datetime, settings: Settings, deployment: Deployment) -> int:
+    """How many transitions the trunks' receivers have due at `now`: what the next settled
+    tick would try to send (a failed or throttled delivery's retry, say). Sends nothing."""
+    from trunkwatch.silences import store
+
+    silences = store.active(storage.silences, now)
+    channels = channels_for(settings, deployment)
+    links = Links(settings.api_url, settings.dashboard_url)
+    count = 0
+    for trunk in deployment.trunks:
+        rule = deployment.rule_for(trunk)
+        tick = Tick(storage, trunk, rule, links, now, settings, lambda: DELIVERY_BUDGET_S).round()
+        acks = storage.logs.acks(trunk.trunk_id)
+        views = trunk_views(storage, trunk, rule, silences, links, now, include_resolved=True, acks=acks)
+        acked = acknowledgements.live_by_fingerprint(acks)
+        for channel in channels:
+            tells_acks = isinstance(channel, Acknowledging)
+            count += sum(
+                decide(view, _log_state(entry), now, tick.repeat_interval, tells_acks) is not None
+                for view, entry in _routed(channel, tick, views, acked)
+                if not view.suppressed
+            )
+    return count
 
 
 def _mute(entry: LogEntry, view: AlertView, tick: Round) -> None:
