@@ -446,15 +446,17 @@ def _resolved_from_log(
 
 
 def _resolved(entry: LogEntry, tick: Round, ack: Acknowledgement | None) -> AlertView:
-    said = {name: value for name, value in (ack.annotations() if ack else {}).items() if value}
     alert = Alert(
         dict(entry.labels or {}),
-        {**(entry.annotations or {}), **said},
+        dict(entry.annotations or {}),
         starts_at=entry.starts_at or tick.now,
         ends_at=tick.now,
         jobs=_logged_jobs(entry),
     )
-    return AlertView(alert, tick.log, acknowledgement=ack)
+    view = AlertView(alert, tick.log)
+    if ack is not None:
+        view.acknowledge(ack)
+    return view
 
 
 def _logged_jobs(entry: LogEntry) -> dict[str, FailingJob]:

@@ -38,7 +38,7 @@ def trunk_views(
     """Every job alert of the trunk (firing; resolved too if asked), its trunk-level alert,
     and SourceDown while the trunk's source cannot be read; each with its live
     acknowledgement (of `acks`, else as stored), which its annotations say too. An `ACK!`
-    silence acknowledges (the API made it so when it was posted): it holds nothing back."""
+    silence acknowledges (`app/acks.py`) and holds nothing back."""
     items = storage.alerts.of_trunk(trunk.trunk_id)
     firing = [i for i in items if i.status == alerts.FIRING and rule.in_scope(i.job)]
     shown = items if include_resolved else firing
@@ -59,8 +59,7 @@ def trunk_views(
             view.inhibited_by = [badly]
         ack = live.get(view.alert.fingerprint)
         if ack is not None:
-            view.acknowledgement = ack
-            view.alert.annotations.update(_present(ack.annotations()))
+            view.acknowledge(ack)
     return views
 
 

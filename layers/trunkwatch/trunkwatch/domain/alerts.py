@@ -174,3 +174,8 @@ class AlertView:
     @property
     def suppressed(self) -> bool:
         return bool(self.silenced_by or self.inhibited_by)
+
+    def acknowledge(self, ack: Acknowledgement) -> None:
+        """Mark it acknowledged; its annotations say by whom, when and why (the non-empty)."""
+        self.acknowledgement = ack
+        self.alert.annotations.update({name: value for name, value in ack.annotations().items() if value})
