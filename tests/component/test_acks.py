@@ -4,6 +4,7 @@ receivers, the API's view of it while it fires, and the API's refusals."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -13,9 +14,9 @@ import pytest
 from tests.support.peers import READER, call_api
 from tests.support.scenarios import SCENARIOS
 from trunkwatch_local.receiver_servers import PagerDutyServer, SlackServer
-from trunkwatch_local.replay import read_replay
+from trunkwatch_local.replay import parse_replay, read_replay
 from trunkwatch_local.runtime import Published
-from trunkwatch_local.session import Session, replay_steps
+from trunkwatch_local.session import Session, replay_into, replay_steps
 
 SCENARIO = SCENARIOS / "acknowledged.jsonl"
 KEY = "test-routing-key-not-a-secret-00"
@@ -148,6 +149,31 @@ def test_the_api_lists_acknowledgements_while_they_last_and_an_ack_silence_holds
     (again,) = replayed.while_acknowledged["again"]
     assert again["acknowledgement"] == acks["TrunkBroken"]["acknowledgement"]
     assert replayed.after["acks"] == []  # both ended with their episode
+
+
+def test_an_ack_silence_made_before_its_alert_fires_acknowledges_it_when_it_does(
+    pagerduty: PagerDutyServer,
+) -> None:
+    header, fires, _by_api, by_silence, *rest = SCENARIO.read_text().splitlines()
+    early = json.loads(by_silence)
+    early["at"] = early["silence"]["startsAt"] = "2026-11-18T10:30:00Z"  # before it fires
+    early["silence"]["endsAt"] = "2026-11-18T12:00:00Z"
+    replay = parse_replay([header, json.dumps(early), fires, *rest], "ack silence first")
+    replay.receivers = [{"type": "pagerduty", "routing_key": KEY, "url": pagerduty.url}]
+    session = Session(store="memory")
+    try:
+        session.start(replay.deployment(session.hud.url))
+        published = list(replay_into(session, replay))
+    finally:
+        session.stop()
+    sent = Counter((p.attributes["alertname"], p.message["notification_reason"]) for p in published)
+    assert sent[("TrunkBroken", "reminder")] == 1  # not acknowledged: reminded as before
+    assert sent[("TrunkJobFailing", "reminder")] == 0  # acknowledged by the silence when it fired
+    actions = {p.attributes["alertname"]: pagerduty.actions(p.attributes["fingerprint"]) for p in published}
+    assert actions == {
+        "TrunkBroken": ["trigger", "trigger", "resolve"],
+        "TrunkJobFailing": ["trigger", "acknowledge", "resolve"],  # told in the tick it fired
+    }
 
 
 # --- the API's refusals -------------------------------------------------------------------

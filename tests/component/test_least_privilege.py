@@ -165,7 +165,7 @@ def test_the_webhook_and_the_notifier_may_not_write_what_the_others_write(
     webhook_denied = {request for request in others if not allows(roles["WebhookFunction"], request)}
     assert {"ALERTS", "EPISODES", "SILENCE", "RERUNS"} <= _partitions(webhook_denied)
     notifier_denied = {request for request in others if not allows(roles["NotifierFunction"], request)}
-    assert {"ALERTS", "CELLS", "TICK", "TRUNK", "COMMITS", "SILENCE", "ACKS"} <= _partitions(notifier_denied)
+    assert {"ALERTS", "CELLS", "TICK", "TRUNK", "COMMITS", "SILENCE"} <= _partitions(notifier_denied)
     # The API writes acknowledgements (their own partition), never a notification log.
     api_writes = {request for request in requests["ApiFunction"] if request.action in writes}
     assert "ACKS" in _partitions(api_writes)

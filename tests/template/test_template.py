@@ -806,7 +806,7 @@ def test_the_notifier_writes_logs_and_idempotency_records_and_deletes_only_the_l
     assert set(table) == {
         "TableRead",
         "WriteLogsAndIdempotency",
-        "EndAcknowledgements",
+        "WriteAcknowledgements",
         "DeleteIdempotencyRecords",
     }
     assert set(_actions(table["TableRead"])) == {
@@ -822,8 +822,8 @@ def test_the_notifier_writes_logs_and_idempotency_records_and_deletes_only_the_l
         _partition(keys.acks(TRUNK_ID)),
         keys.IDEMPOTENCY,
     ]
-    assert _actions(table["EndAcknowledgements"]) == ["dynamodb:UpdateItem"]
-    assert _leading_keys(table["EndAcknowledgements"]) == [_partition(keys.acks(TRUNK_ID))]
+    assert set(_actions(table["WriteAcknowledgements"])) == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+    assert _leading_keys(table["WriteAcknowledgements"]) == [_partition(keys.acks(TRUNK_ID))]
     assert set(_actions(table["WriteLogsAndIdempotency"])) == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
     assert _leading_keys(table["WriteLogsAndIdempotency"]) == [
         _partition(keys.logs(TRUNK_ID)),

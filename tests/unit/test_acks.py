@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 
 from tests.support.alerts import HOUR, NOW, failing, view
+from trunkwatch.app.acks import by_ack_silences
 from trunkwatch.channels.base import Notification
 from trunkwatch.channels.email import email_text
 from trunkwatch.channels.pagerduty import alert_event
@@ -18,6 +19,7 @@ from trunkwatch.channels.slack import acknowledgement_message, slack_message
 from trunkwatch.domain.acks import Acknowledgement, is_ack_comment, note_of, over
 from trunkwatch.domain.alerts import AlertView
 from trunkwatch.domain.dedup import Decision, LogState, decide
+from trunkwatch.silences import Matcher, Silence
 from trunkwatch_local.replay import ReplayError, parse_replay
 
 ACK = Acknowledgement("f1", "TrunkJobFailing", "pull / x", NOW - HOUR, "alice", "bisecting it", "api")
@@ -87,6 +89,26 @@ def test_an_acknowledgement_is_over_once_its_alert_no_longer_fires() -> None:
     done = ACK.ended(NOW - timedelta(minutes=5))
     assert over([ACK, other, dataclasses.replace(done, fingerprint="f3")], ["f2"]) == [ACK]
     assert done.ended_at is not None and not done.live
+
+
+def silence(comment: str, job: str = "pull / x", silence_id: str = "s-1") -> Silence:
+    matcher = Matcher("job", job, False, True)
+    return Silence(silence_id, (matcher,), NOW - HOUR, NOW + HOUR, "bob", comment, NOW - HOUR)
+
+
+def test_an_active_ack_silence_acknowledges_each_firing_alert_it_matches_that_has_none() -> None:
+    plain, first, second = (
+        silence("maintenance"),
+        silence("ACK! on it"),
+        silence("ACK! me too", silence_id="s-2"),
+    )
+    fresh = view()
+    ((acked_view, ack),) = by_ack_silences([fresh, acked(), view("resolved")], [plain, first, second], NOW)
+    assert acked_view is fresh
+    assert ack == Acknowledgement(
+        fresh.alert.fingerprint, "TrunkJobFailing", "pull / x", NOW, "bob", "on it", "silence s-1"
+    )
+    assert by_ack_silences([view()], [silence("ACK! other job", job="trunk / y")], NOW) == []
 
 
 # --- how each receiver says it --------------------------------------------------------------

@@ -1,8 +1,9 @@
 """`/api/v2/silences` and `/api/v2/silence/{id}`: Alertmanager's silence endpoints.
 
 A silence whose comment starts with `ACK!` (karma's convention) acknowledges the firing
-alerts it matches when it is posted (`app/acks.py`), and holds nothing back: it is kept
-and listed like any silence, for amtool and the audit trail.
+alerts it matches, from when it is posted (`app/acks.py`; the notifier goes on while it is
+active), and holds nothing back: it is kept and listed like any silence, for amtool and the
+audit trail.
 
 The function's storage (PynamoDB, and botocore with it) is built by the first route that
 reads or writes the table (`edge_of(router).storage()`): the status page and its files, which

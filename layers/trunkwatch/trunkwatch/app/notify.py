@@ -46,6 +46,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
+from trunkwatch.app.acks import by_ack_silences
 from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views, watchdog_alert
@@ -156,14 +157,19 @@ class Tick:
 
 
 def notify_trunk(tick: Tick, silences: Sequence[Silence], channels: Sequence[Channel]) -> TickResult:
-    """Send the trunk's due transitions to each receiver in turn, then end the
-    acknowledgements of alerts that no longer fire."""
+    """Send the trunk's due transitions to each receiver in turn (after acknowledging what
+    active `ACK!` silences match), then end the acknowledgements of alerts that no longer
+    fire."""
     trunk = tick.trunk
     result = TickResult(trunk.trunk_id)
     acks = tick.storage.logs.acks(trunk.trunk_id)
     views = trunk_views(
         tick.storage, trunk, tick.rule, silences, tick.links, tick.now, include_resolved=True, acks=acks
     )
+    for view, ack in by_ack_silences(views, silences, tick.now):
+        if tick.storage.logs.add_ack(trunk.trunk_id, ack):  # else another one stands: next tick
+            view.acknowledge(ack)
+            acks.append(ack)
     firing = [v.alert for v in views if v.alert.status == alerts.FIRING]
     if tick.settings.dashboard_metrics:
         metrics.add_metric(name="AlertsFiring", unit=MetricUnit.Count, value=len(firing))
