@@ -3,8 +3,9 @@
 Each commit item keeps its cells' states as one short string (a code per JobIndex column),
 so a poll compares the snapshot against one Query of commit items and writes a cell item
 only where a merged state changed. A poll that changed nothing writes nothing. The job
-index, new commits and state strings are written through the ledger webhook deliveries
-share (`ledger.py`): conditional appends, placements and compare-and-sets, never blind.
+index, new commits, cells and state strings are written through the ledger webhook
+deliveries share (`ledger.py`, `record_cells`): conditional appends, placements and
+compare-and-sets, never blind.
 
 Write order makes a crash harmless: new job columns and new commits (placed empty: no cell
 stored yet) first, then the tick barrier, then cells, then the commits' state strings (the
@@ -20,14 +21,14 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from trunkwatch.app import ledger
 from trunkwatch.app.confirm import RequestRerun, advance_reruns, requests_waiting
-from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells, replaces
+from trunkwatch.domain.cells import ABSENT_CODE, Commit, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
-from trunkwatch.sources.base import CommitResult, Source
+from trunkwatch.sources.base import Source
 from trunkwatch.storage.port import Storage, Trunks
 from trunkwatch.storage.records import CellWrite, StoredCommit, TrunkState
 
@@ -100,7 +101,6 @@ def poll_trunk(
         trunks, trunk_id, names, (key for r in retained for key in sorted(built[r.commit.sha]))
     )
     result.items_written += appended
-    columns = {name: i for i, name in enumerate(names)}
     # New commits are placed first, empty (no cell stored yet), so their cells have a seq.
     seqs, placed = ledger.place_chain(
         storage,
@@ -112,60 +112,18 @@ def poll_trunk(
         state.recent_seqs,
     )
     result.items_written += 2 * len(placed)  # an item and its pointer each
-
-    merges: list[_Merge] = []
-    cell_writes: list[tuple[Cell, Commit, int]] = []
+    seen = []
     for commit_result in retained:
-        sha, seq = commit_result.commit.sha, seqs[commit_result.commit.sha]
-        existing = _stored(storage, trunk_id, commit_result.commit, seq, known, placed)
-        if existing is None:
-            continue  # expired since it was placed
-        merge = _Merge(commit_result, existing, built[sha], columns)
-        new_states = merge(existing.states).ljust(len(names), ABSENT_CODE)
-        for column in _changed(existing.states, new_states):
-            if rule.in_scope(names[column]):
-                cell_writes.append((merge.cell(names[column]), commit_result.commit, seq))
-                merge.written[column] = new_states[column]
-        merges.append(merge)
-
-    # Job by job: a job's stream records then arrive together, and the evaluator, which judges
-    # a job once per batch, reads each changed job about once instead of once per commit.
-    cell_writes.sort(key=lambda write: (write[0].job, write[2]))
-    if cell_writes:
-        result.poll = _poll_id(now)
-        storage.ticks.open_poll(trunk_id, result.poll, len(cell_writes), now)
-        result.items_written += 2
-    prior = _newest_seqs(known.values(), columns, {cell.job for cell, _, _ in cell_writes})
-    storage.cells.save_all(
-        trunk_id,
-        (
-            CellWrite(cell, commit, seq, result.poll or "", prior.get(cell.job))
-            for cell, commit, seq in cell_writes
-        ),
-        rule.retention,
-    )
-    result.cells_written = len(cell_writes)
-    result.items_written += len(cell_writes)
-    changed_jobs = {cell.job for cell, _, _ in cell_writes}
-    # The commits' states last: they record what is stored.
-    written = []
-    for merge in merges:
-        metadata = merge.result.commit if _metadata_changed(merge.read.commit, merge.result.commit) else None
-
-        def rewrite(previous: StoredCommit, fresh: StoredCommit, new: str, merge: _Merge = merge) -> None:
-            extra = _rewrite_cells(storage, trunk_id, rule, merge, previous, fresh, new, now)
-            result.cells_written += len(extra)
-            result.items_written += len(extra) + (2 if extra else 0)
-            changed_jobs.update(extra)
-
-        saved = ledger.save_states(storage.commits, trunk_id, merge.read, merge, metadata, rewrite)
-        if saved is not None:
-            written.append(saved[1])
-    result.items_written += len(written)
-    result.changed_jobs = sorted(changed_jobs)
-    read = [*known.values(), *(merge.read for merge in merges)]
-
-    result.items_written += _save_recent_seqs(trunks, trunk_id, state, read, written)
+        sha = commit_result.commit.sha
+        stored = _stored(storage, trunk_id, commit_result.commit, seqs[sha], known, placed)
+        if stored is not None:  # else it expired since it was placed
+            seen.append(ledger.Seen(stored, built[sha], commit_result.complete, commit_result.commit))
+    cells = _PollCells(storage, trunk_id, rule, now, list(known.values()), names)
+    saved = ledger.record_cells(storage, trunk_id, rule, names, seen, cells)
+    result.poll, result.cells_written, result.changed_jobs = cells.poll, cells.written, sorted(cells.jobs)
+    result.items_written += cells.items_written + len(saved)
+    read = [*known.values(), *(s.read for s in seen)]
+    result.items_written += _save_recent_seqs(trunks, trunk_id, state, read, [new for _, new in saved])
     result.items_written += trunks.record_poll_success(trunk_id, now, state)
     new_source_state = {**snapshot.state, SCOPE: scope}
     if new_source_state != old_source_state:
@@ -174,74 +132,52 @@ def poll_trunk(
     return result
 
 
+class _PollCells:
+    """The poll's cell items (`ledger.CellWriter`): those its merges change under one tick
+    for the poll, job by job (a job's stream records then arrive together, and the
+    evaluator, which judges a job once per batch, reads each changed job about once instead
+    of once per commit); those a conflict makes it write again under a tick each."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        trunk_id: str,
+        rule: RuleConfig,
+        now: datetime,
+        known: list[StoredCommit],  # the commits read back before the poll's writes
+        names: list[str],
+    ) -> None:
+        self.storage, self.trunk_id, self.rule, self.now = storage, trunk_id, rule, now
+        self.known, self.columns = known, {name: column for column, name in enumerate(names)}
+        self.poll: str | None = None
+        self.written = self.items_written = 0
+        self.jobs: set[str] = set()
+
+    def write(self, changes: list[ledger.CellChange]) -> None:
+        changes = sorted(changes, key=lambda change: (change.cell.job, change.seq))
+        prior = _newest_seqs(self.known, self.columns, {change.cell.job for change in changes})
+        self.poll = self._save(changes, prior)
+
+    def rewrite(self, changes: list[ledger.CellChange]) -> None:
+        self._save(changes, {})
+
+    def _save(self, changes: list[ledger.CellChange], prior: dict[str, int]) -> str | None:
+        """The cells under a tick of their own (none without cells); the tick."""
+        if not changes:
+            return None
+        poll = _poll_id(self.now)
+        self.storage.ticks.open_poll(self.trunk_id, poll, len(changes), self.now)
+        writes = [CellWrite(c.cell, c.commit, c.seq, poll, prior.get(c.cell.job)) for c in changes]
+        self.storage.cells.save_all(self.trunk_id, writes, self.rule.retention)
+        self.written += len(changes)
+        self.items_written += len(changes) + 2  # and the tick
+        self.jobs.update(change.cell.job for change in changes)
+        return poll
+
+
 def _scope_digest(rule: RuleConfig) -> str:
     """What decides which cells a page makes: the jobs in scope and how cancelled counts."""
     return hashlib.sha256(repr((rule.include, rule.exclude, rule.cancelled)).encode()).hexdigest()[:16]
-
-
-class _Merge:
-    """One commit's merge in a poll: the snapshot's cells onto a stored state string (the
-    poll's side of `ledger.save_states`), and the cells the poll wrote for it."""
-
-    def __init__(
-        self, result: CommitResult, read: StoredCommit, cells: dict[str, Cell], columns: dict[str, int]
-    ) -> None:
-        self.result, self.read, self.cells, self.columns = result, read, cells, columns
-        self.written: dict[int, str] = {}  # column -> the code of the cell this poll wrote
-
-    def __call__(self, stored: str) -> str:
-        width = max(len(stored), len(self.columns))
-        merged = _new_states(stored.ljust(width, ABSENT_CODE), self.cells, self.columns, self.result.complete)
-        return merged.rstrip(ABSENT_CODE)
-
-    def cell(self, job: str) -> Cell:
-        return self.cells.get(job) or Cell(job=job, sha=self.result.commit.sha, state=CellState.NODATA)
-
-
-def _rewrite_cells(
-    storage: Storage,
-    trunk_id: str,
-    rule: RuleConfig,
-    merge: _Merge,
-    previous: StoredCommit,
-    fresh: StoredCommit,
-    new: str,
-    now: datetime,
-) -> list[str]:
-    """Another writer changed the commit since the poll read it: write the cells the merge
-    onto its states changes that the poll has not written, or that the other writer may
-    have written over (its column changed since `previous`), under a tick of their own.
-    The jobs written."""
-    width = max(len(new), len(fresh.states), len(previous.states))
-    before, stored, merged = (s.ljust(width, ABSENT_CODE) for s in (previous.states, fresh.states, new))
-    changed = _changed(stored, merged)
-    if not changed:
-        return []
-    names = storage.trunks.job_names(trunk_id)  # a column another writer added may be new
-    writes = []
-    for column in changed:
-        if rule.in_scope(names[column]) and (
-            merge.written.get(column) != merged[column] or before[column] != stored[column]
-        ):
-            writes.append(CellWrite(merge.cell(names[column]), merge.result.commit, fresh.seq, ""))
-            merge.written[column] = merged[column]
-    if writes:
-        poll = _poll_id(now)
-        storage.ticks.open_poll(trunk_id, poll, len(writes), now)
-        storage.cells.save_all(trunk_id, [replace(w, poll=poll) for w in writes], rule.retention)
-    return [write.cell.job for write in writes]
-
-
-def _changed(old: str, new: str) -> list[int]:
-    """The columns whose code differs (absent past a string's end)."""
-    width = max(len(old), len(new))
-    return [
-        column
-        for column, (a, b) in enumerate(
-            zip(old.ljust(width, ABSENT_CODE), new.ljust(width, ABSENT_CODE), strict=True)
-        )
-        if a != b
-    ]
 
 
 def _poll_id(now: datetime) -> str:
@@ -265,16 +201,6 @@ def _stored(
     return storage.commits.get(trunk_id, seq)
 
 
-def _metadata_changed(stored: Commit, commit: Commit) -> bool:
-    return (stored.title, stored.author, stored.pr, stored.url, stored.autoreverted_by) != (
-        commit.title,
-        commit.author,
-        commit.pr,
-        commit.url,
-        commit.autoreverted_by,
-    )
-
-
 def _newest_seqs(known: Iterable[StoredCommit], columns: dict[str, int], jobs: set[str]) -> dict[str, int]:
     """Each of `jobs`' newest stored cell among the commits read back (before this poll)."""
     newest_first = sorted(known, key=lambda commit: commit.seq, reverse=True)
@@ -288,21 +214,6 @@ def _newest_seqs(known: Iterable[StoredCommit], columns: dict[str, int], jobs: s
         if seq is not None:
             found[job] = seq
     return found
-
-
-def _new_states(old: str, cells: dict[str, Cell], columns: dict[str, int], complete: bool) -> str:
-    codes = [ABSENT_CODE if complete else code for code in old]
-    for key, cell in cells.items():
-        column = columns[key]
-        # As for a delivery: a result never goes back to pending (a retry running keeps the
-        # result it retries until its own comes).
-        codes[column] = cell.state.code if replaces(old[column], cell.state) else old[column]
-    if complete:
-        # A cell that disappears from a complete report is no longer data for the rule.
-        for column, code in enumerate(old):
-            if code != ABSENT_CODE and codes[column] == ABSENT_CODE:
-                codes[column] = CellState.NODATA.code
-    return "".join(codes)
 
 
 def _save_recent_seqs(
