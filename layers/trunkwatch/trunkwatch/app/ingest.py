@@ -2,10 +2,11 @@
 
 Each commit item keeps its cells' states as one short string (a code per JobIndex column),
 so a poll compares the snapshot against one Query of commit items and writes a cell item
-only where a merged state changed. A poll that changed nothing writes nothing. The job
-index, new commits, cells and state strings are written through the ledger webhook
-deliveries share (`ledger.py`, `record_cells`): conditional appends, placements and
-compare-and-sets, never blind.
+only where a merged state changed. A poll that changed nothing writes nothing. A poll is
+a plan of its snapshot, decided from the snapshot alone (`plan_poll`: the commits kept and
+their cells), then applied: the job index, new commits, cells and state strings written
+through the ledger webhook deliveries share (`ledger.py`, `record_cells`): conditional
+appends, placements and compare-and-sets, never blind.
 
 Write order makes a crash harmless: new job columns and new commits (placed empty: no cell
 stored yet) first, then the tick barrier, then cells, then the commits' state strings (the
@@ -23,12 +24,13 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from trunkwatch.app import ledger
 from trunkwatch.app.confirm import RequestRerun, advance_reruns, requests_waiting
-from trunkwatch.domain.cells import ABSENT_CODE, Commit, build_cells
+from trunkwatch.domain.cells import ABSENT_CODE, Cell, Commit, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
-from trunkwatch.sources.base import Source
+from trunkwatch.sources.base import CommitResult, Snapshot, Source
 from trunkwatch.storage.port import Storage, Trunks
 from trunkwatch.storage.records import CellWrite, StoredCommit, TrunkState
 
@@ -69,14 +71,7 @@ def poll_trunk(
         and request_rerun is not None
         and requests_waiting(storage, trunk_id, trunks.state(trunk_id).last_poll_ok_at, now)
     )
-    # What the source keeps (ETags, the last page's digest) is only good for the job scope
-    # it was stored under: a configuration change polls everything again.
-    kept = (
-        {key: value for key, value in old_source_state.items() if key != SCOPE}
-        if old_source_state.get(SCOPE) == scope and not waiting
-        else {}
-    )
-    snapshot = source.poll(kept, now)
+    snapshot = source.poll(_kept_source_state(old_source_state, scope, waiting), now)
     result = PollResult(
         trunk=trunk_id,
         http_requests=snapshot.http_requests,
@@ -88,36 +83,73 @@ def poll_trunk(
         return result
     if rule.confirms and request_rerun is not None:
         result.reruns_requested = advance_reruns(storage, trunk, rule, snapshot.commits, request_rerun, now)
+    _apply(storage, trunk_id, rule, plan_poll(snapshot, rule, now), now, result)
+    new_source_state = {**snapshot.state, SCOPE: scope}
+    if new_source_state != old_source_state:
+        trunks.save_source_state(trunk_id, new_source_state)
+        result.items_written += 1
+    return result
 
+
+def _kept_source_state(stored: dict[str, Any], scope: str, waiting: bool) -> dict[str, Any]:
+    """What the source gets back of what it kept (ETags, the last page's digest): only what
+    it stored under the same job scope (a configuration change polls everything again),
+    and nothing while a rerun request waits for the page."""
+    if stored.get(SCOPE) != scope or waiting:
+        return {}
+    return {key: value for key, value in stored.items() if key != SCOPE}
+
+
+@dataclass(frozen=True)
+class PollPlan:
+    """What a snapshot asks of the ledger: the commits to store (newest first) and their
+    cells (by sha, by job)."""
+
+    commits: list[CommitResult]
+    cells: dict[str, dict[str, Cell]]
+
+    @property
+    def jobs(self) -> list[str]:
+        """The job columns the cells need, commit by commit."""
+        return [job for r in self.commits for job in sorted(self.cells[r.commit.sha])]
+
+    @property
+    def chain(self) -> list[Commit]:
+        """The commits to place, oldest first."""
+        return [r.commit for r in reversed(self.commits)]
+
+
+def plan_poll(snapshot: Snapshot, rule: RuleConfig, now: datetime) -> PollPlan:
+    """The plan of a snapshot. A commit past the retention horizon is not stored again: its
+    items would be born expired, and its failures are older than any the rule fires on
+    (retention > max_failure_age). So a page still showing commits whose items expired
+    writes nothing."""
+    retained = [r for r in snapshot.commits if r.commit.time + rule.retention > now]
+    return PollPlan(
+        retained, {r.commit.sha: build_cells(r.commit.sha, r.runs, rule.cancelled) for r in retained}
+    )
+
+
+def _apply(
+    storage: Storage, trunk_id: str, rule: RuleConfig, plan: PollPlan, now: datetime, result: PollResult
+) -> None:
+    """Write `plan` through the ledger in the module docstring's order, counting into `result`."""
+    trunks = storage.trunks
     names = trunks.job_names(trunk_id)
     known = {c.commit.sha: c for c in storage.commits.newest(trunk_id, COMMITS_KEPT)}
     state = trunks.state(trunk_id)  # one read serves numbering, staleness and source health
-    # A commit past the retention horizon is not stored again: its items would be born
-    # expired, and its failures are older than any the rule fires on (retention >
-    # max_failure_age). So a page still showing commits whose items expired writes nothing.
-    retained = [r for r in snapshot.commits if r.commit.time + rule.retention > now]
-    built = {r.commit.sha: build_cells(r.commit.sha, r.runs, rule.cancelled) for r in retained}
-    names, appended = ledger.add_jobs(
-        trunks, trunk_id, names, (key for r in retained for key in sorted(built[r.commit.sha]))
-    )
-    result.items_written += appended
+    names, appended = ledger.add_jobs(trunks, trunk_id, names, plan.jobs)
     # New commits are placed first, empty (no cell stored yet), so their cells have a seq.
+    known_seqs = {sha: c.seq for sha, c in known.items()}
     seqs, placed = ledger.place_chain(
-        storage,
-        trunk_id,
-        [r.commit for r in reversed(retained)],
-        None,
-        rule.retention,
-        {sha: c.seq for sha, c in known.items()},
-        state.recent_seqs,
+        storage, trunk_id, plan.chain, None, rule.retention, known_seqs, state.recent_seqs
     )
-    result.items_written += 2 * len(placed)  # an item and its pointer each
+    result.items_written += appended + 2 * len(placed)  # a placed commit's item and its pointer
     seen = []
-    for commit_result in retained:
-        sha = commit_result.commit.sha
-        stored = _stored(storage, trunk_id, commit_result.commit, seqs[sha], known, placed)
+    for r in plan.commits:
+        stored = _stored(storage, trunk_id, r.commit, seqs[r.commit.sha], known, placed)
         if stored is not None:  # else it expired since it was placed
-            seen.append(ledger.Seen(stored, built[sha], commit_result.complete, commit_result.commit))
+            seen.append(ledger.Seen(stored, plan.cells[r.commit.sha], r.complete, r.commit))
     cells = _PollCells(storage, trunk_id, rule, now, list(known.values()), names)
     saved = ledger.record_cells(storage, trunk_id, rule, names, seen, cells)
     result.poll, result.cells_written, result.changed_jobs = cells.poll, cells.written, sorted(cells.jobs)
@@ -125,11 +157,6 @@ def poll_trunk(
     read = [*known.values(), *(s.read for s in seen)]
     result.items_written += _save_recent_seqs(trunks, trunk_id, state, read, [new for _, new in saved])
     result.items_written += trunks.record_poll_success(trunk_id, now, state)
-    new_source_state = {**snapshot.state, SCOPE: scope}
-    if new_source_state != old_source_state:
-        trunks.save_source_state(trunk_id, new_source_state)
-        result.items_written += 1
-    return result
 
 
 class _PollCells:
