@@ -267,7 +267,7 @@ def _store_verdict(
         return
     alert = firing_alert(verdict, stored)
     if rule.confirms:
-        alert = _with_verdict(_judge(reads.storage, trunk, rule, alert, now), alert)
+        alert = _with_verdict(culprit_decision(reads.storage, trunk, rule, alert, now), alert)
     if was_firing and alert == stored:
         return
     # Only when the alert is written anyway: a copy that outlives the culprit's commit item.
@@ -283,7 +283,8 @@ def _resolve(trunk: str, stored: JobAlert, rule: RuleConfig, now: datetime, read
     resolved = replace(stored, status="resolved", ends_at=now)
     if rule.confirms and stored.culprit_verdict is not None:
         # The results that ended it (a culprit passing on rerun) are its last verdict.
-        resolved = _with_verdict(_judge(reads.storage, trunk, rule, stored, now, plan=False), resolved)
+        judged = culprit_decision(reads.storage, trunk, rule, stored, now, plan=False)
+        resolved = _with_verdict(judged, resolved)
     reads.remember(reads.storage.alerts.save_with_failing_set(trunk, resolved, now_firing=False))
 
 
@@ -326,24 +327,8 @@ def _kept_culprit(stored: JobAlert, verdict: JobVerdict, alert: JobAlert) -> Job
     )
 
 
-def _judge(
-    storage: Storage, trunk: str, rule: RuleConfig, alert: JobAlert, now: datetime, plan: bool = True
-) -> Judgement:
-    return culprit_decision(
-        storage,
-        trunk,
-        rule,
-        alert.job,
-        alert.starts_at,
-        alert.first_fail,
-        alert.last_pass,
-        now,
-        failure_lines=alert.failure_lines,
-        plan=plan,
-    )
-
-
 def _with_verdict(judged: Judgement, alert: JobAlert) -> JobAlert:
+    """`alert` saying the verdict on its culprit."""
     return replace(
         alert,
         culprit_verdict=judged.decision.verdict.value,
