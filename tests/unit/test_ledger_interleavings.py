@@ -295,6 +295,9 @@ def test_merge_applies_a_writers_changes_onto_what_is_stored() -> None:
     assert merge_codes("P-F", {1: CellState.FAIL}) == "PFF"
     assert merge_codes("P", {3: CellState.PASS}) == "P--P"
     assert merge_codes("PF", {}) == "PF"
+    # A result never goes back to pending; a complete report makes a job it lacks no data.
+    assert merge_codes("F.", {0: CellState.PENDING, 1: CellState.PENDING}) == "F."
+    assert merge_codes("PF-", {0: CellState.FAIL}, complete=True) == "Fn"
 
 
 def test_a_conflicting_state_write_is_merged_again_after_rewriting_cells() -> None:

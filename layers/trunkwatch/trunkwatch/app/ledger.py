@@ -131,7 +131,8 @@ def record_cells(
     state string by compare-and-set, on a conflict merged again after writing the cells
     that changes through `writer.rewrite` (the module docstring). Each commit written: as
     it was just before, and as written."""
-    merges = [_Merge(s, names) for s in seen]
+    columns = {name: column for column, name in enumerate(names)}
+    merges = [_Merge(s, {columns[job]: cell.state for job, cell in s.cells.items()}) for s in seen]
     if any(m(m.seen.read.states) != m.seen.read.states for m in merges):
         writer.write([change for m in merges for change in m.changes(m.seen.read, m.seen.read, names, rule)])
     saved = []
@@ -154,10 +155,8 @@ class _Merge:
     """One commit's merge (a writer's cells onto a stored state string), and the codes of
     the cell items written for it."""
 
-    def __init__(self, seen: Seen, names: list[str]) -> None:
-        columns = {name: column for column, name in enumerate(names)}
-        self.seen = seen
-        self.cells = {columns[job]: cell.state for job, cell in seen.cells.items()}
+    def __init__(self, seen: Seen, cells: dict[int, CellState]) -> None:
+        self.seen, self.cells = seen, cells  # the writer's cells by column
         self.written: dict[int, str] = {}  # column -> the code of the cell item written
 
     def __call__(self, stored: str) -> str:
