@@ -44,7 +44,9 @@ class StandInServer:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # `stop` waits for the serving loop to look up: at its default 0.5 s, half a second a stop.
+        serve = {"poll_interval": 0.05}
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs=serve, daemon=True)
         self.thread.start()
 
     def answer(self, path: str, if_none_match: str | None) -> Answer:
