@@ -251,6 +251,22 @@ def test_a_poll_and_a_push_placing_the_same_commit() -> None:
     assert_every_interleaving_is_serial([polled, push([A], X)], check)
 
 
+def test_a_poll_placing_a_chain_and_an_early_push_of_its_head_place_it_once() -> None:
+    # B's push is delivered before A is placed (B goes GAP above the top, as A's child)
+    # while the poll places A then B. The poll's placement of B must fail on the pointer it
+    # read (B unplaced), whatever B's push did since: each commit at one seq, in branch order.
+    a = CommitResult(commit_of(A, [A, B]), (JobRun("pull / x", "failure"),), complete=False)
+    b = CommitResult(commit_of(B, [B]), (JobRun("pull / x", "success"),), complete=False)
+    polled = poll(b, a, CommitResult(commit_of(X, [X]), (), complete=False))
+
+    def check(result: dict[str, Any]) -> None:
+        placed = seqs(result)
+        assert len(result["commits"]) == 3 and placed[X] < placed[A] < placed[B]
+        assert result["pointers"][B].seq == placed[B]
+
+    assert assert_every_interleaving_is_serial([polled, push([B], A)], check) > 10
+
+
 def test_a_poll_and_a_delivery_giving_commits_their_first_jobs_keep_both_recent() -> None:
     def start() -> Storage:
         storage = setup()
