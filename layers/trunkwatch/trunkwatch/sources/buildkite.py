@@ -70,7 +70,7 @@ from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.net.buildkite import DEFAULT_API_URL, WEB_URL, Buildkite
 from trunkwatch.net.http import HttpClient, HttpError
-from trunkwatch.net.rest import OutOfTime, RateLimited
+from trunkwatch.net.rest import OutOfTime, Page, RateLimited
 from trunkwatch.sources.base import CommitResult, Snapshot, SourceError, base_url
 from trunkwatch.sources.shape import Shape, parsed
 
@@ -276,6 +276,12 @@ class BuildkiteSource:
                 break
             url = page.next_url
         return _Listing(builds, pages, kept)
+
+
+def parse_builds(data: Any) -> list[Build]:
+    """A builds listing's JSON as the source reads it; SourceError (`malformed`) naming what
+    is wrong."""
+    return parsed(Page(data, None, None, "builds listing"), _BUILDS)
 
 
 def _version(build: Build) -> str:
