@@ -1,5 +1,5 @@
-"""Replay files (design.md §6): a header line, then HUD snapshots, webhook deliveries, silences,
-acknowledgements and ticks in time order.
+"""Replay files (design.md §6): a header line, then HUD snapshots (or Buildkite builds
+listings), webhook deliveries, silences, acknowledgements and ticks in time order.
 
 A file may be gzipped (`.jsonl.gz`, weeks of a real trunk). A file's events are checked in
 full when it is read, then read again from the file as they are replayed, so a long history
@@ -22,10 +22,13 @@ from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import ConfigError, Deployment, load_deployment
 from trunkwatch.sources.base import SourceError
+from trunkwatch.sources.buildkite import parse_builds
 from trunkwatch.sources.hud import parse_grid
 
-EVENT_KINDS = ("hud", "hud_status", "silence", "expire", "ack", "tick", "webhook")
+EVENT_KINDS = ("hud", "hud_status", "buildkite", "silence", "expire", "ack", "tick", "webhook")
 ACK_KEYS = ("matchers", "createdBy", "comment")
+# The events a file's source reads (`source` in its header); the others are every file's.
+SOURCE_EVENTS = {"hud": ("hud", "hud_status"), "buildkite": ("buildkite",)}
 WEBHOOK_EVENTS = ("push", "workflow_run", "workflow_job")
 
 
@@ -51,24 +54,32 @@ class Replay:
     events: Iterable[ReplayEvent] = field(default_factory=list)
     # The configuration's `receivers` (Slack, GitHub issues), e.g. stand-ins on 127.0.0.1.
     receivers: list[Any] = field(default_factory=list)
+    # Where the file's snapshots come from: the HUD, or a Buildkite `pipeline`'s builds.
+    source: str = "hud"
+    pipeline: str | None = None
 
-    def deployment(self, hud_url: str, github_url: str | None = None) -> Deployment:
-        """The deployment that replays this file from the HUD stand-in at `hud_url`; with
-        `confirm: rerun` in its `config`, reruns are requested from `github_url`'s stand-in."""
+    def deployment(
+        self, hud_url: str, github_url: str | None = None, buildkite_url: str | None = None
+    ) -> Deployment:
+        """The deployment that replays this file from the HUD stand-in at `hud_url` (or, for a
+        Buildkite file, the Buildkite stand-in at `buildkite_url`); with `confirm: rerun` in
+        its `config`, reruns are requested from `github_url`'s stand-in."""
         trunk: dict[str, Any] = {
             "repo": self.repo,
             "branch": self.branch,
-            "source": "hud",
+            "source": self.source,
             "url": hud_url,
             "config": self.config,
         }
+        if self.source == "buildkite":
+            trunk.update(pipeline=self.pipeline, url=buildkite_url or hud_url)
         if github_url and self.config.get("confirm") == "rerun":
             trunk["github_api_url"] = github_url
         kinds = {event.kind for event in self.events}
         if "webhook" in kinds:
             # Fed by the file's deliveries; polled only where the file has HUD snapshots
             # (each is a poll), never otherwise: an idle poll is not a source outage.
-            trunk.update(webhook=True, poll_every="1s" if kinds & {"hud", "hud_status"} else "0")
+            trunk.update(webhook=True, poll_every="1s" if kinds & {"hud", "hud_status", "buildkite"} else "0")
         return load_deployment(
             {"trunks": [trunk], "receivers": self.receivers}, RECEIVER_TYPES, sources=sources.REGISTRY
         )
@@ -85,7 +96,7 @@ def read_replay(path: str | Path) -> Replay:
     if header is None:
         raise ReplayError(f"{path}: empty file (expected a header line with repo and branch)")
     replay = _header(header, str(path))
-    replay.events = _FileEvents(lines, str(path))
+    replay.events = _FileEvents(lines, str(path), replay.source)
     for _ in replay.events:  # every event checked now, before anything runs
         pass
     return replay
@@ -123,9 +134,10 @@ class _FileLines:
 class _FileEvents:
     lines: _FileLines
     name: str
+    source: str
 
     def __iter__(self) -> Iterator[ReplayEvent]:
-        return _events(itertools.islice(_numbered(self.lines), 1, None), self.name)
+        return _events(itertools.islice(_numbered(self.lines), 1, None), self.name, self.source)
 
 
 def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -137,13 +149,13 @@ def parse_replay(lines: Iterable[str], name: str = "replay") -> Replay:
     if not numbered:
         raise ReplayError(f"{name}: empty file (expected a header line with repo and branch)")
     replay = _header(numbered[0], name)
-    replay.events = list(_events(numbered[1:], name))
+    replay.events = list(_events(numbered[1:], name, replay.source))
     return replay
 
 
 def _header(first: tuple[int, str], name: str) -> Replay:
     header = _object(first, name)
-    unknown = set(header) - {"repo", "branch", "config", "receivers"}
+    unknown = set(header) - {"repo", "branch", "config", "receivers", "source", "pipeline"}
     if unknown:
         raise ReplayError(f"{name}:{first[0]}: unknown header key(s) {sorted(unknown)}")
     if not isinstance(header.get("repo"), str) or not isinstance(header.get("branch", "main"), str):
@@ -154,7 +166,20 @@ def _header(first: tuple[int, str], name: str) -> Replay:
     receivers = header.get("receivers") or []
     if not isinstance(receivers, list):
         raise ReplayError(f"{name}:{first[0]}: header 'receivers' must be a list")
-    replay = Replay(header["repo"], header.get("branch", "main"), config, receivers=receivers)
+    source = header.get("source", "hud")
+    if source not in SOURCE_EVENTS:
+        raise ReplayError(f"{name}:{first[0]}: header 'source' must be one of {', '.join(SOURCE_EVENTS)}")
+    pipeline = header.get("pipeline")
+    if pipeline is not None and not isinstance(pipeline, str):
+        raise ReplayError(f"{name}:{first[0]}: header 'pipeline' must be a string (org/slug)")
+    replay = Replay(
+        header["repo"],
+        header.get("branch", "main"),
+        config,
+        receivers=receivers,
+        source=source,
+        pipeline=pipeline,
+    )
     try:
         replay.deployment("http://127.0.0.1")
     except ConfigError as err:
@@ -173,7 +198,7 @@ def _object(numbered: tuple[int, str], name: str) -> dict[str, Any]:
     return value
 
 
-def _events(numbered: Iterable[tuple[int, str]], name: str) -> Iterator[ReplayEvent]:
+def _events(numbered: Iterable[tuple[int, str]], name: str, source: str) -> Iterator[ReplayEvent]:
     previous: datetime | None = None
     for number, line in numbered:
         event = _object((number, line), name)
@@ -197,11 +222,24 @@ def _events(numbered: Iterable[tuple[int, str]], name: str) -> Iterator[ReplayEv
         previous = at
         kind = kinds[0]
         payload = event[kind]
+        foreign = [other for other, read in SOURCE_EVENTS.items() if kind in read and other != source]
+        if foreign:
+            raise ReplayError(
+                f'{name}:{number}: a {kind!r} event needs "source": "{foreign[0]}" in the header'
+                f" (this file's source is {source!r})"
+            )
         if kind == "hud":
             try:  # as the HUD source reads it: a snapshot it would refuse is the file's error
                 parse_grid(payload)
             except SourceError as err:
                 raise ReplayError(f"{name}:{number}: 'hud' is not a valid HUD API response: {err}") from None
+        if kind == "buildkite":
+            try:  # as the Buildkite source reads it
+                parse_builds(payload)
+            except SourceError as err:
+                raise ReplayError(
+                    f"{name}:{number}: 'buildkite' is not a valid builds listing: {err}"
+                ) from None
         if kind == "silence" and not isinstance(payload, dict):
             raise ReplayError(f"{name}:{number}: 'silence' must be a postable silence object")
         if kind == "ack" and (

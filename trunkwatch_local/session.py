@@ -15,6 +15,7 @@ from trunkwatch.app.confirm import OPEN_FOR
 from trunkwatch.domain.config import ConfigError, Deployment
 from trunkwatch.storage.port import Reruns
 from trunkwatch_local.apigw import serve_api
+from trunkwatch_local.buildkite_server import BuildkiteServer
 from trunkwatch_local.chaos import Chaos
 from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.hud_server import HudServer
@@ -24,7 +25,8 @@ from trunkwatch_local.runtime import LocalRuntime, Published
 
 
 class Session:
-    """A local runtime plus the HUD stand-in and the API server, started together."""
+    """A local runtime plus the HUD, GitHub and Buildkite stand-ins and the API server, started
+    together."""
 
     def __init__(
         self,
@@ -39,6 +41,7 @@ class Session:
         self.runtime = LocalRuntime(template, webhook_secret, chaos, store=store, extra_ticks=extra_ticks)
         self.hud = HudServer(clock=self.runtime.clock.now)
         self.github = GitHubServer(hud=self.hud)
+        self.buildkite = BuildkiteServer(clock=self.runtime.clock.now)
         self.port = port
         self.tokens = tokens
         self.api: Any = None
@@ -95,6 +98,13 @@ class Session:
             self.runtime.tick(at)
             yield at
 
+    def replaying_from(self, replay: Replay) -> Deployment:
+        """The deployment that replays `replay` from this session's stand-ins."""
+        self.github.repo = replay.repo
+        if replay.pipeline:
+            self.buildkite.pipeline = replay.pipeline
+        return replay.deployment(self.hud.url, self.github.url, self.buildkite.url)
+
     def now(self) -> datetime:
         """The time the session serves at when no replay sets it: the real clock, moved by
         `keep_clock`."""
@@ -122,6 +132,7 @@ class Session:
             self.api.server_close()
         self.hud.stop()
         self.github.stop()
+        self.buildkite.stop()
         self.runtime.stop()
 
     def __enter__(self) -> Session:
@@ -164,8 +175,7 @@ def run_replay(
     yield each SNS message."""
     session = Session(template, chaos=chaos, store=store, extra_ticks=extra_ticks)
     try:
-        session.github.repo = replay.repo
-        session.start(replay.deployment(session.hud.url, session.github.url))
+        session.start(session.replaying_from(replay))
         yield from replay_into(session, replay)
     finally:
         session.stop()
@@ -225,6 +235,9 @@ def _apply(
         session.hud.fail_with(payload)
         session.runtime.tick(at)
         session.hud.fail_with(200)  # only this poll: later ticks get the last snapshot again
+    elif kind == "buildkite":
+        session.buildkite.serve(payload)
+        session.runtime.tick(at)
     elif kind == "tick":
         session.runtime.tick(at)
     elif kind == "webhook":

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from trunkwatch.domain.cells import CellState, JobRun, job_key, shard_state
+from trunkwatch.domain.cells import CellState, JobRun, agent_failure, job_key, shard_state
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.domain.verdict import (
     ConfirmedAlert,
@@ -196,6 +196,7 @@ def _evidence(
         no_failure_lines=not alert.failure_lines,
         runner_peers_failing=peers if not alert.failure_lines else 0,
         runner=runner,
+        agent_failure=agent_failure(alert.failure_lines) or "",
         sibling=sibling,
     )
 

@@ -53,6 +53,11 @@ _SHARD = re.compile(r"(\([^()]*?), \d+, \d+(?=(?:, [^()]*)?\))")
 # `ephemeral.`, in front of a `linux`/`windows` label (the HUD's "merge LF/ephemeral" view).
 _FLEET = re.compile(r"([(,] ?)(?:lf\.)?(?:ephemeral\.)?(?=(?:linux|windows)\.)")
 
+# A failure the CI's agent caused, not the job's code (Buildkite: a failure with a
+# `signal_reason`, or a job that expired before an agent took it): its cell fails with a
+# line `agent failure: <reason>`, which tells the verdict the failure is environmental.
+AGENT_FAILURE = "agent failure: "
+
 MAX_FAILURE_LINES = 3
 MAX_FAILURE_LINE_CHARS = 200
 
@@ -70,6 +75,11 @@ def job_key(job_name: str) -> str:
       (`linux.2xlarge.memory`, `windows.4xlarge.nonephemeral`) stay apart.
     """
     return _FLEET.sub(r"\1", _SHARD.sub(r"\1", job_name))
+
+
+def agent_failure(lines: Iterable[str]) -> str | None:
+    """The reason of an agent failure among a cell's failure lines (`AGENT_FAILURE`), if any."""
+    return next((line.removeprefix(AGENT_FAILURE) for line in lines if line.startswith(AGENT_FAILURE)), None)
 
 
 def workflow_of(key: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _REPO = re.compile(r"^[\w.-]+/[\w.-]+$")
+_PIPELINE = re.compile(r"^[\w-]+/[\w-]+$")  # a Buildkite pipeline: <organization slug>/<pipeline slug>
 _SCHEDULE = re.compile(r"^(rate|cron)\(.+\)$")
 
 
@@ -302,6 +303,7 @@ def _hours(value: timedelta) -> str:
 
 
 DEFAULT_SOURCE = "hud"
+BUILDKITE_SOURCE = "buildkite"  # the one source a trunk names a `pipeline` for
 DEFAULT_WEBHOOK_POLL_EVERY = timedelta(minutes=10)
 DEFAULT_EXCLUDE = "unstable|rerun_disabled_tests|mem_leak_check"
 PYTORCH_INCLUDE = "^(pull|trunk|docs-build|linux-binary-)"
@@ -425,6 +427,9 @@ class TrunkConfig(_Checked):
     # needs no more than read access.
     github_api_url: str | None = None
     github_token: TokenRef | None = None
+    # The Buildkite pipeline (`org/slug`) a `buildkite` trunk reads; its `repo` is the code's
+    # GitHub repository (commit and pull request links).
+    pipeline: str | None = None
 
     CHECKS: ClassVar[dict[str, Check]] = {
         "repo": _pattern(_REPO),
@@ -438,11 +443,24 @@ class TrunkConfig(_Checked):
         "poll_every": _optional(_duration_or_seconds),
         "github_api_url": _optional(_string),
         "github_token": _optional(_nested(TokenRef)),
+        "pipeline": _optional(_pattern(_PIPELINE)),
     }
 
     def _check(self) -> None:
+        problems: list[tuple[str, str]] = []
         if self.poll_every is not None and not self.webhook:
-            raise _Invalid([("poll_every", "only for a webhook-fed trunk (webhook: true)")])
+            problems.append(("poll_every", "only for a webhook-fed trunk (webhook: true)"))
+        if self.source == BUILDKITE_SOURCE:
+            if self.pipeline is None:
+                problems.append(
+                    ("pipeline", "Field required for source 'buildkite' (the pipeline as org/slug)")
+                )
+            if self.webhook:
+                problems.append(("webhook", "not for source 'buildkite': its trunks are polled"))
+        elif self.pipeline is not None:
+            problems.append(("pipeline", "only for source 'buildkite'"))
+        if problems:
+            raise _Invalid(problems)
 
     @property
     def poll_period(self) -> timedelta | None:
