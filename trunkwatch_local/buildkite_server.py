@@ -9,12 +9,15 @@ does what the `buildkite` source reads, and the job retries of `confirm: rerun`.
 - Retries: `PUT .../builds/{number}/jobs/{id}/retry` retries a finished script job: the job
   shows `retried: true` and `retried_in_job_id`, and a new job follows it, running until
   `durationS` (on the runtime's clock) after the request, then ending as the job's `rerun`
-  says (`{"state", "durationS"}`, never served; without one, as the job ended). Its build
+  says (`{"state", "durationS"}`, never served; without one, as the job ended); a passed job
+  too (as a step with `retry: manual: permit_on_passed: true` allows). Its build
   runs again meanwhile and then finishes anew. A job retried already, not finished, or
-  unknown is answered 422 or 404. Retries persist across `serve`.
+  unknown is answered 422 or 404; `refuse_retries(n)`: the next n are answered 403. Retries
+  persist across `serve`.
 - Rate limit: `limit` requests a minute (of the clock, when it has one); every answer carries
   `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds to the next
   minute); over the limit, 429.
+- Outage: `fail_with(status)` answers every request with that status until `fail_with(200)`.
 - With a `token`, a request without `Authorization: Bearer <token>` is answered 401.
 
 Every request is kept in `requests`.
@@ -40,6 +43,7 @@ MAX_PER_PAGE = 100
 DEFAULT_PER_PAGE = 30
 DEFAULT_RERUN = timedelta(hours=1)  # a retry of a job that says nothing about its duration
 _RETRY = re.compile(r"/builds/(\d+)/jobs/([^/]+)/retry")
+REFUSED = "Forbidden: the API access token lacks the write_builds scope"  # scripted
 _FINISHED_JOB = frozenset({"passed", "failed", "timed_out", "canceled", "expired", "broken"})
 
 
@@ -71,6 +75,8 @@ class BuildkiteServer(Misbehaving):
         self.limit = limit
         self.used = 0
         self.window_start: datetime | None = None
+        self.status = 200  # a scripted outage answers another status with an error body
+        self.refusals = 0  # retries to answer 403, as for a token without `write_builds`
         super().__init__()
 
     @property
@@ -82,6 +88,21 @@ class BuildkiteServer(Misbehaving):
         with self.lock:
             self.builds = builds
 
+    def fail_with(self, status: int) -> None:
+        """Answer every request `status` until told 200 again (the builds are kept)."""
+        with self.lock:
+            self.status = status
+
+    def refuse_retries(self, count: int) -> None:
+        """Answer the next `count` retries 403, as Buildkite does a token without the scope."""
+        with self.lock:
+            self.refusals = count
+
+    def retries_due(self) -> list[datetime]:
+        """When the retries accepted so far are over."""
+        with self.lock:
+            return [retry.due for retries in self.retries.values() for retry in retries]
+
     def take(self) -> list[Request]:
         """The requests since the last take, forgotten here."""
         with self.lock:
@@ -92,6 +113,8 @@ class BuildkiteServer(Misbehaving):
     def respond(self, request: Request) -> Answer:
         if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
             return _error(401, "Authentication required. Please supply a valid API Access Token.")
+        if self.status != 200:
+            return _error(self.status, f"scripted status {self.status}")
         limited = self._spend()
         if limited is not None:
             return limited
@@ -99,6 +122,9 @@ class BuildkiteServer(Misbehaving):
             return self._builds(request)
         if request.method == "PUT" and request.path.startswith(f"{self.prefix}/builds/"):
             found = _RETRY.fullmatch(request.path.removeprefix(self.prefix))
+            if found and self.refusals:
+                self.refusals -= 1
+                return _error(403, REFUSED)
             if found:
                 return self._retry(int(found[1]), found[2])
         return _error(404, "No route matches")
@@ -174,7 +200,9 @@ class BuildkiteServer(Misbehaving):
             return {**build, "jobs": jobs}
         shown = {**build, "jobs": jobs}
         for retry in retries:
-            old = next(job for job in jobs if job["id"] == retry.job_id)
+            old = next((job for job in jobs if job["id"] == retry.job_id), None)
+            if old is None:  # a later listing without that job: nothing to show of it
+                continue
             old.update(retried=True, retried_in_job_id=retry.new_id)
             new = {**old, "id": retry.new_id, "retried": False, "retried_in_job_id": None}
             new["retries_count"] = int(old.get("retries_count") or 0) + 1

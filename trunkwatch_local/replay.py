@@ -25,11 +25,22 @@ from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.buildkite import parse_builds
 from trunkwatch.sources.hud import parse_grid
 
-EVENT_KINDS = ("hud", "hud_status", "buildkite", "silence", "expire", "ack", "tick", "webhook")
+EVENT_KINDS = (
+    "hud",
+    "hud_status",
+    "buildkite",
+    "buildkite_status",
+    "silence",
+    "expire",
+    "ack",
+    "tick",
+    "webhook",
+)
 ACK_KEYS = ("matchers", "createdBy", "comment")
 # The events a file's source reads (`source` in its header); the others are every file's.
-SOURCE_EVENTS = {"hud": ("hud", "hud_status"), "buildkite": ("buildkite",)}
+SOURCE_EVENTS = {"hud": ("hud", "hud_status"), "buildkite": ("buildkite", "buildkite_status")}
 WEBHOOK_EVENTS = ("push", "workflow_run", "workflow_job")
+POLLED = frozenset(kind for kinds in SOURCE_EVENTS.values() for kind in kinds)  # each is a poll
 
 
 class ReplayError(ConfigError):
@@ -79,7 +90,7 @@ class Replay:
         if "webhook" in kinds:
             # Fed by the file's deliveries; polled only where the file has HUD snapshots
             # (each is a poll), never otherwise: an idle poll is not a source outage.
-            trunk.update(webhook=True, poll_every="1s" if kinds & {"hud", "hud_status", "buildkite"} else "0")
+            trunk.update(webhook=True, poll_every="1s" if kinds & POLLED else "0")
         return load_deployment(
             {"trunks": [trunk], "receivers": self.receivers}, RECEIVER_TYPES, sources=sources.REGISTRY
         )
@@ -252,10 +263,10 @@ def _events(numbered: Iterable[tuple[int, str]], name: str, source: str) -> Iter
             raise ReplayError(f"{name}:{number}: 'ack' must be {shape}")
         if kind == "expire" and not isinstance(payload, str):
             raise ReplayError(f"{name}:{number}: 'expire' must name a silence 'ref'")
-        if kind == "hud_status" and (
+        if kind in ("hud_status", "buildkite_status") and (
             isinstance(payload, bool) or not isinstance(payload, int) or not 100 <= payload <= 599
         ):
-            raise ReplayError(f"{name}:{number}: 'hud_status' must be an HTTP status code (100-599)")
+            raise ReplayError(f"{name}:{number}: {kind!r} must be an HTTP status code (100-599)")
         if kind == "webhook" and (
             not isinstance(payload, dict)
             or payload.get("event") not in WEBHOOK_EVENTS

@@ -91,7 +91,7 @@ class Session:
                 for trunk_id in self.confirming
                 for record in self._reruns.open(trunk_id, now - OPEN_FOR, now + timedelta(seconds=1))
             ]
-            due = [rerun.due for rerun in self.hud.reruns.values()]
+            due = [rerun.due for rerun in self.hud.reruns.values()] + self.buildkite.retries_due()
             at = next_rerun_poll(now, self.runtime.poll_period, records, due)
             if at is None or (before is not None and at >= before):
                 return
@@ -238,6 +238,10 @@ def _apply(
     elif kind == "buildkite":
         session.buildkite.serve(payload)
         session.runtime.tick(at)
+    elif kind == "buildkite_status":
+        session.buildkite.fail_with(payload)
+        session.runtime.tick(at)
+        session.buildkite.fail_with(200)  # only this poll, as for the HUD
     elif kind == "tick":
         session.runtime.tick(at)
     elif kind == "webhook":

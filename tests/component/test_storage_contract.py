@@ -568,6 +568,10 @@ def test_an_episodes_reruns_are_added_once_and_updated(storage: Storage) -> None
     sent = rerun(status="pending", requested_at=NOW, job_id=2**40 + 7, shard="s (1, 2)", tries=1)
     reruns.update(TRUNK, sent, RETENTION)
     assert reruns.of_episode(TRUNK, JOB, NOW)[1] == sent
+    # Buildkite names a job by a UUID
+    retried = dataclasses.replace(sent, job_id="0190d5a2-7f3e-4c1e-9b8a-2f6d1c0e4a11", tries=2)
+    reruns.update(TRUNK, retried, RETENTION)
+    assert reruns.of_episode(TRUNK, JOB, NOW)[1] == retried
     assert reruns.of_episode("other#main", JOB, NOW) == []
 
 

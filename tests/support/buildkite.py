@@ -125,8 +125,9 @@ class Converter:
 
 def hud_to_builds(snapshot: dict[str, Any], at: datetime, memory: Converter) -> list[dict[str, Any]]:
     """The builds listing equivalent to a HUD snapshot at `at`: one build per commit, each HUD
-    cell a job of the same name, a retried-green cell a failed job retried into a passing one;
-    a commit with a job still running is a running build."""
+        cell a job of the same name, a retried-green cell a failed job retried into a passing one;
+        a commit with a job still running is a running build. A cell's `rerun` (how re-running it
+    would end) is its job's (`{"state", "durationS"}`, read by the stand-in's retries)."""
     names, rows = snapshot["jobNames"], snapshot["shaGrid"]
     pipeline, finished = memory.pipeline, memory.finished
     builds = []
@@ -139,17 +140,23 @@ def hud_to_builds(snapshot: dict[str, Any], at: datetime, memory: Converter) -> 
             if not cell:
                 continue
             conclusion = cell.get("conclusion")
-            url = {"web_url": cell["htmlUrl"]} if cell.get("htmlUrl") else {}
+            fields: dict[str, Any] = {"web_url": cell["htmlUrl"]} if cell.get("htmlUrl") else {}
+            if isinstance(cell.get("rerun"), dict):  # how retrying the job would end
+                rerun = cell["rerun"]
+                state = _HUD_STATES.get(rerun.get("conclusion"), rerun.get("conclusion"))
+                took = {"durationS": rerun["durationS"]} if "durationS" in rerun else {}
+                fields["rerun"] = {"state": state, **took}
             if cell.get("status") not in (None, "completed") or conclusion in (None, "", "pending"):
                 running = True
-                jobs.append(job(number, name, "running", pipeline=pipeline, **url))
+                jobs.append(job(number, name, "running", pipeline=pipeline, **fields))
             elif conclusion == "success" and cell.get("failedPreviousRun"):
-                jobs += retried_green(number, name, pipeline=pipeline, **url)
+                jobs += retried_green(number, name, pipeline=pipeline, **fields)
             else:
                 jobs.append(
-                    job(number, name, _HUD_STATES.get(conclusion, conclusion), pipeline=pipeline, **url)
+                    job(number, name, _HUD_STATES.get(conclusion, conclusion), pipeline=pipeline, **fields)
                 )
-        key = f"{sha}:{json.dumps(jobs, sort_keys=True)}"
+        shown = [{k: v for k, v in j.items() if k != "rerun"} for j in jobs]
+        key = f"{sha}:{json.dumps(shown, sort_keys=True)}"
         if not running and key not in finished:
             finished[key] = at
         extra: dict[str, Any] = {
@@ -175,7 +182,8 @@ def hud_to_builds(snapshot: dict[str, Any], at: datetime, memory: Converter) -> 
 
 def buildkite_replay(lines: Iterable[str], pipeline: str = PIPELINE) -> Iterator[str]:
     """A HUD-form replay file's lines in Buildkite form: its header naming the source and
-    pipeline, each `hud` event a `buildkite` one, every other event as it is."""
+    pipeline, each `hud` event a `buildkite` one (a `hud_status` a `buildkite_status`), every
+    other event as it is."""
     converter = Converter(pipeline)
     numbered = (line for line in lines if line.strip())
     header = json.loads(next(numbered))
@@ -184,4 +192,6 @@ def buildkite_replay(lines: Iterable[str], pipeline: str = PIPELINE) -> Iterator
         event = json.loads(line)
         if "hud" in event:
             event = {"at": event["at"], "buildkite": converter.builds(event["hud"], parse_time(event["at"]))}
+        elif "hud_status" in event:
+            event = {"at": event["at"], "buildkite_status": event["hud_status"]}
         yield json.dumps(event)

@@ -147,6 +147,22 @@ def test_an_agent_failure_retried_green_is_a_pass_and_not_flaky(server: Buildkit
     assert cells(source(server).poll({}, NOW))[sha_of(1)] == {"Agent lost once": CellState.PASS}
 
 
+def test_a_job_run_names_the_newest_job_and_its_build_for_a_retry(server: BuildkiteServer) -> None:
+    again = job(7, "Broken twice", "failed", attempt=2)
+    broken = job(7, "Broken twice", "failed", retried=True, retried_in_job_id=again["id"])
+    flaky = retried_green(7, "Flaky")
+    server.serve([build(7, sha_of(7), T0, [broken, again, *flaky, job(7, "Lint")])])
+    runs = {run.name: run for run in source(server).poll({}, NOW).commits[0].runs}
+    assert {name: (run.job_id, run.build) for name, run in runs.items()} == {
+        "Broken twice": (again["id"], 7),
+        "Flaky": (flaky[1]["id"], 7),
+        "Lint": (job(7, "Lint")["id"], 7),
+    }
+    # A failure after a failed attempt is a failed retry already (no rerun confirms it again).
+    assert runs["Broken twice"].failed_before and runs["Flaky"].failed_before
+    assert not runs["Lint"].failed_before
+
+
 def test_commits_builds_of_other_kinds_and_rebuilds(server: BuildkiteServer) -> None:
     builds = finished_builds(3)
     rebuild = build(

@@ -76,10 +76,10 @@ def _snapshot(last_pass: str, culprit: str, last_id: int = 1, culprit_id: int = 
 class Requests:
     def __init__(self, *answers: str | None) -> None:
         self.answers = list(answers)
-        self.sent: list[int] = []
+        self.sent: list[int | str | None] = []
 
-    def __call__(self, job_id: int) -> str | None:
-        self.sent.append(job_id)
+    def __call__(self, run: JobRun) -> str | None:
+        self.sent.append(run.job_id)
         return self.answers.pop(0) if self.answers else None
 
 

@@ -7,7 +7,7 @@ Two halves, each where its data is:
   records (and what else the verdict needs), decides the verdict from them alone (`judge`),
   then plans the reruns the episode still wants (`plan_reruns`, within the episode's 2 and
   the trunk's hourly cap) as records without a request, counted as planned in the verdict;
-- ingest (`advance_reruns`), which holds the source's snapshot with GitHub's job ids, sends
+- ingest (`advance_reruns`), which holds the source's snapshot with the CI's job ids, sends
   the planned requests (a refused one again at the next polls, up to `MAX_TRIES`; none for
   a culprit whose failure is already a failed retry: that retry is its rerun), and records
   a rerun's result once a newer attempt of that job on that commit has finished.
@@ -54,8 +54,9 @@ OPEN_FOR = timedelta(hours=12)
 
 # A culprit record's reason when its failure was already a failed retry (no rerun sent).
 FAILED_RETRY = "its failure is already a failed retry"
-# Requests a rerun of a job id on GitHub; returns None when GitHub accepted it, else why not.
-RequestRerun = Callable[[int], "str | None"]
+# Requests a rerun of a job's attempt (its `job_id`, on Buildkite its `build` too) from the
+# trunk's CI; returns None when the CI accepted it, else why not.
+RequestRerun = Callable[[JobRun], "str | None"]
 
 
 def culprit_decision(
@@ -280,7 +281,7 @@ def advance_reruns(
     now: datetime,
 ) -> int:
     """Send the planned rerun requests and record the results the snapshot shows; returns
-    how many reruns GitHub accepted."""
+    how many reruns the CI accepted."""
     commits = list(commits)
     by_sha = {result.commit.sha: result.runs for result in commits}
     order = [result.commit.sha for result in commits]  # newest first
@@ -339,7 +340,7 @@ def _request(
     if run.job_id is None:
         reason = "the source gives no job id to rerun"
         return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=reason, tries=MAX_TRIES)
-    refused = request(run.job_id)
+    refused = request(run)
     tries = record.tries + 1
     if refused is not None:
         return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=refused, tries=tries)

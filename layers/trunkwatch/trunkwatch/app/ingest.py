@@ -48,7 +48,7 @@ class PollResult:
     commits: int = 0
     changed_jobs: list[str] = field(default_factory=list)
     rate_limited: str | None = None  # the source stopped early; the rest follows next poll
-    reruns_requested: int = 0  # reruns GitHub accepted (`confirm: rerun`)
+    reruns_requested: int = 0  # reruns the CI accepted (`confirm: rerun`)
 
 
 def poll_trunk(

@@ -133,9 +133,12 @@ class JobRun:
     # True when an earlier attempt of this shard failed (a retry that went green is flaky).
     failed_before: bool = False
     failure_lines: tuple[str, ...] = ()
-    # GitHub's id of this attempt of the job (the HUD's `id`): what a rerun request names,
-    # and, once it changes, the sign that a newer attempt replaced it.
-    job_id: int | None = None
+    # The source's id of this attempt of the job (GitHub's, the HUD's `id`: a number;
+    # Buildkite's: a UUID): what a rerun request names, and, once it changes, the sign that a
+    # newer attempt replaced it.
+    job_id: int | str | None = None
+    # Buildkite's number of the build the attempt ran in: its retry's URL names it.
+    build: int | None = None
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,10 @@ commit's) when it has a `signal_reason`; `expired` (no agent took it) is the age
 too; `timed_out` times out; `canceled` is cancelled; `skipped`, `broken` (it never could
 run) and `not_run` have no result; every other state is pending. Retries: the job a retry
 replaced has `retried: true` and `retried_in_job_id`; only the newest of a chain is the
-job's result, and a pass after a failed (not soft-failed, not the agent's) attempt is flaky.
+job's result, and a pass after a failed (not soft-failed, not the agent's) attempt is flaky
+(a failure after one is a failed retry: no rerun is sent to confirm it fails again).
+A job run carries the newest job's `id` and its build's `number`: what a retry of it names
+(`confirm: rerun`; a job id retries once, so a further retry names the newer job).
 
 State (JSON, given back next poll):
 
@@ -354,8 +357,10 @@ def job_runs(build: Build) -> list[JobRun]:
                 conclusion=conclusion,
                 url=job.web_url or build.web_url,
                 attempt=len(earlier) + 1,
-                failed_before=conclusion == "success" and any(_code_failure(e) for e in earlier),
+                failed_before=any(_code_failure(e) for e in earlier),
                 failure_lines=lines,
+                job_id=job.id,
+                build=build.number,
             )
         )
     return runs

@@ -203,7 +203,8 @@ class RerunItem(BaseItem, discriminator="rerun"):
     planned_at = UTCDateTimeAttribute()
     status = UnicodeAttribute()
     requested_at = UTCDateTimeAttribute(null=True)
-    job_id = NumberAttribute(null=True)
+    job_id = NumberAttribute(null=True)  # GitHub's job ids
+    job_uuid = UnicodeAttribute(null=True)  # Buildkite's
     shard = UnicodeAttribute(null=True)
     reason = UnicodeAttribute(null=True)
     tries = NumberAttribute(default=0)

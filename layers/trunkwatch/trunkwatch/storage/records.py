@@ -188,7 +188,7 @@ class RerunRecord:
     planned_at: datetime
     status: str = "pending"
     requested_at: datetime | None = None
-    job_id: int | None = None
+    job_id: int | str | None = None  # GitHub's (a number) or Buildkite's (a UUID)
     shard: str = ""
     reason: str = ""
     tries: int = 0
