@@ -23,6 +23,7 @@ from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import ConfigError, Deployment, load_deployment
 from trunkwatch.sources.base import SourceError
 from trunkwatch.sources.buildkite import parse_builds
+from trunkwatch.sources.buildkite_webhook import EVENTS as BUILDKITE_EVENTS
 from trunkwatch.sources.hud import parse_grid
 
 EVENT_KINDS = (
@@ -35,12 +36,17 @@ EVENT_KINDS = (
     "ack",
     "tick",
     "webhook",
+    "buildkite_webhook",
 )
 ACK_KEYS = ("matchers", "createdBy", "comment")
 # The events a file's source reads (`source` in its header); the others are every file's.
-SOURCE_EVENTS = {"hud": ("hud", "hud_status"), "buildkite": ("buildkite", "buildkite_status")}
+SOURCE_EVENTS = {
+    "hud": ("hud", "hud_status"),
+    "buildkite": ("buildkite", "buildkite_status", "buildkite_webhook"),
+}
 WEBHOOK_EVENTS = ("push", "workflow_run", "workflow_job")
-POLLED = frozenset(kind for kinds in SOURCE_EVENTS.values() for kind in kinds)  # each is a poll
+POLLED = frozenset({"hud", "hud_status", "buildkite", "buildkite_status"})  # each is a poll
+DELIVERIES = frozenset({"webhook", "buildkite_webhook"})
 
 
 class ReplayError(ConfigError):
@@ -87,7 +93,7 @@ class Replay:
         if github_url and self.config.get("confirm") == "rerun":
             trunk["github_api_url"] = github_url
         kinds = {event.kind for event in self.events}
-        if "webhook" in kinds:
+        if kinds & DELIVERIES:
             # Fed by the file's deliveries; polled only where the file has HUD snapshots
             # (each is a poll), never otherwise: an idle poll is not a source outage.
             trunk.update(webhook=True, poll_every="1s" if kinds & POLLED else "0")
@@ -275,6 +281,14 @@ def _events(numbered: Iterable[tuple[int, str]], name: str, source: str) -> Iter
         ):
             shape = '{"event": ' + " | ".join(WEBHOOK_EVENTS) + ', "payload": {...}}'
             raise ReplayError(f"{name}:{number}: 'webhook' must be {shape}")
+        if kind == "buildkite_webhook" and (
+            not isinstance(payload, dict)
+            or payload.get("event") not in BUILDKITE_EVENTS
+            or not isinstance(payload.get("payload"), dict)
+            or set(payload) - {"event", "payload"}
+        ):
+            shape = '{"event": ' + " | ".join(sorted(BUILDKITE_EVENTS)) + ', "payload": {...}}'
+            raise ReplayError(f"{name}:{number}: 'buildkite_webhook' must be {shape}")
         if kind == "tick" and payload is not True:
             raise ReplayError(f"{name}:{number}: 'tick' must be true")
         ref = event.get("ref")

@@ -19,7 +19,7 @@ from trunkwatch_local.buildkite_server import BuildkiteServer
 from trunkwatch_local.chaos import Chaos
 from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.hud_server import HudServer
-from trunkwatch_local.replay import Replay, ReplayError, ReplayEvent
+from trunkwatch_local.replay import DELIVERIES, Replay, ReplayError, ReplayEvent
 from trunkwatch_local.rerun_polls import next_rerun_poll
 from trunkwatch_local.runtime import LocalRuntime, Published
 
@@ -210,8 +210,8 @@ def _steps(
             _apply(session, event.kind, event.payload, event.ref, refs, event.at)
         except ReplayError as err:
             raise ReplayError(f"line {event.line}: {err}") from None
-        if event.kind == "webhook" and (
-            following is None or (following.kind, following.at) != ("webhook", event.at)
+        if event.kind in DELIVERIES and (
+            following is None or following.kind not in DELIVERIES or following.at != event.at
         ):
             session.runtime.settle_deliveries(event.at)
         yield event, session.runtime.published(event.at)
@@ -244,9 +244,10 @@ def _apply(
         session.buildkite.fail_with(200)  # only this poll, as for the HUD
     elif kind == "tick":
         session.runtime.tick(at)
-    elif kind == "webhook":
+    elif kind in DELIVERIES:
         body = json.dumps(payload["payload"]).encode()
-        answer = session.runtime.deliver(payload["event"], body, at)
+        deliver = session.runtime.deliver if kind == "webhook" else session.runtime.deliver_buildkite
+        answer = deliver(payload["event"], body, at)
         if session.runtime.delivery_died(answer):
             return  # GitHub does not redeliver: the trunk's backstop poll finds what it brought
         if int(answer["statusCode"]) >= 300:

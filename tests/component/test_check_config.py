@@ -84,10 +84,6 @@ TRUNKS = "trunks:\n  - repo: acme/api\n"
             TRUNKS + "    source: buildkite\n    pipeline: acme\n",
             [":4: trunks.0.pipeline: String should match pattern"],
         ),
-        (
-            TRUNKS + "    source: buildkite\n    pipeline: acme/ci\n    webhook: true\n",
-            [":5: trunks.0.webhook: not for source 'buildkite'"],
-        ),
     ],
 )
 def test_each_thing_wrong_is_one_line_naming_file_line_and_key(

@@ -195,3 +195,49 @@ def buildkite_replay(lines: Iterable[str], pipeline: str = PIPELINE) -> Iterator
         elif "hud_status" in event:
             event = {"at": event["at"], "buildkite_status": event["hud_status"]}
         yield json.dumps(event)
+
+
+_FINISHED_JOB = frozenset(
+    {"passed", "failed", "timed_out", "canceled", "expired", "broken", "skipped", "not_run"}
+)
+
+
+def buildkite_webhook_replay(lines: Iterable[str], pipeline: str = PIPELINE) -> Iterator[str]:
+    """A HUD-form replay file's lines as Buildkite webhook deliveries (no poll): each `hud`
+    event's builds (as `buildkite_replay` has them), oldest first, as the `job.finished`
+    deliveries of the jobs finished since the last event (each once: a retried job and its
+    retry are two jobs) and the `build.finished` of the builds finished since; every other
+    event as it is."""
+    converter = Converter(pipeline)
+    numbered = (line for line in lines if line.strip())
+    header = json.loads(next(numbered))
+    yield json.dumps({**header, "source": "buildkite", "pipeline": pipeline})
+    delivered: set[str] = set()
+    org, slug = pipeline.split("/", 1)
+    about = {"slug": slug, "url": f"{API}/v2/organizations/{org}/pipelines/{slug}"}
+    for line in numbered:
+        event = json.loads(line)
+        if "hud" not in event:
+            yield json.dumps(event)
+            continue
+        for built in reversed(converter.builds(event["hud"], parse_time(event["at"]))):
+            bare = {k: v for k, v in built.items() if k != "jobs"}
+            for made in built["jobs"]:
+                key = f"{made['id']}:{made['state']}"
+                if made["type"] == "script" and made["state"] in _FINISHED_JOB and key not in delivered:
+                    delivered.add(key)
+                    job_payload = {k: v for k, v in made.items() if k != "rerun"}
+                    payload = {"event": "job.finished", "job": job_payload, "build": bare, "pipeline": about}
+                    yield json.dumps(
+                        {
+                            "at": event["at"],
+                            "buildkite_webhook": {"event": "job.finished", "payload": payload},
+                        }
+                    )
+            key = f"{built['id']}:{built['finished_at']}"
+            if built["finished_at"] and key not in delivered:
+                delivered.add(key)
+                payload = {"event": "build.finished", "build": bare, "pipeline": about}
+                yield json.dumps(
+                    {"at": event["at"], "buildkite_webhook": {"event": "build.finished", "payload": payload}}
+                )

@@ -1,4 +1,5 @@
-"""Webhook ingest (design.md §2, `webhook`): a GitHub delivery written as the cells the poll writes.
+"""Webhook ingest (design.md §2, `webhook`): a GitHub or Buildkite delivery written as the
+cells the poll writes.
 
 A delivery about a webhook-fed trunk is stored through the same records as a poll: the commit
 item's state string (one code per job column of the trunk's job index) says what is stored, a
@@ -34,7 +35,7 @@ from trunkwatch.domain.cells import (
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import in_window, may_change_verdict
 from trunkwatch.domain.shards import ShardReport, merge, sharded
-from trunkwatch.sources import webhook
+from trunkwatch.sources import buildkite_webhook, webhook
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import (
     LAST_DELIVERY_PRECISION,
@@ -75,6 +76,19 @@ def trunk_of(deployment: Deployment, event: str, payload: dict[str, Any]) -> Tru
     return "not about a webhook-fed trunk"
 
 
+def buildkite_trunk_of(deployment: Deployment, event: str, payload: dict[str, Any]) -> TrunkConfig | str:
+    """The webhook-fed Buildkite trunk a Buildkite delivery is about (its pipeline, and its
+    build on the trunk's branch), or why it is not about one."""
+    if event not in buildkite_webhook.EVENTS:
+        return f"event {event!r} is not ingested"
+    pipeline = buildkite_webhook.pipeline_of(payload).lower()
+    branch = buildkite_webhook.branch_of(payload)
+    for trunk in deployment.trunks:
+        if trunk.webhook and (trunk.pipeline or "").lower() == pipeline and branch == trunk.branch:
+            return trunk
+    return "not about a webhook-fed trunk's pipeline and branch"
+
+
 def ingest_delivery(
     storage: Storage, trunk: TrunkConfig, rule: RuleConfig, event: str, payload: dict[str, Any], now: datetime
 ) -> DeliveryResult:
@@ -85,6 +99,8 @@ def ingest_delivery(
     when its `workflow_run` delivery comes; a job delivery whose run is not known yet is
     held under the run until it is (GitHub does not order deliveries), then written."""
     result = DeliveryResult(event, trunk.trunk_id)
+    if event in buildkite_webhook.EVENTS:
+        return _buildkite(storage, trunk, rule, event, payload, now, result)
     repo_url = f"{WEB_URL}/{trunk.repo}"
     if event == "push":
         pushed = webhook.push(payload, repo_url)
@@ -120,6 +136,29 @@ def ingest_delivery(
 
 
 NOT_A_TRUNK_RUN = "not a trunk run (a push to the trunk's branch in its own repository)"
+
+
+def _buildkite(
+    storage: Storage,
+    trunk: TrunkConfig,
+    rule: RuleConfig,
+    event: str,
+    payload: dict[str, Any],
+    now: datetime,
+    result: DeliveryResult,
+) -> DeliveryResult:
+    """A Buildkite delivery: its build's commit placed (a build carries its commit, as a
+    GitHub run does), then its job's shard report stored as a GitHub job's is."""
+    found = buildkite_webhook.report(event, payload, trunk.repo)
+    if found is None:
+        result.ignored = "not a build of a pushed commit (scheduled, or on HEAD)"
+        return result
+    result.commits_placed = len(place_commits(storage, trunk.trunk_id, rule, (found.commit,), None))
+    if found.shard is None:
+        result.ignored = found.skipped or None
+        return result
+    _store_reports(storage, trunk, rule, [found.shard], now, result)
+    return result
 
 
 def _run(

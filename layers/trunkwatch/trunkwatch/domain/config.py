@@ -418,7 +418,8 @@ class TrunkConfig(_Checked):
     token: TokenRef | None = None
     per_page: int = 50
     config: dict[str, Any] = field(default_factory=dict)
-    # Fed by GitHub webhook deliveries; the source is then polled only every `poll_every`
+    # Fed by webhook deliveries (GitHub's; Buildkite's for a `buildkite` trunk); the source
+    # is then polled only every `poll_every`
     # (0: never), as the backstop for deliveries that never came.
     webhook: bool = False
     poll_every: timedelta | None = None
@@ -455,8 +456,6 @@ class TrunkConfig(_Checked):
                 problems.append(
                     ("pipeline", "Field required for source 'buildkite' (the pipeline as org/slug)")
                 )
-            if self.webhook:
-                problems.append(("webhook", "not for source 'buildkite': its trunks are polled"))
         elif self.pipeline is not None:
             problems.append(("pipeline", "only for source 'buildkite'"))
         if problems:

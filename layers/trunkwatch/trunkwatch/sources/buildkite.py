@@ -205,7 +205,7 @@ class BuildkiteSource:
         except HttpError as err:
             raise SourceError(err.kind, str(err)) from None
         pages = {url: record for listing in listings for url, record in listing.pages.items()}
-        seen = [build for listing in listings for build in listing.builds if _of_trunk(build)]
+        seen = [build for listing in listings for build in listing.builds if of_trunk(build)]
         delivered: dict[str, list[str]] = previous.get("delivered", {})
         versions = {str(build.number): _version(build) for build in seen}
         builds = [b for b in seen if delivered.get(str(b.number), [None, None])[1] != versions[str(b.number)]]
@@ -232,7 +232,7 @@ class BuildkiteSource:
         }
         return Snapshot(
             commits=[
-                CommitResult(_commit(record), tuple(runs.get(record[0], ())), complete=False)
+                CommitResult(commit_of(record), tuple(runs.get(record[0], ())), complete=False)
                 for record in window
             ],
             state=new_state,
@@ -274,7 +274,7 @@ class BuildkiteSource:
             pages[url] = [page.etag, page.next_url]
             read = parsed(page, _BUILDS)
             builds += read
-            shas.update(b.commit for b in read if _of_trunk(b) and b.rebuilt_from is None)
+            shas.update(b.commit for b in read if of_trunk(b) and b.rebuilt_from is None)
             if until_window and len(shas) >= self.window:
                 break
             url = page.next_url
@@ -293,7 +293,7 @@ def _version(build: Build) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def _of_trunk(build: Build) -> bool:
+def of_trunk(build: Build) -> bool:
     """A build of a trunk commit: not a scheduled one, and on a commit id (not `HEAD`)."""
     return build.source != "schedule" and bool(_SHA.match(build.commit))
 
@@ -304,7 +304,7 @@ def _window(stored: list[list[Any]], builds: list[Build], size: int, repo_url: s
     by_sha = {record[0]: record for record in stored}
     for build in sorted(builds, key=lambda b: b.number):
         if build.rebuilt_from is None and build.commit not in by_sha:
-            by_sha[build.commit] = _commit_record(build, repo_url)
+            by_sha[build.commit] = commit_record(build, repo_url)
     return sorted(by_sha.values(), key=lambda record: record[1], reverse=True)[:size]
 
 
@@ -350,7 +350,7 @@ def job_runs(build: Build) -> list[JobRun]:
         while previous is not None and len(earlier) < len(scripts):
             earlier.append(previous)
             previous = retried_into.get(previous.id)
-        conclusion, lines = _result(job)
+        conclusion, lines = job_result(job)
         runs.append(
             JobRun(
                 name=job_name(job),
@@ -378,7 +378,7 @@ def job_name(job: Job) -> str:
     return name
 
 
-def _result(job: Job) -> tuple[str, tuple[str, ...]]:
+def job_result(job: Job) -> tuple[str, tuple[str, ...]]:
     """The job's conclusion in the cells' words, and its failure lines."""
     state = job.state or ""
     if state == "failed" and job.soft_failed:
@@ -395,7 +395,7 @@ def _code_failure(job: Job) -> bool:
     return job.state in _CODE_FAILURES and not job.soft_failed and not job.signal_reason
 
 
-def _commit_record(build: Build, repo_url: str) -> list[Any]:
+def commit_record(build: Build, repo_url: str) -> list[Any]:
     title = (build.message or "").split("\n", 1)[0].strip()
     pr = _pr_number(build.pull_request)
     if pr is None and (found := _PR_SUFFIX.search(title)):
@@ -413,7 +413,7 @@ def _pr_number(pull_request: Any) -> int | None:
     return int(number) if isinstance(number, str) and number.isdigit() else None
 
 
-def _commit(record: list[Any]) -> Commit:
+def commit_of(record: list[Any]) -> Commit:
     sha, at, title, author, pr, url = record
     return Commit(sha=sha, time=parse_time(at), title=title, author=author, pr=pr, url=url)
 
