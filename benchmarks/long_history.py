@@ -69,18 +69,22 @@ def tenths(per_poll: list[float] | list[int]) -> tuple[float, float]:
 
 
 @contextlib.contextmanager
-def counting_cell_queries(queries: list[Any]) -> Iterator[None]:
-    """Collect every Query of a job's cells (their result iterators count the items read)."""
+def counting_cell_queries(table_name: str, queries: list[Any]) -> Iterator[None]:
+    """Collect every Query of a job's cells on `table_name` (their result iterators count the
+    items read)."""
     from trunkwatch.storage.items import CellItem
+    from trunkwatch.storage.table import Table, bind
+    from trunkwatch_local.stack import REGION
 
-    original = CellItem.query
+    cells = bind(Table(table_name, REGION)).model(CellItem)
+    original = cells.query
 
     def query(*args: Any, **kwargs: Any) -> Any:
         result = original(*args, **kwargs)
         queries.append(result)
         return result
 
-    with mock.patch.object(CellItem, "query", query):
+    with mock.patch.object(cells, "query", query):
         yield
 
 
@@ -98,7 +102,7 @@ def long_history(path: Path = REPOSITORY_HISTORY) -> dict[str, Any]:
     try:
         session.start(replay.deployment(session.hud.url))
         step_started = time.perf_counter()
-        with counting_cell_queries(queries):
+        with counting_cell_queries(session.runtime.stack.table_name, queries):
             for event, messages in replay_steps(session, replay):
                 now = time.perf_counter()
                 if event.kind in POLL_KINDS:

@@ -9,7 +9,7 @@ from trunkwatch.domain.alerts import FIRING
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import NotificationLog, RejectionItem
 from trunkwatch.storage.records import LogEntry, Rejection
-from trunkwatch.storage.table import TableStore
+from trunkwatch.storage.table import BoundModels
 
 
 def _entry(item: NotificationLog) -> LogEntry:
@@ -42,18 +42,20 @@ def _rejection(item: RejectionItem) -> Rejection:
     )
 
 
-class DynamoLogs(TableStore):
+class DynamoLogs:
+    def __init__(self, table: BoundModels) -> None:
+        self.logs = table.model(NotificationLog)
+        self.rejections = table.model(RejectionItem)
+
     def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]:
         """The receiver's log entries of the trunk, by fingerprint."""
-        query = NotificationLog.query(
-            keys.logs(trunk_id), NotificationLog.sk.startswith(keys.log_prefix(receiver))
-        )
+        query = self.logs.query(keys.logs(trunk_id), NotificationLog.sk.startswith(keys.log_prefix(receiver)))
         return {str(item.fingerprint): _entry(item) for item in query}
 
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None:
         """Write the entry; one last sent firing never expires (its resolution is still due),
         any other expires `retention` after this write."""
-        NotificationLog(
+        self.logs(
             keys.logs(trunk_id),
             keys.log(entry.receiver, entry.fingerprint),
             receiver=entry.receiver,
@@ -73,13 +75,13 @@ class DynamoLogs(TableStore):
 
     def rejected(self, trunk_id: str) -> list[Rejection]:
         """The trunk's rejections, by receiver and fingerprint (one Query of their prefix)."""
-        query = RejectionItem.query(keys.logs(trunk_id), RejectionItem.sk.startswith(keys.REJECTIONS))
+        query = self.rejections.query(keys.logs(trunk_id), RejectionItem.sk.startswith(keys.REJECTIONS))
         return [_rejection(item) for item in query]
 
     def save_rejection(self, trunk_id: str, rejection: Rejection, retention: timedelta) -> None:
         """Keep the rejection (replacing the receiver's last one for the alert) until
         `retention` after it."""
-        RejectionItem(
+        self.rejections(
             keys.logs(trunk_id),
             keys.rejection(rejection.receiver, rejection.fingerprint),
             receiver=rejection.receiver,
