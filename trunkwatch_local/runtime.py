@@ -95,11 +95,18 @@ class LocalRuntime:
         store: str = "dynamodb",
         extra_ticks: Iterable[datetime] = (),
     ) -> None:
-        self.stack = LocalStack(template, clock=clock, store=store)
+        # Crash injection kills at AWS calls; the in-memory store's calls make none, so its
+        # storage is wrapped to kill at them.
+        self.stack = LocalStack(
+            template,
+            clock=clock,
+            store=store,
+            wrap_storage=chaos.storage if chaos is not None and store == "memory" else None,
+        )
         self.template = self.stack.template
         self.clock = self.stack.clock  # what every handler of the runtime runs on
         self.extra_ticks = sorted(extra_ticks)  # schedule ticks between a replay's events
-        self.chaos = chaos  # kills invocations at AWS calls (`trunkwatch replay --chaos`)
+        self.chaos = chaos  # kills invocations at their calls (`trunkwatch replay --chaos`)
         self._chaos_installed: Any = None
         self.dropped_schedule_events = 0  # scheduled invocations that died (no retries)
         self.failed_deliveries = 0  # webhook invocations that died (GitHub does not redeliver)

@@ -27,7 +27,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any
@@ -37,6 +37,9 @@ from aws_lambda_powertools.utilities import parameters
 
 from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import ConfigError
+
+# Imported before the stack makes any client: every botocore session joins its hooks.
+from trunkwatch_local import aws_calls  # noqa: F401
 from trunkwatch_local.emulator import emulation, release_stream
 from trunkwatch_local.memory_stream import MemoryStream, MemoryStreams, streamed_storage
 from trunkwatch_local.pump import Invoke, StreamPump
@@ -66,10 +69,14 @@ class LocalStack:
         clock: SimulatedClock | None = None,
         credentials: str = "local",
         store: str = "dynamodb",
+        wrap_storage: Callable[[Storage], Storage] | None = None,
     ) -> None:
         if store not in STORES:
             raise ConfigError(f"unknown store {store!r} (one of {', '.join(STORES)})")
         self.store = store
+        # What the handlers' storage passes through (crash injection, counting), if anything.
+        self.wrap_storage = wrap_storage
+        self._handlers_storage: Storage | None = None
         self.template = template or find_template()
         self.wiring: Wiring = read_wiring(self.template)
         self.name = name
@@ -138,6 +145,7 @@ class LocalStack:
     def stop(self) -> None:
         self._stack.close()
         self.modules.clear()
+        self._handlers_storage = None
 
     def __enter__(self) -> LocalStack:
         return self
@@ -239,7 +247,7 @@ class LocalStack:
             if not path.exists():
                 raise ConfigError(f"{self.template}: {logical_id}'s handler {path} does not exist")
             module = load_handler(path)
-            module.edge.use(clock=self.clock, storage=self.memory if self.store == "memory" else None)
+            module.edge.use(clock=self.clock, storage=self.handlers_storage())
             self.modules[logical_id] = module
         return module
 
@@ -280,6 +288,15 @@ class LocalStack:
     def queue_pump(self, invoke: Invoke) -> QueuePump:
         """Lambda's SQS event source mappings of the template, invoking through `invoke`."""
         return QueuePump(boto3.client("sqs"), self.wiring.queues, self.queue_urls, invoke)
+
+    def handlers_storage(self) -> Storage | None:
+        """The storage given to the handlers: the in-memory store's, or, with `wrap_storage`,
+        the stack's passed through it; None: they open the table their environment names,
+        as deployed."""
+        if self._handlers_storage is None and (self.store == "memory" or self.wrap_storage is not None):
+            storage = self.storage()
+            self._handlers_storage = self.wrap_storage(storage) if self.wrap_storage else storage
+        return self._handlers_storage
 
     def storage(self) -> Storage:
         """The storage the handlers use (for reads and use-case calls beside them)."""
