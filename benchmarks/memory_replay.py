@@ -46,9 +46,6 @@ def _replay(path: Path, store: str) -> tuple[float, Counter[tuple[Any, ...]]]:
 
 
 def memory_replay(files: list[Path] | None = None) -> dict[str, Any]:
-    from trunkwatch_local import verified
-
-    verified.check()
     runs: dict[str, Any] = {}
     totals = {"dynamodb": 0.0, "memory": 0.0}
     for path in files or FILES:

@@ -107,12 +107,9 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from trunkwatch_local import verified
-
     try:
         if args.command == "check-config":
             return _check_config(args.file)
-        verified.check()  # before the emulator, which imports moto's internals, is loaded
         if args.command == "demo":
             from trunkwatch_local.scenario import demo_replay
 
@@ -127,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = err.lines() if err.name else [f"trunkwatch: error: {err}"]
         print("\n".join(lines), file=sys.stderr)
         return 2
-    except (ConfigError, verified.UnverifiedEmulation) as err:
+    except ConfigError as err:
         print(f"trunkwatch: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -239,7 +236,7 @@ def _poll(args: argparse.Namespace) -> int:
     deployment = load_configuration(args.config)
     state = args.state or poll_state.default_path(args.config)
     with poll_state.locked(state), running(deployment, args.template) as runtime:
-        if not poll_state.restore(runtime.stack, state):
+        if not poll_state.restore(runtime.stack, runtime.pump, state):
             print(
                 f"trunkwatch: poll state starts in {state} (kept between runs; --state chooses another)",
                 file=sys.stderr,

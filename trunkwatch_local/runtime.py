@@ -3,8 +3,7 @@ and queue, and the real handlers invoked in-process the way Lambda invokes them.
 
 moto runs in-process (`mock_aws`): every boto3/botocore client the handlers make is answered
 by moto's backends without HTTP, which at PyTorch scale is half of the time a moto server on
-127.0.0.1 costs. `trunkwatch_local.emulator` takes the rest of moto's overhead off the reads
-the pipeline repeats most (see there)."""
+127.0.0.1 costs."""
 
 from __future__ import annotations
 
@@ -30,7 +29,7 @@ from aws_lambda_powertools import Metrics
 from trunkwatch.domain.clock import SimulatedClock, format_time
 from trunkwatch.domain.config import Deployment, to_json
 from trunkwatch.storage.records import GROUP_WINDOW
-from trunkwatch_local import idempotency_clock, verified
+from trunkwatch_local import idempotency_clock
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.queue_pump import merged
@@ -141,7 +140,6 @@ class LocalRuntime:
         environment as it loads, as in a new Lambda container). `api_url` is where the local
         API is served (the deployed notifier's API_URL). The process's environment is the
         functions' while the runtime runs; `stop` puts back what it was."""
-        verified.check()
         self.schedule_period = timedelta(seconds=period_seconds(deployment.schedule))
         # Locally stdout carries results: logs (and EMF metrics) only when asked for.
         level = os.environ.get("TRUNKWATCH_LOG_LEVEL", "WARNING").upper()

@@ -2,8 +2,8 @@
 benchmarks and the tests share.
 
 `LocalStack.start` sets the functions' environment (the template's Globals, resolved
-locally) in this process, starts moto's in-process emulation (`emulator.emulation`, on the
-stack's clock) and creates the template's resources in it: the table with its stream and
+locally) in this process, starts moto's in-process emulation (`mock_aws`, unpatched) and
+creates the template's resources in it: the table with its stream and
 TTL, the alert topic (captured by an SQS subscription, and an email subscription), the
 stream mappings' dead-letter queue and the webhook secret; the configuration file, which
 the deployed functions find in their ConfigLayer under /opt, is written to a directory of
@@ -14,9 +14,9 @@ idempotency records.
 
 `handler` loads a function's handler module from its file, the way Lambda loads it in a
 new container, and gives its edge (`app/settings.Edge`) the stack's clock (and the memory
-store, if the stack keeps one): every handler of a stack runs on one `SimulatedClock`,
-which whoever drives the stack moves. `stop` empties the account and puts the process's
-environment back.
+store, if the stack keeps one, or the storage `wrap_storage` makes): every handler of a
+stack runs on one `SimulatedClock`, which whoever drives the stack moves. `stop` empties the
+account and puts the process's environment back.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools.utilities import parameters
+from moto import mock_aws
 
 from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import ConfigError
 
 # Imported before the stack makes any client: every botocore session joins its hooks.
 from trunkwatch_local import aws_calls  # noqa: F401
-from trunkwatch_local.emulator import emulation, release_stream
 from trunkwatch_local.memory_stream import MemoryStream, MemoryStreams, streamed_storage
 from trunkwatch_local.pump import Invoke, StreamPump
 from trunkwatch_local.queue_pump import QueuePump
@@ -112,7 +112,7 @@ class LocalStack:
         )
         for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
             os.environ.pop(name, None)  # clients go to moto's in-process backends
-        self._stack.enter_context(emulation(self.clock))  # from an empty account
+        self._stack.enter_context(mock_aws())  # from an empty account
         self._stack.callback(parameters.clear_caches)
         # Powertools keeps its parameter providers (values and clients) per process.
         parameters.clear_caches()
@@ -264,16 +264,15 @@ class LocalStack:
                 if previous is not None and previous is not log_stream:
                     self._stack.callback(_set_stream, handler, previous)
 
-    def pump(self, invoke: Invoke, release: bool = True) -> StreamPump:
-        """Lambda's stream event source mappings of the template, invoking through `invoke`;
-        with `release`, records every mapping has read leave the stream."""
-        # The in-memory store's stream stands in for DynamoDB Streams; the pump is the same.
-        streams: Any
-        release_records: Any
+    def pump(self, invoke: Invoke) -> StreamPump:
+        """Lambda's stream event source mappings of the template, invoking through `invoke`.
+        The in-memory store's stream stands in for DynamoDB Streams (the pump is the same),
+        and records every mapping has read leave it; moto's stream keeps them all."""
         if self.store == "memory":
-            streams, release_records = MemoryStreams(self.memory_stream), self.memory_stream.release
+            streams: Any = MemoryStreams(self.memory_stream)
+            release = self.memory_stream.release
         else:
-            streams, release_records = boto3.client("dynamodbstreams"), release_stream
+            streams, release = boto3.client("dynamodbstreams"), None
         return StreamPump(
             streams,
             boto3.client("sqs"),
@@ -282,7 +281,7 @@ class LocalStack:
             REGION,
             self.wiring.streams,
             invoke,
-            release_records if release else None,
+            release,
         )
 
     def queue_pump(self, invoke: Invoke) -> QueuePump:
