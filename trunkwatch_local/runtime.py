@@ -163,7 +163,6 @@ class LocalRuntime:
         self.topic_arn = self.stack.topic_arn
         self.dlq_url = self.stack.dlq_url
         self.capture_url = self.stack.capture_url
-        self.email_subscription = self.stack.email_subscription
         # Powertools logs to stdout in Lambda; locally stdout carries the results.
         self.stack.load_handlers(log_stream=sys.__stderr__ or sys.stderr)  # not a test-captured stream
         self.pump = self.stack.pump(self.invoke)
@@ -369,13 +368,12 @@ class LocalRuntime:
         return {entry[0]: entry[1] for entry in (topic.sent_notifications if topic else [])}
 
     def _email_body(self, published: str | None, delivered_to_sqs: str) -> str:
-        """What SNS delivers to the email subscription for this published message."""
+        """What SNS delivers to the email subscription for this published message: with
+        MessageStructure=json, the message's `email` entry, else its `default` one."""
         if published is None or published == delivered_to_sqs:
             return delivered_to_sqs  # not a MessageStructure=json publish: every protocol gets it
-        from moto.sns.models import sns_backends
-
-        subscription = sns_backends[ACCOUNT][REGION].subscriptions[self.email_subscription]
-        return str(subscription._parse_message_structure(published, "email"))
+        structure = json.loads(published)
+        return str(structure.get("email", structure["default"]))
 
     def dead_letters(self) -> list[dict[str, Any]]:
         batch = self.sqs.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10)
