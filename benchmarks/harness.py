@@ -42,7 +42,10 @@ class InProcessAws:
         self.deployment = deployment
         self.meter = meter
         # Unique names: a warm container's cached clients are keyed on them.
-        self.stack = LocalStack(name=f"trunkwatch-bench-{uuid.uuid4().hex[:8]}", credentials="bench")
+        # On moto's table: the meter counts DynamoDB's requests and request units.
+        self.stack = LocalStack(
+            name=f"trunkwatch-bench-{uuid.uuid4().hex[:8]}", credentials="bench", store="dynamodb"
+        )
         self.name = self.stack.name
         self.wiring = self.stack.wiring
         self.clock = self.stack.clock

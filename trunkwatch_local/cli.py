@@ -20,7 +20,7 @@ from trunkwatch.domain.config import ConfigError, DocumentError
 if TYPE_CHECKING:
     from trunkwatch.domain.config import Deployment
 
-STORES = ("dynamodb", "memory")  # trunkwatch_local.stack.STORES (not imported: --help stays fast)
+STORES = ("memory", "dynamodb")  # trunkwatch_local.stack.STORES (not imported: --help stays fast)
 WEBHOOK_SECRET_VARIABLE = "TRUNKWATCH_WEBHOOK_SECRET"  # noqa: S105 - the variable's name
 
 
@@ -39,18 +39,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo = sub.add_parser("demo", help="run the pipeline on a bundled PyTorch-style scenario")
     demo.add_argument("--json", action="store_true", help="print SNS messages as JSON lines")
+    _store_option(demo)
     replay = sub.add_parser("replay", help="replay a JSON Lines scenario file")
     replay.add_argument("file", type=Path)
     replay.add_argument("--json", action="store_true", help="print SNS messages as JSON lines")
+    _store_option(replay)
     replay.add_argument(
         "--chaos", type=int, metavar="SEED", help="kill invocations at random calls (seeded draws)"
-    )
-    replay.add_argument(
-        "--store",
-        choices=STORES,
-        default="dynamodb",
-        help="where the functions' items live: moto's DynamoDB table and its stream (default), "
-        "or the in-memory store with its stream records (faster)",
     )
     replay.add_argument(
         "--crash-rate",
@@ -70,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--tokens", type=Path, help="API tokens document; without it the local API needs no token"
     )
+    _store_option(serve)
     poll = sub.add_parser("poll", help="one tick against the configured sources")
     poll.add_argument("--config", type=Path, required=True)
     poll.add_argument("--json", action="store_true")
@@ -84,6 +80,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("file", type=Path)
     return parser
+
+
+def _store_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--store",
+        choices=STORES,
+        default=STORES[0],
+        help="where the functions' items live: the in-memory store with its stream records "
+        "(default), or moto's DynamoDB table and its stream",
+    )
 
 
 def _port(text: str) -> int:
@@ -113,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from trunkwatch_local.scenario import demo_replay
 
-            return _print(_replayed(demo_replay(), args.template), args.json)
+            return _print(_replayed(demo_replay(), args.template, store=args.store), args.json)
         if args.command == "replay":
             return _replay(args)
         if args.command == "poll":
@@ -136,9 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _replayed(
-    replay: Any, template: Path | None, chaos: Any = None, store: str = "dynamodb"
-) -> Iterable[Any]:
+def _replayed(replay: Any, template: Path | None, chaos: Any = None, store: str = STORES[0]) -> Iterable[Any]:
     from trunkwatch_local.session import run_replay
 
     return run_replay(replay, template, chaos, store)
@@ -265,7 +269,7 @@ def _serve(args: argparse.Namespace) -> int:
     tokens = _tokens(args.tokens) if args.tokens else None
     # Deliveries to POST /webhooks/github are signed with this (GitHub's webhook secret).
     secret = os.environ.get(WEBHOOK_SECRET_VARIABLE) or None
-    session = Session(args.template, port=args.port, tokens=tokens, webhook_secret=secret)
+    session = Session(args.template, port=args.port, tokens=tokens, webhook_secret=secret, store=args.store)
     replay = read_replay(args.scenario) if args.scenario else None
     if args.config:
         deployment = load_configuration(args.config)

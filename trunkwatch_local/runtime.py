@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +28,7 @@ from aws_lambda_powertools import Metrics
 
 from trunkwatch.domain.clock import SimulatedClock, format_time
 from trunkwatch.domain.config import Deployment, to_json
+from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local import idempotency_clock
 from trunkwatch_local.chaos import Chaos, InvocationDied
@@ -91,17 +92,15 @@ class LocalRuntime:
         webhook_secret: str | None = None,
         chaos: Chaos | None = None,
         clock: SimulatedClock | None = None,
-        store: str = "dynamodb",
+        store: str = "memory",
         extra_ticks: Iterable[datetime] = (),
+        wrap_storage: Callable[[Storage], Storage] | None = None,
     ) -> None:
         # Crash injection kills at AWS calls; the in-memory store's calls make none, so its
-        # storage is wrapped to kill at them.
-        self.stack = LocalStack(
-            template,
-            clock=clock,
-            store=store,
-            wrap_storage=chaos.storage if chaos is not None and store == "memory" else None,
-        )
+        # storage is wrapped to kill at them (inside `wrap_storage`'s, if given).
+        if chaos is not None and store == "memory":
+            wrap_storage = _then(chaos.storage, wrap_storage)
+        self.stack = LocalStack(template, clock=clock, store=store, wrap_storage=wrap_storage)
         self.template = self.stack.template
         self.clock = self.stack.clock  # what every handler of the runtime runs on
         self.extra_ticks = sorted(extra_ticks)  # schedule ticks between a replay's events
@@ -395,11 +394,18 @@ def scheduled_event(rule: str, at: datetime) -> dict[str, Any]:
     }
 
 
+def _then(
+    first: Callable[[Storage], Storage], then: Callable[[Storage], Storage] | None
+) -> Callable[[Storage], Storage]:
+    return first if then is None else lambda storage: then(first(storage))
+
+
 @contextlib.contextmanager
 def running(
     deployment: Deployment, template: Path | None = None, clock: SimulatedClock | None = None
 ) -> Iterator[LocalRuntime]:
-    runtime = LocalRuntime(template, clock=clock)
+    """A runtime on moto's table (`trunkwatch poll` keeps the table's items between runs)."""
+    runtime = LocalRuntime(template, clock=clock, store="dynamodb")
     try:
         yield runtime.start(deployment)
     finally:

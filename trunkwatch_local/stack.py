@@ -3,14 +3,14 @@ benchmarks and the tests share.
 
 `LocalStack.start` sets the functions' environment (the template's Globals, resolved
 locally) in this process, starts moto's in-process emulation (`mock_aws`, unpatched) and
-creates the template's resources in it: the table with its stream and
-TTL, the alert topic (captured by an SQS subscription, and an email subscription), the
-stream mappings' dead-letter queue and the webhook secret; the configuration file, which
-the deployed functions find in their ConfigLayer under /opt, is written to a directory of
-its own standing for /opt. With `store="memory"` the functions' items are kept by the
-in-memory store instead (`memory_stream`: its cells and ticks record the stream records the
-pump delivers); moto still answers the topic and its queues, the secret and the notifier's
-idempotency records.
+creates the template's resources in it: the table, the alert topic (captured by an SQS
+subscription, and an email subscription), the stream mappings' dead-letter queue and the
+webhook secret; the configuration file, which the deployed functions find in their
+ConfigLayer under /opt, is written to a directory of its own standing for /opt. The
+functions' items are kept by the in-memory store (`store="memory"`, the default:
+`memory_stream`, whose cells and ticks record the stream records the pump delivers), the
+table holding only the notifier's idempotency records; or, with `store="dynamodb"`, in the
+table, with its stream and TTL as the template defines them.
 
 `handler` loads a function's handler module from its file, the way Lambda loads it in a
 new container, and gives its edge (`app/settings.Edge`) the stack's clock (and the memory
@@ -53,9 +53,9 @@ if TYPE_CHECKING:
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's fixed example account
 NAME = "trunkwatch-local"
-# Where the functions' items live: moto's table (and its stream), or the in-memory store
-# (`memory_stream`), whose cells and ticks record the stream the pump delivers.
-STORES = ("dynamodb", "memory")
+# Where the functions' items live: the in-memory store (`memory_stream`, whose cells and
+# ticks record the stream the pump delivers), or moto's table and its stream.
+STORES = ("memory", "dynamodb")
 
 
 class LocalStack:
@@ -68,7 +68,7 @@ class LocalStack:
         name: str = NAME,
         clock: SimulatedClock | None = None,
         credentials: str = "local",
-        store: str = "dynamodb",
+        store: str = "memory",
         wrap_storage: Callable[[Storage], Storage] | None = None,
     ) -> None:
         if store not in STORES:

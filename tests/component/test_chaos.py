@@ -145,9 +145,8 @@ def replay(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_replay_without_crashes_is_the_plain_replay() -> None:
-    # The plain replay on the in-memory store (it publishes what the emulated one does).
     plain, chaos = (
-        replay("--json", "--store", "memory"),
+        replay("--json"),
         replay("--json", "--chaos", "1", "--crash-rate", "0"),
     )
     assert plain.returncode == chaos.returncode == 0

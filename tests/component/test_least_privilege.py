@@ -91,7 +91,7 @@ def requests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Requests]:
 
 def _replay(replay: Replay) -> None:
     """The replay through a local session; while an alert fires, every view of the API too."""
-    session = Session()
+    session = Session(store="dynamodb")
     try:
         session.github.repo = replay.repo
         session.start(replay.deployment(session.hud.url, session.github.url))

@@ -24,7 +24,7 @@ def pipeline() -> Iterator[tuple[LocalRuntime, HudServer, Trunk]]:
     trunk = Trunk(jobs=DEMO_JOBS, outcome=_demo_outcome)
     from trunkwatch_local.replay import Replay
 
-    runtime = LocalRuntime().start(Replay("pytorch/pytorch", "main", {}).deployment(hud.url))
+    runtime = LocalRuntime(store="dynamodb").start(Replay("pytorch/pytorch", "main", {}).deployment(hud.url))
     try:
         yield runtime, hud, trunk
     finally:

@@ -122,7 +122,7 @@ def pipeline(slack: SlackServer, github: GitHubIssuesServer) -> Iterator[tuple[L
     hud = HudServer()
     trunk = Trunk(jobs=DEMO_JOBS, outcome=_two_breaks)
     replay = Replay("pytorch/pytorch", "main", {}, receivers=receivers(slack, github))
-    runtime = LocalRuntime().start(replay.deployment(hud.url))
+    runtime = LocalRuntime(store="dynamodb").start(replay.deployment(hud.url))
     try:
         yield runtime, hud, trunk
     finally:
@@ -220,7 +220,7 @@ def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = receivers(slack, github)
     slack.fail_next(1, 422)  # the first message is refused; the receiver takes the rest
-    session = Session()
+    session = Session(store="dynamodb")
     try:
         session.start(replay.deployment(session.hud.url))
         events = replay_into(session, replay)
@@ -297,7 +297,7 @@ def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubIssuesSe
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = [{"type": "github_culprit", "api_url": github.url, "token": {"env": TOKEN_VARIABLE}}]
     pr = github.add_pull_request(body="the culprit", number=160004)
-    session = Session()
+    session = Session(store="dynamodb")
     try:
         session.start(replay.deployment(session.hud.url))
         published = []
