@@ -1,6 +1,6 @@
 """Workload `github_budget`: a first GitHub poll at PyTorch scale against a slow stand-in.
 
-`GitHubServer` on 127.0.0.1 serves the synthetic trunk of `columns` job columns and answers
+The GitHub stand-in on 127.0.0.1 serves the synthetic trunk of `columns` job columns and answers
 every request `delay_s` late (150 ms: GitHub's latency); the source polls with its default
 time budget (`budget_s`, 40 s) until a poll ends within its budget without being cut short.
 Reported: the polls it took, each poll's wall time and requests, and whether any job run was
@@ -15,12 +15,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from benchmarks.github_server import GitHubServer
+from benchmarks.github_trunk import LIMIT, serve_at
 from benchmarks.trunk import DAY_START, PYTORCH_SCALE, Day
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.github import GitHubSource
 from trunkwatch.sources.github.source import DEFAULT_BUDGET_S
-from trunkwatch.sources.http import HttpClient
+from trunkwatch_local.github_server import GitHubServer
 
 DELAY_S = 0.15
 MAX_POLLS = 20
@@ -47,9 +48,9 @@ def github_budget(
     day: Day = PYTORCH_SCALE, delay_s: float = DELAY_S, budget_s: float = DEFAULT_BUDGET_S
 ) -> dict[str, Any]:
     at = DAY_START + timedelta(minutes=30)
-    server = GitHubServer(day.trunk, delay_s=delay_s)
+    server = GitHubServer(limit=LIMIT, delay_s=delay_s)
     try:
-        server.serve_at(at)
+        serve_at(server, day.trunk, at)
         trunk = TrunkConfig.from_dict(
             {
                 "repo": "pytorch/pytorch",

@@ -13,17 +13,18 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from benchmarks.github_server import GitHubServer
+from benchmarks.github_trunk import LIMIT, serve_at
 from benchmarks.harness import InProcessAws
 from benchmarks.memory import Peak, peak_growth
 from benchmarks.trunk import Day
 from benchmarks.usage import Meter, Usage
 from trunkwatch.app.ingest import PollResult, poll_trunk
 from trunkwatch.domain.config import PYTORCH_INCLUDE, Deployment, load_deployment
+from trunkwatch.net.http import HttpClient, Response
 from trunkwatch.sources.github import GitHubSource
-from trunkwatch.sources.http import HttpClient, Response
 from trunkwatch.sources.hud import HudSource
 from trunkwatch.storage.port import Storage
+from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.hud_server import HudServer
 
 
@@ -48,7 +49,7 @@ class PollFigures:
     items_read: int
     wall_s: float
     peak_mb: float
-    # beyond design.md §8: where the requests and request units go
+    # what explains the figures above: where the requests and request units go
     retained_mb: float = 0.0  # of peak_mb, still resident after the poll (moto's copy of the items)
     cells_written: int = 0
     ddb_requests: dict[str, int] = field(default_factory=dict)
@@ -143,18 +144,18 @@ def ingest_hud(day: Day, at: datetime, then: Then[T]) -> tuple[dict[str, PollFig
 
 
 def ingest_github(day: Day, at: datetime) -> dict[str, PollFigures]:
-    github = GitHubServer(day.trunk)
+    github = GitHubServer(limit=LIMIT)
     try:
-        github.serve_at(at)
+        serve_at(github, day.trunk, at)
         dep = deployment("github", github.url, day.window)
         trunk = dep.trunks[0]
         rule = dep.rule_for(trunk)
 
         def poll(storage: Storage) -> tuple[PollResult, int, int]:
-            github.reset_counts()
+            github.take()
             source = GitHubSource(trunk, "bench-token", HttpClient(), window=trunk.per_page)
             result = poll_trunk(storage, trunk, rule, source, at)
-            return result, github.requests, github.unconditional
+            return result, len(github.requests), github.unconditional
 
         figures, _ = _two_polls(dep, poll, lambda aws, meter: None)
         return figures

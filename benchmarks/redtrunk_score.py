@@ -34,8 +34,10 @@ A third run, `pushed`, feeds the same trunk by webhook deliveries alone, as GitH
 them: each commit's push and runs when it lands, each job queued then, its result at its
 own finish time (a retried job's first attempt failing, its retry queued a minute later
 and ending at the final result; `tests/support/timeline.py`), the schedule ticking every
-10 minutes; on the in-memory store. Its delay is from the third failure's own finish time,
-so it includes no poll interval.
+10 minutes; on the in-memory store. Its delay is from the third failure's first report (a
+retried failure's first attempt: the truth file of a trunk generated elsewhere does not say
+when that was, and the timeline puts it halfway to the final result), so it includes no poll
+interval.
 
 The trunk is replayed twice: as it is (today's rule), and with `"config": {"confirm": "rerun"}`
 in its header (culprit verdicts confirmed by reruns, issue #27), whose reruns the local GitHub
@@ -67,7 +69,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from datetime import datetime, timedelta
@@ -292,7 +294,12 @@ class Truth:
 
 
 class Scorer:
-    def __init__(self, truth: Truth) -> None:
+    """Scores pages against `truth`; `failed_at`: when a cell's failure was first reported,
+    where that is before its final result (a failed attempt whose retry failed too), by
+    (commit index, column)."""
+
+    def __init__(self, truth: Truth, failed_at: Mapping[tuple[int, str], datetime] | None = None) -> None:
+        self.failed_at = failed_at or {}
         self.truth = truth
         self.sha_index = truth.sha_index
 
@@ -347,7 +354,9 @@ class Scorer:
 
     def third_failure_at(self, page: Page) -> datetime | None:
         finishes = sorted(
-            r.finish for cell in self.cells(page) if (r := self.truth.result(*cell)) is not None
+            self.failed_at.get(cell, r.finish)
+            for cell in self.cells(page)
+            if (r := self.truth.result(*cell)) is not None
         )
         return finishes[2] if len(finishes) >= 3 else None
 
@@ -516,11 +525,14 @@ def verdict_scores(
 
 
 def score(
-    truth: Truth, messages: list[dict[str, Any]], polls: Sequence[datetime] | None = None
+    truth: Truth,
+    messages: list[dict[str, Any]],
+    polls: Sequence[datetime] | None = None,
+    failed_at: Mapping[tuple[int, str], datetime] | None = None,
 ) -> dict[str, Any]:
     """The paging figures of a replay's `messages`; `polls`, the replay's snapshot times,
-    for the breakages that showed at one."""
-    scorer = Scorer(truth)
+    for the breakages that showed at one; `failed_at` as for `Scorer`."""
+    scorer = Scorer(truth, failed_at)
     found = pages(messages)
     job_pages = [p for p in found if p.alertname == JOB_ALERT]
     trunk_pages = [p for p in found if p.alertname in TRUNK_ALERTS]
@@ -619,7 +631,13 @@ def pushed(history: Timeline, truth: Truth, path: Path) -> dict[str, Any]:
     write(path, history.header(), history.deliveries(ticks=ticks))
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         messages, _, replay_s = pool.apply(replay, (str(path), "memory"))
-    return {"replay_s": round(replay_s, 1), **score(truth, messages)}
+    # A retried failure is known when its first attempt fails, before its final result.
+    failed_at: dict[tuple[int, str], datetime] = {}
+    for report in history.reports:
+        cell = (truth.sha_index[report.sha], report.name)
+        if report.conclusion == "failure" and cell not in failed_at:
+            failed_at[cell] = report.at
+    return {"replay_s": round(replay_s, 1), **score(truth, messages, failed_at=failed_at)}
 
 
 def snapshot_times(path: Path) -> list[datetime]:

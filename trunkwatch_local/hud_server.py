@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from trunkwatch_local.stand_in import Answer, StandInServer
+from trunkwatch_local.stand_in import Answer, Request, StandInServer
 
 JSON = {"Content-Type": "application/json"}
 DEFAULT_RERUN = timedelta(hours=1)  # a rerun of a cell that says nothing about its duration
@@ -39,9 +39,9 @@ class HudServer(StandInServer):
         self.reruns: dict[tuple[str, str], ScheduledRerun] = {}  # (sha, job name) -> rerun
         super().__init__()
 
-    def answer(self, path: str, if_none_match: str | None) -> Answer:
+    def handle(self, request: Request) -> Answer:
         self.requests += 1
-        if not path.startswith("/api/hud/"):
+        if request.method != "GET" or not request.path.startswith("/api/hud/"):
             return 404, JSON, b'{"error": "not found"}'
         if self.status != 200:
             return self.status, JSON, json.dumps({"error": f"scripted status {self.status}"}).encode()

@@ -214,6 +214,8 @@ class LocalRuntime:
             with contextlib.redirect_stdout(sys.stderr), dying:
                 return self.stack.handler(logical_id).lambda_handler(event, context)
         except InvocationDied as died:
+            assert self.chaos is not None
+            self.chaos.stats.died_at.append(self.clock.now())
             raise InvocationFailed(str(died)) from None
         finally:
             if os.environ.get("POWERTOOLS_METRICS_DISABLED") == "true":

@@ -41,7 +41,7 @@ class Session:
             template, webhook_secret, chaos, store=store, extra_ticks=extra_ticks, wrap_storage=wrap_storage
         )
         self.hud = HudServer(clock=self.runtime.clock.now)
-        self.github = GitHubServer(self.hud)
+        self.github = GitHubServer(hud=self.hud)
         self.port = port
         self.tokens = tokens
         self.api: Any = None

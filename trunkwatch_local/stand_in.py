@@ -2,56 +2,69 @@
 
 from __future__ import annotations
 
+import json
 import threading
+import urllib.parse
+from dataclasses import dataclass
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Answer = tuple[int, dict[str, str], bytes]
+JSON = {"Content-Type": "application/json"}
+GARBAGE = "garbage"  # a scripted failure: 200 with a body that is not JSON
+SHUTDOWN_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    target: str  # the path and query, as sent
+    headers: Message  # names are case-insensitive, as in HTTP
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        return urllib.parse.urlsplit(self.target).path
+
+    @property
+    def query(self) -> dict[str, str]:
+        return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.target).query))
 
 
 class StandInServer:
-    """Answers every GET with `answer(path, if_none_match)` and every POST/PATCH with
-    `receive(method, path, headers, body)`; subclasses say what."""
+    """Answers every request with `handle(request)`; subclasses say what."""
 
     def __init__(self) -> None:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                self._reply(*owner.answer(self.path, self.headers.get("If-None-Match")))
+                self._answer()
 
-            def do_POST(self) -> None:
-                self._receive()
+            do_POST = do_PATCH = do_GET
 
-            def do_PATCH(self) -> None:
-                self._receive()
-
-            def _receive(self) -> None:
+            def _answer(self) -> None:
                 size = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(size) if size else b""
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                self._reply(*owner.receive(self.command, self.path, headers, body))
-
-            def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
+                status, headers, data = owner.handle(Request(self.command, self.path, self.headers, body))
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(data)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # `stop` waits for the loop to see it: a short poll keeps a stop (a test's teardown) quick.
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
         self.thread.start()
 
-    def answer(self, path: str, if_none_match: str | None) -> Answer:
+    def handle(self, request: Request) -> Answer:
         raise NotImplementedError
-
-    def receive(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
-        return 405, {}, b""
 
     @property
     def url(self) -> str:
@@ -61,3 +74,35 @@ class StandInServer:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class Misbehaving(StandInServer):
+    """A stand-in that records every request and can be told to fail its next N requests (an
+    HTTP status with a JSON `message`, or GARBAGE), so tests see a caller fail for a while and
+    recover. Subclasses answer the others with `respond`, under `lock`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.failures = 0
+        self.failure: int | str = 500
+        self.message = "scripted failure"
+        self.requests: list[Request] = []  # every request, in order
+        super().__init__()
+
+    def fail_next(self, count: int, failure: int | str = 500, message: str = "scripted failure") -> None:
+        """Answer the next `count` requests with HTTP `failure` saying `message` (or GARBAGE)."""
+        with self.lock:
+            self.failures, self.failure, self.message = count, failure, message
+
+    def handle(self, request: Request) -> Answer:
+        with self.lock:
+            self.requests.append(request)
+            if not self.failures:
+                return self.respond(request)
+            self.failures -= 1
+            if self.failure == GARBAGE:
+                return 200, JSON, b"<html>not json"
+            return int(self.failure), JSON, json.dumps({"message": self.message}).encode()
+
+    def respond(self, request: Request) -> Answer:
+        raise NotImplementedError

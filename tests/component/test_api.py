@@ -111,6 +111,20 @@ def test_silence_filter_is_alertmanagers(query: str, shown: list[str]) -> None:
     assert sorted(s["id"] for s in listed) == sorted(ids[name] for name in shown)
 
 
+def test_every_answer_says_the_apis_clock(aws: dict[str, Any]) -> None:
+    # The status page counts from it: a replay's clock is not the browser's.
+    from tests.support.peers import invoke
+    from trunkwatch_local import apigw
+
+    def clock(path: str) -> list[str]:
+        response = invoke("api", apigw.proxy_event("GET", path, caller=READER))
+        return list(response["multiValueHeaders"][routes.CLOCK_HEADER])
+
+    assert clock("/api/v2/silences") == ["2026-11-18T15:00:00.000Z"]
+    aws["clock"].set(NOW + HOUR)
+    assert clock("/api/v2/alerts") == ["2026-11-18T16:00:00.000Z"]
+
+
 def test_status_and_receivers_have_alertmanagers_shape() -> None:
     status, body = call_api("GET", "/api/v2/status")
     assert status == 200

@@ -12,18 +12,19 @@ from botocore.exceptions import ClientError
 from benchmarks.__main__ import main
 from benchmarks.budgets import BUDGETS, ORG_BUDGETS
 from benchmarks.docs import render as render_page
-from benchmarks.github_server import GitHubServer
+from benchmarks.github_trunk import serve_at
 from benchmarks.report import render
 from benchmarks.trunk import DAY_START, Day
 from benchmarks.usage import Meter
 from tests.support.aws import PLAIN_TABLE, padded_item
 from trunkwatch.domain.cells import build_cells
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.github import GitHubSource
-from trunkwatch.sources.http import HttpClient
 from trunkwatch.sources.hud import parse_grid
+from trunkwatch_local.github_server import GitHubServer
 
-# design.md §8: the summary's figures, all numbers.
+# The figures every summary has (design.md §8: the workloads' dataclasses), all numbers.
 POLL_KEYS = [
     "http_requests",
     "http_unconditional_requests",
@@ -178,9 +179,9 @@ def test_github_stand_in_serves_the_hud_trunk() -> None:
     """Both sources see the same cells of the same trunk at the same moment."""
     day = Day(environments=2, window=8, tests=6)
     at = DAY_START + day.trunk.job_duration / 2  # some commits finished, some still running
-    github = GitHubServer(day.trunk)
+    github = GitHubServer()
     try:
-        github.serve_at(at)
+        serve_at(github, day.trunk, at)
         trunk = TrunkConfig.from_dict(
             {"repo": "pytorch/pytorch", "source": "github", "url": github.url, "per_page": day.window}
         )

@@ -196,7 +196,7 @@ def _post(url: str) -> tuple[int, bytes]:
 def test_the_stand_ins_answer_reruns_as_github_and_the_hud_shows_them() -> None:
     now = [parse_time("2026-11-18T20:00:00Z")]
     hud = HudServer(clock=lambda: now[0])
-    github = GitHubServer(hud, "pytorch/pytorch")
+    github = GitHubServer("pytorch/pytorch", hud=hud)
     failed = {"id": 7, "conclusion": "failure", "status": "completed", "failureLines": ["FAILED t"]}
     running = {"id": 8, "conclusion": "pending", "status": "in_progress"}
     hud.serve(

@@ -31,8 +31,8 @@ from tests.support.hud import HOSTILE_TOKEN, grid, two_trunks
 from tests.support.polls import poll_each
 from trunkwatch.app import poll
 from trunkwatch.domain.config import load_deployment
+from trunkwatch.net.http import HttpClient, Response, retry_after_seconds, says_rate_limited
 from trunkwatch.sources.base import SourceError
-from trunkwatch.sources.http import HttpClient, Response, retry_after_seconds, says_rate_limited
 from trunkwatch.sources.hud import HudSource
 from trunkwatch_local.hud_server import HudServer
 
@@ -354,7 +354,7 @@ def test_rate_limit_or_refused_credential(
 
 
 def test_protocol_errors_are_all_classified() -> None:
-    from trunkwatch.sources.http import _classified
+    from trunkwatch.net.http import _classified
 
     for err in (
         http.client.IncompleteRead(b"x", 10),
@@ -364,7 +364,7 @@ def test_protocol_errors_are_all_classified() -> None:
         ConnectionResetError(),
         zlib.error("x"),  # type: ignore[arg-type]
     ):
-        assert _classified("http://h/p?token=x", err).kind in {"network", "malformed"}  # type: ignore[arg-type]
+        assert _classified("GET /p", err).kind in {"network", "malformed"}  # type: ignore[arg-type]
 
 
 # --- one poll of two trunks: the hostile one fails alone -----------------------------------

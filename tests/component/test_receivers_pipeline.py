@@ -19,7 +19,8 @@ from tests.support.scenarios import SCENARIOS
 from trunkwatch.domain.clock import format_time
 from trunkwatch.storage.keys import IDEMPOTENCY
 from trunkwatch_local import apigw
-from trunkwatch_local.receiver_servers import GitHubIssuesServer, SlackServer
+from trunkwatch_local.github_server import GitHubServer
+from trunkwatch_local.receiver_servers import SlackServer
 from trunkwatch_local.replay import Replay, read_replay
 from trunkwatch_local.runtime import LambdaContext, LocalRuntime
 from trunkwatch_local.scenario import DEMO_JOBS, Trunk, _demo_outcome
@@ -38,14 +39,14 @@ def slack() -> Iterator[SlackServer]:
 
 
 @pytest.fixture
-def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubIssuesServer]:
+def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
     monkeypatch.setenv(TOKEN_VARIABLE, "test-token-not-a-secret")
-    server = GitHubIssuesServer()
+    server = GitHubServer()
     yield server
     server.stop()
 
 
-def receivers(slack: SlackServer, github: GitHubIssuesServer) -> list[dict[str, Any]]:
+def receivers(slack: SlackServer, github: GitHubServer) -> list[dict[str, Any]]:
     return [
         {"type": "slack", "url": f"{slack.url}/services/T000/B000/XXXX"},
         {
@@ -90,7 +91,7 @@ def trunk_level_episodes(published: list[Any]) -> list[tuple[str, str, str]]:
 
 @pytest.mark.parametrize("name", ["basic-break", "infra-outage", "source-outage"])
 def test_a_scenario_reaches_slack_and_github_issues(
-    name: str, slack: SlackServer, github: GitHubIssuesServer
+    name: str, slack: SlackServer, github: GitHubServer
 ) -> None:
     replay = read_replay(SCENARIOS / f"{name}.jsonl")
     replay.receivers = receivers(slack, github)
@@ -116,7 +117,7 @@ def test_a_scenario_reaches_slack_and_github_issues(
 
 
 def _pipeline(
-    slack: SlackServer, github: GitHubIssuesServer, store: str
+    slack: SlackServer, github: GitHubServer, store: str
 ) -> Iterator[tuple[LocalRuntime, Any, Trunk]]:
     from trunkwatch_local.hud_server import HudServer
 
@@ -132,14 +133,12 @@ def _pipeline(
 
 
 @pytest.fixture
-def pipeline(slack: SlackServer, github: GitHubIssuesServer) -> Iterator[tuple[LocalRuntime, Any, Trunk]]:
+def pipeline(slack: SlackServer, github: GitHubServer) -> Iterator[tuple[LocalRuntime, Any, Trunk]]:
     yield from _pipeline(slack, github, "memory")
 
 
 @pytest.fixture
-def pipeline_on_moto(
-    slack: SlackServer, github: GitHubIssuesServer
-) -> Iterator[tuple[LocalRuntime, Any, Trunk]]:
+def pipeline_on_moto(slack: SlackServer, github: GitHubServer) -> Iterator[tuple[LocalRuntime, Any, Trunk]]:
     """The pipeline with its items in moto's table, for the tests that read or lose them."""
     yield from _pipeline(slack, github, "dynamodb")
 
@@ -168,7 +167,7 @@ def run(runtime: LocalRuntime, hud: Any, trunk: Trunk, hours: float, after: floa
     return sent
 
 
-def test_job_list_changes_are_comments_on_the_one_issue(pipeline: Any, github: GitHubIssuesServer) -> None:
+def test_job_list_changes_are_comments_on_the_one_issue(pipeline: Any, github: GitHubServer) -> None:
     runtime, hud, trunk = pipeline
     sent = run(runtime, hud, trunk, 9)
     (issue,) = github.issues.values()
@@ -183,7 +182,7 @@ def test_job_list_changes_are_comments_on_the_one_issue(pipeline: Any, github: G
 
 
 def test_a_receiver_failing_for_a_while_gets_everything_once(
-    pipeline_on_moto: Any, slack: SlackServer, github: GitHubIssuesServer
+    pipeline_on_moto: Any, slack: SlackServer, github: GitHubServer
 ) -> None:
     runtime, hud, trunk = pipeline_on_moto
     slack.fail_next(8)  # a Slack outage across the firing ticks
@@ -198,7 +197,7 @@ def test_a_receiver_failing_for_a_while_gets_everything_once(
 
 
 def test_redelivered_stream_batches_send_nothing_again(
-    pipeline: Any, slack: SlackServer, github: GitHubIssuesServer
+    pipeline: Any, slack: SlackServer, github: GitHubServer
 ) -> None:
     runtime, hud, trunk = pipeline
     delivered = record_stream_batches(runtime)
@@ -210,11 +209,11 @@ def test_redelivered_stream_batches_send_nothing_again(
         runtime.invoke(function, event)
     runtime.pump.drain()
     assert len(slack.posts) == posts and len(github.issues) == 1
-    assert [m for m, _ in github.requests[requests:]] == []  # nothing due: GitHub not even asked
+    assert github.requests[requests:] == []  # nothing due: GitHub not even asked
 
 
 def test_lost_notification_log_does_not_open_a_second_issue(
-    pipeline_on_moto: Any, github: GitHubIssuesServer
+    pipeline_on_moto: Any, github: GitHubServer
 ) -> None:
     runtime, hud, trunk = pipeline_on_moto
     github.add_pull_request(body="a pull request is listed with issues; never taken for one")
@@ -229,7 +228,7 @@ def test_lost_notification_log_does_not_open_a_second_issue(
 
 
 def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
-    slack: SlackServer, github: GitHubIssuesServer
+    slack: SlackServer, github: GitHubServer
 ) -> None:
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = receivers(slack, github)
@@ -269,7 +268,7 @@ def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
 
 
 def test_a_tick_out_of_time_leaves_every_receiver_for_the_next_tick(
-    pipeline_on_moto: Any, slack: SlackServer, github: GitHubIssuesServer, monkeypatch: pytest.MonkeyPatch
+    pipeline_on_moto: Any, slack: SlackServer, github: GitHubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runtime, hud, trunk = pipeline_on_moto
     with monkeypatch.context() as short:
@@ -281,7 +280,7 @@ def test_a_tick_out_of_time_leaves_every_receiver_for_the_next_tick(
 
 
 def test_the_trunk_level_page_names_every_failing_jobs_culprit(
-    slack: SlackServer, github: GitHubIssuesServer
+    slack: SlackServer, github: GitHubServer
 ) -> None:
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = receivers(slack, github)
@@ -307,7 +306,7 @@ def test_the_trunk_level_page_names_every_failing_jobs_culprit(
             assert any(said in json.dumps(post) for post in slack.posts)
 
 
-def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubIssuesServer) -> None:
+def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubServer) -> None:
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = [{"type": "github_culprit", "api_url": github.url, "token": {"env": TOKEN_VARIABLE}}]
     pr = github.add_pull_request(body="the culprit", number=160004)
@@ -334,4 +333,4 @@ def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubIssuesSe
     assert firing and len(github.pull_comments[pr]) == len(set(firing))  # one per job's episode
     for job, comment in zip(sorted(set(firing)), sorted(github.pull_comments[pr]), strict=True):
         assert f"this PR is the first commit on which `{job}` failed" in comment
-    assert [m for m, _ in github.requests].count("POST") == len(set(firing))
+    assert [r.method for r in github.requests].count("POST") == len(set(firing))

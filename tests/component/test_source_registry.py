@@ -14,8 +14,8 @@ from tests.support.polls import poll_each
 from trunkwatch import sources
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.config import ConfigError, TrunkConfig, load_deployment
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.base import CommitResult, Snapshot, base_url
-from trunkwatch.sources.http import HttpClient
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 DEFAULT_URL = "https://static.invalid"

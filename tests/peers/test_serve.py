@@ -187,6 +187,7 @@ def test_serve_takes_signed_github_deliveries_on_its_port() -> None:
         assert deliver("push", webhooks.push([sha]), signed_with="not the secret")[0] == 401
         assert deliver("push", webhooks.push([sha])) == (200, "stored")
         failed = webhooks.workflow_job(sha, "linux-jammy / build", conclusion="failure")
+        assert deliver("workflow_run", webhooks.run_of(failed)) == (200, "stored")
         assert deliver("workflow_job", failed) == (200, "stored")
         assert get(f"{session.api_url}/api/v2/alerts") == []  # one failure opens nothing
     finally:

@@ -276,8 +276,12 @@ def test_a_write_without_a_token_asks_for_one_then_succeeds(
         (silence,) = api(url, "/api/v2/silences", token=TOKEN)
         # Without createdBy the API records the token's principal.
         assert (silence["createdBy"], silence["comment"]) == ("alice", "infra outage, tracked in #1")
+        # The form first reads the API's clock (its silence starts at the API's now): that read
+        # is refused, the token asked for, then the read and the write carry it.
+        sent = [(r.method, r.url.split("/api/")[-1]) for r in watched.requests if "/api/" in r.url]
+        assert sent[:3] == [("GET", "v2/status"), ("GET", "v2/status"), ("POST", "v2/silences")]
         posts = [r for r in watched.requests if r.method == "POST"]
-        assert [r.headers.get("authorization") for r in posts] == [None, f"Bearer {TOKEN}"]
+        assert [r.headers.get("authorization") for r in posts] == [f"Bearer {TOKEN}"]
         # The token stays in this tab's sessionStorage and out of every URL.
         assert page.evaluate("sessionStorage.getItem('trunkwatch.token')") == TOKEN
         assert page.evaluate("t => !Object.values(localStorage).includes(t)", TOKEN)

@@ -1,15 +1,17 @@
 """The docs' lists against what they describe: the template parameters, alarms, table
 permissions and reserved concurrency that docs/deploying.md and docs/operations.md list,
 against template.yaml; the metrics docs/operations.md lists, and which function publishes
-each, against the code.
+each, against the code; the configuration keys docs/configuration.md lists against the
+configuration's own types; the flags docs/local.md shows against the CLI's.
 
 Each list is a `Listed`: what a page documents and what the template or the code has, as
-two sets that must be equal. Another list (the configuration's keys, the CLI's flags) is
-one `Listed` more in LISTS."""
+two sets that must be equal. Another list is one `Listed` more in LISTS."""
 
 from __future__ import annotations
 
+import argparse
 import ast
+import dataclasses
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ import pytest
 from tests.support.iam import TABLE_ARN, actions, resources_of, statements, translated_resources
 from tests.support.paths import ROOT
 from trunkwatch.app import trunk_metrics
+from trunkwatch.domain import config
 from trunkwatch_local.template import load_template
 
 DOCS = ROOT / "docs"
@@ -230,6 +233,65 @@ def _template_partitions() -> set[str]:
     return found
 
 
+def _documented_config_keys() -> set[str]:
+    """`where.key` of the keys the three tables of docs/configuration.md list."""
+    page = DOCS / "configuration.md"
+    found = {f"rule.{key}" for row in _table(page, "Rule keys", "key") for key in _code(row[0])}
+    # The document's keys, then "A trunk:"'s.
+    document, trunk, *_ = [rows for rows in _tables(_section(page, "Top-level keys")) if rows[0][0] == "key"]
+    for rows, where in ((document, "document"), (trunk, "trunk")):
+        found |= {f"{where}.{key}" for row in rows[1:] for key in _code(row[0])}
+    return found
+
+
+def _config_keys() -> set[str]:
+    """The keys a document may hold, from the configuration's types (what it refuses as
+    unknown is everything else)."""
+
+    def keys(kind: type, where: str) -> set[str]:
+        return {f"{where}.{f.name}" for f in dataclasses.fields(kind) if f.init}
+
+    return (
+        keys(config.Deployment, "document")
+        | keys(config.TrunkConfig, "trunk")
+        | keys(config.RuleConfig, "rule")
+    )
+
+
+def _cli() -> argparse.ArgumentParser:
+    from trunkwatch_local.cli import _parser
+
+    return _parser()
+
+
+def _cli_flags() -> set[str]:
+    """`command --flag` of every subcommand's options, and `trunkwatch --flag` of the
+    command's own (but --help and --version)."""
+    parser = _cli()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    parsers = [("trunkwatch", parser), *commands.choices.items()]
+    return {
+        f"{name} {flag}"
+        for name, sub in parsers
+        for action in sub._actions
+        for flag in action.option_strings
+        if flag.startswith("--") and flag not in ("--help", "--version")
+    }
+
+
+def _documented_cli_flags() -> set[str]:
+    """`command --flag` of each `trunkwatch <command> ...` docs/local.md shows (in a code span
+    or a code block line)."""
+    text = (DOCS / "local.md").read_text(encoding="utf-8")
+    shown = re.findall(r"`(trunkwatch [^`]+)`", text) + re.findall(r"^\S*trunkwatch .*$", text, re.MULTILINE)
+    found = set()
+    for usage in shown:
+        command = re.match(r"\S*trunkwatch (?:--template \S+ )?([a-z][a-z-]*)", usage)
+        name = command.group(1) if command else "trunkwatch"
+        found |= {f"{name} {flag}" for flag in re.findall(r"(--[a-z][a-z-]*)", usage)}
+    return found
+
+
 LISTS = [
     Listed(
         "template parameters (deploying.md, Parameters)",
@@ -256,6 +318,8 @@ LISTS = [
         lambda: _documented_metrics(by_function=True),
         _metrics_by_function_in_reach,
     ),
+    Listed("configuration keys (configuration.md)", _documented_config_keys, _config_keys),
+    Listed("CLI flags of each command (local.md)", _documented_cli_flags, _cli_flags),
     Listed(
         "table partitions per function (deploying.md, Permissions)",
         _documented_partitions,

@@ -14,15 +14,16 @@ from typing import Any
 
 import pytest
 
-from benchmarks.github_server import GitHubServer
+from benchmarks.github_trunk import LIMIT, serve_at
 from benchmarks.trunk import DAY_START, Day
 from trunkwatch.domain.cells import build_cells
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.net import github as github_api
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.base import Snapshot
 from trunkwatch.sources.github import GitHubSource
-from trunkwatch.sources.github import api as github_api
 from trunkwatch.sources.github import source as github_source
-from trunkwatch.sources.http import HttpClient
+from trunkwatch_local.github_server import GitHubServer
 
 # Binary fractions, so the clock's sums are exact.
 DELAY_S = 0.125
@@ -34,8 +35,8 @@ AT = DAY_START + timedelta(minutes=30)
 
 @pytest.fixture(scope="module")
 def github() -> Iterator[GitHubServer]:
-    server = GitHubServer(DAY.trunk)
-    server.serve_at(AT)
+    server = GitHubServer(limit=LIMIT)
+    serve_at(server, DAY.trunk, AT)
     yield server
     server.stop()
 
@@ -96,9 +97,9 @@ def cells(snapshots: list[Snapshot]) -> dict[str, dict[str, Any]]:
 
 
 def test_a_first_poll_over_budget_completes_across_polls(github: GitHubServer, clock: SlowClock) -> None:
-    github.reset_counts()
+    github.take()
     one_shot = source(github, budget_s=None, clock=clock).poll({}, AT)
-    one_shot_requests = github.requests
+    one_shot_requests = len(github.requests)
     assert one_shot_requests * DELAY_S > 2.5 * BUDGET_S  # it cannot fit in one budget
 
     src = source(github, budget_s=BUDGET_S, clock=clock)
@@ -128,7 +129,7 @@ def test_a_first_poll_over_budget_completes_across_polls(github: GitHubServer, c
     assert max(delivered.values()) == 1  # nothing delivered twice
     assert cells(snapshots) == cells([one_shot])  # nothing lost
     # Caught up: the next poll reads no job and keeps the state.
-    github.reset_counts()
+    github.take()
     steady = src.poll(state, AT)
     assert not any(r.runs for r in steady.commits) and steady.state == state
-    assert github.requests <= 3
+    assert len(github.requests) <= 3

@@ -1,8 +1,8 @@
-"""The `github` source against a local stand-in for GitHub's REST API (127.0.0.1).
+"""The `github` source against the GitHub stand-in on 127.0.0.1 (`trunkwatch_local.github_server`).
 
-Responses are built from full GitHub objects (tests/fixtures/github/*.json) and carry what
-GitHub sends with them: weak ETags answered with 304 on If-None-Match, `Link` pagination on
-`/repositories/{id}/...` URLs, and `X-RateLimit-*` headers.
+It serves full GitHub objects (tests/fixtures/github/*.json) with what GitHub sends with them:
+weak ETags answered with 304 on If-None-Match, `Link` pagination on `/repositories/{id}/...`
+URLs, and `X-RateLimit-*` headers.
 """
 
 from __future__ import annotations
@@ -12,23 +12,21 @@ import gzip
 import hashlib
 import json
 import re
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
 
 from tests.support.paths import TESTS
 from trunkwatch.domain.cells import CellState, build_cells
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.base import Snapshot, SourceError
 from trunkwatch.sources.github import GitHubSource
-from trunkwatch.sources.http import HttpClient
+from trunkwatch_local.github_server import GitHubServer
+from trunkwatch_local.stand_in import Request
 
 FIXTURES = TESTS / "fixtures" / "github"
 REPO = "octo-org/widgets"
@@ -132,201 +130,73 @@ def standard_jobs(workflow: str) -> list[str]:
     return ["build", "test"]
 
 
-@dataclass
-class FakeGitHub:
-    """The repository's commits, push runs and jobs, served the way GitHub serves them."""
-
-    server: HTTPServer
-    commits: list[dict] = field(default_factory=list)  # newest first
-    runs: list[dict] = field(default_factory=list)  # newest first
-    # run id -> attempt -> the jobs that ran in that attempt
-    attempts: dict[int, dict[int, list[dict]]] = field(default_factory=dict)
-    remaining: int = 5000
-    reset: datetime = T0 + timedelta(days=1)
-    # Requests answered normally before every answer becomes `limit_answer`.
-    budget: int | None = None
-    limit_answer: tuple[int, dict[str, str], dict] | None = None
-    # path -> (status, headers, body) answered instead of the data.
-    broken: dict[str, tuple[int, dict[str, str], bytes]] = field(default_factory=dict)
-    seen: list[dict[str, Any]] = field(default_factory=list)
-    hold: threading.Event | None = None
-    workflow_names: dict[str, str] = field(default_factory=dict)  # what the workflows API says
-    # Assertions the serving thread failed: the server answers 500, the test re-raises them.
-    failures: list[AssertionError] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.server.expect_request(re.compile(r"^/(repos|repositories)/")).respond_with_handler(self.handle)
-
-    @property
-    def base(self) -> str:
-        return self.server.url_for("/").rstrip("/")
-
-    # --- scenario building -------------------------------------------------------------
-    def push(self, n: int, message: str | None = None, login: str | None = "ada", jobs: bool = True) -> str:
-        at = T0 + timedelta(minutes=10 * n)
-        parents = [self.commits[0]["sha"]] if self.commits else [sha_of(-1)]
-        self.commits.insert(0, commit_obj(n, parents, at, message or f"Fix widget {n} (#{1000 + n})", login))
-        sha = sha_of(n)
-        if jobs:
-            for w, workflow in reversed(list(enumerate(WORKFLOWS))):
-                run = run_obj(
-                    9_000_000_000 + n * 100 + w, workflow, sha, at + timedelta(minutes=1, seconds=w)
-                )
-                self.runs.insert(0, run)
-                self.attempts[run["id"]] = {
-                    1: [job_obj(run, i, name) for i, name in enumerate(standard_jobs(workflow))]
-                }
-        return sha
-
-    def run_of(self, n: int, workflow: str) -> dict:
-        return next(r for r in self.runs if r["head_sha"] == sha_of(n) and r["name"] == workflow)
-
-    def rerun(self, run: dict, attempt: int, jobs: list[dict], conclusion: str = "success") -> None:
-        """A new attempt that re-ran `jobs`; the others keep their earlier result."""
-        self.attempts[run["id"]][attempt] = jobs
-        run.update(
-            run_attempt=attempt,
-            conclusion=conclusion,
-            updated_at=format_time(parse_time(run["updated_at"]) + timedelta(hours=attempt)),
-            previous_attempt_url=f"{run['url']}/attempts/{attempt - 1}",
-        )
-
-    # --- serving ---------------------------------------------------------------------------
-    def handle(self, request: Request) -> Response:
-        try:
-            return self._answer(request)
-        except AssertionError as failed:
-            self.failures.append(failed)
-            raise
-
-    def check(self) -> None:
-        """Re-raise, in the test, the first assertion the serving thread failed."""
-        if self.failures:
-            raise self.failures[0]
-
-    def _answer(self, request: Request) -> Response:
-        self.seen.append({"path": request.path, "args": dict(request.args), "headers": dict(request.headers)})
-        if self.hold is not None:
-            self.hold.wait(timeout=5)
-        if self.budget is not None:
-            if self.budget <= 0:
-                assert self.limit_answer is not None
-                status, headers, answer = self.limit_answer
-                return Response(json.dumps(answer), status, {**self._limit_headers(), **headers})
-            self.budget -= 1
-        if request.path in self.broken:
-            status, headers, raw = self.broken[request.path]
-            return Response(raw, status, headers)
-        if self.remaining <= 0:
-            return Response(
-                json.dumps(
-                    {
-                        "message": "API rate limit exceeded for user ID 101.",
-                        "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
-                    }
-                ),
-                403,
-                {**self._limit_headers(), "Content-Type": "application/json; charset=utf-8"},
-            )
-        data, link = self._route(request)
-        body = json.dumps(data).encode()
-        etag = f'W/"{hashlib.sha256(body).hexdigest()[:32]}"'
-        headers = {
-            "ETag": etag,
-            "Content-Type": "application/json; charset=utf-8",
-            "X-GitHub-Api-Version-Selected": "2022-11-28",
-        }
-        if link:
-            headers["Link"] = link
-        if request.headers.get("If-None-Match") == etag:
-            # An authorized conditional request answered 304 costs no rate limit.
-            return Response(status=304, headers={**headers, **self._limit_headers()})
-        self.remaining -= 1
-        return Response(body, 200, {**headers, **self._limit_headers()})
-
-    def _limit_headers(self) -> dict[str, str]:
-        return {
-            "X-RateLimit-Limit": "5000",
-            "X-RateLimit-Remaining": str(max(self.remaining, 0)),
-            "X-RateLimit-Used": str(5000 - max(self.remaining, 0)),
-            "X-RateLimit-Reset": str(int(self.reset.timestamp())),
-            "X-RateLimit-Resource": "core",
-        }
-
-    def _route(self, request: Request) -> tuple[Any, str]:
-        path = re.sub(rf"^/repositories/{REPO_ID}/", f"/repos/{REPO}/", request.path)
-        args = request.args
-        per_page = int(args.get("per_page", 30))
-        if path == f"/repos/{REPO}/commits":
-            assert args["sha"] == "main"
-            return self.commits[:per_page], ""
-        if path == f"/repos/{REPO}/actions/runs":
-            assert (args["branch"], args["event"]) == ("main", "push")
-            items, link = self._paginate(request, self.runs)
-            return {"total_count": len(self.runs), "workflow_runs": items}, link
-        if m := re.fullmatch(rf"/repos/{REPO}/actions/runs/(\d+)/jobs", path):
-            assert args.get("filter") == "latest"
-            by_attempt = self.attempts[int(m[1])]
-            latest: dict[str, dict] = {}
-            for attempt in sorted(by_attempt):
-                latest.update({job["name"]: job for job in by_attempt[attempt]})
-            jobs = sorted(latest.values(), key=lambda job: job["id"] % 200)
-            items, link = self._paginate(request, jobs)
-            return {"total_count": len(jobs), "jobs": items}, link
-        if m := re.fullmatch(rf"/repos/{REPO}/actions/workflows/(\d+)", path):
-            number = int(m[1]) - 5_000_000
-            file = f".github/workflows/{WORKFLOWS[number]}.yml"
-            return {
-                "id": int(m[1]),
-                "node_id": f"W_kwDOABCDEF84A{number:04d}",
-                # A workflow file GitHub cannot parse is named by its path.
-                "name": self.workflow_names.get(WORKFLOWS[number], WORKFLOWS[number]),
-                "path": file,
-                "state": "active",
-                "created_at": "2023-01-05T10:00:00.000Z",
-                "updated_at": "2024-04-30T09:00:00.000Z",
-                "url": f"https://api.github.com/repos/{REPO}/actions/workflows/{m[1]}",
-                "html_url": f"https://github.com/{REPO}/blob/main/{file}",
-                "badge_url": f"https://github.com/{REPO}/workflows/{WORKFLOWS[number]}/badge.svg",
-            }, ""
-        if m := re.fullmatch(rf"/repos/{REPO}/actions/runs/(\d+)/attempts/(\d+)/jobs", path):
-            jobs = self.attempts[int(m[1])][int(m[2])]
-            items, link = self._paginate(request, jobs)
-            return {"total_count": len(jobs), "jobs": items}, link
-        raise AssertionError(f"unexpected request {request.full_path}")
-
-    def _paginate(self, request: Request, items: list[dict]) -> tuple[list[dict], str]:
-        per_page = int(request.args.get("per_page", 30))
-        page = int(request.args.get("page", 1))
-        last = max(1, -(-len(items) // per_page))
-        path = re.sub(rf"^/repos/{REPO}/", f"/repositories/{REPO_ID}/", request.path)
-
-        def url(n: int) -> str:
-            query = {**request.args, "page": str(n)}
-            return f"{self.base}{path}?" + "&".join(f"{k}={v}" for k, v in query.items())
-
-        links = []
-        if page < last:
-            links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
-        if page > 1:
-            links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
-        return items[(page - 1) * per_page : page * per_page], ", ".join(links)
-
-    # --- what the source asked -------------------------------------------------------------
-    def take(self) -> list[dict[str, Any]]:
-        seen, self.seen = self.seen, []
-        return seen
+def workflow_obj(workflow: str) -> dict:
+    number = WORKFLOWS.index(workflow)
+    file = f".github/workflows/{workflow}.yml"
+    return {
+        "id": workflow_id(workflow),
+        "node_id": f"W_kwDOABCDEF84A{number:04d}",
+        "name": workflow,
+        "path": file,
+        "state": "active",
+        "created_at": "2023-01-05T10:00:00.000Z",
+        "updated_at": "2024-04-30T09:00:00.000Z",
+        "url": f"https://api.github.com/repos/{REPO}/actions/workflows/{workflow_id(workflow)}",
+        "html_url": f"https://github.com/{REPO}/blob/main/{file}",
+        "badge_url": f"https://github.com/{REPO}/workflows/{workflow}/badge.svg",
+    }
 
 
-def kinds(requests: list[dict[str, Any]]) -> list[str]:
+def repository() -> GitHubServer:
+    """The GitHub stand-in serving the repository's workflows, and no commit yet."""
+    server = GitHubServer(REPO, REPO_ID)
+    server.reset = T0 + timedelta(days=1)
+    server.workflows = {workflow_id(w): workflow_obj(w) for w in WORKFLOWS}
+    return server
+
+
+def push(
+    gh: GitHubServer, n: int, message: str | None = None, login: str | None = "ada", jobs: bool = True
+) -> str:
+    """Commit n lands on the branch, with a push run of every workflow (unless not `jobs`)."""
+    at = T0 + timedelta(minutes=10 * n)
+    parents = [gh.commits[0]["sha"]] if gh.commits else [sha_of(-1)]
+    gh.commits.insert(0, commit_obj(n, parents, at, message or f"Fix widget {n} (#{1000 + n})", login))
+    sha = sha_of(n)
+    if jobs:
+        for w, workflow in reversed(list(enumerate(WORKFLOWS))):
+            run = run_obj(9_000_000_000 + n * 100 + w, workflow, sha, at + timedelta(minutes=1, seconds=w))
+            gh.runs.insert(0, run)
+            gh.attempts[run["id"]] = {
+                1: [job_obj(run, i, name) for i, name in enumerate(standard_jobs(workflow))]
+            }
+    return sha
+
+
+def run_of(gh: GitHubServer, n: int, workflow: str) -> dict:
+    return next(r for r in gh.runs if r["head_sha"] == sha_of(n) and r["name"] == workflow)
+
+
+def rerun(gh: GitHubServer, run: dict, attempt: int, jobs: list[dict], conclusion: str = "success") -> None:
+    """A new attempt that re-ran `jobs`; the others keep their earlier result."""
+    gh.attempts[run["id"]][attempt] = jobs
+    run.update(
+        run_attempt=attempt,
+        conclusion=conclusion,
+        updated_at=format_time(parse_time(run["updated_at"]) + timedelta(hours=attempt)),
+        previous_attempt_url=f"{run['url']}/attempts/{attempt - 1}",
+    )
+
+
+def kinds(requests: list[Request]) -> list[str]:
     """commits / runs:<page> / jobs:<run id> / attempt:<run id>:<n> per request."""
     out = []
     for r in requests:
-        path = r["path"]
+        path = r.path
         if path.endswith("/commits"):
             out.append("commits")
         elif path.endswith("/actions/runs"):
-            out.append(f"runs:{r['args'].get('page', '1')}")
+            out.append(f"runs:{r.query.get('page', '1')}")
         elif m := re.search(r"/runs/(\d+)/attempts/(\d+)/jobs$", path):
             out.append(f"attempt:{m[1]}:{m[2]}")
         elif m := re.search(r"/runs/(\d+)/jobs$", path):
@@ -336,36 +206,27 @@ def kinds(requests: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def running_server() -> Iterator[HTTPServer]:
-    # Threaded, so a request held open for the timeout test does not block the next test.
-    httpserver = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    httpserver.start()
-    yield httpserver
-    httpserver.stop()
+@pytest.fixture
+def bare() -> Iterator[GitHubServer]:
+    server = repository()
+    yield server
+    server.stop()
+    assert server.unanswered == []  # the source asked for nothing GitHub would not answer
 
 
 @pytest.fixture
-def server(running_server: HTTPServer) -> HTTPServer:
-    running_server.clear()
-    return running_server
-
-
-@pytest.fixture
-def gh(server: HTTPServer) -> Iterator[FakeGitHub]:
-    fake = FakeGitHub(server)
+def gh(bare: GitHubServer) -> GitHubServer:
     for n in range(N_COMMITS):
-        fake.push(n)
-    yield fake
-    fake.check()
+        push(bare, n)
+    return bare
 
 
 def trunk_at(url: str | None) -> TrunkConfig:
     return TrunkConfig.from_dict({"repo": REPO, "branch": "main", "source": "github", "url": url})
 
 
-def source(gh: FakeGitHub, token: str | None = TOKEN, timeout_s: float = 5.0) -> GitHubSource:
-    trunk = trunk_at(gh.base)
+def source(gh: GitHubServer, token: str | None = TOKEN, timeout_s: float = 5.0) -> GitHubSource:
+    trunk = trunk_at(gh.url)
     return GitHubSource(trunk, token, HttpClient(timeout_s=timeout_s), window=WINDOW)
 
 
@@ -386,7 +247,7 @@ def roundtrip(state: dict[str, Any]) -> dict[str, Any]:
 # --- first and steady polls ----------------------------------------------------------------
 
 
-def test_first_poll_reads_window_commits_runs_and_every_job(gh: FakeGitHub) -> None:
+def test_first_poll_reads_window_commits_runs_and_every_job(gh: GitHubServer) -> None:
     src = source(gh)
     snap = src.poll({}, at(60))
     requests = gh.take()
@@ -424,22 +285,22 @@ def test_first_poll_reads_window_commits_runs_and_every_job(gh: FakeGitHub) -> N
     assert src.rate_limited is None
 
 
-def test_every_request_carries_the_api_headers_and_the_token_as_bearer(gh: FakeGitHub) -> None:
+def test_every_request_carries_the_api_headers_and_the_token_as_bearer(gh: GitHubServer) -> None:
     source(gh).poll({}, at(60))
     requests = gh.take()
     assert requests
     for r in requests:
-        assert r["headers"]["Accept"] == "application/vnd.github+json"
-        assert r["headers"]["X-Github-Api-Version"] == "2022-11-28"
-        assert r["headers"]["Authorization"] == f"Bearer {TOKEN}"
+        assert r.headers["Accept"] == "application/vnd.github+json"
+        assert r.headers["X-Github-Api-Version"] == "2022-11-28"
+        assert r.headers["Authorization"] == f"Bearer {TOKEN}"
 
 
-def test_without_a_token_no_authorization_header_is_sent(gh: FakeGitHub) -> None:
+def test_without_a_token_no_authorization_header_is_sent(gh: GitHubServer) -> None:
     source(gh, token=None).poll({}, at(60))
-    assert all("Authorization" not in r["headers"] for r in gh.take())
+    assert all("Authorization" not in r.headers for r in gh.take())
 
 
-def test_steady_poll_is_conditional_reads_no_jobs_and_keeps_the_state(gh: FakeGitHub) -> None:
+def test_steady_poll_is_conditional_reads_no_jobs_and_keeps_the_state(gh: GitHubServer) -> None:
     src = source(gh)
     first = src.poll({}, at(60))
     gh.take()
@@ -448,7 +309,7 @@ def test_steady_poll_is_conditional_reads_no_jobs_and_keeps_the_state(gh: FakeGi
     requests = gh.take()
 
     assert kinds(requests) == ["commits", "runs:1", "runs:2"]
-    etags = [r["headers"].get("If-None-Match") for r in requests]
+    etags = [r.headers.get("If-None-Match") for r in requests]
     assert all(tag and tag.startswith('W/"') for tag in etags)
     assert steady.http_requests == 3
     assert steady.state == first.state
@@ -458,10 +319,9 @@ def test_steady_poll_is_conditional_reads_no_jobs_and_keeps_the_state(gh: FakeGi
     assert gh.remaining == 5000 - first.http_requests
 
 
-def test_state_stays_small_for_a_50_commit_window(server: HTTPServer) -> None:
-    fake = FakeGitHub(server)
+def test_state_stays_small_for_a_50_commit_window(bare: GitHubServer) -> None:
     for n in range(55):
-        fake.push(n)
+        push(bare, n)
         for extra in range(5):  # 15 runs per commit
             run = run_obj(
                 9_100_000_000 + n * 10 + extra,
@@ -469,27 +329,26 @@ def test_state_stays_small_for_a_50_commit_window(server: HTTPServer) -> None:
                 sha_of(n),
                 T0 + timedelta(minutes=10 * n + 2, seconds=extra),
             )
-            fake.runs.insert(0, run)
-            fake.attempts[run["id"]] = {1: [job_obj(run, 0, "build")]}
-    fake.runs.sort(key=lambda r: r["created_at"], reverse=True)
-    trunk = trunk_at(fake.base)
+            bare.runs.insert(0, run)
+            bare.attempts[run["id"]] = {1: [job_obj(run, 0, "build")]}
+    bare.runs.sort(key=lambda r: r["created_at"], reverse=True)
+    trunk = trunk_at(bare.url)
     snap = GitHubSource(trunk, TOKEN, window=50).poll({}, T0 + timedelta(hours=10))
     assert len(snap.commits) == 50
     # each run's jobs and its `(workflow)` job
     assert sum(len(c.runs) for c in snap.commits) == 50 * (len(WORKFLOWS) * 3 + 1 + 5 * 2)
     assert len(json.dumps(snap.state)) < 100_000
-    fake.check()
 
 
 # --- changes -------------------------------------------------------------------------------
 
 
-def test_a_changed_run_is_the_only_one_whose_jobs_are_read(gh: FakeGitHub) -> None:
+def test_a_changed_run_is_the_only_one_whose_jobs_are_read(gh: GitHubServer) -> None:
     src = source(gh)
     state = src.poll({}, at(60)).state
     gh.take()
 
-    run = gh.run_of(27, "trunk")
+    run = run_of(gh, 27, "trunk")
     run.update(conclusion="failure", updated_at=format_time(at(90)))
     gh.attempts[run["id"]][1][1].update(conclusion="failure")
     snap = src.poll(roundtrip(state), at(91))
@@ -507,12 +366,12 @@ def test_a_changed_run_is_the_only_one_whose_jobs_are_read(gh: FakeGitHub) -> No
     assert again.state == snap.state
 
 
-def test_a_new_commit_reads_only_the_new_runs_even_when_pages_shift(gh: FakeGitHub) -> None:
+def test_a_new_commit_reads_only_the_new_runs_even_when_pages_shift(gh: GitHubServer) -> None:
     src = source(gh)
     state = src.poll({}, at(60)).state
     gh.take()
 
-    new_sha = gh.push(30)
+    new_sha = push(gh, 30)
     snap = src.poll(roundtrip(state), at(70))
     requests = kinds(gh.take())
 
@@ -523,8 +382,8 @@ def test_a_new_commit_reads_only_the_new_runs_even_when_pages_shift(gh: FakeGitH
     assert list(job_runs(snap)) == [new_sha]
 
 
-def test_pending_jobs_report_their_status_and_are_read_again_when_done(gh: FakeGitHub) -> None:
-    run = gh.run_of(29, "pull")
+def test_pending_jobs_report_their_status_and_are_read_again_when_done(gh: GitHubServer) -> None:
+    run = run_of(gh, 29, "pull")
     run.update(status="in_progress", conclusion=None)
     gh.attempts[run["id"]][1][1].update(status="in_progress", conclusion=None)
     gh.attempts[run["id"]][1][2].update(status="queued", conclusion=None)
@@ -549,8 +408,8 @@ def test_pending_jobs_report_their_status_and_are_read_again_when_done(gh: FakeG
     assert cells["pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"].state == CellState.FAIL
 
 
-def test_jobs_of_a_large_run_are_read_across_pages(gh: FakeGitHub) -> None:
-    run = gh.run_of(28, "trunk")
+def test_jobs_of_a_large_run_are_read_across_pages(gh: GitHubServer) -> None:
+    run = run_of(gh, 28, "trunk")
     gh.attempts[run["id"]][1] = [
         job_obj(run, i, f"test (default, {i + 1}, 130, linux.4xlarge)") for i in range(130)
     ]
@@ -560,24 +419,22 @@ def test_jobs_of_a_large_run_are_read_across_pages(gh: FakeGitHub) -> None:
     assert len(names) == 130
 
 
-def test_merged_branch_commits_are_left_out_of_the_first_parent_window(server: HTTPServer) -> None:
-    fake = FakeGitHub(server)
+def test_merged_branch_commits_are_left_out_of_the_first_parent_window(bare: GitHubServer) -> None:
     for n in range(5):
-        fake.push(n)
-    base = fake.commits[0]["sha"]
+        push(bare, n)
+    base = bare.commits[0]["sha"]
     side = commit_obj(50, [base], T0 + timedelta(minutes=45), "Side branch work")
     merge = commit_obj(
         5, [base, side["sha"]], T0 + timedelta(minutes=50), "Merge pull request #7 from ada/side"
     )
-    fake.commits[:0] = [merge, side]
-    trunk = trunk_at(fake.base)
+    bare.commits[:0] = [merge, side]
+    trunk = trunk_at(bare.url)
     snap = GitHubSource(trunk, TOKEN, window=10).poll({}, T0 + timedelta(hours=2))
     assert [c.commit.sha for c in snap.commits] == [sha_of(5)] + [sha_of(n) for n in range(4, -1, -1)]
-    fake.check()
 
 
-def test_commit_without_github_account_or_pr_number(gh: FakeGitHub) -> None:
-    gh.push(30, message="Bump version\n\nNo PR here (#12) in the body", login=None, jobs=False)
+def test_commit_without_github_account_or_pr_number(gh: GitHubServer) -> None:
+    push(gh, 30, message="Bump version\n\nNo PR here (#12) in the body", login=None, jobs=False)
     snap = source(gh).poll({}, at(100))
     head = snap.commits[0]
     assert (head.commit.title, head.commit.author, head.commit.pr) == ("Bump version", "Ada Lovelace", None)
@@ -587,15 +444,15 @@ def test_commit_without_github_account_or_pr_number(gh: FakeGitHub) -> None:
 # --- retries and flakiness -------------------------------------------------------------------
 
 
-def test_a_job_that_failed_then_passed_on_a_rerun_is_flaky(gh: FakeGitHub) -> None:
-    run = gh.run_of(25, "pull")
+def test_a_job_that_failed_then_passed_on_a_rerun_is_flaky(gh: GitHubServer) -> None:
+    run = run_of(gh, 25, "pull")
     first = gh.attempts[run["id"]][1]
     first[1].update(conclusion="failure")
-    gh.rerun(run, 2, [job_obj(run, 1, first[1]["name"], "success", attempt=2)])
+    rerun(gh, run, 2, [job_obj(run, 1, first[1]["name"], "success", attempt=2)])
     # Another run retried a failing job that failed again: its history is not needed.
-    other = gh.run_of(24, "lint")
+    other = run_of(gh, 24, "lint")
     gh.attempts[other["id"]][1][1].update(conclusion="failure")
-    gh.rerun(other, 2, [job_obj(other, 1, "test", "failure", attempt=2)], conclusion="failure")
+    rerun(gh, other, 2, [job_obj(other, 1, "test", "failure", attempt=2)], conclusion="failure")
 
     snap = source(gh).poll({}, at(60))
     requests = kinds(gh.take())
@@ -611,12 +468,12 @@ def test_a_job_that_failed_then_passed_on_a_rerun_is_flaky(gh: FakeGitHub) -> No
     assert [k for k in requests if k.startswith("attempt:")] == [f"attempt:{run['id']}:1"]
 
 
-def test_earlier_attempts_are_walked_back_until_the_retried_job_is_found(gh: FakeGitHub) -> None:
-    run = gh.run_of(26, "trunk")
+def test_earlier_attempts_are_walked_back_until_the_retried_job_is_found(gh: GitHubServer) -> None:
+    run = run_of(gh, 26, "trunk")
     gh.attempts[run["id"]][1][0].update(conclusion="failure")  # build fails on attempt 1
     gh.attempts[run["id"]][1][1].update(conclusion="failure")  # test fails on attempt 1
-    gh.rerun(run, 2, [job_obj(run, 1, "test", "success", attempt=2)])  # test passes on 2
-    gh.rerun(run, 3, [job_obj(run, 0, "build", "success", attempt=3)])  # build passes on 3
+    rerun(gh, run, 2, [job_obj(run, 1, "test", "success", attempt=2)])  # test passes on 2
+    rerun(gh, run, 3, [job_obj(run, 0, "build", "success", attempt=3)])  # build passes on 3
     snap = source(gh).poll({}, at(60))
     trunk = job_runs(snap)[sha_of(26)]
     assert (trunk["trunk / build"].attempt, trunk["trunk / build"].failed_before) == (3, True)
@@ -627,10 +484,10 @@ def test_earlier_attempts_are_walked_back_until_the_retried_job_is_found(gh: Fak
     ]
 
 
-def test_a_job_rerun_after_passing_is_not_flaky(gh: FakeGitHub) -> None:
-    run = gh.run_of(26, "docs")
-    gh.rerun(
-        run, 2, [job_obj(run, i, name, "success", attempt=2) for i, name in enumerate(["build", "test"])]
+def test_a_job_rerun_after_passing_is_not_flaky(gh: GitHubServer) -> None:
+    run = run_of(gh, 26, "docs")
+    rerun(
+        gh, run, 2, [job_obj(run, i, name, "success", attempt=2) for i, name in enumerate(["build", "test"])]
     )
     snap = source(gh).poll({}, at(60))
     docs = [r for name, r in job_runs(snap)[sha_of(26)].items() if name.startswith("docs / ")]
@@ -641,7 +498,7 @@ def test_a_job_rerun_after_passing_is_not_flaky(gh: FakeGitHub) -> None:
 # --- rate limits ---------------------------------------------------------------------------
 
 
-def test_primary_rate_limit_403_stops_waits_for_reset_and_catches_up(gh: FakeGitHub) -> None:
+def test_primary_rate_limit_403_stops_waits_for_reset_and_catches_up(gh: GitHubServer) -> None:
     src = source(gh)
     gh.remaining = 0
     gh.reset = at(90)
@@ -664,7 +521,7 @@ def test_primary_rate_limit_403_stops_waits_for_reset_and_catches_up(gh: FakeGit
     assert len(job_runs(resumed)) == WINDOW
 
 
-def test_last_request_of_the_window_is_used_then_the_poll_stops(gh: FakeGitHub) -> None:
+def test_last_request_of_the_window_is_used_then_the_poll_stops(gh: GitHubServer) -> None:
     src = source(gh)
     gh.remaining = 5  # commits, 2 run pages, 2 jobs: the 5th answer says 0 remaining
     gh.reset = at(75)
@@ -678,7 +535,7 @@ def test_last_request_of_the_window_is_used_then_the_poll_stops(gh: FakeGitHub) 
     assert len(delivered) == 2
 
 
-def test_secondary_rate_limit_429_mid_jobs_keeps_what_was_read_and_resumes(gh: FakeGitHub) -> None:
+def test_secondary_rate_limit_429_mid_jobs_keeps_what_was_read_and_resumes(gh: GitHubServer) -> None:
     expected = job_runs(source(gh).poll({}, at(60)))
     gh.take()
 
@@ -716,7 +573,7 @@ def test_secondary_rate_limit_429_mid_jobs_keeps_what_was_read_and_resumes(gh: F
     assert src.poll(roundtrip(rest.state), at(63)).state == rest.state
 
 
-def test_secondary_rate_limit_403_without_headers_waits_a_minute(gh: FakeGitHub) -> None:
+def test_secondary_rate_limit_403_without_headers_waits_a_minute(gh: GitHubServer) -> None:
     gh.budget = 1
     gh.limit_answer = (403, {}, {"message": "You have exceeded a secondary rate limit."})
     src = source(gh)
@@ -724,7 +581,7 @@ def test_secondary_rate_limit_403_without_headers_waits_a_minute(gh: FakeGitHub)
     assert snap.commits == [] and snap.state == {"not_before": format_time(at(61))}
 
 
-def test_forbidden_without_rate_limit_is_an_auth_error(gh: FakeGitHub) -> None:
+def test_forbidden_without_rate_limit_is_an_auth_error(gh: GitHubServer) -> None:
     gh.broken[f"/repos/{REPO}/commits"] = (
         403,
         {"Content-Type": "application/json", "X-RateLimit-Remaining": "4999"},
@@ -741,14 +598,14 @@ def test_forbidden_without_rate_limit_is_an_auth_error(gh: FakeGitHub) -> None:
 
 
 @pytest.fixture
-def steady_state(gh: FakeGitHub) -> dict[str, Any]:
+def steady_state(gh: GitHubServer) -> dict[str, Any]:
     state = source(gh).poll({}, at(60)).state
-    gh.push(30)  # something to fetch next time
+    push(gh, 30)  # something to fetch next time
     gh.take()
     return roundtrip(state)
 
 
-def _fails(gh: FakeGitHub, state: dict[str, Any], kind: str, timeout_s: float = 5.0) -> str:
+def _fails(gh: GitHubServer, state: dict[str, Any], kind: str, timeout_s: float = 5.0) -> str:
     before = copy.deepcopy(state)
     with pytest.raises(SourceError) as err:
         source(gh, timeout_s=timeout_s).poll(state, at(70))
@@ -758,7 +615,7 @@ def _fails(gh: FakeGitHub, state: dict[str, Any], kind: str, timeout_s: float = 
     return str(err.value)
 
 
-def test_server_error_on_the_runs_listing(gh: FakeGitHub, steady_state: dict[str, Any]) -> None:
+def test_server_error_on_the_runs_listing(gh: GitHubServer, steady_state: dict[str, Any]) -> None:
     gh.broken[f"/repos/{REPO}/actions/runs"] = (502, {}, b"<html>Bad gateway</html>")
     message = _fails(gh, steady_state, "http_5xx")
     assert message.startswith(f"GET /repos/{REPO}/actions/runs?branch=main&event=push")
@@ -766,7 +623,7 @@ def test_server_error_on_the_runs_listing(gh: FakeGitHub, steady_state: dict[str
 
 
 def test_server_error_on_one_runs_jobs_fails_the_whole_poll(
-    gh: FakeGitHub, steady_state: dict[str, Any]
+    gh: GitHubServer, steady_state: dict[str, Any]
 ) -> None:
     run = gh.runs[3]
     gh.broken[f"/repos/{REPO}/actions/runs/{run['id']}/jobs"] = (
@@ -778,16 +635,13 @@ def test_server_error_on_one_runs_jobs_fails_the_whole_poll(
     assert f"/actions/runs/{run['id']}/jobs" in message and "Server Error" in message
 
 
-def test_timeout(gh: FakeGitHub, steady_state: dict[str, Any]) -> None:
-    gh.hold = threading.Event()
-    try:
-        message = _fails(gh, steady_state, "timeout", timeout_s=0.2)
-    finally:
-        gh.hold.set()
+def test_timeout(gh: GitHubServer, steady_state: dict[str, Any]) -> None:
+    gh.delay_s = 1.0  # every answer after the source's 0.2 s
+    message = _fails(gh, steady_state, "timeout", timeout_s=0.2)
     assert f"/repos/{REPO}/commits" in message
 
 
-def test_malformed_json(gh: FakeGitHub, steady_state: dict[str, Any]) -> None:
+def test_malformed_json(gh: GitHubServer, steady_state: dict[str, Any]) -> None:
     gh.broken[f"/repos/{REPO}/commits"] = (200, {"Content-Type": "application/json"}, b'[{"sha": "abc", ')
     message = _fails(gh, steady_state, "malformed")
     assert message.startswith(
@@ -795,33 +649,33 @@ def test_malformed_json(gh: FakeGitHub, steady_state: dict[str, Any]) -> None:
     )
 
 
-def test_truncated_gzip_body(gh: FakeGitHub, steady_state: dict[str, Any]) -> None:
+def test_truncated_gzip_body(gh: GitHubServer, steady_state: dict[str, Any]) -> None:
     body = gzip.compress(json.dumps({"total_count": 0, "workflow_runs": []}).encode())
     gh.broken[f"/repos/{REPO}/actions/runs"] = (200, {"Content-Encoding": "gzip"}, body[:-12])
     message = _fails(gh, steady_state, "malformed")
     assert f"/repos/{REPO}/actions/runs" in message and "gzip" in message
 
 
-def test_run_without_head_sha(gh: FakeGitHub, steady_state: dict[str, Any]) -> None:
+def test_run_without_head_sha(gh: GitHubServer, steady_state: dict[str, Any]) -> None:
     del gh.runs[0]["head_sha"]
     message = _fails(gh, steady_state, "malformed")
     assert f"/repos/{REPO}/actions/runs" in message
     assert "workflow_runs.0.head_sha: Field required" in message
 
 
-def test_job_with_a_mistyped_field(gh: FakeGitHub, steady_state: dict[str, Any]) -> None:
+def test_job_with_a_mistyped_field(gh: GitHubServer, steady_state: dict[str, Any]) -> None:
     run = gh.runs[0]
     gh.attempts[run["id"]][1][0]["status"] = None
     message = _fails(gh, steady_state, "malformed")
     assert f"/actions/runs/{run['id']}/jobs" in message and "jobs.0.status" in message
 
 
-def test_commit_without_committer_date(gh: FakeGitHub, steady_state: dict[str, Any]) -> None:
+def test_commit_without_committer_date(gh: GitHubServer, steady_state: dict[str, Any]) -> None:
     del gh.commits[0]["commit"]["committer"]["date"]
     assert "0.commit.committer.date: Field required" in _fails(gh, steady_state, "malformed")
 
 
-def test_unknown_branch_is_an_http_4xx_error(gh: FakeGitHub) -> None:
+def test_unknown_branch_is_an_http_4xx_error(gh: GitHubServer) -> None:
     gh.broken[f"/repos/{REPO}/commits"] = (
         404,
         {"Content-Type": "application/json"},
@@ -830,7 +684,7 @@ def test_unknown_branch_is_an_http_4xx_error(gh: FakeGitHub) -> None:
     assert "No commit found for SHA: main" in _fails(gh, {}, "http_4xx")
 
 
-def test_a_next_link_off_the_api_host_is_not_followed(gh: FakeGitHub, steady_state: dict[str, Any]) -> None:
+def test_a_next_link_off_the_api_host_is_not_followed(gh: GitHubServer, steady_state: dict[str, Any]) -> None:
     page = json.dumps({"total_count": 1000, "workflow_runs": gh.runs[:100]}).encode()
     gh.broken[f"/repos/{REPO}/actions/runs"] = (
         200,
@@ -842,7 +696,7 @@ def test_a_next_link_off_the_api_host_is_not_followed(gh: FakeGitHub, steady_sta
     assert kinds(gh.take()) == ["commits", "runs:1"]
 
 
-def test_the_token_stays_out_of_state_and_repr(gh: FakeGitHub) -> None:
+def test_the_token_stays_out_of_state_and_repr(gh: GitHubServer) -> None:
     src = source(gh)
     snap = src.poll({}, at(60))
     assert TOKEN not in json.dumps(snap.state)
@@ -858,9 +712,9 @@ def test_window_outside_one_page_is_rejected() -> None:
 # --- runs that never started, nameless runs ----------------------------------------------------
 
 
-def test_a_run_that_failed_to_start_is_a_failing_workflow_cell(gh: FakeGitHub) -> None:
+def test_a_run_that_failed_to_start_is_a_failing_workflow_cell(gh: GitHubServer) -> None:
     # GitHub's shape for a workflow file it cannot run: named by its path, no job at all.
-    broken = {n: gh.run_of(n, "trunk") for n in (27, 28, 29)}
+    broken = {n: run_of(gh, n, "trunk") for n in (27, 28, 29)}
     for run in broken.values():
         run.update(
             name=".github/workflows/trunk.yml",
@@ -888,8 +742,8 @@ def test_a_run_that_failed_to_start_is_a_failing_workflow_cell(gh: FakeGitHub) -
     assert not any(k.startswith("workflow:") for k in requests)  # other runs carried the name
 
 
-def test_a_failed_run_without_jobs_is_a_failing_workflow_cell(gh: FakeGitHub) -> None:
-    run = gh.run_of(29, "lint")
+def test_a_failed_run_without_jobs_is_a_failing_workflow_cell(gh: GitHubServer) -> None:
+    run = run_of(gh, 29, "lint")
     run.update(conclusion="failure")
     gh.attempts[run["id"]] = {1: []}
     snap = source(gh).poll({}, at(60))
@@ -898,15 +752,15 @@ def test_a_failed_run_without_jobs_is_a_failing_workflow_cell(gh: FakeGitHub) ->
     assert lint == {"lint / (workflow)": "failure"}
 
 
-def test_a_run_still_queued_without_jobs_has_no_workflow_cell(gh: FakeGitHub) -> None:
-    run = gh.run_of(29, "lint")
+def test_a_run_still_queued_without_jobs_has_no_workflow_cell(gh: GitHubServer) -> None:
+    run = run_of(gh, 29, "lint")
     run.update(status="queued", conclusion=None)
     gh.attempts[run["id"]] = {1: []}
     snap = source(gh).poll({}, at(60))
     assert not any(name.startswith("lint") for name in job_runs(snap)[sha_of(29)])
 
 
-def test_nameless_runs_take_the_workflows_name_read_once(gh: FakeGitHub) -> None:
+def test_nameless_runs_take_the_workflows_name_read_once(gh: GitHubServer) -> None:
     for run in gh.runs:
         if run["name"] == "lint":
             run["name"] = None
@@ -918,7 +772,7 @@ def test_nameless_runs_take_the_workflows_name_read_once(gh: FakeGitHub) -> None
     assert snap.state["workflows"] == {str(workflow_id("lint")): "lint"}
 
     # A new commit's nameless run: the name comes from the state, no request.
-    gh.push(30)
+    push(gh, 30)
     for run in gh.runs:
         if run["name"] == "lint":
             run["name"] = ""
@@ -928,12 +782,12 @@ def test_nameless_runs_take_the_workflows_name_read_once(gh: FakeGitHub) -> None
 
 
 @pytest.mark.parametrize("answer", ["path", "404"])
-def test_nameless_runs_of_a_workflow_without_a_name_use_the_file_name(gh: FakeGitHub, answer: str) -> None:
+def test_nameless_runs_of_a_workflow_without_a_name_use_the_file_name(gh: GitHubServer, answer: str) -> None:
     for run in gh.runs:
         if run["name"] == "lint":
             run["name"] = run["path"]
     if answer == "path":
-        gh.workflow_names["lint"] = ".github/workflows/lint.yml"
+        gh.workflows[workflow_id("lint")]["name"] = ".github/workflows/lint.yml"
     else:
         gh.broken[f"/repos/{REPO}/actions/workflows/{workflow_id('lint')}"] = (
             404,

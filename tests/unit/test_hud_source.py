@@ -14,8 +14,8 @@ from werkzeug import Request, Response
 
 from tests.support.hud import PATH, grid
 from trunkwatch.domain.config import load_deployment
+from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.base import SourceError
-from trunkwatch.sources.http import HttpClient
 from trunkwatch.sources.hud import HudSource
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)

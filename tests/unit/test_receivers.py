@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,26 +13,28 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import boto3
 import pytest
-from botocore.stub import Stubber
 
 from trunkwatch.app.notify import channels_for
 from trunkwatch.app.receivers import receiver_channels, receiver_name
 from trunkwatch.app.settings import Settings
-from trunkwatch.channels import RECEIVER_TYPES, http
+from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.channels.base import ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.github_culprit import GitHubCulpritChannel
 from trunkwatch.channels.github_culprit import marker as marker_of_culprit
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
-from trunkwatch.channels.sns import SnsChannel, publish_arguments
+from trunkwatch.channels.sns import SnsChannel
+from trunkwatch.channels.transport import failure as failure_of
 from trunkwatch.channels.webhook import webhook_body
 from trunkwatch.domain.alerts import RECEIVER, Alert, CommitSummary, FailingJob
 from trunkwatch.domain.config import ConfigError, ReceiverConfig, load_deployment
 from trunkwatch.domain.config import receiver_config as read_receiver
-from trunkwatch_local.receiver_servers import GARBAGE, GitHubIssuesServer, SlackServer, WebhookServer
+from trunkwatch.net.http import Response
+from trunkwatch_local.github_server import GitHubServer
+from trunkwatch_local.receiver_servers import SlackServer, WebhookServer
 from trunkwatch_local.replay import ReplayError, parse_replay
+from trunkwatch_local.stand_in import GARBAGE
 
 START = datetime(2026, 11, 18, 18, 0, tzinfo=UTC)
 TRUNK_LABELS = {
@@ -90,14 +90,18 @@ def slack() -> Iterator[SlackServer]:
 
 
 @pytest.fixture
-def github() -> Iterator[GitHubIssuesServer]:
-    server = GitHubIssuesServer()
+def github() -> Iterator[GitHubServer]:
+    server = GitHubServer()
     yield server
     server.stop()
 
 
 def slack_channel(server: SlackServer, timeout_s: float = 5) -> SlackChannel:
-    return SlackChannel("slack:test", lambda: server.url + WEBHOOK_PATH, everything, timeout_s=timeout_s)
+    return slack_channel_at(server.url, timeout_s)
+
+
+def slack_channel_at(url: str, timeout_s: float = 5) -> SlackChannel:
+    return SlackChannel("slack:test", lambda: url + WEBHOOK_PATH, everything, timeout_s=timeout_s)
 
 
 def github_channel(
@@ -210,7 +214,7 @@ def test_slack_non_2xx_is_a_channel_error_without_the_url(slack: SlackServer, fa
 def test_a_refusal_of_the_message_itself_is_told_apart_from_a_failure_worth_retrying(
     status: int, body: bytes, rejected: bool, said: str
 ) -> None:
-    error = http.failure(http.Answer(status, {}, body), "Slack receiver s")
+    error = failure_of(Response(status, {}, body), "Slack receiver s")
     assert isinstance(error, ChannelRejected) is rejected and said in str(error)
     assert "<html>" not in str(error)
 
@@ -228,7 +232,7 @@ def test_slack_unreachable_is_a_channel_error() -> None:
 # --- GitHub issues ----------------------------------------------------------------------
 
 
-def test_github_issue_opened_once_commented_on_update_and_closed(github: GitHubIssuesServer) -> None:
+def test_github_issue_opened_once_commented_on_update_and_closed(github: GitHubServer) -> None:
     channel = github_channel(github.url)
     channel.send(note())
     channel.send(note(reason="reminder"))  # the open issue already says it
@@ -255,28 +259,20 @@ def test_github_issue_opened_once_commented_on_update_and_closed(github: GitHubI
     assert len(github.issues) == 2
 
 
-def test_github_uses_the_rest_api_shapes(github: GitHubIssuesServer) -> None:
-    seen: list[tuple[str, str, dict[str, str]]] = []
-    receive = github.receive
-
-    def recording(method: str, path: str, headers: dict[str, str], body: bytes) -> Any:
-        seen.append((method, path, headers))
-        return receive(method, path, headers, body)
-
-    github.receive = recording  # type: ignore[method-assign]
+def test_github_uses_the_rest_api_shapes(github: GitHubServer) -> None:
     github_channel(github.url, labels=("a", "b c")).send(note())
-    assert github.requests[0] == (
+    listed, posted = github.requests
+    assert (listed.method, listed.target) == (
         "GET",
         "/repos/pytorch/pytorch/issues?state=open&per_page=100&labels=a%2Cb+c",
     )
-    method, path, headers = seen[0]
-    assert (method, path) == ("POST", "/repos/pytorch/pytorch/issues")
-    assert headers["authorization"] == "Bearer tkn"
-    assert headers["accept"] == "application/vnd.github+json"
-    assert headers["x-github-api-version"] == "2022-11-28"
+    assert (posted.method, posted.target) == ("POST", "/repos/pytorch/pytorch/issues")
+    assert posted.headers["authorization"] == "Bearer tkn"
+    assert posted.headers["accept"] == "application/vnd.github+json"
+    assert posted.headers["x-github-api-version"] == "2022-11-28"
 
 
-def test_github_finds_its_issue_on_a_later_page_and_skips_pull_requests(github: GitHubIssuesServer) -> None:
+def test_github_finds_its_issue_on_a_later_page_and_skips_pull_requests(github: GitHubServer) -> None:
     channel = github_channel(github.url, labels=())
     for n in range(150):
         github.add_pull_request(body=marker(note().alert.fingerprint) if n == 0 else f"pr {n}")
@@ -285,14 +281,14 @@ def test_github_finds_its_issue_on_a_later_page_and_skips_pull_requests(github: 
     assert len(github.issues) == 1  # found on page 2, after 150 pull requests
 
 
-def test_job_alerts_do_not_go_to_github_issues(github: GitHubIssuesServer) -> None:
+def test_job_alerts_do_not_go_to_github_issues(github: GitHubServer) -> None:
     channel = github_channel(github.url)
     assert channel.accepts(TRUNK_LABELS) and not channel.accepts(JOB_LABELS)
 
 
 @pytest.mark.parametrize("failure", [500, 403, GARBAGE])
 def test_github_bad_answers_are_channel_errors_and_nothing_is_lost(
-    github: GitHubIssuesServer, failure: int | str
+    github: GitHubServer, failure: int | str
 ) -> None:
     channel = github_channel(github.url)
     github.fail_next(1, failure)
@@ -330,8 +326,36 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_channel_error() -> None:
         server.server_close()
 
 
+def test_a_receiver_follows_no_redirect(slack: SlackServer, github: GitHubServer) -> None:
+    class Moved(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # the API, or the webhook, moved to the stand-ins' host
+            target = github.url if self.path.startswith("/repos/") else slack.url
+            self.send_response(301)
+            self.send_header("Location", target + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Moved)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        for channel in (github_channel(url), slack_channel_at(url)):
+            with pytest.raises(ChannelError, match="answered 301") as raised:
+                channel.send(note())
+            assert not isinstance(raised.value, ChannelRejected)  # a configuration to fix: retried
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert github.requests == [] and slack.requests == []  # the token went nowhere else
+
+
 def test_a_delivery_past_the_notifiers_time_budget_is_not_started(
-    slack: SlackServer, github: GitHubIssuesServer
+    slack: SlackServer, github: GitHubServer
 ) -> None:
     spent = -math.inf  # the notification's deadline: the tick's budget is gone
     for channel, notification in (
@@ -392,55 +416,6 @@ def test_a_webhook_receivers_refusal_or_failure_never_names_its_url(
     assert "secret-uuid" not in str(raised.value) and hook.posts == []
 
 
-# --- SNS -------------------------------------------------------------------------------------
-
-TOPIC = "arn:aws:sns:us-east-1:123456789012:oncall"
-
-
-def stubbed_sns() -> tuple[SnsChannel, Stubber]:
-    """An SNS channel whose client answers what the test stubs (botocore's Stubber: no request
-    leaves the process)."""
-    client = boto3.client(
-        "sns", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
-    )
-    return SnsChannel("sns:oncall", TOPIC, "us-east-1", everything, client=client), Stubber(client)
-
-
-@pytest.mark.parametrize(
-    ("code", "status", "rejected"),
-    [
-        ("InvalidParameter", 400, True),  # e.g. a subject or an attribute SNS will not take
-        ("ParameterValueInvalid", 400, True),
-        ("ValidationException", 400, True),
-        ("Throttled", 429, False),
-        ("InternalError", 500, False),
-        ("AuthorizationError", 403, False),  # a permission to grant: what waits goes once granted
-        ("NotFound", 404, False),
-        ("KMSThrottling", 400, False),
-    ],
-)
-def test_an_sns_publish_refused_for_good_is_told_apart_from_one_worth_retrying(
-    code: str, status: int, rejected: bool
-) -> None:
-    channel, stubber = stubbed_sns()
-    stubber.add_client_error("publish", service_error_code=code, http_status_code=status)
-    with stubber, pytest.raises(ChannelError) as raised:
-        channel.send(note())
-    assert isinstance(raised.value, ChannelRejected) is rejected and code in str(raised.value)
-
-
-def test_an_alert_of_no_trunk_is_published_without_empty_attributes() -> None:
-    watchdog = note(labels={"alertname": "Watchdog", "priority": "none", "severity": "none"}, jobs=())
-    attributes = publish_arguments(watchdog)["MessageAttributes"]
-    # SNS refuses an empty attribute value: the Watchdog has no repo and no team.
-    assert sorted(attributes) == ["alertname", "fingerprint", "priority", "status"]
-    channel, stubber = stubbed_sns()
-    stubber.add_response("publish", {"MessageId": "1"}, {"TopicArn": TOPIC, **publish_arguments(watchdog)})
-    with stubber:
-        channel.send(watchdog)
-    stubber.assert_no_pending_responses()
-
-
 # --- wiring ------------------------------------------------------------------------------
 
 
@@ -470,31 +445,24 @@ def test_receivers_have_stable_unique_names_and_their_matchers() -> None:
     assert not routed.accepts({**TRUNK_LABELS, "alertname": "SourceDown"})
 
 
-def test_sns_is_a_receiver_type_and_the_stacks_topic_one_of_them(aws: dict[str, Any]) -> None:
+def test_sns_is_a_receiver_type_and_the_stacks_topic_one_of_them() -> None:
+    stacks = "arn:aws:sns:us-east-1:123456789012:trunkwatch"
     oncall = "arn:aws:sns:us-east-1:123456789012:oncall"
     document = {
         "trunks": [{"repo": "pytorch/pytorch"}],
         "receivers": [{"type": "sns", "topic_arn": oncall, "matchers": ['priority="P1"']}],
     }
     deployment = load_deployment(document, RECEIVER_TYPES)
-    topic, routed = channels_for(Settings.from_environ([]), deployment)
+    settings = Settings.from_environ([], {"TOPIC_ARN": stacks, "AWS_REGION": "us-east-1"})
+    topic, routed = channels_for(settings, deployment)
     assert isinstance(topic, SnsChannel) and isinstance(routed, SnsChannel)
-    assert (topic.name, topic.topic_arn) == (RECEIVER, aws["topic"])  # its log and messages' name
+    assert (topic.name, topic.topic_arn) == (RECEIVER, stacks)  # its log and messages' name
     assert (routed.name, routed.topic_arn, routed.region) == ("sns:oncall", oncall, "us-east-1")
     assert topic.accepts(TRUNK_LABELS) and not routed.accepts(TRUNK_LABELS)
     assert routed.accepts({**TRUNK_LABELS, "priority": "P1"})
     document["receivers"] = [{"type": "sns", "topic_arn": "oncall"}]
     with pytest.raises(ConfigError, match=r"receivers\.0\.topic_arn: String should match"):
         load_deployment(document, RECEIVER_TYPES)
-
-
-def test_the_notifier_imports_no_receiver_module_until_one_is_configured() -> None:
-    code = "import json, sys, trunkwatch.app.notify\nprint(json.dumps(sorted(sys.modules)))"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = set(json.loads(run.stdout))
-    assert loaded.isdisjoint(
-        {"trunkwatch.channels.slack", "trunkwatch.channels.github_issues", "trunkwatch.app.receivers"}
-    )
 
 
 def test_a_replay_header_names_receivers_and_a_bad_one_is_refused() -> None:
@@ -543,7 +511,7 @@ def job_note(reason: str = "firing", status: str = "firing", **notes: str) -> No
     )
 
 
-def test_github_culprit_comments_once_per_episode_on_the_culprit_pr(github: GitHubIssuesServer) -> None:
+def test_github_culprit_comments_once_per_episode_on_the_culprit_pr(github: GitHubServer) -> None:
     pr = github.add_pull_request(body="Make x faster", number=4242)
     channel = culprit_channel(github.url)
     channel.send(job_note())
@@ -559,15 +527,15 @@ def test_github_culprit_comments_once_per_episode_on_the_culprit_pr(github: GitH
     assert "E AssertionError: '''boom'''\nE second line" in comment  # the code block stays closed
     assert "[Runbook](http://127.0.0.1:9093/runbook#trunkjobfailing)" in comment
     assert marker_of_culprit(job_note()) in comment
-    assert [m for m, _ in github.requests].count("POST") == 1
+    assert [r.method for r in github.requests].count("POST") == 1
     assert set(github.authorizations) == {"Bearer tkn"}
 
 
-def test_github_culprit_uses_the_issue_comments_api_and_reads_every_page(github: GitHubIssuesServer) -> None:
+def test_github_culprit_uses_the_issue_comments_api_and_reads_every_page(github: GitHubServer) -> None:
     pr = github.add_pull_request(body="", number=77)
     github.pull_comments[pr] += [f"comment {n}" for n in range(120)] + [marker_of_culprit(job_note())]
     culprit_channel(github.url).send(job_note(culprit_pr="77"))
-    assert github.requests == [
+    assert [(r.method, r.target) for r in github.requests] == [
         ("GET", "/repos/pytorch/pytorch/issues/77/comments?per_page=100"),
         ("GET", "/repos/pytorch/pytorch/issues/77/comments?per_page=100&page=2"),
     ]  # found on page 2: nothing posted
@@ -575,7 +543,7 @@ def test_github_culprit_uses_the_issue_comments_api_and_reads_every_page(github:
 
 
 def test_github_culprit_takes_job_alerts_with_a_pr_and_a_new_episode_is_told_again(
-    github: GitHubIssuesServer,
+    github: GitHubServer,
 ) -> None:
     channel = culprit_channel(github.url)
     assert channel.accepts(JOB_LABELS) and not channel.accepts(TRUNK_LABELS)
@@ -591,7 +559,7 @@ def test_github_culprit_takes_job_alerts_with_a_pr_and_a_new_episode_is_told_aga
 
 @pytest.mark.parametrize(("failure", "rejected"), [(422, True), (502, False), (403, False)])
 def test_github_culprit_failures_keep_what_is_posted_once(
-    github: GitHubIssuesServer, failure: int, rejected: bool
+    github: GitHubServer, failure: int, rejected: bool
 ) -> None:
     pr = github.add_pull_request(body="", number=4242)
     github.fail_next(1, failure)
@@ -602,7 +570,7 @@ def test_github_culprit_failures_keep_what_is_posted_once(
     assert len(github.pull_comments[pr]) == 1
 
 
-def test_github_culprit_comments_only_on_a_confirmed_culprit(github: GitHubIssuesServer) -> None:
+def test_github_culprit_comments_only_on_a_confirmed_culprit(github: GitHubServer) -> None:
     pr = github.add_pull_request(body="", number=4242)
     channel = culprit_channel(github.url)
     channel.send(job_note(culprit_verdict="unconfirmed"))  # the page: a suspect, not yet blamed

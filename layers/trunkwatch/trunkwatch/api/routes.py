@@ -23,8 +23,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from trunkwatch.api import alerts, caller, page, runbook, silences, status, trunks
+from trunkwatch.api.edge import CONTEXT_KEY
 from trunkwatch.api.models import ApiError
 from trunkwatch.app.health import UnknownTrunk
+from trunkwatch.app.settings import Edge
+from trunkwatch.domain.clock import format_time
 from trunkwatch.silences.matchers import SilenceError
 from trunkwatch.silences.model import SilenceConflict, SilenceNotFound
 from trunkwatch.silences.postable import describe_errors
@@ -61,11 +64,20 @@ def _refusal(event: APIGatewayProxyEvent) -> ServiceError | None:
     return None
 
 
+# The API's clock on every answer: the status page counts "ago", "in" and a new silence's
+# start from it, not the browser's (a local replay's clock is not today's).
+CLOCK_HEADER = "X-Trunkwatch-Time"
+
+
 def _gate(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
     refusal = _refusal(app.current_event)
     if refusal is not None:
         raise refusal
-    return next_middleware(app)
+    response = next_middleware(app)
+    edge = app.context.get(CONTEXT_KEY)
+    if isinstance(edge, Edge):
+        response.headers[CLOCK_HEADER] = format_time(edge.clock.now())
+    return response
 
 
 resolver.use(middlewares=[_gate])

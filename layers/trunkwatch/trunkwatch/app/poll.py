@@ -11,6 +11,7 @@ source cannot outlive it.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import traceback
@@ -26,9 +27,9 @@ from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.trunk_metrics import SECONDS_SINCE_GOOD_POLL, trunk_gauge
 from trunkwatch.domain.config import ConfigError, Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import webhooks_down
+from trunkwatch.net.http import HttpClient, HttpError
 from trunkwatch.sources import make_source
 from trunkwatch.sources.base import SourceError
-from trunkwatch.sources.http import HttpClient
 from trunkwatch.storage.port import Storage, Trunks
 
 # Without a deadline from the caller (the Lambda's remaining time), each trunk gets this long.
@@ -79,7 +80,7 @@ def poll_one(
     result = None
     try:
         rule = deployment.rule_for(trunk)
-        reruns = _rerun_requests(trunk, deadline) if rule.confirms else None
+        reruns = _rerun_requests(trunk, http) if rule.confirms else None
         result = poll_trunk(storage, trunk, rule, make_source(trunk, http), now, reruns)
     except Exception as err:  # the failure is the trunk's; the invocation reports it
         kind, message = classify(err)
@@ -115,24 +116,40 @@ def poll_one(
     return {"polled": [asdict(result)], "errors": []}
 
 
-def _rerun_requests(trunk: TrunkConfig, deadline: float) -> RequestRerun:
-    """Rerun requests through GitHub's REST API with the trunk's `github_token` (never its
-    polling token), within the trunk's poll deadline. Without one they go out without a
-    token, which GitHub refuses: the refusal, kept as the verdict's reason, names the key.
-    Imported here: a trunk without confirmation never loads the REST client."""
-    from trunkwatch.channels.github_rest import DEFAULT_API_URL, GitHubRest
+def _rerun_requests(trunk: TrunkConfig, http: HttpClient) -> RequestRerun:
+    """Rerun requests (`POST /repos/{owner}/{repo}/actions/jobs/{job_id}/rerun`, 201 with no
+    body; the token needs `actions: write`) through GitHub's REST API with the trunk's
+    `github_token` (never its polling token), on the poll's own client and deadline. Each
+    returns None when GitHub accepted it, else why not: GitHub's answer (403 without the
+    permission, or for a run too old to re-run; 404 for an unknown job), a rate limit, or the
+    network's error. Without a token they go out without one, which GitHub refuses: the
+    refusal, kept as the verdict's reason, names the key. The token is read at the first
+    request (most polls send none); imported here: a trunk without confirmation never
+    loads the REST client."""
+    from trunkwatch.net.github import DEFAULT_API_URL, GitHub, GitHubError
     from trunkwatch.sources.credentials import resolve_token
 
     what = f"GitHub reruns for {trunk.trunk_id}"
     if trunk.github_token is None:
         what += " (no github_token: reruns need a token with actions: write)"
-    rest = GitHubRest(
-        trunk.github_api_url or DEFAULT_API_URL,
-        lambda: resolve_token(trunk.github_token),
-        what,
-        deadline=deadline,
-    )
-    return lambda job_id: rest.rerun_job(trunk.repo, job_id)
+
+    @functools.cache
+    def github() -> GitHub:
+        return GitHub(http, trunk.github_api_url or DEFAULT_API_URL, resolve_token(trunk.github_token))
+
+    def request(job_id: int) -> str | None:
+        try:
+            api = github()
+            api.send("POST", api.url(f"/repos/{trunk.repo}/actions/jobs/{job_id}/rerun"))
+        except ConfigError as err:
+            return f"{what}: {err}"
+        except GitHubError as err:
+            return f"{what}: {err.answered()}"
+        except HttpError as err:
+            return f"{what}: {err}"
+        return None
+
+    return request
 
 
 def _deliveries_missing_since(

@@ -17,14 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from trunkwatch.channels import http
 from trunkwatch.channels.base import Notification, Resolve, Route
 from trunkwatch.channels.content import content
-from trunkwatch.channels.github_rest import DEFAULT_API_URL, GitHubRest, host_suffix
+from trunkwatch.channels.github_issues import host_suffix, read_token
+from trunkwatch.channels.transport import client, delivering
 from trunkwatch.domain import alerts
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import Check, ReceiverConfig, TokenRef, _nested, _nonempty, _optional
 from trunkwatch.domain.verdict import VERDICT_UPDATES, Verdict
+from trunkwatch.net.github import DEFAULT_API_URL, GitHub
+from trunkwatch.net.http import DEFAULT_TIMEOUT_S
 
 _MARKER = "<!-- trunkwatch-culprit: {} {} -->"
 
@@ -84,7 +86,7 @@ class GitHubCulpritChannel:
     api_url: str
     token: Callable[[], str | None] = field(repr=False)
     route: Callable[[dict[str, str]], bool]
-    timeout_s: float = http.DEFAULT_TIMEOUT_S
+    timeout_s: float = DEFAULT_TIMEOUT_S
 
     def accepts(self, labels: dict[str, str]) -> bool:
         return labels.get("alertname") == alerts.JOB_FAILING and self.route(labels)
@@ -94,14 +96,15 @@ class GitHubCulpritChannel:
         if not first_notice(notification) or not pr.isdigit():
             return  # told once per episode; a culprit commit without a PR has no one to tell
         what = f"GitHub culprit receiver {self.name}"
-        rest = GitHubRest(self.api_url, self.token, what, self.timeout_s, notification.deadline)
-        headers = rest.headers()
-        comments = rest.url(f"/repos/{notification.alert.labels['repo']}/issues/{pr}/comments")
-        wanted = marker(notification)
-        posted = rest.pages(f"{comments}?per_page=100", headers)
-        if any(wanted in str(item.get("body") or "") for item in posted):
-            return  # posted by an earlier try whose log entry was lost
-        rest.call("POST", comments, headers, {"body": culprit_comment(notification)})
+        token = read_token(self.token, what)
+        with delivering(what), client(self.timeout_s, notification.deadline) as http:
+            github = GitHub(http, self.api_url, token)
+            comments = github.url(f"/repos/{notification.alert.labels['repo']}/issues/{pr}/comments")
+            wanted = marker(notification)
+            posted = github.items(f"{comments}?per_page=100")
+            if any(wanted in str(item.get("body") or "") for item in posted):
+                return  # posted by an earlier try whose log entry was lost
+            github.send("POST", comments, {"body": culprit_comment(notification)})
 
 
 @dataclass(frozen=True, kw_only=True)

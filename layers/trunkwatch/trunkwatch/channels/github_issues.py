@@ -16,18 +16,18 @@ from __future__ import annotations
 import hashlib
 import re
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from trunkwatch.channels import http
-from trunkwatch.channels.base import Notification, Resolve, Route
+from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
 from trunkwatch.channels.content import Content, content
-from trunkwatch.channels.github_rest import DEFAULT_API_URL, GitHubRest, host_suffix
+from trunkwatch.channels.transport import client, delivering
 from trunkwatch.domain import alerts
 from trunkwatch.domain.config import (
     _REPO,
     Check,
+    ConfigError,
     ReceiverConfig,
     TokenRef,
     _items,
@@ -36,11 +36,27 @@ from trunkwatch.domain.config import (
     _optional,
     _pattern,
 )
+from trunkwatch.net.github import DEFAULT_API_URL, GitHub
+from trunkwatch.net.http import DEFAULT_TIMEOUT_S
 
 MAX_TITLE_CHARS = 256
 _MARKER = "<!-- trunkwatch-fingerprint: {} -->"
 _COMMENT_MARKER = "<!-- trunkwatch-comment: {} -->"
 _COMMENT_KEY = re.compile(r"<!-- trunkwatch-comment: (\S+) -->")
+
+
+def host_suffix(api_url: str) -> str:
+    """`@host` for GitHub Enterprise, nothing for github.com: part of a receiver's log name."""
+    api_url = api_url.rstrip("/")
+    return "" if api_url == DEFAULT_API_URL else "@" + urllib.parse.urlsplit(api_url).netloc
+
+
+def read_token(token: Callable[[], str | None], what: str) -> str | None:
+    """The API token, read once per delivery (when something is due: it may be a secret)."""
+    try:
+        return token()
+    except ConfigError as err:
+        raise ChannelError(f"{what}: {err}") from None
 
 
 def marker(fingerprint: str) -> str:
@@ -134,71 +150,60 @@ class GitHubIssuesChannel:
     labels: tuple[str, ...]
     token: Callable[[], str | None] = field(repr=False)
     route: Callable[[dict[str, str]], bool]
-    timeout_s: float = http.DEFAULT_TIMEOUT_S
+    timeout_s: float = DEFAULT_TIMEOUT_S
 
     def accepts(self, labels: dict[str, str]) -> bool:
         return not labels.get("job") and self.route(labels)
 
     def send(self, notification: Notification) -> None:
         what = f"GitHub issues receiver {self.name}"
-        rest = _Repo(
-            GitHubRest(self.api_url, self.token, what, self.timeout_s, notification.deadline), self.repo
-        )
-        issue = self._open_issue(rest, notification.alert.fingerprint)
-        if notification.status == alerts.RESOLVED:
+        token = read_token(self.token, what)
+        with delivering(what), client(self.timeout_s, notification.deadline) as http:
+            github = GitHub(http, self.api_url, token)
+            repo = github.url(f"/repos/{self.repo}")
+            issue = self._open_issue(github, repo, notification.alert.fingerprint)
+            if notification.status == alerts.RESOLVED:
+                if issue is None:
+                    return  # closed already (by a person, or by an earlier try of this one)
+                _comment_once(github, issue, resolved_comment(notification))
+                github.send("PATCH", issue, {"state": "closed", "state_reason": "completed"})
+                return
             if issue is None:
-                return  # closed already (by a person, or by an earlier try of this one)
-            _comment_once(rest, issue, resolved_comment(notification))
-            rest.call("PATCH", f"/issues/{issue}", {"state": "closed", "state_reason": "completed"})
-            return
-        if issue is None:
-            body: dict[str, Any] = {"title": issue_title(notification), "body": issue_body(notification)}
-            if self.labels:
-                body["labels"] = list(self.labels)
-            rest.call("POST", "/issues", body)
-        elif notification.reason.startswith("update"):
-            _comment_once(rest, issue, update_comment(notification))
-        # A reminder, or a release from a silence, of an episode whose issue is open: the
-        # issue already says it.
+                body: dict[str, Any] = {"title": issue_title(notification), "body": issue_body(notification)}
+                if self.labels:
+                    body["labels"] = list(self.labels)
+                github.send("POST", f"{repo}/issues", body)
+            elif notification.reason.startswith("update"):
+                _comment_once(github, issue, update_comment(notification))
+            # A reminder, or a release from a silence, of an episode whose issue is open: the
+            # issue already says it.
 
-    def _open_issue(self, rest: _Repo, fingerprint: str) -> int | None:
-        """The open issue carrying the fingerprint's marker (pull requests skipped)."""
+    def _open_issue(self, github: GitHub, repo: str, fingerprint: str) -> str | None:
+        """The API URL of the open issue carrying the fingerprint's marker (pull requests
+        skipped)."""
         query = {"state": "open", "per_page": "100"}
         if self.labels:
             query["labels"] = ",".join(self.labels)
         wanted = marker(fingerprint)
-        for item in rest.pages(f"/issues?{urllib.parse.urlencode(query)}"):
+        for item in github.items(f"{repo}/issues?{urllib.parse.urlencode(query)}"):
             if "pull_request" in item or not isinstance(item.get("number"), int):
                 continue
             if wanted in str(item.get("body") or ""):
-                return int(item["number"])
+                return f"{repo}/issues/{item['number']}"
         return None
 
 
-class _Repo:
-    """One delivery's calls to the repository (the token is read once, when it starts)."""
-
-    def __init__(self, rest: GitHubRest, repo: str) -> None:
-        self.rest, self.headers = rest, rest.headers()
-        self.base = rest.url(f"/repos/{repo}")
-
-    def pages(self, path: str) -> Iterator[dict[str, Any]]:
-        return self.rest.pages(self.base + path, self.headers)
-
-    def call(self, method: str, path: str, payload: dict[str, Any]) -> None:
-        self.rest.call(method, self.base + path, self.headers, payload)
-
-
-def _comment_once(rest: _Repo, issue: int, text: str) -> None:
-    """Post `text` unless the issue's newest trunkwatch comment carries the same key."""
+def _comment_once(github: GitHub, issue: str, text: str) -> None:
+    """Post `text` on the issue (its API URL) unless its newest trunkwatch comment carries
+    the same key."""
     wanted = _COMMENT_KEY.search(text)
     last = None
-    for item in rest.pages(f"/issues/{issue}/comments?per_page=100"):
+    for item in github.items(f"{issue}/comments?per_page=100"):
         found = _COMMENT_KEY.search(str(item.get("body") or ""))
         last = found.group(1) if found else last
     if wanted and last == wanted.group(1):
         return
-    rest.call("POST", f"/issues/{issue}/comments", {"body": text})
+    github.send("POST", f"{issue}/comments", {"body": text})
 
 
 @dataclass(frozen=True, kw_only=True)

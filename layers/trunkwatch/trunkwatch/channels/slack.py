@@ -13,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from trunkwatch.channels import http
 from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
 from trunkwatch.channels.content import Content, content
+from trunkwatch.channels.transport import post_json
 from trunkwatch.domain.config import Check, ConfigError, ReceiverConfig, TokenRef, _secret_or_string
+from trunkwatch.net.http import DEFAULT_TIMEOUT_S
 
 MAX_SECTION_CHARS = 3000
 MAX_HEADER_CHARS = 150
@@ -136,7 +137,7 @@ class SlackChannel:
     name: str
     webhook_url: Callable[[], str | None] = field(repr=False)
     route: Callable[[dict[str, str]], bool]
-    timeout_s: float = http.DEFAULT_TIMEOUT_S
+    timeout_s: float = DEFAULT_TIMEOUT_S
 
     def accepts(self, labels: dict[str, str]) -> bool:
         return self.route(labels)
@@ -149,16 +150,9 @@ class SlackChannel:
             raise ChannelError(f"{what}: {err}") from None
         if not url:
             raise ChannelError(f"{what}: no webhook URL")
-        answer = http.request(
-            "POST",
-            url,
-            what=what,
-            payload=slack_message(notification),
-            timeout_s=self.timeout_s,
-            deadline=notification.deadline,
-        )
-        if not 200 <= answer.status < 300:
-            raise http.failure(answer, what)  # e.g. 400 invalid_blocks: rejected for good
+        message = slack_message(notification)
+        # A 400 invalid_blocks, say, is rejected for good.
+        post_json(url, message, what=what, timeout_s=self.timeout_s, deadline=notification.deadline)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from trunkwatch.channels import http
 from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
+from trunkwatch.channels.transport import post_json
 from trunkwatch.domain import alerts
 from trunkwatch.domain.config import Check, ConfigError, ReceiverConfig, TokenRef, _secret_or_string
+from trunkwatch.net.http import DEFAULT_TIMEOUT_S
 
 # What a webhook receiver is sent at most: the body is shortened (`fit`) to this, as for SNS.
 MAX_BODY_BYTES = 256 * 1024
@@ -74,7 +75,7 @@ class WebhookChannel:
     name: str
     url: Callable[[], str | None] = field(repr=False)
     route: Route
-    timeout_s: float = http.DEFAULT_TIMEOUT_S
+    timeout_s: float = DEFAULT_TIMEOUT_S
 
     def accepts(self, labels: dict[str, str]) -> bool:
         return self.route(labels)
@@ -87,16 +88,9 @@ class WebhookChannel:
             raise ChannelError(f"{what}: {err}") from None
         if not url:
             raise ChannelError(f"{what}: no URL")
-        answer = http.request(
-            "POST",
-            url,
-            what=what,
-            payload=json.loads(fit(webhook_body(notification), MAX_BODY_BYTES)),
-            timeout_s=self.timeout_s,
-            deadline=notification.deadline,
-        )
-        if not 200 <= answer.status < 300:
-            raise http.failure(answer, what)  # e.g. 400 or 422: rejected for good
+        payload = json.loads(fit(webhook_body(notification), MAX_BODY_BYTES))
+        # A 400 or 422, say, is rejected for good.
+        post_json(url, payload, what=what, timeout_s=self.timeout_s, deadline=notification.deadline)
 
 
 @dataclass(frozen=True, kw_only=True)

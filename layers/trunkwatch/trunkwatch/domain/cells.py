@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -172,6 +172,29 @@ def replaces(old_code: str, new: CellState) -> bool:
     if old_code == new.code:
         return False
     return new != CellState.PENDING or old_code in (ABSENT_CODE, CellState.PENDING.code)
+
+
+def merge_codes(stored: str, cells: Mapping[int, CellState], complete: bool = False) -> str:
+    """A commit's state string once a writer's cells (by column) are merged onto `stored`:
+    each cell's code where it `replaces` the stored one. A complete report (every job of the
+    commit) makes a job stored but missing from it no data."""
+    width = max([len(stored), *(column + 1 for column in cells)])
+    old = stored.ljust(width, ABSENT_CODE)
+    codes = [ABSENT_CODE if complete else code for code in old]
+    for column, state in cells.items():
+        codes[column] = state.code if replaces(old[column], state) else old[column]
+    if complete:
+        for column, was in enumerate(old):
+            if was != ABSENT_CODE and codes[column] == ABSENT_CODE:
+                codes[column] = CellState.NODATA.code
+    return "".join(codes).rstrip(ABSENT_CODE)
+
+
+def changed_columns(old: str, new: str) -> list[int]:
+    """The columns whose code differs between two state strings (absent past one's end)."""
+    width = max(len(old), len(new))
+    pairs = zip(old.ljust(width, ABSENT_CODE), new.ljust(width, ABSENT_CODE), strict=True)
+    return [column for column, (a, b) in enumerate(pairs) if a != b]
 
 
 def build_cells(sha: str, runs: Iterable[JobRun], cancelled: str = "nodata") -> dict[str, Cell]:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the notifier and the API build links here, and never poll
     from trunkwatch.domain.config import TrunkConfig
+    from trunkwatch.net.http import HttpClient
     from trunkwatch.sources.base import Source, SourceClass
-    from trunkwatch.sources.http import HttpClient
 
 # source name -> (module, class)
 REGISTRY = {

@@ -1,4 +1,4 @@
-"""What every source is, returns and raises (the HTTP client is in `http.py`)."""
+"""What every source is, returns and raises (the HTTP client is `trunkwatch.net.http`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from trunkwatch.domain.cells import Commit, JobRun
 
 if TYPE_CHECKING:
     from trunkwatch.domain.config import TrunkConfig
-    from trunkwatch.sources.http import HttpClient
+    from trunkwatch.net.http import HttpClient
 
 
 def base_url(trunk: TrunkConfig, default: str) -> str:

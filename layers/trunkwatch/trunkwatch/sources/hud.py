@@ -22,8 +22,8 @@ from typing import Any
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.net.http import HttpClient, HttpError, retry_after_seconds, says_rate_limited
 from trunkwatch.sources.base import CommitResult, Snapshot, SourceError, base_url
-from trunkwatch.sources.http import HttpClient, retry_after_seconds, says_rate_limited
 
 DEFAULT_URL = "https://hud.pytorch.org"
 TOKEN_HEADER = "x-hud-internal-bot"  # noqa: S105 - a header name
@@ -44,6 +44,12 @@ class HudSource:
         return f"{base_url(self.trunk, DEFAULT_URL)}/api/hud/{path}/1?per_page={self.trunk.per_page}"
 
     def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
+        try:
+            return self._poll(state, now)
+        except HttpError as err:
+            raise SourceError(err.kind, str(err)) from None
+
+    def _poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
         headers = {"Accept": "application/json"}
         if self.token:
             headers[TOKEN_HEADER] = self.token

@@ -79,16 +79,37 @@
 
   // --- time ---------------------------------------------------------------------------
 
+  // The API's clock, as its answers say it (X-Trunkwatch-Time), less the browser's: a local
+  // replay serves its scenario's time, and a silence made here starts at the API's now.
+  let clockOffset = 0;
+  let clockKnown = false;
+
+  function noteClock(response) {
+    const said = Date.parse(response.headers.get("X-Trunkwatch-Time") || "");
+    if (Number.isNaN(said)) return;
+    clockOffset = said - Date.now();
+    clockKnown = true;
+  }
+
+  // Before a silence is timed: one read, if no answer has said the API's clock yet.
+  async function learnClock() {
+    if (!clockKnown) await api("GET", "api/v2/status");
+  }
+
+  function now() {
+    return new Date(Date.now() + clockOffset);
+  }
+
   function ago(iso) {
     const then = Date.parse(iso);
     if (Number.isNaN(then)) return "";
-    return humanDuration(Date.now() - then) + " ago";
+    return humanDuration(now().getTime() - then) + " ago";
   }
 
   function until(iso) {
     const then = Date.parse(iso);
     if (Number.isNaN(then)) return "";
-    const left = then - Date.now();
+    const left = then - now().getTime();
     return left > 0 ? "in " + humanDuration(left) : humanDuration(-left) + " ago";
   }
 
@@ -271,6 +292,7 @@
         response = await send(method, path, body);
       }
     }
+    noteClock(response);
     if (!response.ok) throw new ApiError(response.status, await errorText(response));
     const text = await response.text();
     return text ? JSON.parse(text) : null;
@@ -323,7 +345,7 @@
       page.push(renderTrunk(trunks.get(key)));
     }
     main.replaceChildren(...page);
-    document.getElementById("updated").textContent = "updated " + new Date().toLocaleTimeString();
+    document.getElementById("updated").textContent = "updated " + now().toLocaleTimeString();
   }
 
   // Every configured trunk, broken first (the API's order), each linking to its grid and history.
@@ -421,7 +443,7 @@
       el("h2", { class: "section", text: "Last 30 days" }),
       renderHistory(history),
     );
-    document.getElementById("updated").textContent = "updated " + new Date().toLocaleTimeString();
+    document.getElementById("updated").textContent = "updated " + now().toLocaleTimeString();
   }
 
   function shortJob(job) {
@@ -851,18 +873,24 @@
       if (!wanted.length || wanted.some((m) => !m.name)) return notice("Every matcher needs a label name.", true);
       if (ms === null) return notice("Duration must look like 2h, 90m or 1d.", true);
       if (!comment.value.trim()) return notice("Say why in the comment.", true);
-      const now = new Date();
+      submit.disabled = true;
+      try {
+        await learnClock();
+      } catch (err) {
+        submit.disabled = false;
+        return notice("Could not reach the API: " + err.message, true);
+      }
+      const start = now();
       const body = {
         matchers: wanted.map(toApiMatcher),
-        startsAt: now.toISOString(),
-        endsAt: new Date(now.getTime() + ms).toISOString(),
+        startsAt: start.toISOString(),
+        endsAt: new Date(start.getTime() + ms).toISOString(),
         createdBy: createdBy.value.trim(),
         comment: comment.value.trim(),
       };
       // Left out when empty: the API then records the token's principal.
       if (body.createdBy) localStorage.setItem(AUTHOR_KEY, body.createdBy);
       else delete body.createdBy;
-      submit.disabled = true;
       try {
         const created = await api("POST", "api/v2/silences", body);
         nextNotice = "Silence " + created.silenceID + " created.";

@@ -1,7 +1,6 @@
 """The GitHub REST API source: see `source` for what it reads and the state it keeps."""
 
 from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.sources.github.api import RateLimited
 from trunkwatch.sources.github.source import GitHubSource
 
 WEB_URL = "https://github.com"
@@ -17,4 +16,4 @@ def job_link(trunk: TrunkConfig, job: str, run_url: str) -> str:
     return run_url
 
 
-__all__ = ["GitHubSource", "RateLimited", "job_link", "trunk_link"]
+__all__ = ["GitHubSource", "job_link", "trunk_link"]

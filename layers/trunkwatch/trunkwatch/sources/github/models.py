@@ -1,7 +1,7 @@
 """The parts of GitHub's REST response shapes the source reads (API version 2022-11-28).
 
 Unknown fields are ignored; a missing or mistyped field that is read is a validation error,
-which the API client turns into a `malformed` SourceError naming the field. Plain frozen
+which the source turns into a `malformed` SourceError naming the field. Plain frozen
 dataclasses read by `Shape` (no validation library: this is the ingest function's path).
 """
 

@@ -59,7 +59,7 @@ returns an empty snapshot with the state unchanged. What the snapshot carries de
 when the limit hit: during the listings, nothing (no commits, the previous state plus
 `not_before`); while reading jobs, the job runs of the runs read so far, with only those
 runs marked delivered (the rest are read after `not_before`). `GitHubSource.rate_limited`
-is then the RateLimited error, for the caller's log line and metric. Any other failure
+is then a `rate_limited` SourceError, for the caller's log line and metric. Any other failure
 (5xx, timeout, malformed or truncated body, a missing field) raises SourceError and the
 caller keeps the previous state.
 """
@@ -73,16 +73,27 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from trunkwatch.domain.cells import WORKFLOW_JOB, Commit, JobRun, name_from_path
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.net.github import DEFAULT_API_URL, GitHub, GitHubError, OutOfTime, Page, RateLimited
+from trunkwatch.net.http import HttpClient, HttpError
 from trunkwatch.sources.base import CommitResult, Snapshot, SourceError, base_url
-from trunkwatch.sources.github.api import GitHubApi, OutOfTime, RateLimited
-from trunkwatch.sources.github.models import CommitItem, Job, JobList, RunList, Shape, Workflow, WorkflowRun
-from trunkwatch.sources.http import HttpClient
+from trunkwatch.sources.github.models import (
+    CommitItem,
+    Job,
+    JobList,
+    RunList,
+    Shape,
+    ShapeError,
+    Workflow,
+    WorkflowRun,
+)
+
+T = TypeVar("T")
 
 STATE_VERSION = 1
 RUNS_PER_PAGE = 100
@@ -90,7 +101,6 @@ RUNS_PER_PAGE = 100
 MAX_RUN_PAGES = 10
 MAX_TITLE_CHARS = 300
 _FAILED = frozenset({"failure", "timed_out", "startup_failure"})
-DEFAULT_API_URL = "https://api.github.com"  # GitHub Enterprise: https://<host>/api/v3
 DEFAULT_BUDGET_S = 40.0
 _PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 
@@ -164,7 +174,7 @@ class GitHubSource:
         self.budget_s = budget_s
         # Set by poll() when a rate limit cut it short or held it back; the snapshot is still
         # consistent and its state must be saved.
-        self.rate_limited: RateLimited | None = None
+        self.rate_limited: SourceError | None = None
         # Set by poll() when its time budget cut it short (the rest follows next poll).
         self.out_of_time: OutOfTime | None = None
 
@@ -178,12 +188,16 @@ class GitHubSource:
         if deadline is None and self.budget_s is not None:
             deadline = time.monotonic() + self.budget_s
         if "not_before" in state and now < (held := parse_time(state["not_before"])):
-            self.rate_limited = RateLimited(
-                held, f"GitHub rate limit: no request for {self.trunk.repo} before {format_time(held)}", now
-            )
+            self.rate_limited = _rate_limited(f"GitHub rate limit held for {self.trunk.repo}", held, now)
             return Snapshot(commits=[], state=state, http_requests=0, rate_limited=self.rate_limited)
+        api = GitHub(self._http, base_url(self.trunk, DEFAULT_API_URL), self._token, deadline)
+        try:
+            return self._poll(api, state, now)
+        except HttpError as err:  # RateLimited and OutOfTime are the poll's to keep
+            raise SourceError(err.kind, str(err)) from None
+
+    def _poll(self, api: GitHub, state: dict[str, Any], now: datetime) -> Snapshot:
         previous = state if state.get("version") == STATE_VERSION else {}
-        api = GitHubApi(base_url(self.trunk, DEFAULT_API_URL), self._token, self._http, now, deadline)
         workflows: dict[str, str] = dict(previous.get("workflows", {}))
         try:
             commits = self._list_commits(api, previous.get("commits"))
@@ -192,12 +206,13 @@ class GitHubSource:
             self.out_of_time = err
             return Snapshot(commits=[], state=state, http_requests=api.requests)
         except RateLimited as err:
-            self.rate_limited = err
+            until = err.until(now)
+            self.rate_limited = _rate_limited(str(err), until, now)
             return Snapshot(
                 commits=[],
-                state={**state, "not_before": format_time(err.until)},
+                state={**state, "not_before": format_time(until)},
                 http_requests=api.requests,
-                rate_limited=err,
+                rate_limited=self.rate_limited,
             )
 
         window = [_commit(record) for record in commits["list"]]
@@ -210,12 +225,14 @@ class GitHubSource:
         job_runs: dict[str, list[JobRun]] = defaultdict(list)
         delivered_now: set[int] = set()
         changed = _changed_runs(pages, {c.sha for c in window}, delivered_before)
+        not_before: datetime | None = None
         try:
             for run in changed:
                 job_runs[run.sha].extend(self._job_runs(api, run))
                 delivered_now.add(run.id)
         except RateLimited as err:
-            self.rate_limited = err
+            not_before = err.until(now)
+            self.rate_limited = _rate_limited(str(err), not_before, now)
         except OutOfTime as err:
             self.out_of_time = err
 
@@ -232,8 +249,8 @@ class GitHubSource:
         }
         if workflows:
             new_state["workflows"] = workflows
-        if self.rate_limited is not None:
-            new_state["not_before"] = format_time(self.rate_limited.until)
+        if not_before is not None:
+            new_state["not_before"] = format_time(not_before)
         return Snapshot(
             commits=[CommitResult(c, tuple(job_runs[c.sha]), complete=False) for c in window],
             state=new_state,
@@ -244,18 +261,19 @@ class GitHubSource:
     def _path(self, tail: str, **query: Any) -> str:
         return f"/repos/{self.trunk.repo}{tail}?{urlencode(query)}"
 
-    def _list_commits(self, api: GitHubApi, stored: dict[str, Any] | None) -> dict[str, Any]:
+    def _list_commits(self, api: GitHub, stored: dict[str, Any] | None) -> dict[str, Any]:
         url = api.url(self._path("/commits", sha=self.trunk.branch, per_page=self.window))
         reusable = stored if stored and stored["url"] == url else None
-        page = api.get(url, _COMMITS, etag=reusable["etag"] if reusable else None)
+        page = api.get(url, etag=reusable["etag"] if reusable else None)
         if page.data is None:
             assert reusable is not None  # 304 only answers a conditional request
             return reusable
-        return {"url": url, "etag": page.etag, "list": [_commit_record(c) for c in _first_parent(page.data)]}
+        items = _parsed(page, _COMMITS)
+        return {"url": url, "etag": page.etag, "list": [_commit_record(c) for c in _first_parent(items)]}
 
     def _list_runs(
         self,
-        api: GitHubApi,
+        api: GitHub,
         stored_pages: list[dict[str, Any]],
         commits: list[list[Any]],
         workflows: dict[str, str],
@@ -271,12 +289,12 @@ class GitHubSource:
         )
         while url and len(pages) < MAX_RUN_PAGES:
             old = stored.get(url)
-            page = api.get(url, _RUNS, etag=old["etag"] if old else None)
+            page = api.get(url, etag=old["etag"] if old else None)
             if page.data is None:
                 assert old is not None
                 record = old
             else:
-                runs = page.data.workflow_runs
+                runs = _parsed(page, _RUNS).workflow_runs
                 record = {
                     "url": url,
                     "etag": page.etag,
@@ -294,7 +312,7 @@ class GitHubSource:
         return pages
 
     def _workflow_names(
-        self, api: GitHubApi, runs: list[WorkflowRun], fetched: dict[str, str]
+        self, api: GitHub, runs: list[WorkflowRun], fetched: dict[str, str]
     ) -> Callable[[WorkflowRun], str]:
         """Resolve every run's workflow name (see the module's docstring); `fetched` is the
         state's cache of names read from the workflows API, updated in place."""
@@ -312,27 +330,23 @@ class GitHubSource:
 
         return resolve
 
-    def _fetch_workflow_name(self, api: GitHubApi, run: WorkflowRun) -> str:
+    def _fetch_workflow_name(self, api: GitHub, run: WorkflowRun) -> str:
         url = api.url(f"/repos/{self.trunk.repo}/actions/workflows/{run.workflow_id}")
         try:
-            page = api.get(url, _WORKFLOW)
-        except (RateLimited, OutOfTime):
-            raise
-        except SourceError as err:
+            workflow = _parsed(api.get(url), _WORKFLOW)
+        except GitHubError as err:
             if err.kind != "http_4xx":
                 raise
             return name_from_path(run.path)
-        assert page.data is not None
-        workflow = page.data
         name = (workflow.name or "").strip()
         return name if name and name not in (workflow.path, run.path) else name_from_path(run.path)
 
-    def _job_runs(self, api: GitHubApi, run: _Run) -> list[JobRun]:
+    def _job_runs(self, api: GitHub, run: _Run) -> list[JobRun]:
         """Every job of the run, plus its `(workflow)` job; all of them or OutOfTime."""
         jobs: list[Job] = []
         if run.failed != "startup_failure":  # such a run has no job to read
             url = api.url(self._path(f"/actions/runs/{run.id}/jobs", filter="latest", per_page=100))
-            jobs = list(api.get_all(url, _JOBS, _jobs_of))
+            jobs = list(_jobs(api, url))
         flaky = self._failed_before_retry(api, run, jobs)
         started = _workflow_job(run, bool(jobs), self._run_url(api, run))
         return [
@@ -350,15 +364,15 @@ class GitHubSource:
             ),
         ]
 
-    def _run_url(self, api: GitHubApi, run: _Run) -> str:
+    def _run_url(self, api: GitHub, run: _Run) -> str:
         """The run's web page (github.com, or GHES's host for `<host>/api/v3`)."""
-        base = api.base_url
+        base = api.api_url
         if base == "https://api.github.com":
             base = "https://github.com"
         base = base.removesuffix("/api/v3")
         return f"{base}/{self.trunk.repo}/actions/runs/{run.id}"
 
-    def _failed_before_retry(self, api: GitHubApi, run: _Run, jobs: list[Job]) -> set[str]:
+    def _failed_before_retry(self, api: GitHub, run: _Run, jobs: list[Job]) -> set[str]:
         """Names of the jobs that passed on a re-run after failing on the attempt before."""
         # A retried job that passed: the latest earlier attempt that ran it decides.
         undecided = {
@@ -368,7 +382,7 @@ class GitHubSource:
         attempt = max(undecided.values(), default=1) - 1
         while undecided and attempt >= 1:
             url = api.url(self._path(f"/actions/runs/{run.id}/attempts/{attempt}/jobs", per_page=100))
-            earlier = {job.name: job for job in api.get_all(url, _JOBS, _jobs_of)}
+            earlier = {job.name: job for job in _jobs(api, url)}
             for name, retried_on in list(undecided.items()):
                 if retried_on > attempt and name in earlier:
                     if earlier[name].conclusion in _FAILED:
@@ -378,8 +392,26 @@ class GitHubSource:
         return failed
 
 
-def _jobs_of(page: JobList) -> list[Job]:
-    return page.jobs
+def _parsed(page: Page, shape: Shape[T]) -> T:
+    """A page's JSON read as `shape`; a missing or mistyped field is a `malformed` error."""
+    try:
+        return shape.parse(page.data)
+    except ShapeError as err:
+        problems = "; ".join(f"{loc or '(body)'}: {what}" for loc, what in err.problems[:3])
+        raise SourceError("malformed", f"{page.where}: unexpected response shape: {problems}") from None
+
+
+def _jobs(api: GitHub, url: str) -> Iterator[Job]:
+    """Every job of a jobs listing, across its pages."""
+    for page in api.pages(url):
+        yield from _parsed(page, _JOBS).jobs
+
+
+def _rate_limited(message: str, until: datetime, now: datetime) -> SourceError:
+    """The poll's rate limit, as its caller logs and counts it."""
+    return SourceError(
+        "rate_limited", f"{message}; no request before {format_time(until)}", (until - now).total_seconds()
+    )
 
 
 def _workflow_job(run: _Run, started: bool, url: str) -> list[JobRun]:
