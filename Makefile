@@ -89,15 +89,14 @@ clean:
 	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) $(LOCK_VENV) .aws-sam benchmarks/out
 
 # Re-resolve every lock (scripts/lock.sh says which), reinstall .venv from it, and run the
-# tests that hold the local AWS emulation to moto's behaviour. An upgrade of moto: change its
-# pin in pyproject.toml and trunkwatch_local/verified.py, then `make lock`, and review the diff.
+# tests that hold the locks together and replay the scenarios on moto and in memory.
 lock:
 	test -x $(LOCK_VENV)/bin/uv || { $(PYTHON) -m venv $(LOCK_VENV) && \
 		$(LOCK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION); }
 	UV=$(LOCK_VENV)/bin/uv scripts/lock.sh
 	rm -rf $(VENV)
 	$(MAKE) $(VENV)/.installed
-	$(BIN)/python -m pytest -n 2 -q tests/component/test_emulator.py tests/component/test_install.py tests/component/test_scenarios.py
+	$(BIN)/python -m pytest -n 2 -q tests/component/test_install.py tests/component/test_scenarios.py
 
 $(SAM_VENV): $(SAM_REQUIREMENTS)
 	$(PYTHON) -m venv $(SAM_VENV)

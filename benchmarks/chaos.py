@@ -1,7 +1,7 @@
-"""What a crash costs: the repository's scenarios replayed with invocations dying at random AWS
-calls (`trunkwatch replay --chaos`), each compared with its expected messages (or, where
-the schedule ticks the crashes called for can change what the clock makes due, with the
-same replay without crashes ticking at the same times).
+"""What a crash costs: the repository's scenarios replayed (on the in-memory store) with
+invocations dying at random calls (`trunkwatch replay --chaos`), each compared with its
+expected messages (or, where the schedule ticks the crashes called for can change what the
+clock makes due, with the same replay without crashes ticking at the same times).
 
 Per run, each expected message is matched with the first published message of the same
 alert, status, job, priority and team at or after its time: on time, delayed (by how long),
@@ -97,10 +97,11 @@ def run_with_chaos(
     rate: float,
     spared: tuple[str, ...] = (),
     reference_always: bool = True,
+    store: str = "memory",
 ) -> Run:
-    """Run `replay` (a `trunkwatch_local.replay.Replay`) with invocations (but the `spared`
-    functions') dying at `rate` of AWS calls, compared with the same replay without crashes
-    ticking at the same times: the schedule ticks the crashes called for (recovery ticks) can
+    """Run `replay` (a `trunkwatch_local.replay.Replay`) on `store` with invocations (but the
+    `spared` functions') dying at `rate` of their calls, compared with the same replay without
+    crashes ticking at the same times: the schedule ticks the crashes called for (recovery ticks) can
     change what is due by the clock alone (an alert whose failure ages out between two
     events). With `reference_always` False that replay runs only where the run differs from
     `expected` (rows of an `.expected.jsonl`), which is the reference otherwise."""
@@ -109,7 +110,7 @@ def run_with_chaos(
     from trunkwatch_local.session import run_replay
 
     chaos = Chaos(seed, rate, spared)
-    published = _rows(run_replay(replay, chaos=chaos))
+    published = _rows(run_replay(replay, chaos=chaos, store=store))
     period = timedelta(seconds=period_seconds(replay.deployment("http://127.0.0.1").schedule))
 
     def late(matched: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -123,7 +124,7 @@ def run_with_chaos(
     lost, extra, matched = compare(reference, published)
     differs = bool(lost) or bool(late(matched)) or len(extra) > chaos.stats.after_publish
     if chaos.stats.recovery_ticks and (reference_always or differs):
-        reference = _rows(run_replay(replay, extra_ticks=chaos.stats.recovery_ticks))
+        reference = _rows(run_replay(replay, store=store, extra_ticks=chaos.stats.recovery_ticks))
         lost, extra, matched = compare(reference, published)
     stats = chaos.stats
     return Run(

@@ -112,7 +112,7 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta 
     # The runtime sets the process's AWS settings for its emulation: put them back after.
     # stdout carries the benchmark's report.
     with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
-        runtime = LocalRuntime().start(deployment("hud", hud.url, day.window))
+        runtime = LocalRuntime(store="dynamodb").start(deployment("hud", hud.url, day.window))
         try:
             # The rule as the deployed functions read it (configuration and template defaults).
             deployed = settings.Edge.from_environ(settings.PIPELINE).deployment()

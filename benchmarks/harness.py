@@ -18,8 +18,6 @@ import io
 import uuid
 from typing import Any
 
-import boto3
-
 from benchmarks.usage import Meter, stored_by_kind
 from trunkwatch.domain.config import Deployment, to_json
 from trunkwatch_local.queue_pump import merged
@@ -44,7 +42,10 @@ class InProcessAws:
         self.deployment = deployment
         self.meter = meter
         # Unique names: a warm container's cached clients are keyed on them.
-        self.stack = LocalStack(name=f"trunkwatch-bench-{uuid.uuid4().hex[:8]}", credentials="bench")
+        # On moto's table: the meter counts DynamoDB's requests and request units.
+        self.stack = LocalStack(
+            name=f"trunkwatch-bench-{uuid.uuid4().hex[:8]}", credentials="bench", store="dynamodb"
+        )
         self.name = self.stack.name
         self.wiring = self.stack.wiring
         self.clock = self.stack.clock
@@ -57,7 +58,7 @@ class InProcessAws:
             self.storage = self.stack.storage()
             # Powertools logs to stdout; the benchmark's stdout is its report.
             self.stack.load_handlers(log_stream=DISCARD)
-            self.pump = self.stack.pump(self.invoke, release=False)
+            self.pump = self.stack.pump(self.invoke)
             self.queues = self.stack.queue_pump(self.invoke)
         except BaseException:
             self.stack.stop()
@@ -92,16 +93,6 @@ class InProcessAws:
     def drain(self) -> None:
         """Deliver the stream's new records to their functions until it is quiet."""
         self.pump.drain()
-
-    def skip_stream(self) -> None:
-        """Move every stream mapping past the records written so far, unread (a table
-        seeded before the measured part)."""
-        streams = boto3.client("dynamodbstreams")
-        for mapping in self.pump.mappings:
-            for shard in mapping.iterators:
-                mapping.iterators[shard] = streams.get_shard_iterator(
-                    StreamArn=self.stream_arn, ShardId=shard, ShardIteratorType="LATEST"
-                )["ShardIterator"]
 
     def stored(self) -> dict[str, tuple[int, int]]:
         """(items, bytes) the table holds now, per kind (see `usage.stored_by_kind`)."""

@@ -83,7 +83,7 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
     day = day_of(columns)
     hud = HudServer()
     with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
-        runtime = LocalRuntime().start(deployment("hud", hud.url, day.window))
+        runtime = LocalRuntime(store="dynamodb").start(deployment("hud", hud.url, day.window))
         shard = dynamodb_backends[ACCOUNT][REGION].tables[NAME].stream_shard
         counted = len(shard.items)
 

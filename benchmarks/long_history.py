@@ -6,8 +6,9 @@ fresh local runtime, in a fresh process, and reports:
 - per-poll wall time, averaged over the first and the last tenth of the polls, and their
   ratio (last / first). The very first poll is left out of both: it pays the imports and
   the page's whole backlog of commits, which no later poll does (`first_poll_s`);
-- the cell items the polls' Queries read (what DynamoDB bills as reads, and what the
-  walks cost: a count, free of the machine's noise), averaged over the same tenths, and
+- the cells the polls' evaluations read (each cell a walk of a job's cells takes, and the
+  one `newest_seq` reads: what the walks cost, a count free of the machine's noise, counted
+  through a `Storage` wrapper of the in-memory store), averaged over the same tenths, and
   their ratio;
 - total wall time and the process's peak resident set (VmHWM, the whole process);
 - the messages published and, when `X.expected.jsonl` sits beside `X.jsonl[.gz]`, whether
@@ -20,16 +21,20 @@ real history; for the full two-week one also total <= 60 s and ratio <= 1.5.
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import json
 import resource
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from unittest import mock
+
+from trunkwatch.domain.cells import StoredCell
+from trunkwatch.storage.port import Cells, Storage
+from trunkwatch.storage.records import CellWrite
 
 REPOSITORY_HISTORY = (
     Path(__file__).resolve().parents[1]
@@ -68,20 +73,32 @@ def tenths(per_poll: list[float] | list[int]) -> tuple[float, float]:
     return statistics.fmean(later[:tenth] or [0.0]), statistics.fmean(later[-tenth:] or [0.0])
 
 
-@contextlib.contextmanager
-def counting_cell_queries(queries: list[Any]) -> Iterator[None]:
-    """Collect every Query of a job's cells (their result iterators count the items read)."""
-    from trunkwatch.storage.items import CellItem
+class CellReads:
+    """Counts the cells read through the `Cells` of the storages it wraps (`storage`)."""
 
-    original = CellItem.query
+    def __init__(self) -> None:
+        self.count = 0
 
-    def query(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
-        queries.append(result)
-        return result
+    def storage(self, storage: Storage) -> Storage:
+        return dataclasses.replace(storage, cells=_CountedCells(storage.cells, self))
 
-    with mock.patch.object(CellItem, "query", query):
-        yield
+
+class _CountedCells:
+    def __init__(self, cells: Cells, reads: CellReads) -> None:
+        self.cells, self.reads = cells, reads
+
+    def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
+        self.cells.save_all(trunk_id, writes, retention)
+
+    def newest_seq(self, trunk_id: str, job: str) -> int | None:
+        seq = self.cells.newest_seq(trunk_id, job)
+        self.reads.count += seq is not None
+        return seq
+
+    def newest_first(self, trunk_id: str, job: str, limit: int, page_size: int) -> Iterator[StoredCell]:
+        for cell in self.cells.newest_first(trunk_id, job, limit, page_size):
+            self.reads.count += 1
+            yield cell
 
 
 def long_history(path: Path = REPOSITORY_HISTORY) -> dict[str, Any]:
@@ -90,23 +107,22 @@ def long_history(path: Path = REPOSITORY_HISTORY) -> dict[str, Any]:
 
     started = time.perf_counter()
     replay = read_replay(path)
-    session = Session()
+    reads = CellReads()
+    session = Session(wrap_storage=reads.storage)
     poll_s: list[float] = []
     poll_reads: list[int] = []
     published: list[dict[str, Any]] = []
-    queries: list[Any] = []
     try:
         session.start(replay.deployment(session.hud.url))
         step_started = time.perf_counter()
-        with counting_cell_queries(queries):
-            for event, messages in replay_steps(session, replay):
-                now = time.perf_counter()
-                if event.kind in POLL_KINDS:
-                    poll_s.append(now - step_started)
-                    poll_reads.append(sum(query.total_count for query in queries))
-                queries.clear()  # a finished Query's iterator holds its last page
-                published.extend(message.as_json() for message in messages)
-                step_started = now
+        for event, messages in replay_steps(session, replay):
+            now = time.perf_counter()
+            if event.kind in POLL_KINDS:
+                poll_s.append(now - step_started)
+                poll_reads.append(reads.count)
+            reads.count = 0
+            published.extend(message.as_json() for message in messages)
+            step_started = now
     finally:
         session.stop()
     wall_s = time.perf_counter() - started

@@ -1,6 +1,6 @@
-"""`trunkwatch replay --store memory` against the default replay on moto's table: the
-repository's scenarios and its real-history cut, each replayed both ways in this process,
-timed, and checked against its expected messages.
+"""`trunkwatch replay` on the in-memory store (the default) against `--store dynamodb` (moto's
+table, unpatched): the repository's scenarios and its real-history cut, each replayed both
+ways in this process, timed, and checked against its expected messages.
 
 The ratio is of wall times (moto replay / memory replay), summed over the files; each file's
 own times and message counts are reported too."""
@@ -46,9 +46,6 @@ def _replay(path: Path, store: str) -> tuple[float, Counter[tuple[Any, ...]]]:
 
 
 def memory_replay(files: list[Path] | None = None) -> dict[str, Any]:
-    from trunkwatch_local import verified
-
-    verified.check()
     runs: dict[str, Any] = {}
     totals = {"dynamodb": 0.0, "memory": 0.0}
     for path in files or FILES:

@@ -157,7 +157,7 @@ def run_push(days: float = PUSH_DAYS, other_trunks: int = 0) -> PushFigures:
         "config": {"include": PYTORCH_INCLUDE},
     }
     with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
-        runtime = LocalRuntime().start(load_deployment({"trunks": [trunk, *others]}))
+        runtime = LocalRuntime(store="dynamodb").start(load_deployment({"trunks": [trunk, *others]}))
         try:
             sources = {source.function: source for source in runtime.wiring.streams}
             calls: list[Call] = []

@@ -119,7 +119,7 @@ def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def replay(path: str, store: str = "dynamodb") -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+def replay(path: str, store: str = "memory") -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
     """The messages a replay publishes (at, status, reason, labels, annotations), the reruns
     the GitHub stand-in accepted (at, sha, job), and its wall time."""
     from trunkwatch_local.replay import read_replay

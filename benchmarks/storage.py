@@ -26,6 +26,7 @@ from trunkwatch.silences.matchers import Matcher
 from trunkwatch.silences.model import Silence
 from trunkwatch.silences.store import RETENTION as SILENCE_RETENTION
 from trunkwatch.silences.store import audit_record, silence_record
+from trunkwatch.storage.items import SilenceAuditItem, SilenceItem
 from trunkwatch.storage.records import EPISODE_RETENTION, TICK_TTL
 from trunkwatch.storage.silences import audit_item, silence_item
 
@@ -147,6 +148,8 @@ def _silence_bytes() -> dict[str, float]:
         updated_at=at,
     )
     return {
-        "silence": float(item_bytes(silence_item(silence_record(silence, None)))),
-        "audit": float(item_bytes(audit_item(audit_record("create", "ci-oncall", at, None, silence)))),
+        "silence": float(item_bytes(silence_item(SilenceItem, silence_record(silence, None)))),
+        "audit": float(
+            item_bytes(audit_item(SilenceAuditItem, audit_record("create", "ci-oncall", at, None, silence)))
+        ),
     }

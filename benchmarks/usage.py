@@ -1,9 +1,9 @@
 """Counting what the code asks of AWS: every botocore API call, and DynamoDB's request units.
 
-PynamoDB and boto3 both send every request through `botocore.client.BaseClient._make_api_call`;
-`Meter` wraps it, so each call is counted under the label current at the time (`Meter.as_`
-labels calls by the function that makes them). Calls made under no label (the benchmark's
-own set-up and the local stream pump) are not counted.
+`Meter` listens to every AWS call the process makes (botocore's public event hooks:
+`trunkwatch_local.aws_calls`), so each call is counted under the label current at the time
+(`Meter.as_` labels calls by the function that makes them). Calls made under no label (the
+benchmark's own set-up and the local stream pump) are not counted.
 
 DynamoDB request units follow the on-demand billing rules, from item sizes as moto (which
 runs in this process, behind both the harness and the local runtime) computes them:
@@ -32,13 +32,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.client import BaseClient
-from botocore.exceptions import ClientError
+import boto3
 from moto.core import DEFAULT_ACCOUNT_ID
-from moto.core.botocore_stubber import BotocoreStubber
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from pynamodb.models import Model
+
+from trunkwatch_local import aws_calls
 
 WRITE_UNIT_BYTES = 1024
 STORAGE_OVERHEAD_BYTES = 100
@@ -110,42 +110,19 @@ class Meter:
 
     def __init__(self) -> None:
         self.usage: dict[str, Usage] = {}
-        self._original: Callable[..., Any] | None = None
-        self._emulate: Callable[..., Any] | None = None
+        self._listening: contextlib.ExitStack | None = None
+        self._sizes_before: dict[int, list[int]] = {}  # id(call) -> its write's item sizes
+        self._clients: dict[str, Any] = {}  # region -> the meter's own DynamoDB client
 
     def __enter__(self) -> Meter:
-        original = BaseClient._make_api_call
-        emulate = BotocoreStubber.process_request
-        self._original, self._emulate = original, emulate
-        meter = self
-
-        def counted(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
-            label = _label.get()
-            if label is None:
-                return original(client, operation, params)
-            return meter._call(label, client, operation, params)
-
-        def emulated(stubber: BotocoreStubber, request: Any) -> Any:
-            label = _label.get()
-            if label is None or _sizing.get():
-                return emulate(stubber, request)
-            started, cpu_started = time.perf_counter(), time.thread_time()
-            try:
-                return emulate(stubber, request)
-            finally:
-                usage = meter.get(label)
-                usage.emulator_seconds += time.perf_counter() - started
-                usage.emulator_cpu_seconds += time.thread_time() - cpu_started
-
-        BaseClient._make_api_call = counted
-        BotocoreStubber.process_request = emulated  # type: ignore[assignment]
+        self._listening = contextlib.ExitStack()
+        self._listening.enter_context(aws_calls.listening(self))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._original is not None and self._emulate is not None
-        BaseClient._make_api_call = self._original
-        BotocoreStubber.process_request = self._emulate  # type: ignore[method-assign]
-        self._original = self._emulate = None
+        assert self._listening is not None
+        self._listening.close()
+        self._listening = None
 
     def get(self, label: str) -> Usage:
         return self.usage.setdefault(label, Usage())
@@ -175,34 +152,47 @@ class Meter:
             usage.invocations += 1
             usage.seconds += time.perf_counter() - started
 
-    def _call(self, label: str, client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
-        assert self._original is not None
-        usage = self.get(label)
-        service = client.meta.service_model.service_name
-        usage.calls[f"{service}.{operation}"] += 1
-        if service != "dynamodb" or operation not in READS | WRITES:
-            return self._original(client, operation, params)
-        region = client.meta.region_name
-        with self._sizing(usage):
-            before = _write_sizes(region, operation, params) if operation in WRITES else []
-        try:
-            response = self._original(client, operation, params)
-        except ClientError:
-            if operation in WRITES:
+    # aws_calls.Listener: the calls of the current label, not the meter's own.
+    def _counted(self) -> Usage | None:
+        label = _label.get()
+        return None if label is None or _sizing.get() else self.get(label)
+
+    def before(self, call: aws_calls.Call) -> None:
+        usage = self._counted()
+        if usage is None:
+            return
+        usage.calls[call.name] += 1
+        if call.service == "dynamodb" and call.operation in WRITES:
+            with self._sizing(usage):
+                self._sizes_before[id(call)] = _write_sizes(call.region, call.operation, call.params)
+
+    def answered(self, wall_seconds: float, cpu_seconds: float) -> None:
+        usage = self._counted()
+        if usage is not None:
+            usage.emulator_seconds += wall_seconds
+            usage.emulator_cpu_seconds += cpu_seconds
+
+    def after(self, call: aws_calls.Call, response: dict[str, Any], failed: bool) -> None:
+        usage = self._counted()
+        if usage is None or call.service != "dynamodb" or call.operation not in READS | WRITES:
+            return
+        operation, params, region = call.operation, call.params, call.region
+        if operation in WRITES:
+            before = self._sizes_before.pop(id(call), [])
+            if failed:
                 # A failed (conditional) write still costs its units; nothing was written.
                 usage.write_units += _write_units(operation, before, before)
-            raise
-        with self._sizing(usage):
-            if operation in WRITES:
+                return
+            with self._sizing(usage):
                 after = _write_sizes(region, operation, params)
-                usage.write_units += _write_units(operation, before, after)
-                checks = _checks(params) if operation == "TransactWriteItems" else 0
-                usage.items_written += len(before) - checks
-            else:
-                items, units = self._read_cost(client, region, operation, params, response)
-                usage.items_read += items
-                usage.read_units += units
-        return response
+            usage.write_units += _write_units(operation, before, after)
+            checks = _checks(params) if operation == "TransactWriteItems" else 0
+            usage.items_written += len(before) - checks
+        elif not failed:
+            with self._sizing(usage):
+                items, units = self._read_cost(region, operation, params, response)
+            usage.items_read += items
+            usage.read_units += units
 
     @contextlib.contextmanager
     def _sizing(self, usage: Usage) -> Iterator[None]:
@@ -216,18 +206,25 @@ class Meter:
             usage.meter_cpu_seconds += time.thread_time() - cpu_started
             _sizing.reset(token)
 
+    def _client(self, region: str) -> Any:
+        """The meter's own client (its requests are not counted: they run while sizing)."""
+        if region not in self._clients:
+            self._clients[region] = boto3.client("dynamodb", region_name=region)
+        return self._clients[region]
+
     def _read_cost(
-        self, client: BaseClient, region: str, operation: str, params: dict[str, Any], response: Any
+        self, region: str, operation: str, params: dict[str, Any], response: dict[str, Any]
     ) -> tuple[int, float]:
         """(items read, read units) of one read request."""
-        assert self._original is not None
         if operation == "GetItem":
             size = _size(region, params["TableName"], params["Key"])
             return int(size is not None), _read_units(size or 0, params.get("ConsistentRead", False))
         if operation in ("Query", "Scan"):
             evaluated = response.get("Items", [])
             if any(k in params for k in _NOT_EVALUATED):
-                evaluated = self._original(client, operation, _evaluation(params)).get("Items", [])
+                bare = _evaluation(params)
+                read = self._client(region).query if operation == "Query" else self._client(region).scan
+                evaluated = read(**bare).get("Items", [])
             table = params["TableName"]
             sizes = [_size(region, table, _key_of(region, table, item)) or 0 for item in evaluated]
             return len(sizes), _read_units(sum(sizes), params.get("ConsistentRead", False))

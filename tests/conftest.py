@@ -18,10 +18,10 @@ from trunkwatch_local.stack import LocalStack
 
 @pytest.fixture
 def aws() -> Iterator[dict[str, Any]]:
-    """The local stack (`trunkwatch_local.stack`, as the runtime builds it) named for the
-    tests: the template's table, its topic captured by SQS (`queue`), the configuration
-    CONFIG; `clock` is the simulated clock its handlers run on (tests set it)."""
-    stack = LocalStack(name=TABLE, credentials="testing")
+    """The local stack (`trunkwatch_local.stack`, as the runtime builds it) on moto's table,
+    named for the tests: the template's table, its topic captured by SQS (`queue`), the
+    configuration CONFIG; `clock` is the simulated clock its handlers run on (tests set it)."""
+    stack = LocalStack(name=TABLE, credentials="testing", store="dynamodb")
     # The tests set these themselves where they need them.
     unset: dict[str, str | None] = dict.fromkeys(
         (

@@ -1,31 +1,37 @@
-"""Crash injection: AWS calls that end the invocation making them, the way a killed container,
+"""Crash injection: calls that end the invocation making them, the way a killed container,
 an out-of-memory error or a timeout ends a Lambda.
 
-While a handler runs under `Chaos.invocation`, each AWS call it makes (boto3 and PynamoDB both
-go through botocore's `BaseClient._make_api_call`) dies with probability `crash_rate`, half of
-the time before the call (nothing written) and half just after it (written, the answer lost).
-From then on every call of that invocation dies too: a dead process makes no more calls, so
-neither the handler's `except` nor its `finally` (Powertools deleting its in-progress record,
-say) reaches AWS. `InvocationDied` is a BaseException so no handler code catches it; the local
-runtime turns it into the failed invocation Lambda would report. The draws come from one
-seeded generator, so a replay with the same seed dies at the same calls.
+While a handler runs under `Chaos.invocation`, each call it makes dies with probability
+`crash_rate`, half of the time before the call (nothing written) and half just after it
+(written, the answer lost): every AWS call (botocore's, seen through its public event hooks:
+`trunkwatch_local.aws_calls`), and each call of a store that makes none (the in-memory
+store's, through the `Storage` wrapper `Chaos.storage`). From then on every call of that
+invocation dies too: a dead process makes no more calls, so neither the handler's `except`
+nor its `finally` (Powertools deleting its in-progress record, say) reaches AWS or the store.
+`InvocationDied` is a BaseException so no handler code catches it; the local runtime turns it
+into the failed invocation Lambda would report. The draws come from one seeded generator, so
+a replay with the same seed dies at the same calls.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from botocore.client import BaseClient
+from trunkwatch.storage.port import Storage
+from trunkwatch_local import aws_calls
+
+T = TypeVar("T")
 
 
 class InvocationDied(BaseException):
-    """The invocation's container died at an AWS call."""
+    """The invocation's container died at a call."""
 
 
 # The call whose success a crash right after it can hide: the message went out, and the
@@ -36,14 +42,14 @@ PUBLISH = "sns.Publish"
 @dataclass
 class Crash:
     function: str
-    call: str  # service.Operation
+    call: str  # service.Operation, or storage.<store>.<method>
     when: str  # "before" (nothing written) or "after" (written, the answer lost)
     after_publish: bool = False  # right after a publish that went out: it may be sent again
 
 
 @dataclass
 class ChaosStats:
-    calls: int = 0  # AWS calls made under chaos (the ones that died included)
+    calls: int = 0  # calls made under chaos (the ones that died included)
     crashes: list[Crash] = field(default_factory=list)
     # What Lambda did about them (the local runtime fills these in as it stops).
     stream_retries: int = 0
@@ -61,7 +67,7 @@ class ChaosStats:
     def line(self) -> str:
         before = sum(crash.when == "before" for crash in self.crashes)
         return (
-            f"{len(self.crashes)} of {self.calls} AWS calls killed their invocation "
+            f"{len(self.crashes)} of {self.calls} calls killed their invocation "
             f"({before} before the call, {len(self.crashes) - before} after it; "
             f"{self.after_publish} right after a publish); "
             f"{self.stream_retries} stream batch retries, {self.dead_lettered} records dead-lettered, "
@@ -79,27 +85,28 @@ class Chaos:
         self.spared = frozenset(spared)  # logical ids of functions that never die
         self.stats = ChaosStats()
         self._draws = random.Random(seed)  # noqa: S311 - reproducible draws, not secrets
-        self._local = threading.local()  # .function while an invocation runs, .died once dead, .last_call
-        self._original: Any = None
+        # .function while an invocation runs, .died once dead, .last_call, .dies_after
+        self._local = threading.local()
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Chaos]:
-        """botocore's calls pass through this object while the block runs."""
-        self._original = BaseClient._make_api_call
-        chaos = self
-
-        def _make_api_call(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
-            return chaos._call(client, operation, params)
-
-        BaseClient._make_api_call = _make_api_call
-        try:
+        """This object hears of every AWS call while the block runs."""
+        with aws_calls.listening(self):
             yield self
-        finally:
-            BaseClient._make_api_call = self._original
+
+    def storage(self, storage: Storage) -> Storage:
+        """`storage` with each store method a call that may kill the invocation making it."""
+        return dataclasses.replace(
+            storage,
+            **{
+                part.name: _Dying(self, part.name, getattr(storage, part.name))
+                for part in dataclasses.fields(storage)
+            },
+        )
 
     @contextlib.contextmanager
     def invocation(self, function: str) -> Iterator[None]:
-        """The AWS calls made in this block are `function`'s and may kill it (unless spared)."""
+        """The calls made in this block are `function`'s and may kill it (unless spared)."""
         if function in self.spared:
             yield
             return
@@ -109,11 +116,19 @@ class Chaos:
         finally:
             self._local.function = None
 
-    def _call(self, client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+    def call(self, name: str, make: Callable[[], T]) -> T:
+        """`make()`, as the call `name` that may kill the invocation making it."""
+        self.before_call(name)
+        result = make()
+        self.after_call(name)
+        return result
+
+    def before_call(self, name: str) -> None:
+        """Draw for the call `name` about to be made; it may die now (nothing made)."""
         function = getattr(self._local, "function", None)
+        self._local.dies_after = False
         if function is None:  # the runtime's own calls (the stream's poller, the topic's log)
-            return self._original(client, operation, params)
-        name = f"{client.meta.service_model.service_name}.{operation}"
+            return
         if self._local.died:
             raise InvocationDied(f"{function} is dead; {name} was never made")
         self.stats.calls += 1
@@ -121,13 +136,46 @@ class Chaos:
         when = "before" if self._draws.random() < 0.5 else "after"
         if dies and when == "before":
             self._die(function, name, when, after_publish=self._local.last_call == PUBLISH)
-        result = self._original(client, operation, params)
-        if dies:
-            self._die(function, name, when, after_publish=name == PUBLISH)
+        self._local.dies_after = dies
+
+    def after_call(self, name: str) -> None:
+        """The call `name` was made; it may die now (the answer lost)."""
+        function = getattr(self._local, "function", None)
+        if function is None:
+            return
+        if self._local.dies_after:
+            self._die(function, name, "after", after_publish=name == PUBLISH)
         self._local.last_call = name
-        return result
+
+    # aws_calls.Listener
+    def before(self, call: aws_calls.Call) -> None:
+        self.before_call(call.name)
+
+    def answered(self, wall_seconds: float, cpu_seconds: float) -> None:
+        pass
+
+    def after(self, call: aws_calls.Call, response: dict[str, Any], failed: bool) -> None:
+        self.after_call(call.name)
 
     def _die(self, function: str, call: str, when: str, after_publish: bool) -> None:
         self._local.died = True
+        self._local.dies_after = False
         self.stats.crashes.append(Crash(function, call, when, after_publish))
         raise InvocationDied(f"{function} died {when} {call}")
+
+
+class _Dying:
+    """One store of a `Chaos.storage`: its methods are calls that may kill the invocation."""
+
+    def __init__(self, chaos: Chaos, name: str, store: Any) -> None:
+        self._chaos, self._name, self._store = chaos, name, store
+
+    def __getattr__(self, method: str) -> Any:
+        found = getattr(self._store, method)
+        if method.startswith("_") or not callable(found):
+            return found
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._chaos.call(f"storage.{self._name}.{method}", lambda: found(*args, **kwargs))
+
+        return call

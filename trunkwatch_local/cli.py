@@ -20,7 +20,7 @@ from trunkwatch.domain.config import ConfigError, DocumentError
 if TYPE_CHECKING:
     from trunkwatch.domain.config import Deployment
 
-STORES = ("dynamodb", "memory")  # trunkwatch_local.stack.STORES (not imported: --help stays fast)
+STORES = ("memory", "dynamodb")  # trunkwatch_local.stack.STORES (not imported: --help stays fast)
 WEBHOOK_SECRET_VARIABLE = "TRUNKWATCH_WEBHOOK_SECRET"  # noqa: S105 - the variable's name
 
 
@@ -39,25 +39,20 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo = sub.add_parser("demo", help="run the pipeline on a bundled PyTorch-style scenario")
     demo.add_argument("--json", action="store_true", help="print SNS messages as JSON lines")
+    _store_option(demo)
     replay = sub.add_parser("replay", help="replay a JSON Lines scenario file")
     replay.add_argument("file", type=Path)
     replay.add_argument("--json", action="store_true", help="print SNS messages as JSON lines")
+    _store_option(replay)
     replay.add_argument(
-        "--chaos", type=int, metavar="SEED", help="kill invocations at random AWS calls (seeded draws)"
-    )
-    replay.add_argument(
-        "--store",
-        choices=STORES,
-        default="dynamodb",
-        help="where the functions' items live: moto's DynamoDB table and its stream (default), "
-        "or the in-memory store with its stream records (faster)",
+        "--chaos", type=int, metavar="SEED", help="kill invocations at random calls (seeded draws)"
     )
     replay.add_argument(
         "--crash-rate",
         type=float,
         default=0.03,
         metavar="P",
-        help="with --chaos: the share of AWS calls that kill their invocation (default 0.03)",
+        help="with --chaos: the share of calls (AWS and storage) that kill their invocation (default 0.03)",
     )
     serve = sub.add_parser("serve", help="local pipeline plus the Alertmanager-compatible API")
     serve.add_argument(
@@ -70,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--tokens", type=Path, help="API tokens document; without it the local API needs no token"
     )
+    _store_option(serve)
     poll = sub.add_parser("poll", help="one tick against the configured sources")
     poll.add_argument("--config", type=Path, required=True)
     poll.add_argument("--json", action="store_true")
@@ -84,6 +80,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("file", type=Path)
     return parser
+
+
+def _store_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--store",
+        choices=STORES,
+        default=STORES[0],
+        help="where the functions' items live: the in-memory store with its stream records "
+        "(default), or moto's DynamoDB table and its stream",
+    )
 
 
 def _port(text: str) -> int:
@@ -107,16 +113,13 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from trunkwatch_local import verified
-
     try:
         if args.command == "check-config":
             return _check_config(args.file)
-        verified.check()  # before the emulator, which imports moto's internals, is loaded
         if args.command == "demo":
             from trunkwatch_local.scenario import demo_replay
 
-            return _print(_replayed(demo_replay(), args.template), args.json)
+            return _print(_replayed(demo_replay(), args.template, store=args.store), args.json)
         if args.command == "replay":
             return _replay(args)
         if args.command == "poll":
@@ -127,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = err.lines() if err.name else [f"trunkwatch: error: {err}"]
         print("\n".join(lines), file=sys.stderr)
         return 2
-    except (ConfigError, verified.UnverifiedEmulation) as err:
+    except ConfigError as err:
         print(f"trunkwatch: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -139,9 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _replayed(
-    replay: Any, template: Path | None, chaos: Any = None, store: str = "dynamodb"
-) -> Iterable[Any]:
+def _replayed(replay: Any, template: Path | None, chaos: Any = None, store: str = STORES[0]) -> Iterable[Any]:
     from trunkwatch_local.session import run_replay
 
     return run_replay(replay, template, chaos, store)
@@ -155,8 +156,6 @@ def _replay(args: argparse.Namespace) -> int:
         chaos = None if args.chaos is None else Chaos(args.chaos, args.crash_rate)
     except ValueError as err:
         raise ConfigError(f"--crash-rate: {err}") from None
-    if chaos is not None and args.store != "dynamodb":
-        raise ConfigError("--chaos kills invocations at AWS calls: it needs --store dynamodb")
     status = _print(_replayed(read_replay(args.file), args.template, chaos, args.store), args.json)
     if chaos is not None:
         print(f"trunkwatch: chaos seed {args.chaos}: {chaos.stats.line()}", file=sys.stderr)
@@ -241,7 +240,7 @@ def _poll(args: argparse.Namespace) -> int:
     deployment = load_configuration(args.config)
     state = args.state or poll_state.default_path(args.config)
     with poll_state.locked(state), running(deployment, args.template) as runtime:
-        if not poll_state.restore(runtime.stack, state):
+        if not poll_state.restore(runtime.stack, runtime.pump, state):
             print(
                 f"trunkwatch: poll state starts in {state} (kept between runs; --state chooses another)",
                 file=sys.stderr,
@@ -270,7 +269,7 @@ def _serve(args: argparse.Namespace) -> int:
     tokens = _tokens(args.tokens) if args.tokens else None
     # Deliveries to POST /webhooks/github are signed with this (GitHub's webhook secret).
     secret = os.environ.get(WEBHOOK_SECRET_VARIABLE) or None
-    session = Session(args.template, port=args.port, tokens=tokens, webhook_secret=secret)
+    session = Session(args.template, port=args.port, tokens=tokens, webhook_secret=secret, store=args.store)
     replay = read_replay(args.scenario) if args.scenario else None
     if args.config:
         deployment = load_configuration(args.config)

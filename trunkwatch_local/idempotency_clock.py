@@ -6,7 +6,7 @@ blocks the next delivery of the same transition. A replay runs hours of simulate
 seconds of wall time, so on the wall clock such a record would block for the whole replay.
 While the runtime runs, those modules read the simulated clock instead, the way a deployed
 notifier would see time pass. Verified against the Powertools version of the lock
-(`verified.check`)."""
+(`readers` checks that each still reads it that way)."""
 
 from __future__ import annotations
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from trunkwatch.domain.clock import Clock
 from trunkwatch.storage import keys
-from trunkwatch.storage.cells import _item as cell_item
-from trunkwatch.storage.items import TickItem
+from trunkwatch.storage.cells import cell_item
+from trunkwatch.storage.items import CellItem, TickItem
 from trunkwatch.storage.memory import MemoryCells, MemoryTicks, MemoryTrunks, memory_storage
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import TICK_TTL, CellWrite, Group
@@ -131,7 +131,7 @@ class StreamedCells(MemoryCells):
         written = list(writes)
         super().save_all(trunk_id, written, retention)
         for write in written:
-            item = cell_item(trunk_id, write, retention)
+            item = cell_item(CellItem, trunk_id, write, retention)
             new = _image(item)
             key = (item.pk, item.sk)
             old = self._images.get(key)

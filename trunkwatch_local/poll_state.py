@@ -1,8 +1,9 @@
 """What `trunkwatch poll` keeps between runs: the table's items (alerts and what was sent of
 them, the trunks' state, cells and commits, ticks, silences, idempotency records), in
 DynamoDB JSON, in a state file. Each run puts them back into its fresh table before its
-tick and writes them out again after it, so a second run sends only what is new (from cron:
-a page once, then reminders at `repeat_interval`).
+tick (its stream pump moved past the records that writes) and writes them out again after
+it, so a second run sends only what is new (from cron: a page once, then reminders at
+`repeat_interval`).
 
 The default file is per configuration file, under `$XDG_STATE_HOME/trunkwatch/`
 (`~/.local/state/trunkwatch/` without it); `poll --state FILE` chooses another."""
@@ -14,7 +15,6 @@ import fcntl
 import hashlib
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from trunkwatch.domain.config import ConfigError
-from trunkwatch_local.emulator import release_stream
+from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.stack import LocalStack
 
 VERSION = 1
@@ -57,10 +57,10 @@ def locked(path: Path) -> Iterator[None]:
         yield
 
 
-def restore(stack: LocalStack, path: Path) -> int:
+def restore(stack: LocalStack, pump: StreamPump, path: Path) -> int:
     """Put the items kept in `path` (none when there is no such file yet) into the stack's
-    table, then drop the stream records that wrote: they were handled by the run that made
-    them. Returns how many items there were."""
+    table, then move `pump` past the stream records that wrote: they were handled by the run
+    that made them. Returns how many items there were."""
     items = _read(path)
     client = boto3.client("dynamodb")
     try:
@@ -70,7 +70,7 @@ def restore(stack: LocalStack, path: Path) -> int:
     except (BotoCoreError, ClientError) as err:
         what = " ".join(str(err).split())  # botocore's message runs over lines
         raise ConfigError(f"poll state {path} holds an item the table refuses ({what}): {_AFRESH}") from None
-    release_stream(stack.stream_arn, sys.maxsize)
+    pump.skip_written()
     return len(items)
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
 from moto.events.models import EventPattern
 
 from trunkwatch_local.wiring import StreamSource
@@ -42,7 +41,6 @@ class PumpStats:
     records: int = 0
     retries: int = 0
     dead_lettered: int = 0
-    trimmed: int = 0  # times a mapping found records trimmed before it read them
 
 
 class StreamPump:
@@ -124,20 +122,7 @@ class StreamPump:
                 read: list[dict[str, Any]] = []
                 iterator: str | None = start
                 while iterator:
-                    try:
-                        page = self.client.get_records(ShardIterator=iterator)
-                    except ClientError as err:
-                        code = err.response["Error"]["Code"]
-                        if code == "ExpiredIteratorException":
-                            iterator = self._renewed(mapping, shard)  # idle over 15 minutes
-                        elif code == "TrimmedDataAccessException":
-                            # Records older than the stream keeps (24 hours) that nobody read:
-                            # gone, as for Lambda's poller, which goes on from the oldest kept.
-                            self.stats.trimmed += 1
-                            iterator = self._oldest(shard)
-                        else:
-                            raise
-                        continue
+                    page = self.client.get_records(ShardIterator=iterator)
                     read.extend(self._lambda_record(r) for r in page["Records"])
                     iterator = page.get("NextShardIterator")
                     if not page["Records"]:
@@ -151,27 +136,15 @@ class StreamPump:
                 mapping.iterators[shard] = after
         return records
 
-    def _oldest(self, shard: str) -> str:
-        return str(
-            self.client.get_shard_iterator(
-                StreamArn=self.stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
-            )["ShardIterator"]
-        )
-
-    def _renewed(self, mapping: Mapping, shard: str) -> str:
-        """A fresh iterator where the mapping stopped, as Lambda's poller gets one."""
-        if shard in mapping.read_through:
-            position = {
-                "ShardIteratorType": "AFTER_SEQUENCE_NUMBER",
-                "SequenceNumber": str(mapping.read_through[shard]),
-            }
-        else:
-            position = {"ShardIteratorType": mapping.source.starting_position}
-        return str(
-            self.client.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard, **position)[
-                "ShardIterator"
-            ]
-        )
+    def skip_written(self) -> None:
+        """Move every mapping past the records written so far, unread (items put back in a
+        fresh table, or a table seeded before what is measured)."""
+        self._open()
+        for mapping in self.mappings:
+            for shard in mapping.iterators:
+                mapping.iterators[shard] = self.client.get_shard_iterator(
+                    StreamArn=self.stream_arn, ShardId=shard, ShardIteratorType="LATEST"
+                )["ShardIterator"]
 
     def _lambda_record(self, record: dict[str, Any]) -> dict[str, Any]:
         """The stream API's record in the shape Lambda delivers it."""

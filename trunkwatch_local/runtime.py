@@ -3,8 +3,7 @@ and queue, and the real handlers invoked in-process the way Lambda invokes them.
 
 moto runs in-process (`mock_aws`): every boto3/botocore client the handlers make is answered
 by moto's backends without HTTP, which at PyTorch scale is half of the time a moto server on
-127.0.0.1 costs. `trunkwatch_local.emulator` takes the rest of moto's overhead off the reads
-the pipeline repeats most (see there)."""
+127.0.0.1 costs."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,8 +28,9 @@ from aws_lambda_powertools import Metrics
 
 from trunkwatch.domain.clock import SimulatedClock, format_time
 from trunkwatch.domain.config import Deployment, to_json
+from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import GROUP_WINDOW
-from trunkwatch_local import idempotency_clock, verified
+from trunkwatch_local import idempotency_clock
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.queue_pump import merged
@@ -95,14 +95,19 @@ class LocalRuntime:
         webhook_secret: str | None = None,
         chaos: Chaos | None = None,
         clock: SimulatedClock | None = None,
-        store: str = "dynamodb",
+        store: str = "memory",
         extra_ticks: Iterable[datetime] = (),
+        wrap_storage: Callable[[Storage], Storage] | None = None,
     ) -> None:
-        self.stack = LocalStack(template, clock=clock, store=store)
+        # Crash injection kills at AWS calls; the in-memory store's calls make none, so its
+        # storage is wrapped to kill at them (inside `wrap_storage`'s, if given).
+        if chaos is not None and store == "memory":
+            wrap_storage = _then(chaos.storage, wrap_storage)
+        self.stack = LocalStack(template, clock=clock, store=store, wrap_storage=wrap_storage)
         self.template = self.stack.template
         self.clock = self.stack.clock  # what every handler of the runtime runs on
         self.extra_ticks = sorted(extra_ticks)  # schedule ticks between a replay's events
-        self.chaos = chaos  # kills invocations at AWS calls (`trunkwatch replay --chaos`)
+        self.chaos = chaos  # kills invocations at their calls (`trunkwatch replay --chaos`)
         self._chaos_installed: Any = None
         self.dropped_schedule_events = 0  # scheduled invocations that died (no retries)
         self.failed_deliveries = 0  # webhook invocations that died (GitHub does not redeliver)
@@ -137,7 +142,6 @@ class LocalRuntime:
         environment as it loads, as in a new Lambda container). `api_url` is where the local
         API is served (the deployed notifier's API_URL). The process's environment is the
         functions' while the runtime runs; `stop` puts back what it was."""
-        verified.check()
         self.schedule_period = timedelta(seconds=period_seconds(deployment.schedule))
         # Locally stdout carries results: logs (and EMF metrics) only when asked for.
         level = os.environ.get("TRUNKWATCH_LOG_LEVEL", "WARNING").upper()
@@ -161,7 +165,6 @@ class LocalRuntime:
         self.topic_arn = self.stack.topic_arn
         self.dlq_url = self.stack.dlq_url
         self.capture_url = self.stack.capture_url
-        self.email_subscription = self.stack.email_subscription
         # Powertools logs to stdout in Lambda; locally stdout carries the results.
         self.stack.load_handlers(log_stream=sys.__stderr__ or sys.stderr)  # not a test-captured stream
         self.pump = self.stack.pump(self.invoke)
@@ -407,13 +410,12 @@ class LocalRuntime:
         return {entry[0]: entry[1] for entry in (topic.sent_notifications if topic else [])}
 
     def _email_body(self, published: str | None, delivered_to_sqs: str) -> str:
-        """What SNS delivers to the email subscription for this published message."""
+        """What SNS delivers to the email subscription for this published message: with
+        MessageStructure=json, the message's `email` entry, else its `default` one."""
         if published is None or published == delivered_to_sqs:
             return delivered_to_sqs  # not a MessageStructure=json publish: every protocol gets it
-        from moto.sns.models import sns_backends
-
-        subscription = sns_backends[ACCOUNT][REGION].subscriptions[self.email_subscription]
-        return str(subscription._parse_message_structure(published, "email"))
+        structure = json.loads(published)
+        return str(structure.get("email", structure["default"]))
 
     def dead_letters(self) -> list[dict[str, Any]]:
         batch = self.sqs.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10)
@@ -435,11 +437,18 @@ def scheduled_event(rule: str, at: datetime) -> dict[str, Any]:
     }
 
 
+def _then(
+    first: Callable[[Storage], Storage], then: Callable[[Storage], Storage] | None
+) -> Callable[[Storage], Storage]:
+    return first if then is None else lambda storage: then(first(storage))
+
+
 @contextlib.contextmanager
 def running(
     deployment: Deployment, template: Path | None = None, clock: SimulatedClock | None = None
 ) -> Iterator[LocalRuntime]:
-    runtime = LocalRuntime(template, clock=clock)
+    """A runtime on moto's table (`trunkwatch poll` keeps the table's items between runs)."""
+    runtime = LocalRuntime(template, clock=clock, store="dynamodb")
     try:
         yield runtime.start(deployment)
     finally:

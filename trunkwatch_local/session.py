@@ -6,14 +6,14 @@ import json
 import secrets
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from trunkwatch.app.confirm import OPEN_FOR
 from trunkwatch.domain.config import ConfigError, Deployment
-from trunkwatch.storage.port import Reruns
+from trunkwatch.storage.port import Reruns, Storage
 from trunkwatch_local.apigw import serve_api
 from trunkwatch_local.buildkite_server import BuildkiteServer
 from trunkwatch_local.chaos import Chaos
@@ -35,10 +35,13 @@ class Session:
         tokens: dict[str, Any] | None = None,
         webhook_secret: str | None = None,
         chaos: Chaos | None = None,
-        store: str = "dynamodb",
+        store: str = "memory",
         extra_ticks: Iterable[datetime] = (),
+        wrap_storage: Callable[[Storage], Storage] | None = None,
     ) -> None:
-        self.runtime = LocalRuntime(template, webhook_secret, chaos, store=store, extra_ticks=extra_ticks)
+        self.runtime = LocalRuntime(
+            template, webhook_secret, chaos, store=store, extra_ticks=extra_ticks, wrap_storage=wrap_storage
+        )
         self.hud = HudServer(clock=self.runtime.clock.now)
         self.github = GitHubServer(hud=self.hud)
         self.buildkite = BuildkiteServer(clock=self.runtime.clock.now)
@@ -167,12 +170,12 @@ def run_replay(
     replay: Replay,
     template: Path | None = None,
     chaos: Chaos | None = None,
-    store: str = "dynamodb",
+    store: str = "memory",
     extra_ticks: Iterable[datetime] = (),
 ) -> Iterator[Published]:
-    """Run every event of `replay` on a fresh local pipeline (its items in moto's table, or
-    with `store="memory"` in the in-memory store; with schedule ticks at `extra_ticks` too);
-    yield each SNS message."""
+    """Run every event of `replay` on a fresh local pipeline (its items in the in-memory
+    store, or with `store="dynamodb"` in moto's table; with schedule ticks at `extra_ticks`
+    too); yield each SNS message."""
     session = Session(template, chaos=chaos, store=store, extra_ticks=extra_ticks)
     try:
         session.start(session.replaying_from(replay))

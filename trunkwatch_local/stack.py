@@ -2,21 +2,21 @@
 benchmarks and the tests share.
 
 `LocalStack.start` sets the functions' environment (the template's Globals, resolved
-locally) in this process, starts moto's in-process emulation (`emulator.emulation`, on the
-stack's clock) and creates the template's resources in it: the table with its stream and
-TTL, the alert topic (captured by an SQS subscription, and an email subscription), the
-stream mappings' dead-letter queue and the webhook secret; the configuration file, which
-the deployed functions find in their ConfigLayer under /opt, is written to a directory of
-its own standing for /opt. With `store="memory"` the functions' items are kept by the
-in-memory store instead (`memory_stream`: its cells and ticks record the stream records the
-pump delivers); moto still answers the topic and its queues, the secret and the notifier's
-idempotency records.
+locally) in this process, starts moto's in-process emulation (`mock_aws`, unpatched) and
+creates the template's resources in it: the table, the alert topic (captured by an SQS
+subscription, and an email subscription), the stream mappings' dead-letter queue and the
+webhook secret; the configuration file, which the deployed functions find in their
+ConfigLayer under /opt, is written to a directory of its own standing for /opt. The
+functions' items are kept by the in-memory store (`store="memory"`, the default:
+`memory_stream`, whose cells and ticks record the stream records the pump delivers), the
+table holding only the notifier's idempotency records; or, with `store="dynamodb"`, in the
+table, with its stream and TTL as the template defines them.
 
 `handler` loads a function's handler module from its file, the way Lambda loads it in a
 new container, and gives its edge (`app/settings.Edge`) the stack's clock (and the memory
-store, if the stack keeps one): every handler of a stack runs on one `SimulatedClock`,
-which whoever drives the stack moves. `stop` empties the account and puts the process's
-environment back.
+store, if the stack keeps one, or the storage `wrap_storage` makes): every handler of a
+stack runs on one `SimulatedClock`, which whoever drives the stack moves. `stop` empties the
+account and puts the process's environment back.
 """
 
 from __future__ import annotations
@@ -27,17 +27,20 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools.utilities import parameters
+from moto import mock_aws
 
 from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import ConfigError
-from trunkwatch_local.emulator import emulation, release_stream
+
+# Imported before the stack makes any client: every botocore session joins its hooks.
+from trunkwatch_local import aws_calls  # noqa: F401
 from trunkwatch_local.memory_stream import MemoryStream, MemoryStreams, streamed_storage
 from trunkwatch_local.pump import Invoke, StreamPump
 from trunkwatch_local.queue_pump import QueuePump
@@ -50,9 +53,9 @@ if TYPE_CHECKING:
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's fixed example account
 NAME = "trunkwatch-local"
-# Where the functions' items live: moto's table (and its stream), or the in-memory store
-# (`memory_stream`), whose cells and ticks record the stream the pump delivers.
-STORES = ("dynamodb", "memory")
+# Where the functions' items live: the in-memory store (`memory_stream`, whose cells and
+# ticks record the stream the pump delivers), or moto's table and its stream.
+STORES = ("memory", "dynamodb")
 
 
 class LocalStack:
@@ -65,11 +68,15 @@ class LocalStack:
         name: str = NAME,
         clock: SimulatedClock | None = None,
         credentials: str = "local",
-        store: str = "dynamodb",
+        store: str = "memory",
+        wrap_storage: Callable[[Storage], Storage] | None = None,
     ) -> None:
         if store not in STORES:
             raise ConfigError(f"unknown store {store!r} (one of {', '.join(STORES)})")
         self.store = store
+        # What the handlers' storage passes through (crash injection, counting), if anything.
+        self.wrap_storage = wrap_storage
+        self._handlers_storage: Storage | None = None
         self.template = template or find_template()
         self.wiring: Wiring = read_wiring(self.template)
         self.name = name
@@ -105,7 +112,7 @@ class LocalStack:
         )
         for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
             os.environ.pop(name, None)  # clients go to moto's in-process backends
-        self._stack.enter_context(emulation(self.clock))  # from an empty account
+        self._stack.enter_context(mock_aws())  # from an empty account
         self._stack.callback(parameters.clear_caches)
         # Powertools keeps its parameter providers (values and clients) per process.
         parameters.clear_caches()
@@ -138,6 +145,7 @@ class LocalStack:
     def stop(self) -> None:
         self._stack.close()
         self.modules.clear()
+        self._handlers_storage = None
 
     def __enter__(self) -> LocalStack:
         return self
@@ -180,13 +188,9 @@ class LocalStack:
             "Attributes"
         ]["QueueArn"]
         sns.subscribe(TopicArn=self.topic_arn, Protocol="sqs", Endpoint=capture_arn)
-        # An email subscriber too (moto records it and sends nothing; see LocalRuntime.published).
-        self.email_subscription: str = sns.subscribe(
-            TopicArn=self.topic_arn,
-            Protocol="email",
-            Endpoint="oncall@example.invalid",
-            ReturnSubscriptionArn=True,
-        )["SubscriptionArn"]
+        # An email subscriber too (moto records it and sends nothing; LocalRuntime.published
+        # tells what it would receive).
+        sns.subscribe(TopicArn=self.topic_arn, Protocol="email", Endpoint="oncall@example.invalid")
         refs: dict[str, str] = {}
         # The queues the template maps to functions (the dispatcher's poll queue).
         self.queue_urls: dict[str, str] = {}
@@ -239,7 +243,7 @@ class LocalStack:
             if not path.exists():
                 raise ConfigError(f"{self.template}: {logical_id}'s handler {path} does not exist")
             module = load_handler(path)
-            module.edge.use(clock=self.clock, storage=self.memory if self.store == "memory" else None)
+            module.edge.use(clock=self.clock, storage=self.handlers_storage())
             self.modules[logical_id] = module
         return module
 
@@ -256,16 +260,15 @@ class LocalStack:
                 if previous is not None and previous is not log_stream:
                     self._stack.callback(_set_stream, handler, previous)
 
-    def pump(self, invoke: Invoke, release: bool = True) -> StreamPump:
-        """Lambda's stream event source mappings of the template, invoking through `invoke`;
-        with `release`, records every mapping has read leave the stream."""
-        # The in-memory store's stream stands in for DynamoDB Streams; the pump is the same.
-        streams: Any
-        release_records: Any
+    def pump(self, invoke: Invoke) -> StreamPump:
+        """Lambda's stream event source mappings of the template, invoking through `invoke`.
+        The in-memory store's stream stands in for DynamoDB Streams (the pump is the same),
+        and records every mapping has read leave it; moto's stream keeps them all."""
         if self.store == "memory":
-            streams, release_records = MemoryStreams(self.memory_stream), self.memory_stream.release
+            streams: Any = MemoryStreams(self.memory_stream)
+            release = self.memory_stream.release
         else:
-            streams, release_records = boto3.client("dynamodbstreams"), release_stream
+            streams, release = boto3.client("dynamodbstreams"), None
         return StreamPump(
             streams,
             boto3.client("sqs"),
@@ -274,12 +277,21 @@ class LocalStack:
             REGION,
             self.wiring.streams,
             invoke,
-            release_records if release else None,
+            release,
         )
 
     def queue_pump(self, invoke: Invoke) -> QueuePump:
         """Lambda's SQS event source mappings of the template, invoking through `invoke`."""
         return QueuePump(boto3.client("sqs"), self.wiring.queues, self.queue_urls, invoke)
+
+    def handlers_storage(self) -> Storage | None:
+        """The storage given to the handlers: the in-memory store's, or, with `wrap_storage`,
+        the stack's passed through it; None: they open the table their environment names,
+        as deployed."""
+        if self._handlers_storage is None and (self.store == "memory" or self.wrap_storage is not None):
+            storage = self.storage()
+            self._handlers_storage = self.wrap_storage(storage) if self.wrap_storage else storage
+        return self._handlers_storage
 
     def storage(self) -> Storage:
         """The storage the handlers use (for reads and use-case calls beside them)."""

@@ -157,6 +157,13 @@ def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None
             KeyConditionExpression="pk = :p",
             ExpressionAttributeValues={":p": {"S": "B"}},
         )
+        plain_table.query(  # filtered to nothing: the 3 items it evaluated still cost 2
+            TableName=PLAIN_TABLE,
+            KeyConditionExpression="pk = :p",
+            FilterExpression="#pad = :none",
+            ExpressionAttributeNames={"#pad": "pad"},
+            ExpressionAttributeValues={":p": {"S": "B"}, ":none": {"S": "none"}},
+        )
     plain_table.get_item(
         TableName=PLAIN_TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}}
     )  # after: not counted
@@ -164,8 +171,8 @@ def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None
     assert usage.calls["dynamodb.PutItem"] == 3
     assert usage.ddb_write_requests == 6
     assert (usage.items_written, usage.write_units) == (1 + 1 + 1 + 0 + 3 + 1, 2 + 1 + 2 + 1 + 15 + 2)
-    assert usage.ddb("GetItem", "Query") == 4
-    assert (usage.items_read, usage.read_units) == (1 + 1 + 0 + 3, 1 + 2 + 0.5 + 2)
+    assert usage.ddb("GetItem", "Query") == 5
+    assert (usage.items_read, usage.read_units) == (1 + 1 + 0 + 3 + 3, 1 + 2 + 0.5 + 2 + 2)
 
 
 def test_github_stand_in_serves_the_hud_trunk() -> None:

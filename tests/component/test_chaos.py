@@ -1,4 +1,5 @@
-"""Crash injection (`trunkwatch replay --chaos`): AWS calls that end their invocation."""
+"""Crash injection (`trunkwatch replay --chaos`): AWS and storage calls that end their
+invocation."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from moto import mock_aws
 
 from tests.support.scenarios import SCENARIOS
+from trunkwatch.storage.memory import memory_storage
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.cli import main
 
@@ -56,14 +58,38 @@ def test_a_dead_invocation_makes_no_more_calls(sqs) -> None:
     assert chaos.stats.calls == 1 and len(chaos.stats.crashes) == 1
 
 
-def test_only_a_handlers_calls_die_and_the_patch_comes_off(sqs) -> None:
+def test_only_a_handlers_calls_die_and_only_while_installed(sqs) -> None:
     chaos = Chaos(seed=1, crash_rate=0.999)
     with chaos.installed():
         sqs.create_queue(QueueName="the-runtime-s-own")  # outside any invocation
     assert chaos.stats.calls == 0
     with chaos.invocation("evaluator"):
-        sqs.create_queue(QueueName="not-installed")  # the patch is off again
+        sqs.create_queue(QueueName="not-installed")  # no longer listening
     assert len(queues(sqs)) == 2
+
+
+TRUNK, NOW = "pytorch/pytorch#main", datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
+
+
+def test_a_store_call_that_dies_before_writes_nothing_and_after_writes_it() -> None:
+    """The in-memory store makes no AWS call: its calls die through the storage wrapper."""
+    seen = {}
+    for seed in range(20):
+        chaos, stored = Chaos(seed, crash_rate=0.999), memory_storage()
+        dying = chaos.storage(stored)
+        dies = pytest.raises(InvocationDied, match=r"storage\.trunks\.record_polled")
+        with chaos.invocation("ingest"), dies:
+            dying.trunks.record_polled(TRUNK, NOW)
+        seen[chaos.stats.crashes[-1].when] = stored.trunks.state(TRUNK).last_polled_at == NOW
+        if len(seen) == 2:
+            break
+    assert seen == {"before": False, "after": True}
+
+
+def test_a_store_call_outside_an_invocation_never_dies() -> None:
+    chaos, stored = Chaos(1, crash_rate=0.999), memory_storage()
+    chaos.storage(stored).trunks.record_polled(TRUNK, NOW)
+    assert stored.trunks.state(TRUNK).last_polled_at == NOW and chaos.stats.calls == 0
 
 
 def test_the_same_seed_dies_at_the_same_calls(sqs) -> None:
@@ -130,9 +156,8 @@ def replay(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_replay_without_crashes_is_the_plain_replay() -> None:
-    # The plain replay on the in-memory store (it publishes what the emulated one does).
     plain, chaos = (
-        replay("--json", "--store", "memory"),
+        replay("--json"),
         replay("--json", "--chaos", "1", "--crash-rate", "0"),
     )
     assert plain.returncode == chaos.returncode == 0
@@ -145,7 +170,7 @@ def test_a_replay_without_crashes_is_the_plain_replay() -> None:
     assert chaos.stderr.splitlines()[-1] == (
         "trunkwatch: chaos seed 1: 0 of "
         + chaos.stderr.splitlines()[-1].split(" of ")[1].split(" ")[0]
-        + " AWS calls killed their invocation (0 before the call, 0 after it; 0 right after a publish); "
+        + " calls killed their invocation (0 before the call, 0 after it; 0 right after a publish); "
         "0 stream batch retries, "
         "0 records dead-lettered, 0 scheduled invocations lost, 0 webhook deliveries failed"
     )
@@ -156,7 +181,7 @@ def test_a_replay_with_crashes_runs_to_its_end_and_counts_them() -> None:
     run = replay("--chaos", "5", "--crash-rate", "0.08")
     assert run.returncode == 0, run.stderr[-2000:]
     summary = re.fullmatch(
-        r"trunkwatch: chaos seed 5: (\d+) of (\d+) AWS calls killed their invocation "
+        r"trunkwatch: chaos seed 5: (\d+) of (\d+) calls killed their invocation "
         r"\((\d+) before the call, (\d+) after it; (\d+) right after a publish\); "
         r"(\d+) stream batch retries, "
         r"(\d+) records dead-lettered, (\d+) scheduled invocations lost, 0 webhook deliveries failed",

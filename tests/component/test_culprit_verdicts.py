@@ -5,7 +5,8 @@ lasts, also on the last pass) and a flaky job (its failures pass on rerun);
 tests/scenarios/sharded-last-pass.jsonl a sharded job failing in a dependency breakage whose
 failing shard did not run on the last pass; tests/scenarios/sibling-confirms-a-skipped-commit.jsonl
 two jobs broken by one commit, one of which did not run on it. The local GitHub stand-in
-answers the rerun requests and the HUD stand-in shows their results."""
+answers the rerun requests and the HUD stand-in shows their results. All on the in-memory
+store: test_install replays these scenarios on moto's table."""
 
 from __future__ import annotations
 
@@ -38,13 +39,11 @@ SHARDED = SCENARIOS / "sharded-last-pass.jsonl"
 SIBLINGS = SCENARIOS / "sibling-confirms-a-skipped-commit.jsonl"
 
 
-def _replay(
-    refusals: int = 0, store: str = "memory", scenario: Path = SCENARIO
-) -> tuple[Session, list[dict[str, Any]], list[Any]]:
+def _replay(refusals: int = 0, scenario: Path = SCENARIO) -> tuple[Session, list[dict[str, Any]], list[Any]]:
     """The scenario's messages (as JSON), and each job alert's annotations through the API
     after every event, with the first `refusals` rerun requests answered 403."""
     replay = read_replay(scenario)
-    session = Session(store=store)
+    session = Session()
     session.github.repo = replay.repo
     session.github.refuse(refusals)
     session.start(replay.deployment(session.hud.url, session.github.url))
@@ -141,7 +140,7 @@ def test_at_most_two_reruns_an_episode_each_answered_201(replayed: Any) -> None:
 
 
 def test_a_refused_request_leaves_unconfirmed_with_the_reason_and_is_retried() -> None:
-    session, sent, seen = _replay(refusals=1, store="dynamodb")
+    session, sent, seen = _replay(refusals=1)
     page_at = parse_time(_first_firing(sent, CODE))
     # The schedule's next poll (a minute on) sends the planned reruns, though the page is the same.
     requested_at = page_at + MINUTE

@@ -2,10 +2,11 @@
 
 The slow test copies the checkout's files into an empty folder, runs the README's line there
 (a new virtualenv, pip from the package index, whatever the day's releases are) and replays the
-repository's scenarios and real history with that install's `trunkwatch`: it is the suite's
-replay of every scenario on the AWS emulation, as a user runs it (test_scenarios replays them
-on the in-memory store). The fast ones hold the locks to each other, to the running
-environment and to the emulator's verified moto."""
+repository's scenarios with that install's `trunkwatch` on moto's table (`--store dynamodb`):
+it is the suite's replay of every scenario on the DynamoDB store, as a user runs it
+(test_scenarios replays them and the real history on the in-memory store, the default; the
+real history on both stores is `python -m benchmarks memory_replay`'s). The fast ones hold the
+locks to each other, to the running environment and to the local extra's ranges."""
 
 from __future__ import annotations
 
@@ -19,13 +20,12 @@ from pathlib import Path
 
 import pytest
 from packaging.markers import Marker
+from packaging.requirements import Requirement
 
 from tests.support.paths import ROOT
-from tests.support.scenarios import REAL_HISTORY, SCENARIOS, assert_publishes_expected
-from trunkwatch_local import verified
-from trunkwatch_local.cli import main
+from tests.support.scenarios import SCENARIOS, assert_publishes_expected
 
-REPLAYS = [*sorted(p for p in SCENARIOS.glob("*.jsonl") if ".expected" not in p.name), REAL_HISTORY]
+REPLAYS = sorted(p for p in SCENARIOS.glob("*.jsonl") if ".expected" not in p.name)
 
 
 def pins(path: Path) -> dict[str, str]:
@@ -98,7 +98,7 @@ def test_the_readme_install_line_replays_every_scenario(tmp_path: Path) -> None:
     trunkwatch = venv / "bin" / "trunkwatch"
     for scenario in REPLAYS:
         replay = subprocess.run(
-            [str(trunkwatch), "replay", str(scenario), "--json"],
+            [str(trunkwatch), "replay", str(scenario), "--json", "--store", "dynamodb"],
             cwd=tmp_path,
             env=environ,
             capture_output=True,
@@ -147,66 +147,14 @@ def test_the_layers_locks_pin_the_versions_the_tests_run_with() -> None:
         assert {dist: version for dist, version in layer.items() if locked.get(dist) != version} == {}, name
 
 
-def test_the_local_extra_pins_the_verified_moto() -> None:
+def test_the_local_extra_admits_the_locked_moto_and_botocore() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     local = {
-        canonical(re.split(r"[\[=<>]", spec)[0]): spec
-        for spec in project["project"]["optional-dependencies"]["local"]
+        canonical(requirement.name): requirement
+        for requirement in map(Requirement, project["project"]["optional-dependencies"]["local"])
     }
-    assert local["moto"].endswith(f"=={verified.MOTO}")
-    series = verified.BOTOCORE_SERIES
-    major, minor = series.split(".")
-    assert f"<{major}.{int(minor) + 1}" in local["botocore"] and f">={series}." in local["botocore"]
     locked = pins(ROOT / "constraints.txt")
-    assert locked["moto"] == verified.MOTO
-    assert locked["botocore"].startswith(series + ".")
+    for name in ("moto", "boto3", "botocore"):
+        assert local[name].specifier.contains(locked[name]), (name, str(local[name].specifier), locked[name])
     build = project["build-system"]["requires"]
     assert build == [f"setuptools=={locked['setuptools']}"], "the build's setuptools is the lock's"
-
-
-# --- the emulator's check at start ----------------------------------------------------------
-
-
-def test_the_installed_moto_is_the_verified_one() -> None:
-    verified.check()
-
-
-def test_another_moto_stops_every_command_with_one_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(verified, "MOTO", "5.9.0")
-    assert main(["demo"]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    error = captured.err.strip()
-    assert "\n" not in error
-    assert error == (
-        f"trunkwatch: error: the local AWS emulation runs on moto 5.9.0 with botocore "
-        f"{verified.BOTOCORE_SERIES}.x, found moto {metadata.version('moto')}, botocore "
-        f"{metadata.version('botocore')}; install it with: "
-        ".venv/bin/pip install -c constraints.txt '.[local]'"
-    )
-
-
-def test_a_botocore_moto_does_not_answer_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(verified, "BOTOCORE_SERIES", "1.44")
-    with pytest.raises(verified.UnverifiedEmulation, match=r"botocore 1\.44\.x, found .*botocore 1\.43\."):
-        verified.check()
-
-
-def test_a_patched_method_whose_parameters_changed_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    target = "moto.dynamodb.models.table:Table.query"
-    moved = ("self", "hash_key", "range_comparison", "range_objs", "index_name", "limit")
-    monkeypatch.setitem(verified.PATCHED, target, moved)
-    with pytest.raises(verified.UnverifiedEmulation, match=re.escape(f"changed: {target}")):
-        verified.check()
-
-
-def test_the_runtime_checks_before_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
-    from trunkwatch_local.runtime import LocalRuntime
-
-    monkeypatch.setattr(verified, "MOTO", "5.9.0")
-    before = dict(os.environ)
-    with pytest.raises(verified.UnverifiedEmulation):
-        LocalRuntime().start(deployment=None)  # type: ignore[arg-type]
-    assert dict(os.environ) == before  # stopped before it set the functions' environment

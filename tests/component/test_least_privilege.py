@@ -1,26 +1,27 @@
 """Every DynamoDB request each function makes is one its role in template.yaml allows.
 
-The local runtime runs the real handlers on moto, whose recorder keeps every request; each
-is attributed to the function whose invocation made it (the webhook's group settling, which
-runs after its delivery's bucket closes, to the webhook) and judged by that function's
-deployed role, leading-key conditions included (tests/support/iam.py). moto itself checks
-no permission, so this is where a missing action or a too narrow condition shows."""
+The local runtime runs the real handlers on moto's table; every DynamoDB call botocore makes
+is heard through its public event hooks (`trunkwatch_local.aws_calls`), attributed to the
+function whose invocation made it (the webhook's group settling, which runs after its
+delivery's bucket closes, to the webhook) and judged by that function's deployed role,
+leading-key conditions included (tests/support/iam.py). moto itself checks no permission,
+so this is where a missing action or a too narrow condition shows."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from moto.moto_api import recorder
 
 from tests.support import webhooks
 from tests.support.iam import TableRequest, allows, table_requests, translated_resources
 from tests.support.paths import ROOT
 from tests.support.scenarios import SCENARIOS
 from trunkwatch.domain.clock import SimulatedClock
+from trunkwatch.domain.config import load_deployment
+from trunkwatch_local import aws_calls
 from trunkwatch_local.replay import Replay, parse_replay
 from trunkwatch_local.runtime import LocalRuntime
 from trunkwatch_local.session import Session, replay_steps
@@ -30,27 +31,31 @@ Requests = dict[str, set[TableRequest]]  # logical id of the function -> what it
 
 
 class _ByFunction:
-    """Moves moto's recording into `requests` under the function running at the time."""
+    """Keeps each DynamoDB call in `requests` under the function running at the time (an
+    `aws_calls` listener)."""
 
     def __init__(self) -> None:
         self.requests: Requests = defaultdict(set)
         self.running: list[str | None] = [None]
 
-    def take(self) -> None:
-        function = self.running[-1]
-        recording = recorder.download_recording()
-        recorder.reset_recording()
-        if function is not None:  # else the runtime's own (setup, reading the topic)
-            self.requests[function].update(table_requests(recording))
-
     def run(self, function: str, call: Callable[[], T]) -> T:
-        self.take()
         self.running.append(function)
         try:
             return call()
         finally:
-            self.take()
             self.running.pop()
+
+    def before(self, call: aws_calls.Call) -> None:
+        function = self.running[-1]
+        # Not the runtime's own calls (setup, reading the topic), nor the stream's (the mapping's).
+        if function is not None and call.service == "dynamodb":
+            self.requests[function].update(table_requests(call.operation, call.params))
+
+    def answered(self, wall_seconds: float, cpu_seconds: float) -> None:
+        pass
+
+    def after(self, call: aws_calls.Call, response: dict[str, Any], failed: bool) -> None:
+        pass
 
 
 def _lines(name: str) -> list[str]:
@@ -58,14 +63,14 @@ def _lines(name: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def requests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Requests]:
+def requests() -> Iterator[Requests]:
     """What each function asked of the table over: a webhook-fed trunk breaking and
     recovering (every API view read while it fires), silences made and expired, a break
-    confirmed by reruns, and alerts acknowledged (through the API and an `ACK!` silence)."""
+    confirmed by reruns, alerts acknowledged (through the API and an `ACK!` silence), and the
+    dispatcher asking whether a backstop poll is due."""
     by_function = _ByFunction()
     invoke, run_due = LocalRuntime.invoke, SimulatedClock.run_due
     patches = pytest.MonkeyPatch()
-    patches.chdir(tmp_path_factory.mktemp("recording"))  # where moto's recorder writes
 
     def invoking(self: LocalRuntime, function: str, event: dict[str, Any]) -> Any:
         return by_function.run(self.stack.logical_id(function), lambda: invoke(self, function, event))
@@ -76,23 +81,21 @@ def requests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Requests]:
 
     patches.setattr(LocalRuntime, "invoke", invoking)
     patches.setattr(SimulatedClock, "run_due", running_due)
-    recorder.reset_recording()
-    recorder.start_recording()
     try:
-        _replay(parse_replay(webhooks.replay_as_deliveries(_lines("basic-break.jsonl")), "pushed"))
-        _replay(parse_replay(_lines("silenced.jsonl"), "silenced"))
-        _replay(parse_replay(_lines("verdicts-by-reruns.jsonl"), "verdicts"))
-        _replay(parse_replay(_lines("acknowledged.jsonl"), "acknowledged"))
+        with aws_calls.listening(by_function):
+            _replay(parse_replay(webhooks.replay_as_deliveries(_lines("basic-break.jsonl")), "pushed"))
+            _replay(parse_replay(_lines("silenced.jsonl"), "silenced"))
+            _replay(parse_replay(_lines("verdicts-by-reruns.jsonl"), "verdicts"))
+            _replay(parse_replay(_lines("acknowledged.jsonl"), "acknowledged"))
+            _dispatch_a_backstop_poll()
         yield by_function.requests
     finally:
-        recorder.stop_recording()
-        recorder.reset_recording()
         patches.undo()
 
 
 def _replay(replay: Replay) -> None:
     """The replay through a local session; while an alert fires, every view of the API too."""
-    session = Session()
+    session = Session(store="dynamodb")
     try:
         session.github.repo = replay.repo
         session.start(replay.deployment(session.hud.url, session.github.url))
@@ -111,6 +114,17 @@ def _replay(replay: Replay) -> None:
                     session.call_api("GET", path)
     finally:
         session.stop()
+
+
+def _dispatch_a_backstop_poll() -> None:
+    """One schedule tick's dispatch of a webhook-fed trunk with a backstop poll (the replays'
+    is never polled): the dispatcher reads the trunk's state to tell whether it is due."""
+    trunk = {"repo": "pytorch/pytorch", "branch": "main", "source": "hud", "url": "http://127.0.0.1:9"}
+    runtime = LocalRuntime(store="dynamodb").start(load_deployment({"trunks": [{**trunk, "webhook": True}]}))
+    try:
+        runtime.invoke("DispatcherFunction", runtime.scheduled_event("DispatcherFunction"))
+    finally:
+        runtime.stop()
 
 
 @pytest.fixture(scope="module")
@@ -178,12 +192,8 @@ def test_the_webhook_and_the_notifier_may_not_write_what_the_others_write(
     assert allows(roles["NotifierFunction"], TableRequest(delete, frozenset({"IDEMPOTENCY"})))
 
 
-def test_the_recording_reads_requests_as_iam_authorizes_them() -> None:
+def test_table_requests_are_read_as_iam_authorizes_them() -> None:
     """A transaction is one authorization per item, a batch one for all its keys."""
-
-    def recorded(operation: str, body: dict[str, Any]) -> str:
-        headers = {"X-Amz-Target": f"DynamoDB_20120810.{operation}"}
-        return json.dumps({"headers": headers, "body": json.dumps(body), "body_encoded": False})
 
     def key(pk: str) -> dict[str, Any]:
         return {"pk": {"S": pk}, "sk": {"S": "x"}}
@@ -194,14 +204,12 @@ def test_the_recording_reads_requests_as_iam_authorizes_them() -> None:
         "ExpressionAttributeNames": {"#0": "pk", "#1": "sk"},
         "ExpressionAttributeValues": {":0": {"S": "LOG#t"}, ":1": {"S": "r#"}},
     }
-    recording = "\n".join(
-        [
-            recorded("TransactWriteItems", transaction),
-            recorded("BatchGetItem", {"RequestItems": {"t": {"Keys": [key("C#1"), key("C#2")]}}}),
-            recorded("Query", query),
-        ]
-    )
-    assert table_requests(recording) == [
+    requests = [
+        *table_requests("TransactWriteItems", transaction),
+        *table_requests("BatchGetItem", {"RequestItems": {"t": {"Keys": [key("C#1"), key("C#2")]}}}),
+        *table_requests("Query", query),
+    ]
+    assert requests == [
         TableRequest("dynamodb:PutItem", frozenset({"A#1"})),
         TableRequest("dynamodb:UpdateItem", frozenset({"B"})),
         TableRequest("dynamodb:BatchGetItem", frozenset({"C#1", "C#2"})),

@@ -1,4 +1,4 @@
-"""The in-memory store's stream (`trunkwatch replay --store memory`): its records, and the
+"""The in-memory store's stream (the local runtime's default store): its records, and the
 local runtime's stream pump delivering them through the template's filters."""
 
 from __future__ import annotations

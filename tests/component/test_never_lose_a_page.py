@@ -1,4 +1,4 @@
-"""Never lose a page: replays with invocations dying at random AWS calls, before the call
+"""Never lose a page: replays with invocations dying at random calls, before the call
 (nothing written) or just after it (written, the answer lost), as Lambda's stream retries,
 bisection and dead-letter queue and the schedule's unretried events handle them
 (`trunkwatch replay --chaos`). Every expected message is sent; a message goes out twice
@@ -11,9 +11,11 @@ were dead-lettered waits that long for the sweep to settle it, §3.4) during whi
 invocation died (`benchmarks.chaos.due_by`). A crash-free sweep settles its tick, and the
 notifier that tick starts sends everything due.
 
-Four scenarios run here, each under its own seed and one of the two crash rates: a break and
-its fix, an infrastructure outage, silences, a reminder due as the alert resolves (the
-benchmark, `python -m benchmarks chaos`, runs every scenario under three seeds at both rates)."""
+Four scenarios run here on the in-memory store (dying at its calls and at AWS calls), each
+under its own seed and one of the two crash rates: a break and its fix, an infrastructure
+outage, silences, a reminder due as the alert resolves; the outage also runs on moto's table
+(dying at every AWS call, DynamoDB's included). The benchmark, `python -m benchmarks chaos`,
+runs every scenario under three seeds at both rates."""
 
 from __future__ import annotations
 
@@ -34,10 +36,11 @@ from trunkwatch_local.replay import parse_replay, read_replay
 from trunkwatch_local.session import Session, replay_steps
 
 CHAOS_RUNS = [
-    ("basic-break", 100, 0.08),
-    ("infra-outage", 102, 0.03),
-    ("resolved-while-due-a-reminder", 104, 0.08),
-    ("silenced", 105, 0.03),
+    ("basic-break", 100, 0.08, "memory"),
+    ("infra-outage", 102, 0.03, "memory"),
+    ("infra-outage", 102, 0.03, "dynamodb"),
+    ("resolved-while-due-a-reminder", 104, 0.08, "memory"),
+    ("silenced", 105, 0.03, "memory"),
 ]
 
 
@@ -54,11 +57,13 @@ def assert_no_page_lost(run: Run) -> None:
 
 @pytest.mark.long
 @pytest.mark.parametrize(
-    ("scenario", "seed", "rate"),
-    [(SCENARIOS / f"{name}.jsonl", seed, rate) for name, seed, rate in CHAOS_RUNS],
+    ("scenario", "seed", "rate", "store"),
+    [(SCENARIOS / f"{name}.jsonl", seed, rate, store) for name, seed, rate, store in CHAOS_RUNS],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )
-def test_scenarios_send_every_message_when_invocations_die(scenario: Path, seed: int, rate: float) -> None:
+def test_scenarios_send_every_message_when_invocations_die(
+    scenario: Path, seed: int, rate: float, store: str
+) -> None:
     assert_no_page_lost(
         run_with_chaos(
             scenario.name,
@@ -67,6 +72,7 @@ def test_scenarios_send_every_message_when_invocations_die(scenario: Path, seed:
             seed,
             rate,
             reference_always=False,
+            store=store,
         )
     )
 
@@ -95,7 +101,7 @@ def test_a_webhook_fed_trunk_sends_every_message_when_the_pipeline_behind_it_die
 @pytest.mark.long
 def test_the_real_history_sends_every_message_when_invocations_die() -> None:
     # Its first 20 polls (a day and a half, pages and reminders), against the same polls
-    # without crashes: the whole history replays to its expected messages in test_install.
+    # without crashes: the whole history replays to its expected messages in test_scenarios.
     history = read_replay(REAL_HISTORY)
     cut = dataclasses.replace(history, events=list(itertools.islice(history.events, 20)))
     run = run_with_chaos(f"{REAL_HISTORY.name}, 20 polls", cut, [], 1, 0.03)

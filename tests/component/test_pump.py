@@ -3,14 +3,8 @@ position read each record once (a fake streams client stands in for moto)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
-
-from tests.support.aws import PLAIN_TABLE, padded_item
-from trunkwatch.domain.clock import SimulatedClock
-from trunkwatch_local.emulator import fast_dynamodb, release_stream
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.wiring import StreamSource
 
@@ -77,67 +71,3 @@ def test_a_drain_describes_once_and_reads_each_record_once_for_all_mappings() ->
     streams.write("P9")
     assert pump.drain() == 2 and delivered["b"][-1] == "P9"
     assert streams.calls["describe_stream"] == 2  # once per drain
-
-
-def test_on_the_emulation_a_pump_idle_for_hours_resumes_where_it_stopped_and_releases_what_it_read(
-    plain_table: Any,
-) -> None:
-    """Between two drains hours apart its iterators expire (as DynamoDB's do after 15
-    minutes): it takes new ones after the last record it read, and after each drain the
-    stream keeps nothing every mapping has read."""
-    start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
-    clock = SimulatedClock(start)
-    with fast_dynamodb(clock):
-        arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
-        clock.set(start)
-        pump, delivered = _emulated_pump(arn, "a", "b")
-        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "first", 5))
-        pump.drain()
-        kept_after_first = _stream_size(arn)
-        clock.set(start + timedelta(hours=3))
-        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "second", 5))
-        pump.drain()
-        kept_after_second = _stream_size(arn)
-    assert delivered == ["a:first", "b:first", "a:second", "b:second"]
-    assert kept_after_first == kept_after_second == 0
-
-
-def test_on_the_emulation_records_nobody_read_for_a_day_are_gone_and_the_pump_goes_on(
-    plain_table: Any,
-) -> None:
-    """Records the stream trimmed (over 24 hours old) before a mapping read them are lost, as
-    for Lambda's poller; the pump goes on from the oldest record kept."""
-    start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
-    clock = SimulatedClock(start)
-    with fast_dynamodb(clock):
-        arn = plain_table.describe_table(TableName=PLAIN_TABLE)["Table"]["LatestStreamArn"]
-        clock.set(start)
-        pump, delivered = _emulated_pump(arn, "a")
-        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "read", 5))
-        pump.drain()
-        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "never-read", 5))
-        clock.set(start + timedelta(hours=25))
-        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", "new", 5))
-        pump.drain()
-    assert delivered == ["a:read", "a:new"]
-    assert pump.stats.trimmed == 1
-
-
-def _emulated_pump(arn: str, *functions: str) -> tuple[StreamPump, list[str]]:
-    """A pump on the emulation's stream with a mapping per function; what it delivers, as
-    `function:sort key`."""
-    delivered: list[str] = []
-
-    def invoke(function: str, event: dict[str, Any]) -> None:
-        delivered.extend(f"{function}:{r['dynamodb']['Keys']['sk']['S']}" for r in event["Records"])
-
-    sources = [source(function) for function in functions]
-    client = boto3.client("dynamodbstreams")
-    return StreamPump(client, None, arn, "dlq", "us-east-1", sources, invoke, release_stream), delivered
-
-
-def _stream_size(arn: str) -> int:
-    from moto.dynamodb.models import dynamodb_backends
-
-    table = dynamodb_backends["123456789012"]["us-east-1"].get_table(arn.split("/")[1])
-    return len(table.stream_shard.items)

@@ -1,7 +1,7 @@
 """Slack and GitHub-issues receivers on the local runtime, against stand-ins on 127.0.0.1:
-the project's scenarios replayed with a `receivers` header (on the in-memory store), receivers
-failing and recovering, redelivered stream batches and a lost notification log (in moto's
-table)."""
+the project's scenarios replayed with a `receivers` header, receivers failing and recovering,
+redelivered stream batches (on the in-memory store), and what needs the notification log's
+items themselves, read or lost (in moto's table)."""
 
 from __future__ import annotations
 
@@ -116,19 +116,31 @@ def test_a_scenario_reaches_slack_and_github_issues(
     assert set(github.authorizations) == {"Bearer test-token-not-a-secret"}
 
 
-@pytest.fixture
-def pipeline(slack: SlackServer, github: GitHubServer) -> Iterator[tuple[LocalRuntime, Any, Trunk]]:
+def _pipeline(
+    slack: SlackServer, github: GitHubServer, store: str
+) -> Iterator[tuple[LocalRuntime, Any, Trunk]]:
     from trunkwatch_local.hud_server import HudServer
 
     hud = HudServer()
     trunk = Trunk(jobs=DEMO_JOBS, outcome=_two_breaks)
     replay = Replay("pytorch/pytorch", "main", {}, receivers=receivers(slack, github))
-    runtime = LocalRuntime().start(replay.deployment(hud.url))
+    runtime = LocalRuntime(store=store).start(replay.deployment(hud.url))
     try:
         yield runtime, hud, trunk
     finally:
         runtime.stop()
         hud.stop()
+
+
+@pytest.fixture
+def pipeline(slack: SlackServer, github: GitHubServer) -> Iterator[tuple[LocalRuntime, Any, Trunk]]:
+    yield from _pipeline(slack, github, "memory")
+
+
+@pytest.fixture
+def pipeline_on_moto(slack: SlackServer, github: GitHubServer) -> Iterator[tuple[LocalRuntime, Any, Trunk]]:
+    """The pipeline with its items in moto's table, for the tests that read or lose them."""
+    yield from _pipeline(slack, github, "dynamodb")
 
 
 SECOND = "lint / lintrunner-noclang / linux-job"
@@ -170,9 +182,9 @@ def test_job_list_changes_are_comments_on_the_one_issue(pipeline: Any, github: G
 
 
 def test_a_receiver_failing_for_a_while_gets_everything_once(
-    pipeline: Any, slack: SlackServer, github: GitHubServer
+    pipeline_on_moto: Any, slack: SlackServer, github: GitHubServer
 ) -> None:
-    runtime, hud, trunk = pipeline
+    runtime, hud, trunk = pipeline_on_moto
     slack.fail_next(8)  # a Slack outage across the firing ticks
     github.fail_next(5, failure=502)
     sent = run(runtime, hud, trunk, 9)
@@ -200,8 +212,10 @@ def test_redelivered_stream_batches_send_nothing_again(
     assert github.requests[requests:] == []  # nothing due: GitHub not even asked
 
 
-def test_lost_notification_log_does_not_open_a_second_issue(pipeline: Any, github: GitHubServer) -> None:
-    runtime, hud, trunk = pipeline
+def test_lost_notification_log_does_not_open_a_second_issue(
+    pipeline_on_moto: Any, github: GitHubServer
+) -> None:
+    runtime, hud, trunk = pipeline_on_moto
     github.add_pull_request(body="a pull request is listed with issues; never taken for one")
     run(runtime, hud, trunk, 4)
     assert len(github.issues) == 1
@@ -219,7 +233,7 @@ def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = receivers(slack, github)
     slack.fail_next(1, 422)  # the first message is refused; the receiver takes the rest
-    session = Session()
+    session = Session(store="dynamodb")
     try:
         session.start(replay.deployment(session.hud.url))
         events = replay_into(session, replay)
@@ -254,9 +268,9 @@ def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
 
 
 def test_a_tick_out_of_time_leaves_every_receiver_for_the_next_tick(
-    pipeline: Any, slack: SlackServer, github: GitHubServer, monkeypatch: pytest.MonkeyPatch
+    pipeline_on_moto: Any, slack: SlackServer, github: GitHubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runtime, hud, trunk = pipeline
+    runtime, hud, trunk = pipeline_on_moto
     with monkeypatch.context() as short:
         short.setattr(LambdaContext, "get_remaining_time_in_millis", lambda self: 5_000)
         assert run(runtime, hud, trunk, 4) == []  # firing by now, but no time to send
@@ -296,7 +310,7 @@ def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubServer) 
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = [{"type": "github_culprit", "api_url": github.url, "token": {"env": TOKEN_VARIABLE}}]
     pr = github.add_pull_request(body="the culprit", number=160004)
-    session = Session()
+    session = Session(store="dynamodb")
     try:
         session.start(replay.deployment(session.hud.url))
         published = []

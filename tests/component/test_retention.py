@@ -39,7 +39,9 @@ def pipeline() -> Iterator[tuple[LocalRuntime, HudServer, Trunk]]:
     hud = HudServer()
     trunk = Trunk(jobs=(BROKEN, LINT), outcome=outcome, commit_every=EVERY, job_duration=timedelta(hours=1))
     config = {"retention": "200h", "repeat_interval": "0"}
-    runtime = LocalRuntime().start(Replay("pytorch/pytorch", "main", config).deployment(hud.url))
+    runtime = LocalRuntime(store="dynamodb").start(
+        Replay("pytorch/pytorch", "main", config).deployment(hud.url)
+    )
     try:
         yield runtime, hud, trunk
     finally:
@@ -177,7 +179,7 @@ def test_expired_items_change_no_alert(pipeline: Any) -> None:
 def test_a_log_expires_unless_it_was_last_sent_firing() -> None:
     hud = HudServer()
     trunk = Trunk(jobs=band.JOBS, outcome=band.outcome)
-    runtime = LocalRuntime().start(Replay("pytorch/pytorch", "main", {}).deployment(hud.url))
+    runtime = LocalRuntime(store="dynamodb").start(Replay("pytorch/pytorch", "main", {}).deployment(hud.url))
     try:
         band.run(runtime, hud, trunk, hours=5)
         logs = {(log["alertname"]["S"], log.get("job", {}).get("S")): log for log in items("notification")}

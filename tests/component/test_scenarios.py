@@ -1,9 +1,9 @@
 """`trunkwatch replay` on every scenario publishes exactly the expected messages.
 
-The project's own scenarios live in tests/scenarios and replay here on the in-memory store;
-on the AWS emulation they replay in test_install, with the package installed as the README
-says. Here on the emulation: one of them with this checkout's code, and a `shared/scenarios`
-folder beside the checkout, when present (never required)."""
+The project's own scenarios live in tests/scenarios and replay here on the in-memory store
+(the default); on moto's table (`--store dynamodb`) they replay in test_install, with the
+package installed as the README says. Here on moto's table: one of them with this checkout's
+code, and a `shared/scenarios` folder beside the checkout, when present (never required)."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def replay_json(scenario: Path, *options: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("scenario", FILES, ids=[f"{p.parent.parent.name}/{p.stem}" for p in FILES])
-def test_replay_matches_expected(scenario: Path) -> None:
-    assert_publishes_expected(scenario, replay_json(scenario))
+def test_replay_on_moto_s_table_matches_expected(scenario: Path) -> None:
+    assert_publishes_expected(scenario, replay_json(scenario, "--store", "dynamodb"))
 
 
 def test_an_autoreverted_culprit_is_named_in_its_alert(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_an_autoreverted_culprit_is_named_in_its_alert(tmp_path: Path) -> None:
     scenario.write_text("\n".join([lines[0], *(json.dumps(e) for e in events)]) + "\n")
     job_alerts = [
         alert
-        for message in replay_json(scenario, "--store", "memory")
+        for message in replay_json(scenario)
         for alert in message["message"]["alerts"]
         if alert["labels"]["alertname"] == "TrunkJobFailing"
     ]
@@ -81,10 +81,10 @@ MEMORY_FILES = [*_scenarios(SCENARIOS), REAL_HISTORY]
 
 @pytest.mark.parametrize("scenario", MEMORY_FILES, ids=[p.name.split(".jsonl")[0] for p in MEMORY_FILES])
 def test_a_replay_on_the_memory_store_publishes_the_expected_messages(scenario: Path) -> None:
-    """`--store memory`: the same handlers on the in-memory store, its cells' and ticks'
+    """The default store: the same handlers on the in-memory store, its cells' and ticks'
     stream records pumped to the evaluator and notifier, publish what the moto replay does
     (the real history: its 152 messages)."""
-    published = replay_json(scenario, "--store", "memory")
+    published = replay_json(scenario)
     assert_publishes_expected(scenario, published)
     if scenario == REAL_HISTORY:
         assert len(published) == 152

@@ -194,3 +194,22 @@ def test_poll_with_a_broken_state_file(tmp_path: Path, content: str, words: list
     state = tmp_path / "poll.json"
     state.write_text(content)
     one_line_error(trunkwatch("poll", "--config", str(config), "--state", str(state)), str(state), *words)
+
+
+def test_poll_state_puts_its_items_back_without_their_stream_records(tmp_path: Path) -> None:
+    """The restored items' changes were handled by the run that made them: the stream
+    mappings start after them."""
+    from trunkwatch import sources
+    from trunkwatch.domain.config import load_deployment
+    from trunkwatch_local import poll_state
+    from trunkwatch_local.runtime import running
+
+    state = tmp_path / "poll.json"
+    item = {"pk": {"S": "TRUNK#pytorch/pytorch#main"}, "sk": {"S": "JOBS"}, "kind": {"S": "jobs"}}
+    state.write_text(json.dumps({"version": poll_state.VERSION, "items": [item]}))
+    deployment = load_deployment(
+        {"trunks": [{"repo": "pytorch/pytorch", "url": "http://127.0.0.1:9"}]}, sources=sources.REGISTRY
+    )
+    with running(deployment) as runtime:
+        assert poll_state.restore(runtime.stack, runtime.pump, state) == 1
+        assert runtime.pump.drain() == 0

@@ -16,7 +16,7 @@ from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import ShardReport
 from trunkwatch.storage import keys
 from trunkwatch.storage.dynamodb import open_table
-from trunkwatch.storage.errors import Conflict, StorageNotBound
+from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.items import TrunkStateItem
 from trunkwatch.storage.keys import TTL_ATTRIBUTE
 from trunkwatch.storage.memory import memory_storage
@@ -337,6 +337,7 @@ def test_anepisode_item_is_at_most_one_write_unit(aws: dict) -> None:
     author and GitHub's run URLs is still under 1 KB (one write unit, two in a transaction)."""
     from benchmarks.usage import item_bytes
     from trunkwatch.storage.alerts import episode_item
+    from trunkwatch.storage.items import EpisodeItem
 
     sha = "f" * 40
     culprit = CommitRef(
@@ -355,7 +356,7 @@ def test_anepisode_item_is_at_most_one_write_unit(aws: dict) -> None:
         ends_at=NOW,
         first_fail=culprit,
     )
-    assert item_bytes(episode_item(TRUNK, episode)) <= 1024
+    assert item_bytes(episode_item(EpisodeItem, TRUNK, episode)) <= 1024
 
 
 def test_a_resolved_episode_expires_a_month_after_it_ended(aws: dict) -> None:
@@ -752,9 +753,8 @@ def test_a_stale_silence_conflicts_and_writes_nothing(storage: Storage) -> None:
 # --- the DynamoDB storage's table ---------------------------------------------------------
 
 
-def test_two_dynamodb_storages_each_write_their_own_table(aws: dict[str, Any]) -> None:
-    """Nothing is bound process-wide: a second storage on another table, opened after the
-    first, leaves the first one's requests on its own table."""
+def _other_table(aws: dict[str, Any]) -> Storage:
+    """A second DynamoDB storage, on a second table of the first one's schema."""
     client = boto3.client("dynamodb")
     schema = client.describe_table(TableName=aws["table"])["Table"]
     client.create_table(
@@ -763,15 +763,41 @@ def test_two_dynamodb_storages_each_write_their_own_table(aws: dict[str, Any]) -
         AttributeDefinitions=schema["AttributeDefinitions"],
         BillingMode="PAY_PER_REQUEST",
     )
+    return open_table("trunkwatch-other", "us-east-1")
+
+
+def test_two_dynamodb_storages_each_write_their_own_table(aws: dict[str, Any]) -> None:
+    """Nothing is bound process-wide: a second storage on another table, opened after the
+    first, leaves the first one's requests on its own table."""
     first: Storage = aws["storage"]
-    other = open_table("trunkwatch-other", "us-east-1")
+    other = _other_table(aws)
     first.trunks.record_poll_failure(TRUNK, NOW, "timeout", "first table")
     other.trunks.record_poll_failure(TRUNK, NOW, "refused", "other table")
     assert first.trunks.state(TRUNK).poll_error == "first table"
     assert other.trunks.state(TRUNK).poll_error == "other table"
-    assert client.scan(TableName="trunkwatch-other")["Count"] == 1
+    assert boto3.client("dynamodb").scan(TableName="trunkwatch-other")["Count"] == 1
 
 
-def test_a_model_used_outside_a_store_names_the_wiring_error() -> None:
-    with pytest.raises(StorageNotBound, match="TrunkStateItem used outside a DynamoDB store"):
+def _cells(*seqs: int) -> list[CellWrite]:
+    return [CellWrite(Cell(JOB, commit(n).sha, CellState.PASS), commit(n), n, "poll-1") for n in seqs]
+
+
+def test_a_walk_of_a_job_s_cells_reads_its_own_table_a_page_at_a_time(aws: dict[str, Any]) -> None:
+    """`newest_first` is lazy: each page is read from the store's table when the walk comes
+    to it, whatever the caller did in between (another storage on another table included)."""
+    first: Storage = aws["storage"]
+    other = _other_table(aws)
+    first.cells.save_all(TRUNK, _cells(10, 9, 8, 7, 6), RETENTION)
+    other.cells.save_all(TRUNK, _cells(20, 4), RETENTION)
+    walk = first.cells.newest_first(TRUNK, JOB, limit=10, page_size=2)
+    assert [next(walk).seq, next(walk).seq] == [10, 9]
+    assert other.cells.newest_seq(TRUNK, JOB) == 20
+    first.cells.save_all(TRUNK, _cells(5), RETENTION)  # below the page read: the walk finds it
+    assert [cell.seq for cell in walk] == [8, 7, 6, 5]
+
+
+def test_a_model_of_the_items_reaches_no_table() -> None:
+    """The models of `items.py` describe items; only their bound subclasses (`table.bind`)
+    name a table."""
+    with pytest.raises(AttributeError, match="Meta"):
         TrunkStateItem.get("trunk#x", "state")

@@ -18,11 +18,11 @@ from trunkwatch_local.session import run_replay
 _LOCAL_PORT = re.compile(r"127\.0\.0\.1:\d+")
 
 
-def _messages(lines: list[str], store: str = "dynamodb") -> list[dict[str, Any]]:
+def _messages(lines: list[str]) -> list[dict[str, Any]]:
     """The replay's messages, with the ports of its local servers (new ones per run) left out."""
     return [
         json.loads(_LOCAL_PORT.sub("127.0.0.1:PORT", json.dumps(m.as_json())))
-        for m in run_replay(parse_replay(lines, "test"), store=store)
+        for m in run_replay(parse_replay(lines, "test"))
     ]
 
 
@@ -32,9 +32,9 @@ def _history() -> list[str]:
 
 @pytest.fixture(scope="module")
 def polled() -> list[dict[str, Any]]:
-    # The reference, on the in-memory store (which test_scenarios holds to the table's
-    # messages); the webhook-fed run it is compared with writes the table.
-    return _messages(webhooks.as_github_knows_it(_history()), store="memory")
+    # The reference, polled; the webhook-fed runs are compared with it. (On moto's table the
+    # deliveries replay in test_least_privilege and the push benchmark.)
+    return _messages(webhooks.as_github_knows_it(_history()))
 
 
 @pytest.mark.long
@@ -52,7 +52,7 @@ def test_cells_that_joined_no_group_still_send_every_message(polled: list[dict[s
     # the next settled tick, the sweep's at the latest, sends what changed. Here every cell
     # is misjudged: no delivery joins a group.
     with mock.patch("trunkwatch.app.webhook.may_change_verdict", return_value=False):
-        assert _messages(webhooks.replay_as_deliveries(_history()), store="memory") == polled
+        assert _messages(webhooks.replay_as_deliveries(_history())) == polled
 
 
 def test_a_replay_webhook_event_must_name_a_github_event() -> None:
@@ -73,7 +73,7 @@ def test_webhooks_down_fires_when_the_poll_finds_what_deliveries_did_not_bring()
     # Deliveries at 15:09; at 15:59 the poll finds results no delivery brought (the HUD's
     # snapshot stands in for the backstop poll); at 16:09 deliveries bring results again.
     replay = [json.dumps(header), *delivered, json.dumps(later), *resumed]
-    replayed = _messages(replay, store="memory")
+    replayed = _messages(replay)
     messages = [(m["at"], m["attributes"]["alertname"], m["attributes"]["status"]) for m in replayed]
     assert messages == [
         (later["at"], "WebhooksDown", "firing"),

@@ -1,6 +1,6 @@
 """IAM as the deployed stack applies it to the table: template.yaml translated by the SAM
-translator, the DynamoDB requests a function made (read from moto's recorder) as IAM
-authorizes them, and each role's verdict on them.
+translator, the DynamoDB requests a function made (each call as botocore is asked to make
+it) as IAM authorizes them, and each role's verdict on them.
 
 Only what the template's table statements use is evaluated (actions with wildcards, the
 table's ARN, `dynamodb:LeadingKeys` under `ForAllValues:StringLike` or
@@ -9,7 +9,6 @@ using one makes these helpers fail rather than guess."""
 
 from __future__ import annotations
 
-import base64
 import fnmatch
 import json
 import re
@@ -78,21 +77,10 @@ class TableRequest:
         return f"{self.action} on {sorted(self.leading_keys)}"
 
 
-def table_requests(recording: str) -> list[TableRequest]:
-    """The DynamoDB requests of a moto recording (`recorder.download_recording()`), one per
-    authorization IAM makes (a transaction is one per item)."""
-    found: list[TableRequest] = []
-    for line in recording.splitlines():
-        entry = json.loads(line)
-        target = entry["headers"].get("X-Amz-Target", "")
-        if not target.startswith("DynamoDB_"):  # not DynamoDB (Streams are the mapping's)
-            continue
-        body = base64.b64decode(entry["body"]) if entry["body_encoded"] else entry["body"]
-        found += _authorizations(target.split(".", 1)[1], json.loads(body or "{}"))
-    return found
+def table_requests(operation: str, body: dict[str, Any]) -> list[TableRequest]:
+    """A DynamoDB call's requests (its operation and parameters, in DynamoDB JSON as on the
+    wire), one per authorization IAM makes (a transaction is one per item)."""
 
-
-def _authorizations(operation: str, body: dict[str, Any]) -> list[TableRequest]:
     def request(action: str, *keys: str) -> TableRequest:
         return TableRequest(f"dynamodb:{action}", frozenset(keys))
 

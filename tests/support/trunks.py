@@ -83,7 +83,7 @@ class Trunks:
 
 
 @contextmanager
-def three_trunks(start: datetime, store: str = "dynamodb") -> Iterator[Trunks]:
+def three_trunks(start: datetime, store: str = "memory") -> Iterator[Trunks]:
     """The three trunks' runtime, started and not yet replayed (`replay()` runs it); its
     items on `store` (the local runtime's)."""
     huds = {trunk_id: HudServer() for trunk_id in FAILS}

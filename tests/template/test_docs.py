@@ -25,7 +25,6 @@ from tests.support.iam import TABLE_ARN, actions, resources_of, statements, tran
 from tests.support.paths import ROOT
 from trunkwatch.app import trunk_metrics
 from trunkwatch.domain import config
-from trunkwatch_local import verified
 from trunkwatch_local.template import load_template
 
 DOCS = ROOT / "docs"
@@ -358,10 +357,3 @@ def test_the_reserved_concurrency_figures_are_the_templates() -> None:
         reserved["WebhookFunction"],
         sum(reserved.values()) + 100,
     )
-
-
-def test_the_readme_names_the_fix_the_emulation_prints() -> None:
-    """The emulation's error names the README's install line as the fix."""
-    install = _section(ROOT / "README.md", "Install")
-    (block,) = re.findall(r"```sh\n(.*?)```", install, re.DOTALL)
-    assert verified.INSTALL in block and f"`{verified.INSTALL}`" in install

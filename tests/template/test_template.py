@@ -42,7 +42,7 @@ from trunkwatch.storage.items import (
     SilenceItem,
     TickItem,
 )
-from trunkwatch.storage.table import TTL_ATTRIBUTE
+from trunkwatch.storage.keys import TTL_ATTRIBUTE
 from trunkwatch_local import template as template_module
 from trunkwatch_local.template import TEMPLATE_ENV, TemplateError, find_template, load_template
 

@@ -17,7 +17,7 @@ from trunkwatch.storage import keys
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.items import AlertItem, CommitRefMap, EpisodeItem, TrunkStateItem
 from trunkwatch.storage.records import EPISODE_RETENTION, CommitRef, Episode, JobAlert
-from trunkwatch.storage.table import TableStore, connection
+from trunkwatch.storage.table import BoundModels
 
 
 def _ref(stored: CommitRefMap) -> CommitRef:
@@ -66,8 +66,8 @@ def _alert(item: AlertItem) -> JobAlert:
     )
 
 
-def episode_item(trunk_id: str, alert: JobAlert) -> EpisodeItem:
-    return EpisodeItem(
+def episode_item(model: type[EpisodeItem], trunk_id: str, alert: JobAlert) -> EpisodeItem:
+    return model(
         keys.episodes(trunk_id),
         keys.episode(format_time(alert.starts_at), alert.job),
         job=alert.job,
@@ -78,23 +78,30 @@ def episode_item(trunk_id: str, alert: JobAlert) -> EpisodeItem:
     )
 
 
-class DynamoAlerts(TableStore):
+class DynamoAlerts:
+    def __init__(self, table: BoundModels) -> None:
+        self.alerts = table.model(AlertItem)
+        self.episode_items = table.model(EpisodeItem)
+        self.trunk_states = table.model(TrunkStateItem)
+        self.connection = table.connection
+
     def job_alert(self, trunk_id: str, job: str) -> JobAlert | None:
         try:
-            item = AlertItem.get(keys.alerts(trunk_id), keys.alert(JOB_FAILING, job), consistent_read=True)
+            item = self.alerts.get(keys.alerts(trunk_id), keys.alert(JOB_FAILING, job), consistent_read=True)
         except DoesNotExist:
             return None
         return _alert(item)
 
     def of_trunk(self, trunk_id: str, firing_only: bool = False) -> list[JobAlert]:
         condition = AlertItem.status == FIRING if firing_only else None
-        return [_alert(item) for item in AlertItem.query(keys.alerts(trunk_id), filter_condition=condition)]
+        query = self.alerts.query(keys.alerts(trunk_id), filter_condition=condition)
+        return [_alert(item) for item in query]
 
     def save_with_failing_set(self, trunk_id: str, alert: JobAlert, now_firing: bool | None) -> JobAlert:
         """Save the alert if it is still at its version (else `Conflict`); `now_firing`
         True/False adds/removes its job from the trunk's failing set and writes its episode in
         the same transaction, None leaves both alone. Returns the alert at its new version."""
-        item = AlertItem(
+        item = self.alerts(
             keys.alerts(trunk_id),
             keys.alert(JOB_FAILING, alert.job),
             job=alert.job,
@@ -115,16 +122,15 @@ class DynamoAlerts(TableStore):
         if alert.version is not None:  # an alert read before: saved only if still at that version
             item.version = alert.version
         try:
-            with TransactWrite(connection=connection()) as transaction:
+            with TransactWrite(connection=self.connection) as transaction:
                 transaction.save(item)
                 if now_firing is not None:
-                    transaction.save(episode_item(trunk_id, alert))
-                    change: Action = (
-                        TrunkStateItem.failing.add if now_firing else TrunkStateItem.failing.delete
-                    )({alert.job})
+                    transaction.save(episode_item(self.episode_items, trunk_id, alert))
+                    states = self.trunk_states
+                    failing = states.failing
+                    change: Action = (failing.add if now_firing else failing.delete)({alert.job})
                     transaction.update(
-                        TrunkStateItem(keys.trunk(trunk_id), keys.STATE),
-                        actions=[change, TrunkStateItem.kind.set(TrunkStateItem)],
+                        states(keys.trunk(trunk_id), keys.STATE), actions=[change, states.kind.set(states)]
                     )
         except TransactWriteError as err:
             reasons = [reason.code for reason in err.cancellation_reasons or [] if reason is not None]
@@ -138,6 +144,6 @@ class DynamoAlerts(TableStore):
         partition holds only what TTL has not removed yet: about a month)."""
         return [
             Episode(str(item.job), item.starts_at, item.ends_at, _ref(item.culprit))
-            for item in EpisodeItem.query(keys.episodes(trunk_id))
+            for item in self.episode_items.query(keys.episodes(trunk_id))
             if item.ends_at is None or item.ends_at >= since
         ]

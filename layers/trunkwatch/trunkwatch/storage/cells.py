@@ -9,13 +9,14 @@ from trunkwatch.domain.cells import CellState, Commit, StoredCell
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CellItem
 from trunkwatch.storage.records import TITLE_MAX, CellWrite
-from trunkwatch.storage.table import TableStore
+from trunkwatch.storage.table import BoundModels
 
 
-def _item(trunk_id: str, write: CellWrite, retention: timedelta) -> CellItem:
-    """The cell's item; it expires `retention` after its commit's time, with the commit."""
+def cell_item(model: type[CellItem], trunk_id: str, write: CellWrite, retention: timedelta) -> CellItem:
+    """The cell's item (of `model`: `CellItem` bound to a table, or itself for its image); it
+    expires `retention` after its commit's time, with the commit."""
     cell, commit = write.cell, write.commit
-    return CellItem(
+    return model(
         keys.cells(trunk_id, cell.job),
         keys.seq_key(write.seq),
         trunk=trunk_id,
@@ -37,20 +38,24 @@ def _item(trunk_id: str, write: CellWrite, retention: timedelta) -> CellItem:
     )
 
 
-class DynamoCells(TableStore):
+class DynamoCells:
+    def __init__(self, table: BoundModels) -> None:
+        self.cells = table.model(CellItem)
+
     def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
-        with CellItem.batch_write() as batch:
+        with self.cells.batch_write() as batch:
             for write in writes:
-                batch.save(_item(trunk_id, write, retention))
+                batch.save(cell_item(self.cells, trunk_id, write, retention))
 
     def newest_seq(self, trunk_id: str, job: str) -> int | None:
         """The seq of the job's newest stored cell (None before its first)."""
-        query = CellItem.query(keys.cells(trunk_id, job), scan_index_forward=False, limit=1)
+        query = self.cells.query(keys.cells(trunk_id, job), scan_index_forward=False, limit=1)
         return next((int(cell.seq) for cell in query), None)
 
     def newest_first(self, trunk_id: str, job: str, limit: int, page_size: int) -> Iterator[StoredCell]:
-        """The job's cells newest first, fetched a page at a time as the caller walks them."""
-        query = CellItem.query(
+        """The job's cells newest first, fetched a page at a time as the caller walks them
+        (lazy: the Query's pages are read from this store's table whenever the walk goes on)."""
+        query = self.cells.query(
             keys.cells(trunk_id, job), scan_index_forward=False, limit=limit, page_size=page_size
         )
         return (

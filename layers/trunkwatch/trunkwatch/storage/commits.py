@@ -17,7 +17,7 @@ from trunkwatch.domain.cells import Commit
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CommitItem, CommitPointer
 from trunkwatch.storage.records import CommitMark, Pointer, StoredCommit
-from trunkwatch.storage.table import TableStore, connection
+from trunkwatch.storage.table import BoundModels
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
@@ -47,9 +47,9 @@ def _stored(item: CommitItem) -> StoredCommit:
     return StoredCommit(int(item.seq), commit, str(item.states))
 
 
-def _item(trunk_id: str, stored: StoredCommit, retention: timedelta) -> CommitItem:
+def _item(model: type[CommitItem], trunk_id: str, stored: StoredCommit, retention: timedelta) -> CommitItem:
     """The commit's item; it expires `retention` after the commit's time, as its cells do."""
-    return CommitItem(
+    return model(
         keys.commits(trunk_id),
         keys.seq_key(stored.seq),
         seq=stored.seq,
@@ -60,14 +60,19 @@ def _item(trunk_id: str, stored: StoredCommit, retention: timedelta) -> CommitIt
     )
 
 
-class DynamoCommits(TableStore):
+class DynamoCommits:
+    def __init__(self, table: BoundModels) -> None:
+        self.commits = table.model(CommitItem)
+        self.pointer_items = table.model(CommitPointer)
+        self.connection = table.connection
+
     def newest(self, trunk_id: str, limit: int) -> list[StoredCommit]:
-        query = CommitItem.query(keys.commits(trunk_id), scan_index_forward=False, limit=limit)
+        query = self.commits.query(keys.commits(trunk_id), scan_index_forward=False, limit=limit)
         return [_stored(item) for item in query]
 
     def get(self, trunk_id: str, seq: int) -> StoredCommit | None:
         try:
-            return _stored(CommitItem.get(keys.commits(trunk_id), keys.seq_key(seq), consistent_read=True))
+            return _stored(self.commits.get(keys.commits(trunk_id), keys.seq_key(seq), consistent_read=True))
         except DoesNotExist:
             return None
 
@@ -75,7 +80,7 @@ class DynamoCommits(TableStore):
         """The revert mark of the commit at `seq`, None once it has expired. The projection
         holds `seq`: with `autoreverted_by` alone, an unreverted commit would read as none."""
         try:
-            item = CommitItem.get(
+            item = self.commits.get(
                 keys.commits(trunk_id), keys.seq_key(seq), attributes_to_get=["seq", "autoreverted_by"]
             )
         except DoesNotExist:
@@ -89,7 +94,7 @@ class DynamoCommits(TableStore):
         wanted = sorted(set(seqs))
         if not wanted:
             return {}
-        found = CommitItem.batch_get(
+        found = self.commits.batch_get(
             [(keys.commits(trunk_id), keys.seq_key(seq)) for seq in wanted],
             attributes_to_get=["seq", "autoreverted_by"],
         )
@@ -108,7 +113,8 @@ class DynamoCommits(TableStore):
         # Whole items, each on the condition that it is still as read: the puts write exactly
         # the pointer that was read plus this placement.
         expires_at = commit.commit.time + retention
-        pointer = CommitPointer(
+        pointers = self.pointer_items
+        pointer = pointers(
             keys.commit_sha(trunk_id, commit.commit.sha),
             keys.SEQ,
             seq=commit.seq,
@@ -116,12 +122,14 @@ class DynamoCommits(TableStore):
             expires_at=expires_at,
         )
         try:
-            with TransactWrite(connection=connection()) as transaction:
-                transaction.save(_item(trunk_id, commit, retention), condition=CommitItem.pk.does_not_exist())
+            with TransactWrite(connection=self.connection) as transaction:
+                transaction.save(
+                    _item(self.commits, trunk_id, commit, retention), condition=CommitItem.pk.does_not_exist()
+                )
                 transaction.save(pointer, condition=_pointer_is(seen))
                 if parent is not None:
                     sha, parent_seen = parent
-                    bound = CommitPointer(
+                    bound = pointers(
                         keys.commit_sha(trunk_id, sha), keys.SEQ, child=commit.seq, expires_at=expires_at
                     )
                     transaction.save(bound, condition=_pointer_is(parent_seen))
@@ -147,7 +155,7 @@ class DynamoCommits(TableStore):
                 else CommitItem.autoreverted_by.remove(),
             ]
         try:
-            CommitItem(keys.commits(trunk_id), keys.seq_key(seq)).update(
+            self.commits(keys.commits(trunk_id), keys.seq_key(seq)).update(
                 actions=actions, condition=CommitItem.sha.exists() & (CommitItem.states == old)
             )
         except UpdateError as err:
@@ -161,7 +169,7 @@ class DynamoCommits(TableStore):
         wanted = sorted(set(shas))
         if not wanted:
             return {}
-        found = CommitPointer.batch_get([(keys.commit_sha(trunk_id, sha), keys.SEQ) for sha in wanted])
+        found = self.pointer_items.batch_get([(keys.commit_sha(trunk_id, sha), keys.SEQ) for sha in wanted])
         return {
             item.pk.rsplit("#", 1)[1]: Pointer(
                 int(item.seq) if item.seq is not None else None,

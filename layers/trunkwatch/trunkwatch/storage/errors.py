@@ -7,8 +7,3 @@ from __future__ import annotations
 class Conflict(Exception):
     """A version-checked write lost: another writer changed the record since it was read.
     The caller reads again and decides again."""
-
-
-class StorageNotBound(RuntimeError):
-    """A model used before a DynamoDB storage named its table: a wiring error, not a data
-    problem."""

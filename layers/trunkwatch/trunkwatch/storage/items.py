@@ -1,4 +1,8 @@
-"""PynamoDB models of the table's items (the key design is in this package's docstring)."""
+"""PynamoDB models of the table's items (the key design is in this package's docstring).
+
+These describe the items and name no table: `table.bind` makes, for each table, a subclass
+of each bound to it, and the stores use only those. Unbound, a model still builds,
+serializes and reads an item (stream images, item sizes), but reaches no table."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Any
 
 from pynamodb.attributes import (
     BooleanAttribute,
+    DiscriminatorAttribute,
     JSONAttribute,
     ListAttribute,
     MapAttribute,
@@ -17,8 +22,22 @@ from pynamodb.attributes import (
     UTCDateTimeAttribute,
     VersionAttribute,
 )
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
+from pynamodb.models import Model
 
-from trunkwatch.storage.table import BaseItem
+
+class BaseItem(Model):
+    """Every item of the table; each subclass is one `kind` (PynamoDB polymorphism)."""
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    kind = DiscriminatorAttribute()
+
+    @classmethod
+    def upsert(cls, pk: str, sk: str, actions: list[Action], condition: Condition | None = None) -> Any:
+        """UpdateItem that also stamps `kind`, so an item created by an update is typed."""
+        return cls(pk, sk).update(actions=[*actions, cls.kind.set(cls)], condition=condition)
 
 
 class TrunkStateItem(BaseItem, discriminator="trunk"):

@@ -13,7 +13,7 @@ from trunkwatch.domain.alerts import FIRING
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import AckItem, NotificationLog, RejectionItem
 from trunkwatch.storage.records import LogEntry, Rejection
-from trunkwatch.storage.table import TableStore
+from trunkwatch.storage.table import BoundModels
 
 
 def _entry(item: NotificationLog) -> LogEntry:
@@ -64,18 +64,21 @@ def _lost_race(err: PutError | UpdateError) -> bool:
     return err.cause_response_code == "ConditionalCheckFailedException"
 
 
-class DynamoLogs(TableStore):
+class DynamoLogs:
+    def __init__(self, table: BoundModels) -> None:
+        self.logs = table.model(NotificationLog)
+        self.rejections = table.model(RejectionItem)
+        self.ack_items = table.model(AckItem)
+
     def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]:
         """The receiver's log entries of the trunk, by fingerprint."""
-        query = NotificationLog.query(
-            keys.logs(trunk_id), NotificationLog.sk.startswith(keys.log_prefix(receiver))
-        )
+        query = self.logs.query(keys.logs(trunk_id), NotificationLog.sk.startswith(keys.log_prefix(receiver)))
         return {str(item.fingerprint): _entry(item) for item in query}
 
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None:
         """Write the entry; one last sent firing never expires (its resolution is still due),
         any other expires `retention` after this write."""
-        NotificationLog(
+        self.logs(
             keys.logs(trunk_id),
             keys.log(entry.receiver, entry.fingerprint),
             receiver=entry.receiver,
@@ -96,13 +99,13 @@ class DynamoLogs(TableStore):
 
     def rejected(self, trunk_id: str) -> list[Rejection]:
         """The trunk's rejections, by receiver and fingerprint (one Query of their prefix)."""
-        query = RejectionItem.query(keys.logs(trunk_id), RejectionItem.sk.startswith(keys.REJECTIONS))
+        query = self.rejections.query(keys.logs(trunk_id), RejectionItem.sk.startswith(keys.REJECTIONS))
         return [_rejection(item) for item in query]
 
     def save_rejection(self, trunk_id: str, rejection: Rejection, retention: timedelta) -> None:
         """Keep the rejection (replacing the receiver's last one for the alert) until
         `retention` after it."""
-        RejectionItem(
+        self.rejections(
             keys.logs(trunk_id),
             keys.rejection(rejection.receiver, rejection.fingerprint),
             receiver=rejection.receiver,
@@ -118,11 +121,11 @@ class DynamoLogs(TableStore):
 
     def acks(self, trunk_id: str) -> list[Acknowledgement]:
         """The trunk's acknowledgements, live and ended (one Query of their partition)."""
-        return [_ack(item) for item in AckItem.query(keys.acks(trunk_id))]
+        return [_ack(item) for item in self.ack_items.query(keys.acks(trunk_id))]
 
     def add_ack(self, trunk_id: str, ack: Acknowledgement) -> bool:
         """Store `ack` unless the alert has a live one (False: the first stands)."""
-        item = AckItem(
+        item = self.ack_items(
             keys.acks(trunk_id),
             ack.fingerprint,
             fingerprint=ack.fingerprint,
@@ -144,7 +147,7 @@ class DynamoLogs(TableStore):
     def end_ack(self, trunk_id: str, ack: Acknowledgement, ended_at: datetime, retention: timedelta) -> None:
         """End the live acknowledgement read as `ack`; one replaced or ended since stays."""
         try:
-            AckItem(keys.acks(trunk_id), ack.fingerprint).update(
+            self.ack_items(keys.acks(trunk_id), ack.fingerprint).update(
                 actions=[AckItem.ended_at.set(ended_at), AckItem.expires_at.set(ended_at + retention)],
                 condition=(AckItem.at == ack.at) & AckItem.ended_at.does_not_exist(),
             )

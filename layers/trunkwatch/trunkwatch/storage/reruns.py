@@ -13,7 +13,7 @@ from trunkwatch.domain.verdict import RerunStatus
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import RerunItem
 from trunkwatch.storage.records import RerunRecord
-from trunkwatch.storage.table import TableStore
+from trunkwatch.storage.table import BoundModels
 
 _OPEN = (RerunStatus.PENDING.value, RerunStatus.REQUEST_FAILED.value)
 
@@ -22,8 +22,8 @@ def _sort_key(job: str, episode: datetime, role: str) -> str:
     return keys.rerun(job, format_time(episode), role)
 
 
-def _item(trunk_id: str, record: RerunRecord, retention: timedelta) -> RerunItem:
-    return RerunItem(
+def _item(model: type[RerunItem], trunk_id: str, record: RerunRecord, retention: timedelta) -> RerunItem:
+    return model(
         keys.reruns(trunk_id),
         _sort_key(record.job, record.episode, record.role),
         job=record.job,
@@ -62,21 +62,27 @@ def _record(item: RerunItem) -> RerunRecord:
     )
 
 
-class DynamoReruns(TableStore):
+class DynamoReruns:
+    def __init__(self, table: BoundModels) -> None:
+        self.reruns = table.model(RerunItem)
+
     def of_episode(self, trunk_id: str, job: str, episode: datetime) -> list[RerunRecord]:
         prefix = keys.rerun(job, format_time(episode), "")
-        query = RerunItem.query(keys.reruns(trunk_id), RerunItem.sk.startswith(prefix), consistent_read=True)
+        query = self.reruns.query(
+            keys.reruns(trunk_id), RerunItem.sk.startswith(prefix), consistent_read=True
+        )
         return [_record(item) for item in query]
 
     def open(self, trunk_id: str, planned_since: datetime, requested_since: datetime) -> list[RerunRecord]:
         condition = (RerunItem.status.is_in(*_OPEN) & (RerunItem.planned_at >= planned_since)) | (
             RerunItem.requested_at >= requested_since
         )
-        return [_record(item) for item in RerunItem.query(keys.reruns(trunk_id), filter_condition=condition)]
+        query = self.reruns.query(keys.reruns(trunk_id), filter_condition=condition)
+        return [_record(item) for item in query]
 
     def add(self, trunk_id: str, record: RerunRecord, retention: timedelta) -> bool:
         try:
-            _item(trunk_id, record, retention).save(condition=RerunItem.sk.does_not_exist())
+            _item(self.reruns, trunk_id, record, retention).save(condition=RerunItem.sk.does_not_exist())
         except PutError as err:
             if err.cause_response_code == "ConditionalCheckFailedException":
                 return False
@@ -84,4 +90,4 @@ class DynamoReruns(TableStore):
         return True
 
     def update(self, trunk_id: str, record: RerunRecord, retention: timedelta) -> None:
-        _item(trunk_id, record, retention).save()
+        _item(self.reruns, trunk_id, record, retention).save()

@@ -12,23 +12,27 @@ from trunkwatch.domain.shards import ShardReport
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import HeldReportItem, RunItem
 from trunkwatch.storage.records import SHARD_TTL, RunRecord
-from trunkwatch.storage.table import TableStore
+from trunkwatch.storage.table import BoundModels
 
 
 def _held_key(report: ShardReport) -> str:
     return keys.held(report.name, report.attempt, report.conclusion if not report.completed else "completed")
 
 
-class DynamoRuns(TableStore):
+class DynamoRuns:
+    def __init__(self, table: BoundModels) -> None:
+        self.runs = table.model(RunItem)
+        self.held_reports = table.model(HeldReportItem)
+
     def get(self, trunk_id: str, run_id: int, consistent: bool = False) -> RunRecord | None:
         try:
-            found = RunItem.get(keys.run(trunk_id, run_id), keys.RUN, consistent_read=consistent)
+            found = self.runs.get(keys.run(trunk_id, run_id), keys.RUN, consistent_read=consistent)
         except DoesNotExist:
             return None
         return RunRecord(run_id, str(found.sha), bool(found.of_trunk))
 
     def save(self, trunk_id: str, run: RunRecord, now: datetime) -> None:
-        RunItem(
+        self.runs(
             keys.run(trunk_id, run.run_id),
             keys.RUN,
             sha=run.sha,
@@ -37,7 +41,7 @@ class DynamoRuns(TableStore):
         ).save()
 
     def hold(self, trunk_id: str, report: ShardReport, now: datetime) -> None:
-        HeldReportItem(
+        self.held_reports(
             keys.run(trunk_id, report.run_id),
             _held_key(report),
             sha=report.sha,
@@ -50,7 +54,7 @@ class DynamoRuns(TableStore):
         ).save()
 
     def held(self, trunk_id: str, run_id: int) -> list[ShardReport]:
-        query = HeldReportItem.query(
+        query = self.held_reports.query(
             keys.run(trunk_id, run_id),
             HeldReportItem.sk.startswith(keys.HELD_PREFIX),
             consistent_read=True,
@@ -69,6 +73,6 @@ class DynamoRuns(TableStore):
         ]
 
     def release(self, trunk_id: str, reports: Iterable[ShardReport]) -> None:
-        with HeldReportItem.batch_write() as batch:
+        with self.held_reports.batch_write() as batch:
             for report in reports:
-                batch.delete(HeldReportItem(keys.run(trunk_id, report.run_id), _held_key(report)))
+                batch.delete(self.held_reports(keys.run(trunk_id, report.run_id), _held_key(report)))

@@ -13,7 +13,7 @@ from trunkwatch.domain.shards import Attempt, Shard, ShardReport, merge
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import ShardItem
 from trunkwatch.storage.records import SHARD_TTL
-from trunkwatch.storage.table import TableStore
+from trunkwatch.storage.table import BoundModels
 
 
 def _shard(item: ShardItem) -> Shard:
@@ -41,7 +41,10 @@ def _store(item: ShardItem, shard: Shard, now: datetime) -> None:
     item.save()  # conditional on the version read (none: the item must not exist)
 
 
-class DynamoShards(TableStore):
+class DynamoShards:
+    def __init__(self, table: BoundModels) -> None:
+        self.shards = table.model(ShardItem)
+
     def report(self, trunk_id: str, shard: ShardReport, now: datetime) -> bool:
         """Merge the report into its stored shard (read, merge, write if it changes, again on
         a conflict). True when the report shows in the shard (written now, or the same
@@ -50,10 +53,10 @@ class DynamoShards(TableStore):
         pk, sk = keys.shards(trunk_id, shard.sha, job_key(shard.name)), shard.name
         while True:
             try:
-                item = ShardItem.get(pk, sk, consistent_read=True)
+                item = self.shards.get(pk, sk, consistent_read=True)
                 stored: Shard | None = _shard(item)
             except DoesNotExist:
-                item, stored = ShardItem(pk, sk), None
+                item, stored = self.shards(pk, sk), None
             merged = merge(stored, shard)
             if merged == stored:
                 return merged.reflects(shard)
@@ -70,5 +73,5 @@ class DynamoShards(TableStore):
         still queued as a pending run)."""
         return [
             _shard(item).run(str(item.sk))
-            for item in ShardItem.query(keys.shards(trunk_id, sha, job), consistent_read=True)
+            for item in self.shards.query(keys.shards(trunk_id, sha, job), consistent_read=True)
         ]

@@ -14,7 +14,7 @@ from trunkwatch.storage import keys
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.items import MatcherMap, SilenceAuditItem, SilenceItem
 from trunkwatch.storage.records import SilenceAudit, SilenceRecord, StoredMatcher
-from trunkwatch.storage.table import TableStore, connection
+from trunkwatch.storage.table import BoundModels
 
 
 def _record(item: SilenceItem) -> SilenceRecord:
@@ -34,8 +34,8 @@ def _record(item: SilenceItem) -> SilenceRecord:
     )
 
 
-def silence_item(record: SilenceRecord) -> SilenceItem:
-    item = SilenceItem(
+def silence_item(model: type[SilenceItem], record: SilenceRecord) -> SilenceItem:
+    item = model(
         keys.SILENCES,
         record.id,
         matchers=[
@@ -54,8 +54,8 @@ def silence_item(record: SilenceRecord) -> SilenceItem:
     return item
 
 
-def audit_item(audit: SilenceAudit) -> SilenceAuditItem:
-    return SilenceAuditItem(
+def audit_item(model: type[SilenceAuditItem], audit: SilenceAudit) -> SilenceAuditItem:
+    return model(
         keys.SILENCE_AUDIT,
         f"{format_time(audit.at)}#{audit.silence_id}#{audit.action}",
         silence_id=audit.silence_id,
@@ -68,17 +68,22 @@ def audit_item(audit: SilenceAudit) -> SilenceAuditItem:
     )
 
 
-class DynamoSilences(TableStore):
+class DynamoSilences:
+    def __init__(self, table: BoundModels) -> None:
+        self.silences = table.model(SilenceItem)
+        self.audits = table.model(SilenceAuditItem)
+        self.connection = table.connection
+
     def get(self, silence_id: str) -> SilenceRecord | None:
         try:
-            return _record(SilenceItem.get(keys.SILENCES, silence_id, consistent_read=True))
+            return _record(self.silences.get(keys.SILENCES, silence_id, consistent_read=True))
         except DoesNotExist:
             return None
 
     def listable(self, now: datetime) -> list[SilenceRecord]:
         """Every silence not past its expiry (DynamoDB deletes expired-TTL items only
         eventually; until then they are gone for us)."""
-        query = SilenceItem.query(
+        query = self.silences.query(
             keys.SILENCES, filter_condition=SilenceItem.expires_at > now, consistent_read=True
         )
         return [_record(item) for item in query]
@@ -95,18 +100,20 @@ class DynamoSilences(TableStore):
                 after=dict(item.after or {}),
                 expires_at=item.expires_at,
             )
-            for item in SilenceAuditItem.query(keys.SILENCE_AUDIT, consistent_read=True)
+            for item in self.audits.query(keys.SILENCE_AUDIT, consistent_read=True)
         ]
 
     def commit(self, silences: list[SilenceRecord], audits: list[SilenceAudit]) -> None:
         """Write the silences (each at its version, else `Conflict`) and their new audit
         records in one transaction."""
         try:
-            with TransactWrite(connection=connection()) as transaction:
+            with TransactWrite(connection=self.connection) as transaction:
                 for record in silences:
-                    transaction.save(silence_item(record))
+                    transaction.save(silence_item(self.silences, record))
                 for audit in audits:
-                    transaction.save(audit_item(audit), condition=SilenceAuditItem.pk.does_not_exist())
+                    transaction.save(
+                        audit_item(self.audits, audit), condition=SilenceAuditItem.pk.does_not_exist()
+                    )
         except TransactWriteError as err:
             reasons = [reason.code for reason in err.cancellation_reasons or [] if reason is not None]
             if "ConditionalCheckFailed" in reasons:

@@ -1,125 +1,69 @@
-"""The PynamoDB base model, and the table its requests go to.
+"""The item models bound to one table.
 
-PynamoDB reads a model's table from its class (`Meta`). Here `Meta` reads it from the table
-in use: the one of the DynamoDB store whose method is running (`TableStore`, a context
-variable set for the call). Nothing is bound process-wide: two storages on two tables work
-side by side in one process, and a model used outside a store raises `StorageNotBound`
-instead of reaching whatever table was opened last."""
+PynamoDB reads a model's table from its class (`Meta`). `bind` makes, once per table, a
+subclass of every model of `items.py` whose `Meta` names that table, on a base with its own
+`kind` discriminator (PynamoDB keeps one registry of kinds per discriminator attribute, so
+two tables' models never share one). A store is built on the `BoundModels` of its table and
+uses only those: two storages on two tables work side by side in one process, and what a
+store returns (a lazy Query iterator included) keeps reading its own table whenever it runs.
+Conditions and update actions may name the attributes of the `items.py` classes: a bound
+model shares them, all but `kind` (`kind.set` takes the bound model)."""
 
 from __future__ import annotations
 
 import functools
-import inspect
-from collections.abc import Callable
-from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+import types
+from dataclasses import dataclass
+from typing import TypeVar, cast
 
-from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
-from pynamodb.connection import Connection, TableConnection
-from pynamodb.expressions.condition import Condition
-from pynamodb.expressions.update import Action
-from pynamodb.models import Model
+from pynamodb.attributes import DiscriminatorAttribute
+from pynamodb.connection import Connection
 
-from trunkwatch.storage.errors import StorageNotBound
-from trunkwatch.storage.keys import TTL_ATTRIBUTE
+from trunkwatch.storage.items import BaseItem
 
-F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound=BaseItem)
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True)
 class Table:
-    """One DynamoDB table as a storage opened it (`host`: a local emulation's endpoint), with
-    its models' connections, made once per table and model class (per warm container)."""
+    """One DynamoDB table as a storage opens it (`host`: a local emulation's endpoint)."""
 
     name: str
     region: str | None = None
     host: str | None = None
-    connections: dict[type[Model], TableConnection] = field(default_factory=dict, repr=False)
 
 
-_IN_USE: ContextVar[Table | None] = ContextVar("trunkwatch_table_in_use", default=None)
-
-
-class _TableInUse:
-    """Every model's `Meta`: PynamoDB reads the table's name, region and endpoint from it
-    when it builds a connection and when it reads batch answers."""
-
-    @property
-    def table_name(self) -> str | None:
-        table = _IN_USE.get()
-        return table.name if table else None
-
-    @property
-    def region(self) -> str | None:
-        table = _IN_USE.get()
-        return table.region if table else None
-
-    @property
-    def host(self) -> str | None:
-        table = _IN_USE.get()
-        return table.host if table else None
-
-
-class BaseItem(Model):
-    """Every item of the table; each subclass is one `kind` (PynamoDB polymorphism)."""
-
-    Meta = _TableInUse()  # type: ignore[assignment]  # PynamoDB only reads its attributes
-
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
-    kind = DiscriminatorAttribute()
-
-    @classmethod
-    def _get_connection(cls) -> Any:
-        table = _IN_USE.get()
-        if table is None:
-            raise StorageNotBound(
-                f"{cls.__name__} used outside a DynamoDB store (storage.dynamodb.open_table builds them)"
-            )
-        found = table.connections.get(cls)
-        if found is None:
-            cls._connection = None  # PynamoDB's own per-class cache holds another table's
-            found = table.connections[cls] = super()._get_connection()
-        return found
-
-    @classmethod
-    def upsert(cls, pk: str, sk: str, actions: list[Action], condition: Condition | None = None) -> Any:
-        """UpdateItem that also stamps `kind`, so an item created by an update is typed."""
-        return cls(pk, sk).update(actions=[*actions, cls.kind.set(cls)], condition=condition)
-
-
-def _on_own_table(method: F) -> F:
-    @functools.wraps(method)
-    def on_table(self: TableStore, *args: Any, **kwargs: Any) -> Any:
-        token = _IN_USE.set(self.table)
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            _IN_USE.reset(token)
-
-    return on_table  # type: ignore[return-value]
-
-
-class TableStore:
-    """Base of the DynamoDB stores: each public method runs with the models on the store's
-    own table. (No public method may return a lazy iterator: it would run after the call.)"""
+class BoundModels:
+    """The models of `items.py` bound to one table, and the connection its transactions use."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
+        meta = type("Meta", (), {"table_name": table.name, "region": table.region, "host": table.host})
+        # Every kind of the table (a Query that reads several kinds of one partition).
+        self.any: type[BaseItem] = _subclass("Item", (BaseItem,), Meta=meta, kind=DiscriminatorAttribute())
+        self._models: dict[type[BaseItem], type[BaseItem]] = {
+            model: _subclass(
+                model.__name__, (model, self.any), discriminator=BaseItem.kind.get_discriminator(model)
+            )
+            for model in BaseItem.kind.get_registered_subclasses(BaseItem)
+        }
+        self.connection = Connection(region=table.region, host=table.host)
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for name, member in list(vars(cls).items()):
-            if not name.startswith("_") and inspect.isfunction(member):
-                if inspect.isgeneratorfunction(member):
-                    raise TypeError(f"{cls.__name__}.{name}: a store method may not be a generator")
-                setattr(cls, name, _on_own_table(member))
+    def model(self, item: type[M]) -> type[M]:
+        """`item`'s model on this table."""
+        return cast(type[M], self._models[item])
 
 
-def connection() -> Connection:
-    """The connection to the table in use, for transactions (inside a store's method)."""
-    return BaseItem._get_connection().connection
+def _subclass(
+    name: str, bases: tuple[type[BaseItem], ...], discriminator: str | None = None, **namespace: object
+) -> type[BaseItem]:
+    """A model class made here (`discriminator`: its kind, as in a class statement)."""
+    keywords = {"discriminator": discriminator} if discriminator is not None else {}
+    return types.new_class(name, bases, keywords, lambda ns: ns.update(__module__=__name__, **namespace))
 
 
-__all__ = ["TTL_ATTRIBUTE", "BaseItem", "StorageNotBound", "Table", "TableStore", "connection"]
+@functools.cache
+def bind(table: Table) -> BoundModels:
+    """The models bound to `table`, made once per table (a warm container reuses them, and
+    their connections)."""
+    return BoundModels(table)

@@ -25,16 +25,22 @@ from datetime import datetime, timedelta
 from pynamodb.exceptions import UpdateError
 
 from trunkwatch.storage import keys, trunks
-from trunkwatch.storage.items import TickCount, TickItem
+from trunkwatch.storage.items import BaseItem, TickCount, TickItem, TrunkStateItem
 from trunkwatch.storage.records import TICK_TTL, Group, group_bucket
-from trunkwatch.storage.table import BaseItem, TableStore
+from trunkwatch.storage.table import BoundModels
 
 
-class DynamoTicks(TableStore):
+class DynamoTicks:
+    def __init__(self, table: BoundModels) -> None:
+        self.ticks = table.model(TickItem)
+        self.counts = table.model(TickCount)
+        self.items = table.any
+        self.states = table.model(TrunkStateItem)
+
     def open_poll(self, trunk_id: str, poll: str, expected: int, now: datetime) -> None:
         """Before a poll's cells are written: its tick, and the trunk's open poll (the barrier
         a sweep waits on)."""
-        TickItem(
+        self.ticks(
             keys.ticks(trunk_id),
             poll,
             trunk=trunk_id,
@@ -43,7 +49,7 @@ class DynamoTicks(TableStore):
             at=now,
             expires_at=now + TICK_TTL,
         ).save()
-        trunks.open_poll(trunk_id, poll, now)
+        trunks.open_poll(self.states, trunk_id, poll, now)
 
     def count(self, trunk_id: str, poll: str, sequences: Sequence[str], now: datetime) -> bool:
         """Add one evaluator batch's stream records (their sequence numbers) to the poll's
@@ -53,13 +59,13 @@ class DynamoTicks(TableStore):
         the caller finishes the poll's work, then `settle`s it. A retry of a batch whose
         invocation died before settling gets True again, so no tick is left open by a crash."""
         digest = hashlib.sha256("\n".join(sorted(sequences)).encode()).hexdigest()[:16]
-        TickCount(
+        self.counts(
             keys.ticks(trunk_id), f"{poll}#{digest}", sequences=set(sequences), expires_at=now + TICK_TTL
         ).save()
         tick, counted = None, set[str]()
         # The tick (sk `poll`) and its counts (sk `poll#...`) in one strongly consistent Query:
         # of two batches counting at once, the later one sees both.
-        for item in BaseItem.query(
+        for item in self.items.query(
             keys.ticks(trunk_id), BaseItem.sk.between(poll, f"{poll}#\uffff"), consistent_read=True
         ):
             if isinstance(item, TickItem) and item.sk == poll:
@@ -82,7 +88,7 @@ class DynamoTicks(TableStore):
         has closed, in one conditional update: a delivery joining at the same moment either
         counts before this (and the tick waits for its cell) or finds the tick settled. False
         if it cannot settle yet or a concurrent evaluation settled it first."""
-        tick = TickItem(keys.ticks(trunk_id), poll)
+        tick = self.ticks(keys.ticks(trunk_id), poll)
         try:
             tick.update(
                 actions=[TickItem.settled.set(True)],
@@ -92,7 +98,7 @@ class DynamoTicks(TableStore):
             )
         except UpdateError:
             return False  # settled already, cells still to evaluate, or the bucket still open
-        trunks.close_poll(trunk_id, poll, tick.at)
+        trunks.close_poll(self.states, trunk_id, poll, tick.at)
         return True
 
     def force_settle(self, trunk_id: str, poll: str, opened_at: datetime) -> bool:
@@ -101,13 +107,13 @@ class DynamoTicks(TableStore):
         had settled meanwhile, or expired (then it is only closed)."""
         settled = True
         try:
-            TickItem(keys.ticks(trunk_id), poll).update(
+            self.ticks(keys.ticks(trunk_id), poll).update(
                 actions=[TickItem.settled.set(True)],
                 condition=TickItem.poll.exists() & TickItem.settled.does_not_exist(),
             )
         except UpdateError:
             settled = False
-        trunks.close_poll(trunk_id, poll, opened_at)
+        trunks.close_poll(self.states, trunk_id, poll, opened_at)
         return settled
 
     def join_group(self, trunk_id: str, cells: int, now: datetime) -> Group:
@@ -116,7 +122,7 @@ class DynamoTicks(TableStore):
         at, token = now, uuid.uuid4().hex
         while True:
             group, closes_at = group_bucket(at)
-            tick = TickItem(keys.ticks(trunk_id), group)
+            tick = self.ticks(keys.ticks(trunk_id), group)
             try:
                 tick.update(
                     actions=[
@@ -128,7 +134,7 @@ class DynamoTicks(TableStore):
                         TickItem.opened_by.set(TickItem.opened_by | token),
                         TickItem.closes_at.set(closes_at),
                         TickItem.expires_at.set(closes_at + TICK_TTL),
-                        TickItem.kind.set(TickItem),
+                        self.ticks.kind.set(self.ticks),
                     ],
                     condition=TickItem.settled.does_not_exist()
                     & (TickItem.closes_at.does_not_exist() | (TickItem.closes_at >= now)),
@@ -138,12 +144,12 @@ class DynamoTicks(TableStore):
                 continue
             opened = tick.opened_by == token
             if opened:
-                trunks.open_poll(trunk_id, group, now, delivered=True)
+                trunks.open_poll(self.states, trunk_id, group, now, delivered=True)
             return Group(group, closes_at, opened)
 
     def settle_sweep(self, trunk_id: str, sweep: str, now: datetime) -> None:
         """A scheduled sweep's tick: settled at once, so the notifier runs for the trunk."""
-        TickItem(
+        self.ticks(
             keys.ticks(trunk_id),
             sweep,
             trunk=trunk_id,

@@ -12,16 +12,21 @@ from pynamodb.expressions.update import Action
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import JobIndex, SourceState, TrunkStateItem
 from trunkwatch.storage.records import ERROR_MAX, LAST_OK_PRECISION, TrunkState
-from trunkwatch.storage.table import TableStore
+from trunkwatch.storage.table import BoundModels
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
-class DynamoTrunks(TableStore):
+class DynamoTrunks:
+    def __init__(self, table: BoundModels) -> None:
+        self.states = table.model(TrunkStateItem)
+        self.job_indexes = table.model(JobIndex)
+        self.source_states = table.model(SourceState)
+
     def state(self, trunk_id: str, consistent: bool = False) -> TrunkState:
         """The trunk's state (an empty one before the first poll)."""
         try:
-            item = TrunkStateItem.get(keys.trunk(trunk_id), keys.STATE, consistent_read=consistent)
+            item = self.states.get(keys.trunk(trunk_id), keys.STATE, consistent_read=consistent)
         except DoesNotExist:
             return TrunkState()
         return TrunkState(
@@ -43,7 +48,7 @@ class DynamoTrunks(TableStore):
         recent = TrunkStateItem.recent_seqs
         condition = (recent.does_not_exist() | (recent == old)) if not old else recent == old
         try:
-            TrunkStateItem.upsert(keys.trunk(trunk_id), keys.STATE, [recent.set(new)], condition)
+            self.states.upsert(keys.trunk(trunk_id), keys.STATE, [recent.set(new)], condition)
         except UpdateError as err:
             if err.cause_response_code == _CONDITION_FAILED:
                 return False
@@ -56,11 +61,12 @@ class DynamoTrunks(TableStore):
         actions: list[Action] = [TrunkStateItem.last_polled_at.set(at)]
         if missing_since is not None:
             actions.append(TrunkStateItem.deliveries_missing_since.set(missing_since))
-        _update(trunk_id, actions)
+        update_state(self.states, trunk_id, actions)
 
     def record_poll_failure(self, trunk_id: str, at: datetime, cause: str, error: str) -> None:
         """A failed poll: keep when failures started (the first of a run), and the latest cause."""
-        _update(
+        update_state(
+            self.states,
             trunk_id,
             [
                 TrunkStateItem.polls_failing_since.set(TrunkStateItem.polls_failing_since | at),
@@ -84,16 +90,16 @@ class DynamoTrunks(TableStore):
                 TrunkStateItem.poll_error_cause.remove(),
                 TrunkStateItem.poll_error.remove(),
             ]
-        _update(trunk_id, actions)
+        update_state(self.states, trunk_id, actions)
         return 1
 
     def record_delivery(self, trunk_id: str, at: datetime) -> None:
         """A delivery wrote results (one that opens a group records it with the group)."""
-        _update(trunk_id, [TrunkStateItem.last_delivery_at.set(at)])
+        update_state(self.states, trunk_id, [TrunkStateItem.last_delivery_at.set(at)])
 
     def job_names(self, trunk_id: str) -> list[str]:
         try:
-            return [str(name) for name in JobIndex.get(keys.trunk(trunk_id), keys.JOBS).names or []]
+            return [str(name) for name in self.job_indexes.get(keys.trunk(trunk_id), keys.JOBS).names or []]
         except DoesNotExist:
             return []
 
@@ -103,7 +109,7 @@ class DynamoTrunks(TableStore):
         never changes its job."""
         condition = JobIndex.names.does_not_exist() if not known else JobIndex.names == known
         try:
-            JobIndex.upsert(
+            self.job_indexes.upsert(
                 keys.trunk(trunk_id), keys.JOBS, [JobIndex.names.set([*known, *names])], condition
             )
         except UpdateError as err:
@@ -114,31 +120,34 @@ class DynamoTrunks(TableStore):
 
     def source_state(self, trunk_id: str) -> dict[str, Any]:
         try:
-            return dict(SourceState.get(keys.trunk(trunk_id), keys.SOURCE).state or {})
+            return dict(self.source_states.get(keys.trunk(trunk_id), keys.SOURCE).state or {})
         except DoesNotExist:
             return {}
 
     def save_source_state(self, trunk_id: str, value: dict[str, Any]) -> None:
-        SourceState(keys.trunk(trunk_id), keys.SOURCE, state=value).save()
+        self.source_states(keys.trunk(trunk_id), keys.SOURCE, state=value).save()
 
 
-def _update(trunk_id: str, actions: list[Action]) -> None:
-    TrunkStateItem.upsert(keys.trunk(trunk_id), keys.STATE, actions)
+def update_state(states: type[TrunkStateItem], trunk_id: str, actions: list[Action]) -> None:
+    """Update the trunk's state item (`states`: the model bound to the table)."""
+    states.upsert(keys.trunk(trunk_id), keys.STATE, actions)
 
 
-def open_poll(trunk_id: str, poll: str, at: datetime, delivered: bool = False) -> None:
+def open_poll(
+    states: type[TrunkStateItem], trunk_id: str, poll: str, at: datetime, delivered: bool = False
+) -> None:
     """A poll (or delivery group) whose tick has yet to settle: a sweep waits for it, and
     settles it if it stays open too long; a delivery group also records that deliveries
     arrive."""
     actions: list[Action] = [TrunkStateItem.unsettled.add({_unsettled_value(poll, at)})]
     if delivered:
         actions.append(TrunkStateItem.last_delivery_at.set(at))
-    _update(trunk_id, actions)
+    update_state(states, trunk_id, actions)
 
 
-def close_poll(trunk_id: str, poll: str, at: datetime) -> None:
+def close_poll(states: type[TrunkStateItem], trunk_id: str, poll: str, at: datetime) -> None:
     """The tick of `poll`, opened at `at`, settled."""
-    _update(trunk_id, [TrunkStateItem.unsettled.delete({_unsettled_value(poll, at)})])
+    update_state(states, trunk_id, [TrunkStateItem.unsettled.delete({_unsettled_value(poll, at)})])
 
 
 def _unsettled_value(poll: str, at: datetime) -> str:
