@@ -232,6 +232,22 @@ def test_cells_newest_first(storage: Storage) -> None:
 # --- alerts -------------------------------------------------------------------------------
 
 
+def test_a_pending_cell_never_replaces_a_result(storage: Storage) -> None:
+    def write(seq: int, state: CellState, url: str) -> None:
+        storage.cells.save_all(
+            TRUNK, [CellWrite(Cell(JOB, commit(seq).sha, state, url=url), commit(seq), seq, "p")], RETENTION
+        )
+
+    write(1, CellState.PENDING, "queued")
+    write(1, CellState.FAIL, "failed")
+    write(1, CellState.PENDING, "queued again")  # a writer that read the state before the failure
+    write(2, CellState.PENDING, "queued")
+    write(2, CellState.PENDING, "still queued")
+    newest, oldest = storage.cells.newest_first(TRUNK, JOB, limit=10, page_size=10)
+    assert (oldest.state, oldest.url) == (CellState.FAIL, "failed")
+    assert (newest.state, newest.url) == (CellState.PENDING, "still queued")
+
+
 def alert(job: str = JOB, **changes: object) -> JobAlert:
     ref = CommitRef(seq=1, sha=commit(1).sha, time=commit(1).time, title="commit 1", pr=1, job_url="run")
     return dataclasses.replace(

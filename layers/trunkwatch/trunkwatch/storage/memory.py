@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from trunkwatch.domain.acks import Acknowledgement
-from trunkwatch.domain.cells import Commit, JobRun, StoredCell, job_key
+from trunkwatch.domain.cells import CellState, Commit, JobRun, StoredCell, job_key
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import Shard, ShardReport, merge
 from trunkwatch.storage.errors import Conflict
@@ -191,7 +191,11 @@ class MemoryCells:
     def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
         for write in writes:
             cell, commit = write.cell, write.commit
-            self._cells.setdefault((trunk_id, cell.job), {})[write.seq] = StoredCell(
+            stored = self._cells.setdefault((trunk_id, cell.job), {})
+            held = stored.get(write.seq)
+            if cell.state == CellState.PENDING and held is not None and held.state != CellState.PENDING:
+                continue  # as DynamoDB's conditional put: a pending cell never over a result
+            stored[write.seq] = StoredCell(
                 seq=write.seq,
                 state=cell.state,
                 commit=replace(commit, title=commit.title[:TITLE_MAX], autoreverted_by=None),

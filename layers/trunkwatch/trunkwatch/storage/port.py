@@ -83,7 +83,11 @@ class Commits(Protocol):
 class Cells(Protocol):
     """Job cells, one partition per (trunk, job)."""
 
-    def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None: ...
+    def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
+        """Write the cells; a pending cell never replaces a stored result. Its writer merged
+        it onto a state string read before another writer's result landed: the state string
+        keeps that result (the ledger's compare-and-set), and so must the cell item."""
+
     def newest_seq(self, trunk_id: str, job: str) -> int | None: ...
     def newest_first(self, trunk_id: str, job: str, limit: int, page_size: int) -> Iterator[StoredCell]: ...
 
