@@ -28,6 +28,7 @@ from trunkwatch.storage.records import (
     CommitMark,
     CommitRef,
     Episode,
+    FixedEpisode,
     JobAlert,
     LogEntry,
     Pointer,
@@ -97,6 +98,19 @@ def test_a_trunk_starts_empty_and_keeps_its_poll_health(storage: Storage) -> Non
     assert state.last_delivery_at == NOW - timedelta(minutes=1)
     trunks.save_source_state(TRUNK, {"etag": "W/1", "pages": [1, 2]})
     assert trunks.source_state(TRUNK) == {"etag": "W/1", "pages": [1, 2]}
+
+
+def test_the_unpaged_set_gains_and_loses_jobs(storage: Storage) -> None:
+    trunks = storage.trunks
+    trunks.mark_unpaged(TRUNK, JOB, True)
+    trunks.mark_unpaged(TRUNK, "other", True)
+    trunks.mark_unpaged(TRUNK, JOB, True)  # again: no change
+    assert trunks.state(TRUNK).unpaged == {JOB, "other"}
+    trunks.mark_unpaged(TRUNK, JOB, False)
+    trunks.mark_unpaged(TRUNK, "never added", False)
+    assert trunks.state(TRUNK).unpaged == {"other"}
+    trunks.mark_unpaged(TRUNK, "other", False)
+    assert trunks.state(TRUNK).unpaged == set() and trunks.state("other/repo#main").unpaged == set()
 
 
 def test_recent_seqs_change_only_from_what_was_read(storage: Storage) -> None:
@@ -374,6 +388,60 @@ def test_a_resolved_episode_expires_a_month_after_it_ended(aws: dict) -> None:
     assert expiry() == str(int((ended + EPISODE_RETENTION).timestamp()))
 
 
+def test_an_episode_keeps_its_verdict(storage: Storage) -> None:
+    alerts = storage.alerts
+    first = alerts.save_with_failing_set(TRUNK, alert(culprit_verdict="unconfirmed"), now_firing=True)
+    alerts.save_with_failing_set(
+        TRUNK,
+        dataclasses.replace(first, status="resolved", ends_at=NOW, culprit_verdict="confirmed"),
+        now_firing=False,
+    )
+    assert [e.verdict for e in alerts.episodes(TRUNK, NOW)] == ["confirmed"]
+
+
+def fixed(job: str = JOB, culprit: int = 1, **changes: object) -> FixedEpisode:
+    def ref(n: int) -> CommitRef:
+        return CommitRef(seq=n, sha=commit(n).sha, time=commit(n).time, title=f"commit {n}", author="a", pr=n)
+
+    return dataclasses.replace(
+        FixedEpisode(
+            job=job,
+            culprit=ref(culprit),
+            fix=ref(culprit + 2),
+            failed_commits=2,
+            detected_at=NOW,
+            last_pass=ref(culprit - 1),
+            failure_lines=("FAILED test/test_nn.py::test_conv6",),
+        ),
+        **changes,
+    )
+
+
+def test_a_fixed_breakage_is_kept_once_per_job_and_culprit(storage: Storage) -> None:
+    alerts = storage.alerts
+    assert alerts.fixed(TRUNK) == []
+    first = fixed()
+    alerts.save_fixed(TRUNK, first)
+    alerts.save_fixed(TRUNK, fixed("other", last_pass=None, failure_lines=()))
+    # Recorded again (a third failure came in): it replaces the job's and culprit's one.
+    grown = fixed(failed_commits=3, fix=fixed(culprit=2).fix)
+    alerts.save_fixed(TRUNK, grown)
+    assert alerts.fixed(TRUNK) == [fixed("other", last_pass=None, failure_lines=()), grown]  # by sha, job
+    # An older failure came in below it: the breakage's culprit moved; the old one is gone.
+    moved = fixed(culprit=0, failed_commits=4, last_pass=None)
+    alerts.save_fixed(TRUNK, moved, supersedes=[grown])
+    assert [(f.job, f.culprit.seq) for f in alerts.fixed(TRUNK)] == [(JOB, 0), ("other", 1)]  # sha 0 first
+    assert alerts.fixed("other/repo#main") == []
+
+
+def test_a_fixed_breakage_expires_a_month_after_it_was_detected(aws: dict) -> None:
+    aws["storage"].alerts.save_fixed(TRUNK, fixed())
+    key = {"pk": {"S": keys.fixed(TRUNK)}, "sk": {"S": keys.fixed_episode(commit(1).sha, JOB)}}
+    item = boto3.client("dynamodb").get_item(TableName=aws["table"], Key=key)["Item"]
+    assert item[TTL_ATTRIBUTE]["N"] == str(int((NOW + EPISODE_RETENTION).timestamp()))
+    assert item["kind"]["S"] == "fixed"
+
+
 # --- ticks --------------------------------------------------------------------------------
 
 
@@ -610,6 +678,9 @@ def test_log_entries_per_receiver(storage: Storage) -> None:
     assert logs.of_receiver(TRUNK, "sns") == {"f1": entry, "f2": trunk_level}
     assert list(logs.of_receiver(TRUNK, "sns-2")) == ["f1"]
     assert logs.of_receiver("other/repo#main", "sns") == {}
+    # One entry by its receiver and fingerprint.
+    assert logs.entry(TRUNK, "sns", "f2") == trunk_level
+    assert logs.entry(TRUNK, "sns", "f3") is None and logs.entry(TRUNK, "sns-3", "f1") is None
 
 
 def rejection(receiver: str, fingerprint: str, status: str = "resolved") -> Rejection:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from pynamodb.exceptions import DoesNotExist
+
 from trunkwatch.domain.alerts import FIRING
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import NotificationLog, RejectionItem
@@ -49,6 +51,13 @@ class DynamoLogs(TableStore):
             keys.logs(trunk_id), NotificationLog.sk.startswith(keys.log_prefix(receiver))
         )
         return {str(item.fingerprint): _entry(item) for item in query}
+
+    def entry(self, trunk_id: str, receiver: str, fingerprint: str) -> LogEntry | None:
+        """One entry (the daily digest's: one GetItem, not the receiver's whole log)."""
+        try:
+            return _entry(NotificationLog.get(keys.logs(trunk_id), keys.log(receiver, fingerprint)))
+        except DoesNotExist:
+            return None
 
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None:
         """Write the entry; one last sent firing never expires (its resolution is still due),
