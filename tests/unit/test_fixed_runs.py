@@ -1,5 +1,5 @@
 """Breakages fixed before the rule could page them (design.md §3.7): `rule.fixed_run` and
-`rule.breakage_run`, table-driven over cell histories.
+`rule.breakage_run`, table-driven over cell histories, and what recording one again writes.
 
 A history string lists a job's cells from the newest commit to the oldest, as in
 test_rule.py: F fail, P pass, f flaky, . pending, n nodata, - no cell. Every failure fails
@@ -9,13 +9,16 @@ with the line `LINE` unless `lines` gives its position another.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 
 from tests.unit.test_rule import NOW, cells, recent
+from trunkwatch.app.fixed import recording
 from trunkwatch.domain.cells import StoredCell
 from trunkwatch.domain.config import rule_config
 from trunkwatch.domain.rule import breakage_run, fixed_run, judge_job
+from trunkwatch.storage.records import CommitRef, FixedEpisode
 
 LINE = "FAILED test/test_nn.py::TestNN::test_conv6"
 
@@ -165,3 +168,25 @@ def test_a_run_overlapping_an_alerts_range_fired() -> None:
     assert found.overlaps(oldest, newest) and found.overlaps(newest, newest + 5)
     assert found.overlaps(oldest - 3, oldest)
     assert not found.overlaps(newest + 1, newest + 4) and not found.overlaps(oldest - 4, oldest - 1)
+
+
+def recorded(job_key: str, culprit: int, fix: int, failed: int, detected_hours: int = 0) -> FixedEpisode:
+    def ref(n: int) -> CommitRef:
+        return CommitRef(seq=n, sha=f"sha{n}", time=NOW - timedelta(hours=10 - n))
+
+    return FixedEpisode(job_key, ref(culprit), ref(fix), failed, NOW + timedelta(hours=detected_hours))
+
+
+def test_a_breakage_found_again_keeps_its_first_record_and_replaces_shorter_sights_of_it() -> None:
+    first = recorded("a", culprit=5, fix=7, failed=2)
+    other_job = recorded("b", culprit=5, fix=7, failed=2)
+    earlier = recorded("a", culprit=1, fix=3, failed=2)  # another breakage of the job, before it
+    stored = [earlier, first, other_job]
+    # The same again: nothing to write.
+    assert recording(recorded("a", 5, 7, 2, detected_hours=2), stored) == (None, [])
+    # A third failing commit came in: the record grows, first detected when it was.
+    grown, superseded = recording(recorded("a", 5, 8, 3, detected_hours=2), stored)
+    assert grown == recorded("a", 5, 8, 3) and superseded == []
+    # An older failure came in below it: the culprit moved; the shorter sight goes.
+    moved, superseded = recording(recorded("a", 4, 7, 3, detected_hours=2), stored)
+    assert moved == recorded("a", 4, 7, 3, detected_hours=2) and superseded == [first]
