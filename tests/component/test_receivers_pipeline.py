@@ -320,3 +320,31 @@ def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubServer) 
     for job, comment in zip(sorted(set(firing)), sorted(github.pull_comments[pr]), strict=True):
         assert f"this PR is the first commit on which `{job}` failed" in comment
     assert [r.method for r in github.requests].count("POST") == len(set(firing))
+
+
+def test_a_receiver_routes_on_the_culprits_author_and_slack_mentions_them() -> None:
+    """basic-break's culprit is dev4's: a receiver matching `author="dev4"` gets every message
+    of the break, mentioning dev4's Slack user; one matching another author gets none."""
+    authors, others = SlackServer(), SlackServer()
+    try:
+        replay = read_replay(SCENARIOS / "basic-break.jsonl")
+        replay.receivers = [
+            {
+                "type": "slack",
+                "url": f"{authors.url}/services/T000/B000/AAAA",
+                "matchers": ['author="dev4"'],
+                "slack_users": {"dev4": "U0DEV4"},
+            },
+            {"type": "slack", "url": f"{others.url}/services/T000/B000/BBBB", "matchers": ['author="dev9"']},
+        ]
+        published = list(run_replay(replay, store="memory"))
+    finally:
+        authors.stop()
+        others.stop()
+    assert published and slack_posts(authors) == sns_messages(published) and others.posts == []
+    for post in authors.posts:
+        assert "<@U0DEV4>" in json.dumps(post) and "by dev4" not in json.dumps(post)
+    # The alerts carry the login: the job alert its culprit's, the trunk-level one its jobs'.
+    for message in published:
+        notes = message.message["commonAnnotations"]
+        assert notes.get("culprit_author", notes.get("culprit_authors")) == "dev4"

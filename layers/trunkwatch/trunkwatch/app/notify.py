@@ -185,7 +185,7 @@ def _notify_receiver(channel: Channel, tick: Round, views: list[AlertView], resu
     """The stages, per alert in order: route, mute, dedup, budget, deliver, log. A failing
     receiver or a spent budget leaves the receiver's rest for the next tick, in order."""
     entries = tick.storage.logs.of_receiver(tick.log, channel.name)
-    for view in _route(channel, [*views, *_resolved_from_log(entries, views, tick)]):
+    for view in _route(channel, [*views, *_resolved_from_log(entries, views, tick)], entries):
         alert = view.alert
         entry = entries.get(alert.fingerprint) or LogEntry(
             channel.name, alert.fingerprint, alert.name, alert.labels.get("job")
@@ -214,9 +214,20 @@ def _notify_receiver(channel: Channel, tick: Round, views: list[AlertView], resu
         result.done(channel.name, alert.name, decision, refused)
 
 
-def _route(channel: Channel, views: list[AlertView]) -> list[AlertView]:
-    """The alerts the receiver's matchers pick."""
-    return [view for view in views if channel.accepts(view.alert.labels)]
+def _route(channel: Channel, views: list[AlertView], entries: dict[str, LogEntry]) -> list[AlertView]:
+    """The alerts the receiver's matchers pick (by their labels, and the authors they blame),
+    and those it was sent firing: what it was told began, it is told the rest of, even when
+    the alert no longer matches (its culprit, and so its author, changed)."""
+    return [
+        view
+        for view in views
+        if any(channel.accepts(labels) for labels in view.alert.routing_labels())
+        or _told(entries.get(view.alert.fingerprint))
+    ]
+
+
+def _told(entry: LogEntry | None) -> bool:
+    return entry is not None and entry.last_status == alerts.FIRING
 
 
 def _mute(entry: LogEntry, view: AlertView, tick: Round) -> None:

@@ -709,6 +709,7 @@
       row("verdict", el("span", { class: "verdict", text: ann.culprit_verdict + reason }));
     }
     if (ann.culprit_range) row("range", el("span", { class: "mono", text: ann.culprit_range }));
+    if (ann.culprit_authors) row("authors", el("span", { class: "author", text: ann.culprit_authors }));
     if (ann.failing_jobs) {
       const jobs = ann.failing_jobs.split("\n").filter(Boolean);
       row("failing jobs", el("ul", { class: "jobs" }, jobs.map((j) => el("li", { class: "mono", text: j }))));
