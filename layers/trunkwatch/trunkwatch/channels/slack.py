@@ -15,10 +15,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
+from trunkwatch.channels import digest
+from trunkwatch.channels.base import ChannelError, DigestNotification, Notification, Resolve, Route
 from trunkwatch.channels.content import Content, content
 from trunkwatch.channels.transport import post_json
-from trunkwatch.domain.config import Check, ConfigError, ReceiverConfig, TokenRef, _mapping, _secret_or_string
+from trunkwatch.domain.config import (
+    Check,
+    ConfigError,
+    ReceiverConfig,
+    TokenRef,
+    _boolean,
+    _mapping,
+    _secret_or_string,
+)
 from trunkwatch.net.http import DEFAULT_TIMEOUT_S
 
 MAX_SECTION_CHARS = 3000
@@ -30,6 +39,7 @@ CUT_NOTE = "\n_(cut to fit Slack's limits; the full list is in the email and the
 RESOLVED_COLOUR = "#2eb886"
 FIRING_COLOURS = {"P1": "#d40e0d", "P2": "#e8912d", "P3": "#daa038"}
 OTHER_FIRING_COLOUR = "#e8912d"
+DIGEST_COLOUR = "#439fe0"  # a report, not an alert
 # Slack's user ids: U (or W, on Enterprise Grid), then capitals and digits.
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
 _GITHUB_LOGIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*(\[bot\])?$")
@@ -99,6 +109,23 @@ def slack_message(notification: Notification, users: SlackUsers | None = None) -
     return {"text": text, "attachments": [attachment]}
 
 
+def digest_message(notification: DigestNotification) -> dict[str, Any]:
+    """The daily digest as a short report: a header, one section per part, its links. It
+    mentions no one (a report pages nobody); authors are named by their login."""
+    told = digest.report(notification)
+    header = told.headline[:MAX_HEADER_CHARS]
+    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": header}}]
+    for heading, lines in told.sections:
+        blocks.append(_section("\n".join([f"*{escape(heading)}*", *(escape(line) for line in lines)])))
+    if told.links:
+        blocks.append(_section("  |  ".join(_link(url, title) for title, url in told.links)))
+    blocks.append(
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": f"Source: {escape(told.source)}"}]}
+    )
+    text = _escaped_within(told.headline, MAX_TEXT_CHARS)
+    return {"text": text, "attachments": [{"color": DIGEST_COLOUR, "fallback": text, "blocks": blocks}]}
+
+
 def _blocks(told: Content, headline: str, users: SlackUsers) -> list[dict[str, Any]]:
     # plain_text: shown as written, no control characters to escape.
     header = headline if len(headline) <= MAX_HEADER_CHARS else headline[: MAX_HEADER_CHARS - 3] + "..."
@@ -161,6 +188,12 @@ class SlackChannel:
         return self.route(labels)
 
     def send(self, notification: Notification) -> None:
+        self._post(slack_message(notification, self.users), notification.deadline)
+
+    def send_digest(self, notification: DigestNotification) -> None:
+        self._post(digest_message(notification), notification.deadline)
+
+    def _post(self, message: dict[str, Any], deadline: float) -> None:
         what = f"Slack receiver {self.name}"
         try:
             url = self.webhook_url()
@@ -168,9 +201,8 @@ class SlackChannel:
             raise ChannelError(f"{what}: {err}") from None
         if not url:
             raise ChannelError(f"{what}: no webhook URL")
-        message = slack_message(notification, self.users)
         # A 400 invalid_blocks, say, is rejected for good.
-        post_json(url, message, what=what, timeout_s=self.timeout_s, deadline=notification.deadline)
+        post_json(url, message, what=what, timeout_s=self.timeout_s, deadline=deadline)
 
 
 def _slack_users(value: Any) -> dict[str, str]:
@@ -191,16 +223,22 @@ def _slack_users(value: Any) -> dict[str, str]:
 class SlackReceiver(ReceiverConfig):
     """`type: slack`: `url` is the incoming webhook's URL itself or a reference to where it
     is kept (`{secret: name}`; `env` and `ssm` work too, as for tokens). `slack_users` maps
-    GitHub logins to Slack user ids: a culprit's author is mentioned, not just named."""
+    GitHub logins to Slack user ids: a culprit's author is mentioned, not just named. With
+    `digest`, the daily digest too."""
 
     url: str | TokenRef
     slack_users: dict[str, str] = field(default_factory=dict)
+    digest: bool = False
 
     CHECKS: ClassVar[dict[str, Check]] = {
         **ReceiverConfig.CHECKS,
         "url": _secret_or_string,
         "slack_users": _slack_users,
+        "digest": _boolean,
     }
+
+    def takes_digest(self) -> bool:
+        return self.digest
 
     def log_name(self) -> str:
         """`slack:<where the secret is>`, or a digest of a literal URL (itself the credential)."""
