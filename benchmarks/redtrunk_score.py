@@ -132,6 +132,8 @@ def replay(path: str, store: str = "dynamodb") -> tuple[list[dict[str, Any]], li
         session.github.repo = parsed.repo
         session.start(parsed.deployment(session.hud.url, session.github.url))
         for message in replay_into(session, parsed):
+            if message.is_digest:
+                continue
             row = message.as_json()
             alert = row["message"]["alerts"][0]
             rows.append(
