@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from trunkwatch.app.health import fixed_job, job_episode
 from trunkwatch.app.notify import (
     DeliveryInProgress,
     Round,
@@ -32,12 +33,12 @@ from trunkwatch.app.notify import (
     delivery_deadline,
 )
 from trunkwatch.channels.base import ChannelError, DigestChannel, DigestNotification
-from trunkwatch.domain.alerts import CommitSummary, fingerprint
+from trunkwatch.domain.alerts import fingerprint
 from trunkwatch.domain.config import ReceiverConfig, TrunkConfig
 from trunkwatch.domain.digest import KIND, Digest, FixedJob, daily_digest, day_start, due_days, latest_due
 from trunkwatch.domain.history import JobEpisode
 from trunkwatch.domain.rule import trunk_alertname
-from trunkwatch.storage.records import EPISODE_RETENTION, CommitRef, FixedEpisode, LogEntry, Rejection
+from trunkwatch.storage.records import EPISODE_RETENTION, LogEntry, Rejection
 
 DIGEST_NAME = "DailyDigest"  # its log entries' and rejections' `alertname`: no alert's
 SENT = "digest"  # its log entries' `last_status`
@@ -159,37 +160,11 @@ class _Digests:
         for the culprits that paged), each with its latest verdict."""
         tick = self.tick
         trunk_id, rule, alerts = tick.trunk.trunk_id, tick.rule, tick.storage.alerts
-        fixed = [_fixed_job(record) for record in alerts.fixed(trunk_id) if rule.in_scope(record.job)]
+        fixed = [fixed_job(record) for record in alerts.fixed(trunk_id) if rule.in_scope(record.job)]
         live = {(a.job, a.starts_at): a.culprit_verdict for a in alerts.of_trunk(trunk_id, firing_only=True)}
         episodes = [
-            JobEpisode(
-                e.job,
-                e.starts_at,
-                e.ends_at,
-                e.culprit.sha,
-                e.culprit.seq,
-                live.get((e.job, e.starts_at)) or e.verdict or "",
-            )
+            job_episode(e, live.get((e.job, e.starts_at)))
             for e in alerts.episodes(trunk_id, tick.now - EPISODE_RETENTION - timedelta(days=1))
             if rule.in_scope(e.job)
         ]
         return fixed, episodes
-
-
-def _summary(ref: CommitRef) -> CommitSummary:
-    return CommitSummary(ref.sha, ref.title, ref.pr, ref.author, ref.time)
-
-
-def _fixed_job(record: FixedEpisode) -> FixedJob:
-    return FixedJob(
-        job=record.job,
-        culprit=_summary(record.culprit),
-        culprit_seq=record.culprit.seq,
-        fix_sha=record.fix.sha,
-        fix_time=record.fix.time,
-        fix_seq=record.fix.seq,
-        failed_commits=record.failed_commits,
-        detected_at=record.detected_at,
-        last_pass_seq=record.last_pass.seq if record.last_pass is not None else None,
-        failure_lines=frozenset(record.failure_lines),
-    )
