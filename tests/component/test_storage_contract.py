@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from trunkwatch.domain.cells import Cell, CellState, Commit
+from trunkwatch.domain.cells import Cell, CellState, Commit, line_ids
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import ShardReport
 from trunkwatch.storage import keys
@@ -349,6 +349,7 @@ def test_anepisode_item_is_at_most_one_write_unit(aws: dict) -> None:
     """docs/status-page.md's cost: an episode with the longest title a commit keeps, a long
     author and GitHub's run URLs is still under 1 KB (one write unit, two in a transaction)."""
     from benchmarks.usage import item_bytes
+    from trunkwatch.domain.cells import MAX_FAILURE_LINE_CHARS, MAX_FAILURE_LINES
     from trunkwatch.storage.alerts import episode_item
 
     sha = "f" * 40
@@ -367,6 +368,7 @@ def test_anepisode_item_is_at_most_one_write_unit(aws: dict) -> None:
         status="resolved",
         ends_at=NOW,
         first_fail=culprit,
+        failure_lines=tuple("l" * MAX_FAILURE_LINE_CHARS for _ in range(MAX_FAILURE_LINES)),
     )
     assert item_bytes(episode_item(TRUNK, episode)) <= 1024
 
@@ -397,6 +399,15 @@ def test_an_episode_keeps_its_verdict(storage: Storage) -> None:
         now_firing=False,
     )
     assert [e.verdict for e in alerts.episodes(TRUNK, NOW)] == ["confirmed"]
+
+
+def test_an_episode_keeps_its_failure_lines(storage: Storage) -> None:
+    # The digest leaves out a breakage fixed before a page whose line a page carried.
+    line = "FAILED test/test_nn.py::TestNN::test_conv6"
+    storage.alerts.save_with_failing_set(TRUNK, alert(failure_lines=(line,)), now_firing=True)
+    storage.alerts.save_with_failing_set(TRUNK, alert("other"), now_firing=True)
+    found = {e.job: e.failure_line_ids for e in storage.alerts.episodes(TRUNK, NOW)}
+    assert found == {JOB: tuple(line_ids([line])), "other": ()}
 
 
 def fixed(job: str = JOB, culprit: int = 1, **changes: object) -> FixedEpisode:

@@ -217,6 +217,7 @@ def job_episode(episode: Episode, verdict: str | None = None) -> JobEpisode:
         culprit.sha,
         culprit.seq,
         verdict or episode.verdict or "",
+        frozenset(episode.failure_line_ids),
     )
 
 

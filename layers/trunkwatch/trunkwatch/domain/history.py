@@ -25,6 +25,7 @@ class JobEpisode:
     culprit: str  # the culprit commit's sha
     culprit_seq: int | None = None  # its place on the branch
     verdict: str = ""  # the culprit's verdict (confirm: rerun)
+    failure_line_ids: frozenset[str] = frozenset()  # its failure lines' (cells.line_ids)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.domain.alerts import FIRING, JOB_FAILING
+from trunkwatch.domain.cells import line_ids
 from trunkwatch.domain.clock import format_time
 from trunkwatch.storage import keys
 from trunkwatch.storage.errors import Conflict
@@ -77,6 +78,7 @@ def episode_item(trunk_id: str, alert: JobAlert) -> EpisodeItem:
         ends_at=alert.ends_at,
         culprit=_ref_map(alert.culprit),
         verdict=alert.culprit_verdict,
+        failure_line_ids=sorted(line_ids(alert.failure_lines)) or None,
         expires_at=alert.ends_at + EPISODE_RETENTION if alert.ends_at is not None else None,
     )
 
@@ -167,7 +169,14 @@ class DynamoAlerts(TableStore):
         """The trunk's episodes still firing or resolved at or after `since`, by start (the
         partition holds only what TTL has not removed yet: about a month)."""
         return [
-            Episode(str(item.job), item.starts_at, item.ends_at, _ref(item.culprit), item.verdict)
+            Episode(
+                str(item.job),
+                item.starts_at,
+                item.ends_at,
+                _ref(item.culprit),
+                item.verdict,
+                tuple(item.failure_line_ids or ()),
+            )
             for item in EpisodeItem.query(keys.episodes(trunk_id))
             if item.ends_at is None or item.ends_at >= since
         ]

@@ -191,6 +191,7 @@ class EpisodeItem(BaseItem, discriminator="episode"):
     ends_at = UTCDateTimeAttribute(null=True)
     culprit = CommitRefMap()
     verdict = UnicodeAttribute(null=True)  # the alert's culprit_verdict then
+    failure_line_ids = JSONAttribute(null=True)  # the alert's failure lines' ids then
     expires_at = TTLAttribute(null=True)
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trunkwatch.domain.cells import Cell, Commit, StoredCell
+from trunkwatch.domain.cells import Cell, Commit, StoredCell, line_ids
 
 # Tick barriers and webhook groups (see `ticks.py` for the protocol they follow).
 TICK_TTL = timedelta(days=2)
@@ -169,10 +169,18 @@ class Episode:
     ends_at: datetime | None
     culprit: CommitRef
     verdict: str | None = None  # the alert's culprit_verdict when it was written (confirm: rerun)
+    failure_line_ids: tuple[str, ...] = ()  # the alert's failure lines' (`line_ids`) then
 
     @classmethod
     def of(cls, alert: JobAlert) -> Episode:
-        return cls(alert.job, alert.starts_at, alert.ends_at, alert.culprit, alert.culprit_verdict)
+        return cls(
+            alert.job,
+            alert.starts_at,
+            alert.ends_at,
+            alert.culprit,
+            alert.culprit_verdict,
+            tuple(sorted(line_ids(alert.failure_lines))),
+        )
 
 
 @dataclass(frozen=True)
