@@ -14,6 +14,7 @@ from trunkwatch.channels.digest import email_text, subject
 from trunkwatch.channels.slack import digest_message
 from trunkwatch.channels.sns import SUBJECT_MAX, digest_publish_arguments
 from trunkwatch.domain.alerts import CommitSummary
+from trunkwatch.domain.cells import line_ids
 from trunkwatch.domain.digest import FixedJob, daily_digest, due_days, fixed_breakages, latest_due
 from trunkwatch.domain.history import JobEpisode
 
@@ -79,7 +80,7 @@ def fixed(
 
 
 def test_two_jobs_of_one_breakage_are_one_entry() -> None:
-    (breakage,) = fixed_breakages([fixed(TEST, 4, 7, failed=3), fixed(BUILD, 4, 6)], paged_culprits=[])
+    (breakage,) = fixed_breakages([fixed(TEST, 4, 7, failed=3), fixed(BUILD, 4, 6)], pages=[])
     assert breakage.culprit.sha == sha(4) and breakage.jobs == (BUILD, TEST)
     assert breakage.fix_sha == sha(6, "f") and breakage.failed_commits == 3  # the first fix, the most commits
 
@@ -89,16 +90,54 @@ def test_a_job_that_did_not_run_on_the_breaking_commit_joins_its_breakage() -> N
     # build's line: the same breakage, blamed on 4. Another test failing elsewhere is its own.
     skipped = fixed(TEST, 5, 7, last_pass=3)
     other = fixed(CUDA, 5, 7, last_pass=3, lines=frozenset({"FAILED test/test_cuda.py::test_1"}))
-    found = fixed_breakages([fixed(BUILD, 4, 6), skipped, other], paged_culprits=[])
+    found = fixed_breakages([fixed(BUILD, 4, 6), skipped, other], pages=[])
     assert [(b.culprit.sha, b.jobs) for b in found] == [(sha(4), (BUILD, TEST)), (sha(5), (CUDA,))]
 
 
+def test_a_jobs_run_past_a_pass_of_a_shard_that_skipped_the_test_is_its_breakage() -> None:
+    # The test job fails 4 and 5, passes at 6 (its failing shard did not run), fails 7 and
+    # 8 with the same line, and passes at 9: one breakage, by 4, fixed by 9.
+    first, second = fixed(TEST, 4, 6, last_pass=3), fixed(TEST, 7, 9, last_pass=6)
+    (breakage,) = fixed_breakages([first, second], pages=[])
+    assert (breakage.culprit.sha, breakage.fix_sha, breakage.jobs) == (sha(4), sha(9, "f"), (TEST,))
+    other = fixed(TEST, 7, 9, last_pass=6, lines=frozenset({"FAILED test/test_cuda.py::test_1"}))
+    assert [b.culprit.sha for b in fixed_breakages([first, other], pages=[])] == [sha(4), sha(7)]
+    # Its first run named as a page's culprit (through another job): all of it paged.
+    assert fixed_breakages([first, second], pages=[page(4, 1, 3)]) == []
+
+
+def page(culprit: int, start: float, end: float | None, lines: frozenset[str] = frozenset()) -> JobEpisode:
+    """A job alert's episode of CUDA from hour `start` to `end`, blaming commit `culprit`."""
+    ends_at = T0 + end * HOUR if end is not None else None
+    return JobEpisode(
+        CUDA, T0 + start * HOUR, ends_at, sha(culprit), culprit, failure_line_ids=line_ids(lines)
+    )
+
+
 def test_a_breakage_another_job_paged_is_left_out() -> None:
-    assert fixed_breakages([fixed(BUILD, 4, 6), fixed(TEST, 9, 11)], paged_culprits=[4]) == [
+    assert fixed_breakages([fixed(BUILD, 4, 6), fixed(TEST, 9, 11)], pages=[page(4, 1, 2)]) == [
         fixed_breakages([fixed(TEST, 9, 11)], [])[0]
     ]
     # Paged on a commit of the range the job did not run on: the same breakage, paged.
-    assert fixed_breakages([fixed(TEST, 5, 7, last_pass=3)], paged_culprits=[4]) == []
+    assert fixed_breakages([fixed(TEST, 5, 7, last_pass=3)], pages=[page(4, 1, 2)]) == []
+
+
+def test_a_breakage_whose_failure_line_paged_while_it_failed_is_left_out() -> None:
+    # Commits 8 and 9 fail from 02:00 (commit 8's time) until the pass is seen at 05:00. A
+    # page blaming commit 2 with the same line, open then (the same breakage, whose job
+    # passed at 7 on a shard without the failing test; or a dependency failing every job),
+    # paged it; a page with another line, or over before 02:00, did not.
+    run = fixed(TEST, 8, 10)
+    assert fixed_breakages([run], pages=[page(2, 0.5, None, frozenset({LINE}))]) == []
+    assert fixed_breakages([run], pages=[page(2, 0.5, 2.5, frozenset({LINE}))]) == []
+    assert fixed_breakages([run], pages=[page(2, 4.5, 6, frozenset({LINE}))]) == []  # opened before 05:00
+    other = frozenset({"FAILED test/test_cuda.py::test_1"})
+    for kept in (
+        page(2, 0.5, None, other),
+        page(2, 0.5, 1.5, frozenset({LINE})),
+        page(2, 5.5, 6, frozenset({LINE})),
+    ):
+        assert [b.culprit.sha for b in fixed_breakages([run], pages=[kept])] == [sha(8)]
 
 
 def test_a_days_digest_tells_that_days_breakages_pages_verdicts_and_hours_broken() -> None:

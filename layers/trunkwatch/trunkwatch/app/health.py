@@ -248,7 +248,7 @@ def trunk_history(storage: Storage, deployment: Deployment, trunk_id: str, now: 
     drawn: History = history(episodes, now, HISTORY_DAYS, lambda failing: trunk_alertname(failing, rule))
     fixed = fixed_breakages(
         [fixed_job(record) for record in storage.alerts.fixed(trunk_id) if rule.in_scope(record.job)],
-        [e.culprit_seq for e in episodes if e.culprit_seq is not None],
+        episodes,
     )
     return {
         "trunk": trunk_id,

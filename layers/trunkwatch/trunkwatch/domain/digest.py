@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from trunkwatch.domain.alerts import CommitSummary
+from trunkwatch.domain.cells import line_ids
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.history import JobEpisode, trunk_episodes
 
@@ -92,23 +93,25 @@ class FixedBreakage:
         }
 
 
-def fixed_breakages(fixed: Iterable[FixedJob], paged_culprits: Iterable[int]) -> list[FixedBreakage]:
+def fixed_breakages(fixed: Iterable[FixedJob], pages: Sequence[JobEpisode]) -> list[FixedBreakage]:
     """The jobs' records as breakages, by culprit: a record whose range (its last pass, its
     culprit] holds another record's culprit, sharing a failure line where both have lines,
-    is that breakage's (a job that did not run on the breaking commit). A breakage one of
-    whose records has a commit a job alert named as culprit (`paged_culprits`, seqs) in its
-    range paged, through another job: it is left out. Oldest culprit first."""
+    is that breakage's (a job that did not run on the breaking commit), as is one whose
+    last pass ended an older run of its job failing its line (`_breaker`). A breakage one of
+    whose records a job alert's episode (`pages`) paged, through another job, is left out
+    (`_paged`). Oldest culprit first."""
     records = sorted(fixed, key=lambda f: (f.culprit_seq, f.job))
     groups: dict[int, list[FixedJob]] = {}
     for record in records:
         groups.setdefault(_breaker(record, records), []).append(record)
-    paged = set(paged_culprits)
     found = []
     for seq, members in sorted(groups.items()):
-        if any(_paged(member, paged) for member in members):
+        if any(_paged(member, pages) for member in members):
             continue
         culprit = next(member for member in records if member.culprit_seq == seq)
-        fix = min(members, key=lambda member: member.fix_seq)
+        # Each job's last run ends where it was fixed; the breakage, with its first job fixed.
+        last_runs = {member.job: member for member in sorted(members, key=lambda member: member.fix_seq)}
+        fix = min(last_runs.values(), key=lambda member: member.fix_seq)
         found.append(
             FixedBreakage(
                 culprit=culprit.culprit,
@@ -123,11 +126,16 @@ def fixed_breakages(fixed: Iterable[FixedJob], paged_culprits: Iterable[int]) ->
 
 
 def _breaker(record: FixedJob, records: Sequence[FixedJob]) -> int:
-    """The culprit seq of the breakage `record` belongs to: the oldest other culprit inside
-    its range that shares a failure line with it, else its own."""
+    """The culprit seq of the breakage `record` belongs to: that of the job's run its last
+    pass ended, failing the same line (one breakage, seen to pass on a commit where the
+    failing shard did not run); else the oldest other culprit inside its range that shares
+    a failure line with it; else its own."""
     if record.last_pass_seq is None:
         return record.culprit_seq
     low = record.last_pass_seq
+    for before in records:
+        if before.job == record.job and before.fix_seq == low and record.failure_lines & before.failure_lines:
+            return _breaker(before, records)
     inside = [
         other.culprit_seq
         for other in records
@@ -139,9 +147,21 @@ def _breaker(record: FixedJob, records: Sequence[FixedJob]) -> int:
     return min(inside, default=record.culprit_seq)
 
 
-def _paged(record: FixedJob, paged: set[int]) -> bool:
+def _paged(record: FixedJob, pages: Sequence[JobEpisode]) -> bool:
+    """Whether a job alert paged the record's breakage: one that named a commit of its range
+    as culprit, or one open while it failed whose failures shared a line with it: the same
+    breakage, seen through a pass of a shard that does not run the failing test, or the
+    same failure of a dependency or a runner, which paged as such."""
     low = record.last_pass_seq if record.last_pass_seq is not None else record.culprit_seq - 1
-    return any(low < seq <= record.culprit_seq for seq in paged)
+    return any(
+        (page.culprit_seq is not None and low < page.culprit_seq <= record.culprit_seq)
+        or (
+            line_ids(record.failure_lines) & page.failure_line_ids
+            and page.starts_at <= record.detected_at
+            and (page.ends_at is None or page.ends_at >= record.culprit.time)
+        )
+        for page in pages
+    )
 
 
 @dataclass(frozen=True)
@@ -226,8 +246,7 @@ def daily_digest(
     open during it, and the hours it was broken."""
     start = day_start(day)
     end = start + DAY
-    paged = [e.culprit_seq for e in episodes if e.culprit_seq is not None]
-    breakages = [b for b in fixed_breakages(fixed, paged) if start <= b.detected_at < end]
+    breakages = [b for b in fixed_breakages(fixed, episodes) if start <= b.detected_at < end]
     broken = timedelta(0)
     pages: list[DigestPage] = []
     for episode in trunk_episodes(episodes, now, alertname):
