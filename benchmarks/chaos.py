@@ -5,8 +5,9 @@ same replay without crashes ticking at the same times).
 
 Per run, each expected message is matched with the first published message of the same
 alert, status, job, priority and team at or after its time: on time, delayed (by how long),
-or lost. Published messages left over are extra (a message sent twice). Runs go two at a
-time, each in its own process (the emulation is per process)."""
+or lost. A delayed one is late when it came after the design allows (`due_by`). Published
+messages left over are extra (a message sent twice). Runs go two at a time, each in its own
+process (the emulation is per process)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import json
 import multiprocessing
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,9 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "tests" / "scenarios"
 SEEDS = (1, 2, 3)
 RATES = (0.03, 0.08)
 KEY = ("status", "alertname", "job", "priority", "team", "day")
+# design.md §3.4: the sweep settles a tick left open (its records dead-lettered) 2 minutes
+# after it opened.
+SETTLE_BOUND = timedelta(minutes=2)
 
 
 @dataclass
@@ -33,6 +37,7 @@ class Run:
     lost: list[dict[str, Any]] = field(default_factory=list)
     extra: list[dict[str, Any]] = field(default_factory=list)
     delays_s: list[float] = field(default_factory=list)
+    late: list[dict[str, Any]] = field(default_factory=list)  # expected rows, with when they "came"
     crashes: int = 0
     crashes_after_publish: int = 0  # each may send its message once more (allowed)
     calls: int = 0
@@ -42,9 +47,10 @@ class Run:
 
 
 def compare(expected: list[dict[str, Any]], published: list[dict[str, Any]]) -> tuple[list, list, list]:
-    """(lost, extra, delays in seconds) of `published` against `expected` (rows with "at")."""
+    """(lost, extra, (expected, published) pairs) of `published` against `expected` (rows
+    with "at")."""
     left = sorted(published, key=lambda row: row["at"])
-    lost, delays = [], []
+    lost, matched = [], []
     for want in sorted(expected, key=lambda row: row["at"]):
         key = tuple(want.get(name) for name in KEY)
         match = next(
@@ -58,9 +64,20 @@ def compare(expected: list[dict[str, Any]], published: list[dict[str, Any]]) -> 
         if match is None:
             lost.append(want)
             continue
-        got = left.pop(match)
-        delays.append((_time(got["at"]) - _time(want["at"])).total_seconds())
-    return lost, left, delays
+        matched.append((want, left.pop(match)))
+    return lost, left, matched
+
+
+def due_by(at: datetime, died_at: list[datetime], period: timedelta) -> datetime:
+    """When a message due `at` has gone out at the latest (design.md §4: a dead invocation
+    delays it to the next settled tick, at the latest the next sweep): at the first schedule
+    tick SETTLE_BOUND or more after it (a tick left open waits that long for its sweep)
+    during which no invocation died. A sweep that runs through settles a tick, and the
+    notifier it starts sends everything due."""
+    tick = at + SETTLE_BOUND
+    while any(tick <= died < tick + period for died in died_at):
+        tick += period
+    return tick
 
 
 def replay_with_chaos(scenario: str, seed: int, rate: float) -> Run:
@@ -88,16 +105,26 @@ def run_with_chaos(
     events). With `reference_always` False that replay runs only where the run differs from
     `expected` (rows of an `.expected.jsonl`), which is the reference otherwise."""
     from trunkwatch_local.chaos import Chaos
+    from trunkwatch_local.schedule import period_seconds
     from trunkwatch_local.session import run_replay
 
     chaos = Chaos(seed, rate, spared)
     published = _rows(run_replay(replay, chaos=chaos))
+    period = timedelta(seconds=period_seconds(replay.deployment("http://127.0.0.1").schedule))
+
+    def late(matched: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
+        return [
+            {**want, "came": got["at"]}
+            for want, got in matched
+            if _time(got["at"]) > due_by(_time(want["at"]), chaos.stats.died_at, period)
+        ]
+
     reference = expected
-    lost, extra, delays = compare(reference, published)
-    differs = bool(lost) or len(extra) > chaos.stats.after_publish
+    lost, extra, matched = compare(reference, published)
+    differs = bool(lost) or bool(late(matched)) or len(extra) > chaos.stats.after_publish
     if chaos.stats.recovery_ticks and (reference_always or differs):
         reference = _rows(run_replay(replay, extra_ticks=chaos.stats.recovery_ticks))
-        lost, extra, delays = compare(reference, published)
+        lost, extra, matched = compare(reference, published)
     stats = chaos.stats
     return Run(
         name,
@@ -106,7 +133,8 @@ def run_with_chaos(
         len(reference),
         lost,
         extra,
-        delays,
+        [(_time(got["at"]) - _time(want["at"])).total_seconds() for want, got in matched],
+        late(matched),
         len(stats.crashes),
         stats.after_publish,
         stats.calls,
@@ -155,8 +183,10 @@ def chaos(seeds: tuple[int, ...] = SEEDS, rates: tuple[float, ...] = RATES) -> d
             "records_dead_lettered": sum(run.dead_lettered for run in of_rate),
             "scheduled_invocations_lost": sum(run.dropped_schedule_events for run in of_rate),
         }
-    # The runs that lost a message or repeated one beyond the publish window, with what.
-    failing = [asdict(run) for run in runs if run.lost or len(run.extra) > run.crashes_after_publish]
+    # The runs that lost a message, sent one late or repeated one beyond the publish window.
+    failing = [
+        asdict(run) for run in runs if run.lost or run.late or len(run.extra) > run.crashes_after_publish
+    ]
     return {"seeds": list(seeds), "scenarios": scenarios, "by_rate": by_rate, "failing_runs": failing}
 
 

@@ -80,7 +80,7 @@ class ColdStartFigures:
     handler_import_ratio: dict[str, float]
     layer_mb: float
     api_layer_mb: float
-    # beyond design.md §8
+    # what explains the figures above
     handler_import_s: dict[str, float] = field(default_factory=dict)
     boto3_import_cpu_s: float = 0.0
     handler_import_cpu_ratio: dict[str, float] = field(default_factory=dict)

@@ -81,7 +81,7 @@ class CostFigures:
     prices: dict[str, float]
     usd_per_month_all_in: float = 0.0
     items: dict[str, float] = field(default_factory=dict)
-    # beyond design.md §8
+    # what explains the figures above
     fixed_usd_per_month: float = 0.0
     items_detail: dict[str, dict[str, float]] = field(default_factory=dict)
     deployed: dict[str, Any] = field(default_factory=dict)

@@ -83,7 +83,7 @@ class DayFigures:
     detection_delay_s_p50: float
     detection_delay_s_max: float
     schedule_period_s: float
-    # beyond design.md §8
+    # what explains the figures above
     stream_hop_s: float = STREAM_HOP_S
     batching_windows_s: dict[str, float] = field(default_factory=dict)
     batch_sizes: dict[str, int] = field(default_factory=dict)

@@ -39,7 +39,7 @@ class EvaluatorFigures:
     scans: int
     writes_per_changed_cell: float
     cells_per_s: float
-    # beyond design.md §8
+    # what explains the figures above
     changed_cells: int = 0
     invocations: int = 0
     get_items_per_changed_cell: float = 0.0

@@ -49,7 +49,7 @@ class PollFigures:
     items_read: int
     wall_s: float
     peak_mb: float
-    # beyond design.md §8: where the requests and request units go
+    # what explains the figures above: where the requests and request units go
     retained_mb: float = 0.0  # of peak_mb, still resident after the poll (moto's copy of the items)
     cells_written: int = 0
     ddb_requests: dict[str, int] = field(default_factory=dict)

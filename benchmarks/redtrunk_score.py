@@ -57,7 +57,7 @@ confirmed one also `verdicts`, read from the messages the pipeline sent (each jo
   whose page named an innocent commit only as an unconfirmed suspect);
 - `reruns` (requests GitHub accepted), `reruns_per_episode_mean` and `_max`.
 
-Every run also scores the daily digests it published (`digest`, design.md §4.3), against
+Every run also scores the daily digests it published (`digest`, design.md §4.4), against
 the code breakages that failed at least two consecutive commits of one of their jobs (the
 commits the job ran on, each failing by that breakage: `Truth.consecutive_failures`):
 

@@ -51,6 +51,7 @@ class ChaosStats:
     dropped_schedule_events: int = 0  # scheduled invocations that died: never retried
     failed_deliveries: int = 0  # webhook invocations that died: GitHub does not redeliver
     recovery_ticks: list[datetime] = field(default_factory=list)  # schedule ticks run after crashes
+    died_at: list[datetime] = field(default_factory=list)  # each crash's time on the runtime's clock
 
     @property
     def after_publish(self) -> int:

@@ -294,8 +294,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.config:
         deployment = load_configuration(args.config)
     elif replay is not None:
-        session.github.repo = replay.repo
-        deployment = replay.deployment(session.hud.url, session.github.url)
+        deployment = session.replaying_from(replay)
     else:
         deployment = load_deployment(
             {"trunks": [{"repo": "pytorch/pytorch", "branch": "main", "url": session.hud.url}]},

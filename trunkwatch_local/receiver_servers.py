@@ -1,13 +1,18 @@
 """Stand-ins on 127.0.0.1 for the receivers that are no GitHub (whose stand-in is
-`github_server`): a Slack incoming webhook and a plain webhook. Each records what it was
-sent and can be told to misbehave for its next N requests (`Misbehaving.fail_next`)."""
+`github_server`): a Slack incoming webhook, a plain webhook and PagerDuty's Events API v2.
+Each records what it was sent and can be told to misbehave for its next N requests
+(`Misbehaving.fail_next`)."""
 
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trunkwatch_local.stand_in import Answer, Misbehaving, Request
+from trunkwatch_local.stand_in import JSON, Answer, Misbehaving, Request
 
 
 class SlackServer(Misbehaving):
@@ -37,3 +42,167 @@ class WebhookServer(Misbehaving):
             return 405, {}, b""
         self.posts.append((request.target, json.loads(request.body)))
         return 200, {"Content-Type": "text/plain"}, b"OK"
+
+
+# PagerDuty's Events API v2, as its documentation and OpenAPI document describe it.
+PAGERDUTY_EVENTS = "/v2/enqueue"
+PAGERDUTY_CHANGES = "/v2/change/enqueue"
+PAGERDUTY_ACTIONS = ("trigger", "acknowledge", "resolve")
+PAGERDUTY_SEVERITIES = ("critical", "error", "warning", "info")
+ROUTING_KEY_CHARS = 32
+MAX_PAGERDUTY_SUMMARY_CHARS = 1024
+MAX_DEDUP_KEY_CHARS = 255
+# The throttle's window: PagerDuty counts an integration key's events over the last minute.
+THROTTLE_WINDOW = timedelta(minutes=1)
+
+
+@dataclass
+class PagerDutyAlert:
+    """What PagerDuty holds for one dedup_key: the open alert's status, and every action
+    applied to it (a trigger on an acknowledged alert adds to it and leaves it acknowledged)."""
+
+    status: str  # triggered | acknowledged | resolved
+    actions: list[str] = field(default_factory=list)
+
+
+class PagerDutyServer(Misbehaving):
+    """PagerDuty's Events API v2: alert events at `/v2/enqueue`, change events at
+    `/v2/change/enqueue`, answered as PagerDuty answers them:
+
+    - 202 `{"status": "success", "message": "Event processed", "dedup_key": ...}` for an
+      event it takes (a trigger without a dedup_key gets one made up);
+    - 400 `{"status": "invalid event", "message": "Event object is invalid", "errors":
+      [...]}` for one it refuses: a body that is no JSON object, a routing_key that is not
+      32 characters, an unknown event_action, a trigger without payload.summary,
+      payload.source or a known payload.severity, a summary over 1,024 characters, a
+      dedup_key over 255 or missing from an acknowledge or a resolve, a link without `href`
+      or an image without `src`;
+    - 429 when more than `limit` events came for one routing key within a minute of
+      `clock` (PagerDuty throttles an integration key at about 120 a minute; None: never),
+      or as scripted with `fail_next(n, 429)`.
+
+    Accepted alert events are kept in `events`, change events in `changes`, and each dedup_key's
+    alert in `alerts` as PagerDuty applies them: a trigger opens one (or adds to the open
+    one), an acknowledge or a resolve applies to an open one and is dropped otherwise."""
+
+    def __init__(self, limit: int | None = None, clock: Callable[[], datetime] | None = None) -> None:
+        self.limit = limit
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.events: list[dict[str, Any]] = []
+        self.changes: list[dict[str, Any]] = []
+        self.alerts: dict[str, PagerDutyAlert] = {}
+        self.throttled = 0  # 429s answered by the throttle
+        self._calls: dict[str, list[datetime]] = {}
+        super().__init__()
+
+    def respond(self, request: Request) -> Answer:
+        if request.method != "POST" or request.path not in (PAGERDUTY_EVENTS, PAGERDUTY_CHANGES):
+            return _answer(404, {"status": "not found", "message": "no such endpoint"})
+        try:
+            event = json.loads(request.body)
+        except ValueError:
+            return _invalid(["the body is not valid JSON"])
+        if not isinstance(event, dict):
+            return _invalid(["the body must be a JSON object"])
+        change = request.path == PAGERDUTY_CHANGES
+        errors = _change_errors(event) if change else _event_errors(event)
+        if errors:
+            return _invalid(errors)
+        if self._throttled(str(event["routing_key"])):
+            self.throttled += 1
+            return _answer(429, {"status": "throttled", "message": "too many events; retry later"})
+        if change:
+            self.changes.append(event)
+            return _answer(202, {"status": "success", "message": "Change event processed"})
+        key = str(event.get("dedup_key") or uuid.uuid4().hex)
+        self.events.append(event)
+        self._apply(key, str(event["event_action"]))
+        return _answer(202, {"status": "success", "message": "Event processed", "dedup_key": key})
+
+    def _throttled(self, routing_key: str) -> bool:
+        now = self.clock()
+        calls = [at for at in self._calls.get(routing_key, []) if now - at < THROTTLE_WINDOW]
+        calls.append(now)
+        self._calls[routing_key] = calls
+        return self.limit is not None and len(calls) > self.limit
+
+    def _apply(self, key: str, action: str) -> None:
+        alert = self.alerts.get(key)
+        if action == "trigger":
+            if alert is None or alert.status == "resolved":
+                alert = self.alerts[key] = PagerDutyAlert("triggered")
+            alert.actions.append(action)
+        elif alert is not None and alert.status != "resolved":
+            alert.status = "acknowledged" if action == "acknowledge" else "resolved"
+            alert.actions.append(action)
+
+    def actions(self, dedup_key: str) -> list[str]:
+        """The event actions accepted for `dedup_key`, in order (dropped ones included)."""
+        return [str(e["event_action"]) for e in self.events if e.get("dedup_key") == dedup_key]
+
+
+def _answer(status: int, body: dict[str, Any]) -> Answer:
+    return status, JSON, json.dumps(body).encode()
+
+
+def _invalid(errors: list[str]) -> Answer:
+    return _answer(400, {"status": "invalid event", "message": "Event object is invalid", "errors": errors})
+
+
+def _event_errors(event: dict[str, Any]) -> list[str]:
+    errors = _routing_key_errors(event)
+    action = event.get("event_action")
+    if action not in PAGERDUTY_ACTIONS:
+        errors.append(f"event_action must be one of {', '.join(PAGERDUTY_ACTIONS)}")
+    dedup_key = event.get("dedup_key")
+    if dedup_key is not None and (not isinstance(dedup_key, str) or len(dedup_key) > MAX_DEDUP_KEY_CHARS):
+        errors.append(f"dedup_key must be a string of at most {MAX_DEDUP_KEY_CHARS} characters")
+    if action in ("acknowledge", "resolve") and not dedup_key:
+        errors.append(f"dedup_key is required to {action}")
+    if action == "trigger":
+        payload = event.get("payload")
+        if not isinstance(payload, dict):
+            errors.append("payload is required to trigger")
+        else:
+            errors += _summary_errors(payload)
+            if not isinstance(payload.get("source"), str) or not payload["source"]:
+                errors.append("payload.source is required")
+            if payload.get("severity") not in PAGERDUTY_SEVERITIES:
+                errors.append(f"payload.severity must be one of {', '.join(PAGERDUTY_SEVERITIES)}")
+            if "custom_details" in payload and not isinstance(payload["custom_details"], dict):
+                errors.append("payload.custom_details must be an object")
+    errors += _listed_errors(event, "links", "href") + _listed_errors(event, "images", "src")
+    return errors
+
+
+def _change_errors(event: dict[str, Any]) -> list[str]:
+    errors = _routing_key_errors(event)
+    payload = event.get("payload")
+    if not isinstance(payload, dict):
+        return [*errors, "payload is required"]
+    return errors + _summary_errors(payload) + _listed_errors(event, "links", "href")
+
+
+def _routing_key_errors(event: dict[str, Any]) -> list[str]:
+    key = event.get("routing_key")
+    if not isinstance(key, str) or len(key) != ROUTING_KEY_CHARS:
+        return [f"routing_key must be the integration's {ROUTING_KEY_CHARS}-character key"]
+    return []
+
+
+def _summary_errors(payload: dict[str, Any]) -> list[str]:
+    summary = payload.get("summary")
+    if not isinstance(summary, str) or not summary:
+        return ["payload.summary is required"]
+    if len(summary) > MAX_PAGERDUTY_SUMMARY_CHARS:
+        return [f"payload.summary is longer than {MAX_PAGERDUTY_SUMMARY_CHARS} characters"]
+    return []
+
+
+def _listed_errors(event: dict[str, Any], name: str, required: str) -> list[str]:
+    listed = event.get(name)
+    if listed is None:
+        return []
+    if not isinstance(listed, list) or not all(isinstance(i, dict) and i.get(required) for i in listed):
+        return [f"each of {name} must be an object with {required!r}"]
+    return []

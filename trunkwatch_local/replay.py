@@ -1,5 +1,5 @@
-"""Replay files (design.md §6): a header line, then HUD snapshots, webhook deliveries, silences
-and ticks in time order.
+"""Replay files (design.md §6): a header line, then HUD snapshots (or Buildkite builds
+listings), webhook deliveries, silences, acknowledgements and ticks in time order.
 
 A file may be gzipped (`.jsonl.gz`, weeks of a real trunk). A file's events are checked in
 full when it is read, then read again from the file as they are replayed, so a long history
@@ -22,10 +22,31 @@ from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import ConfigError, Deployment, load_deployment
 from trunkwatch.sources.base import SourceError
+from trunkwatch.sources.buildkite import parse_builds
+from trunkwatch.sources.buildkite_webhook import EVENTS as BUILDKITE_EVENTS
 from trunkwatch.sources.hud import parse_grid
 
-EVENT_KINDS = ("hud", "hud_status", "silence", "expire", "tick", "webhook")
+EVENT_KINDS = (
+    "hud",
+    "hud_status",
+    "buildkite",
+    "buildkite_status",
+    "silence",
+    "expire",
+    "ack",
+    "tick",
+    "webhook",
+    "buildkite_webhook",
+)
+ACK_KEYS = ("matchers", "createdBy", "comment")
+# The events a file's source reads (`source` in its header); the others are every file's.
+SOURCE_EVENTS = {
+    "hud": ("hud", "hud_status"),
+    "buildkite": ("buildkite", "buildkite_status", "buildkite_webhook"),
+}
 WEBHOOK_EVENTS = ("push", "workflow_run", "workflow_job")
+POLLED = frozenset({"hud", "hud_status", "buildkite", "buildkite_status"})  # each is a poll
+DELIVERIES = frozenset({"webhook", "buildkite_webhook"})
 
 
 class ReplayError(ConfigError):
@@ -50,24 +71,32 @@ class Replay:
     events: Iterable[ReplayEvent] = field(default_factory=list)
     # The configuration's `receivers` (Slack, GitHub issues), e.g. stand-ins on 127.0.0.1.
     receivers: list[Any] = field(default_factory=list)
+    # Where the file's snapshots come from: the HUD, or a Buildkite `pipeline`'s builds.
+    source: str = "hud"
+    pipeline: str | None = None
 
-    def deployment(self, hud_url: str, github_url: str | None = None) -> Deployment:
-        """The deployment that replays this file from the HUD stand-in at `hud_url`; with
-        `confirm: rerun` in its `config`, reruns are requested from `github_url`'s stand-in."""
+    def deployment(
+        self, hud_url: str, github_url: str | None = None, buildkite_url: str | None = None
+    ) -> Deployment:
+        """The deployment that replays this file from the HUD stand-in at `hud_url` (or, for a
+        Buildkite file, the Buildkite stand-in at `buildkite_url`); with `confirm: rerun` in
+        its `config`, reruns are requested from `github_url`'s stand-in."""
         trunk: dict[str, Any] = {
             "repo": self.repo,
             "branch": self.branch,
-            "source": "hud",
+            "source": self.source,
             "url": hud_url,
             "config": self.config,
         }
+        if self.source == "buildkite":
+            trunk.update(pipeline=self.pipeline, url=buildkite_url or hud_url)
         if github_url and self.config.get("confirm") == "rerun":
             trunk["github_api_url"] = github_url
         kinds = {event.kind for event in self.events}
-        if "webhook" in kinds:
+        if kinds & DELIVERIES:
             # Fed by the file's deliveries; polled only where the file has HUD snapshots
             # (each is a poll), never otherwise: an idle poll is not a source outage.
-            trunk.update(webhook=True, poll_every="1s" if kinds & {"hud", "hud_status"} else "0")
+            trunk.update(webhook=True, poll_every="1s" if kinds & POLLED else "0")
         return load_deployment(
             {"trunks": [trunk], "receivers": self.receivers}, RECEIVER_TYPES, sources=sources.REGISTRY
         )
@@ -84,7 +113,7 @@ def read_replay(path: str | Path) -> Replay:
     if header is None:
         raise ReplayError(f"{path}: empty file (expected a header line with repo and branch)")
     replay = _header(header, str(path))
-    replay.events = _FileEvents(lines, str(path))
+    replay.events = _FileEvents(lines, str(path), replay.source)
     for _ in replay.events:  # every event checked now, before anything runs
         pass
     return replay
@@ -122,9 +151,10 @@ class _FileLines:
 class _FileEvents:
     lines: _FileLines
     name: str
+    source: str
 
     def __iter__(self) -> Iterator[ReplayEvent]:
-        return _events(itertools.islice(_numbered(self.lines), 1, None), self.name)
+        return _events(itertools.islice(_numbered(self.lines), 1, None), self.name, self.source)
 
 
 def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -136,13 +166,13 @@ def parse_replay(lines: Iterable[str], name: str = "replay") -> Replay:
     if not numbered:
         raise ReplayError(f"{name}: empty file (expected a header line with repo and branch)")
     replay = _header(numbered[0], name)
-    replay.events = list(_events(numbered[1:], name))
+    replay.events = list(_events(numbered[1:], name, replay.source))
     return replay
 
 
 def _header(first: tuple[int, str], name: str) -> Replay:
     header = _object(first, name)
-    unknown = set(header) - {"repo", "branch", "config", "receivers"}
+    unknown = set(header) - {"repo", "branch", "config", "receivers", "source", "pipeline"}
     if unknown:
         raise ReplayError(f"{name}:{first[0]}: unknown header key(s) {sorted(unknown)}")
     if not isinstance(header.get("repo"), str) or not isinstance(header.get("branch", "main"), str):
@@ -153,7 +183,20 @@ def _header(first: tuple[int, str], name: str) -> Replay:
     receivers = header.get("receivers") or []
     if not isinstance(receivers, list):
         raise ReplayError(f"{name}:{first[0]}: header 'receivers' must be a list")
-    replay = Replay(header["repo"], header.get("branch", "main"), config, receivers=receivers)
+    source = header.get("source", "hud")
+    if source not in SOURCE_EVENTS:
+        raise ReplayError(f"{name}:{first[0]}: header 'source' must be one of {', '.join(SOURCE_EVENTS)}")
+    pipeline = header.get("pipeline")
+    if pipeline is not None and not isinstance(pipeline, str):
+        raise ReplayError(f"{name}:{first[0]}: header 'pipeline' must be a string (org/slug)")
+    replay = Replay(
+        header["repo"],
+        header.get("branch", "main"),
+        config,
+        receivers=receivers,
+        source=source,
+        pipeline=pipeline,
+    )
     try:
         replay.deployment("http://127.0.0.1")
     except ConfigError as err:
@@ -172,7 +215,7 @@ def _object(numbered: tuple[int, str], name: str) -> dict[str, Any]:
     return value
 
 
-def _events(numbered: Iterable[tuple[int, str]], name: str) -> Iterator[ReplayEvent]:
+def _events(numbered: Iterable[tuple[int, str]], name: str, source: str) -> Iterator[ReplayEvent]:
     previous: datetime | None = None
     for number, line in numbered:
         event = _object((number, line), name)
@@ -196,19 +239,40 @@ def _events(numbered: Iterable[tuple[int, str]], name: str) -> Iterator[ReplayEv
         previous = at
         kind = kinds[0]
         payload = event[kind]
+        foreign = [other for other, read in SOURCE_EVENTS.items() if kind in read and other != source]
+        if foreign:
+            raise ReplayError(
+                f'{name}:{number}: a {kind!r} event needs "source": "{foreign[0]}" in the header'
+                f" (this file's source is {source!r})"
+            )
         if kind == "hud":
             try:  # as the HUD source reads it: a snapshot it would refuse is the file's error
                 parse_grid(payload)
             except SourceError as err:
                 raise ReplayError(f"{name}:{number}: 'hud' is not a valid HUD API response: {err}") from None
+        if kind == "buildkite":
+            try:  # as the Buildkite source reads it
+                parse_builds(payload)
+            except SourceError as err:
+                raise ReplayError(
+                    f"{name}:{number}: 'buildkite' is not a valid builds listing: {err}"
+                ) from None
         if kind == "silence" and not isinstance(payload, dict):
             raise ReplayError(f"{name}:{number}: 'silence' must be a postable silence object")
+        if kind == "ack" and (
+            not isinstance(payload, dict)
+            or not isinstance(payload.get("matchers"), list)
+            or not payload["matchers"]
+            or set(payload) - set(ACK_KEYS)
+        ):
+            shape = '{"matchers": [<as in a silence>], "createdBy": "...", "comment": "..."}'
+            raise ReplayError(f"{name}:{number}: 'ack' must be {shape}")
         if kind == "expire" and not isinstance(payload, str):
             raise ReplayError(f"{name}:{number}: 'expire' must name a silence 'ref'")
-        if kind == "hud_status" and (
+        if kind in ("hud_status", "buildkite_status") and (
             isinstance(payload, bool) or not isinstance(payload, int) or not 100 <= payload <= 599
         ):
-            raise ReplayError(f"{name}:{number}: 'hud_status' must be an HTTP status code (100-599)")
+            raise ReplayError(f"{name}:{number}: {kind!r} must be an HTTP status code (100-599)")
         if kind == "webhook" and (
             not isinstance(payload, dict)
             or payload.get("event") not in WEBHOOK_EVENTS
@@ -217,6 +281,14 @@ def _events(numbered: Iterable[tuple[int, str]], name: str) -> Iterator[ReplayEv
         ):
             shape = '{"event": ' + " | ".join(WEBHOOK_EVENTS) + ', "payload": {...}}'
             raise ReplayError(f"{name}:{number}: 'webhook' must be {shape}")
+        if kind == "buildkite_webhook" and (
+            not isinstance(payload, dict)
+            or payload.get("event") not in BUILDKITE_EVENTS
+            or not isinstance(payload.get("payload"), dict)
+            or set(payload) - {"event", "payload"}
+        ):
+            shape = '{"event": ' + " | ".join(sorted(BUILDKITE_EVENTS)) + ', "payload": {...}}'
+            raise ReplayError(f"{name}:{number}: 'buildkite_webhook' must be {shape}")
         if kind == "tick" and payload is not True:
             raise ReplayError(f"{name}:{number}: 'tick' must be true")
         ref = event.get("ref")

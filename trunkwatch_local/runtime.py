@@ -46,6 +46,9 @@ DIED_ANSWER = {"statusCode": 502, "body": "Internal Server Error"}
 # Schedule ticks a crash-injected replay runs after the last crash: enough for a tick left
 # open to be settled by the sweep (app/sweep.SETTLE_BOUND) and the notification after it.
 RECOVERY_TICKS = 4
+# Schedule ticks a replay runs at most after its last event while a receiver has messages
+# left to deliver (a failed or throttled delivery): half an hour of a 1-minute schedule.
+DELIVERY_TICKS = 30
 
 
 class InvocationFailed(RuntimeError):
@@ -84,7 +87,7 @@ class Published:
 
     @property
     def is_digest(self) -> bool:
-        """A trunk's daily digest (design.md §4.3), not an alert's transition."""
+        """A trunk's daily digest (design.md §4.4), not an alert's transition."""
         return is_digest(self.as_json())
 
 
@@ -239,6 +242,8 @@ class LocalRuntime:
             with contextlib.redirect_stdout(sys.stderr), dying:
                 return self.stack.handler(logical_id).lambda_handler(event, context)
         except InvocationDied as died:
+            assert self.chaos is not None
+            self.chaos.stats.died_at.append(self.clock.now())
             raise InvocationFailed(str(died)) from None
         finally:
             if os.environ.get("POWERTOOLS_METRICS_DISABLED") == "true":
@@ -274,6 +279,28 @@ class LocalRuntime:
             quiet = 0 if len(self.chaos.stats.crashes) > crashes else quiet + 1
             yield at
         self._crashes_recovered = len(self.chaos.stats.crashes)
+
+    def delivery_ticks(self, after: datetime) -> Iterator[datetime]:
+        """After a replay's last event: schedule ticks one period apart while a receiver has
+        a message due (a delivery that failed, or that the receiver throttled), at most
+        DELIVERY_TICKS. Deployed, the schedule goes on and its sweeps send them; a replay
+        that ended would otherwise leave them unsent. Each tick's time is yielded after it
+        ran."""
+        at = after
+        for _ in range(DELIVERY_TICKS):
+            if not self.undelivered():
+                return
+            at += self.schedule_period
+            self.tick(at)
+            yield at
+
+    def undelivered(self) -> int:
+        """The transitions the receivers have due now (`app.notify.due`), on the notifier's edge."""
+        from trunkwatch.app.notify import due
+
+        edge = self.stack.handler("notifier").edge
+        with self.lock:
+            return due(edge.storage(), self.clock.now(), edge.settings, edge.deployment())
 
     def scheduled_event(self, function: str) -> dict[str, Any]:
         return scheduled_event(f"{NAME}-{function}", self.clock.now())
@@ -313,6 +340,22 @@ class LocalRuntime:
             "X-GitHub-Event": event,
             "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
             "X-Hub-Signature-256": signature if signature is not None else self.sign(body),
+        }
+        with self.lock:
+            self.clock.set(at)
+            return self._webhook(function_url_event("POST", "/", headers, body))
+
+    def deliver_buildkite(self, event: str, body: bytes, at: datetime) -> dict[str, Any]:
+        """A Buildkite webhook delivery at `at`, signed (`X-Buildkite-Signature`, timestamped
+        `at`) with the runtime's secret as the webhook's token; its records wait for
+        `settle_deliveries`, as `deliver`'s do."""
+        timestamp = str(int(at.timestamp()))
+        signed = hmac.new(self.webhook_secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "Buildkite-Request",
+            "X-Buildkite-Event": event,
+            "X-Buildkite-Signature": f"timestamp={timestamp},signature={signed.hexdigest()}",
         }
         with self.lock:
             self.clock.set(at)

@@ -15,16 +15,18 @@ from trunkwatch.app.confirm import OPEN_FOR
 from trunkwatch.domain.config import ConfigError, Deployment
 from trunkwatch.storage.port import Reruns
 from trunkwatch_local.apigw import serve_api
+from trunkwatch_local.buildkite_server import BuildkiteServer
 from trunkwatch_local.chaos import Chaos
 from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.hud_server import HudServer
-from trunkwatch_local.replay import Replay, ReplayError, ReplayEvent
+from trunkwatch_local.replay import DELIVERIES, Replay, ReplayError, ReplayEvent
 from trunkwatch_local.rerun_polls import next_rerun_poll
 from trunkwatch_local.runtime import LocalRuntime, Published
 
 
 class Session:
-    """A local runtime plus the HUD stand-in and the API server, started together."""
+    """A local runtime plus the HUD, GitHub and Buildkite stand-ins and the API server, started
+    together."""
 
     def __init__(
         self,
@@ -39,6 +41,7 @@ class Session:
         self.runtime = LocalRuntime(template, webhook_secret, chaos, store=store, extra_ticks=extra_ticks)
         self.hud = HudServer(clock=self.runtime.clock.now)
         self.github = GitHubServer(hud=self.hud)
+        self.buildkite = BuildkiteServer(clock=self.runtime.clock.now)
         self.port = port
         self.tokens = tokens
         self.api: Any = None
@@ -88,12 +91,19 @@ class Session:
                 for trunk_id in self.confirming
                 for record in self._reruns.open(trunk_id, now - OPEN_FOR, now + timedelta(seconds=1))
             ]
-            due = [rerun.due for rerun in self.hud.reruns.values()]
+            due = [rerun.due for rerun in self.hud.reruns.values()] + self.buildkite.retries_due()
             at = next_rerun_poll(now, self.runtime.poll_period, records, due)
             if at is None or (before is not None and at >= before):
                 return
             self.runtime.tick(at)
             yield at
+
+    def replaying_from(self, replay: Replay) -> Deployment:
+        """The deployment that replays `replay` from this session's stand-ins."""
+        self.github.repo = replay.repo
+        if replay.pipeline:
+            self.buildkite.pipeline = replay.pipeline
+        return replay.deployment(self.hud.url, self.github.url, self.buildkite.url)
 
     def now(self) -> datetime:
         """The time the session serves at when no replay sets it: the real clock, moved by
@@ -122,6 +132,7 @@ class Session:
             self.api.server_close()
         self.hud.stop()
         self.github.stop()
+        self.buildkite.stop()
         self.runtime.stop()
 
     def __enter__(self) -> Session:
@@ -164,8 +175,7 @@ def run_replay(
     yield each SNS message."""
     session = Session(template, chaos=chaos, store=store, extra_ticks=extra_ticks)
     try:
-        session.github.repo = replay.repo
-        session.start(replay.deployment(session.hud.url, session.github.url))
+        session.start(session.replaying_from(replay))
         yield from replay_into(session, replay)
     finally:
         session.stop()
@@ -200,8 +210,8 @@ def _steps(
             _apply(session, event.kind, event.payload, event.ref, refs, event.at)
         except ReplayError as err:
             raise ReplayError(f"line {event.line}: {err}") from None
-        if event.kind == "webhook" and (
-            following is None or (following.kind, following.at) != ("webhook", event.at)
+        if event.kind in DELIVERIES and (
+            following is None or following.kind not in DELIVERIES or following.at != event.at
         ):
             session.runtime.settle_deliveries(event.at)
         yield event, session.runtime.published(event.at)
@@ -209,6 +219,9 @@ def _steps(
             yield event, session.runtime.published(at)
         for at in session.rerun_polls(following.at if following else None):
             yield event, session.runtime.published(at)
+        if following is None:
+            for at in session.runtime.delivery_ticks(session.runtime.clock.now()):
+                yield event, session.runtime.published(at)
         event = following
 
 
@@ -222,11 +235,19 @@ def _apply(
         session.hud.fail_with(payload)
         session.runtime.tick(at)
         session.hud.fail_with(200)  # only this poll: later ticks get the last snapshot again
+    elif kind == "buildkite":
+        session.buildkite.serve(payload)
+        session.runtime.tick(at)
+    elif kind == "buildkite_status":
+        session.buildkite.fail_with(payload)
+        session.runtime.tick(at)
+        session.buildkite.fail_with(200)  # only this poll, as for the HUD
     elif kind == "tick":
         session.runtime.tick(at)
-    elif kind == "webhook":
+    elif kind in DELIVERIES:
         body = json.dumps(payload["payload"]).encode()
-        answer = session.runtime.deliver(payload["event"], body, at)
+        deliver = session.runtime.deliver if kind == "webhook" else session.runtime.deliver_buildkite
+        answer = deliver(payload["event"], body, at)
         if session.runtime.delivery_died(answer):
             return  # GitHub does not redeliver: the trunk's backstop poll finds what it brought
         if int(answer["statusCode"]) >= 300:
@@ -235,6 +256,8 @@ def _apply(
         created = session.call_api("POST", "/api/v2/silences", payload)
         if ref:
             refs[ref] = created["silenceID"]
+    elif kind == "ack":
+        session.call_api("POST", "/api/v2/acks", payload)
     elif kind == "expire":
         if payload not in refs:
             raise ReplayError(

@@ -42,7 +42,7 @@ class StandInServer:
             def do_GET(self) -> None:
                 self._answer()
 
-            do_POST = do_PATCH = do_GET
+            do_POST = do_PATCH = do_PUT = do_GET
 
             def _answer(self) -> None:
                 size = int(self.headers.get("Content-Length") or 0)

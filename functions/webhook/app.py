@@ -1,5 +1,6 @@
 """Webhook Lambda (function URL): GitHub `push`, `workflow_run` and `workflow_job` deliveries
-of the webhook-fed trunks, written as the cells the poll writes."""
+and Buildkite `job.finished` and `build.finished` ones of the webhook-fed trunks, written as
+the cells the poll writes."""
 
 from typing import Any
 
@@ -24,7 +25,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     # Most deliveries (every pull request's jobs) are answered here, before any Powertools
     # wrapper: no context logging or trace segment for what is not stored. The function
     # publishes no metric: a stored delivery's counts are in its log line.
-    verdict = triage(event, secret=_secret, deployment=edge.deployment)
+    verdict = triage(event, secret=_secret, deployment=edge.deployment, now=edge.clock.now)
     if isinstance(verdict, dict):
         return verdict
     return _store(verdict, context)

@@ -150,6 +150,7 @@ def test_openapi_document_describes_the_routes() -> None:
         "/api/v2/silence/{silence_id}",
         "/api/v2/alerts",
         "/api/v2/alerts/groups",
+        "/api/v2/acks",
         "/api/v2/status",
         "/api/v2/receivers",
         "/api/v2/trunks",

@@ -24,7 +24,7 @@ from trunkwatch.sources.github import GitHubSource
 from trunkwatch.sources.hud import parse_grid
 from trunkwatch_local.github_server import GitHubServer
 
-# design.md §8: the summary's figures, all numbers.
+# The figures every summary has (design.md §8: the workloads' dataclasses), all numbers.
 POLL_KEYS = [
     "http_requests",
     "http_unconditional_requests",

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -101,10 +102,21 @@ def test_the_chaos_benchmark_counts_lost_delayed_and_repeated_messages() -> None
         row("2026-11-18T10:02:00Z", "firing"),  # sent again
         row("2026-11-18T10:30:00Z", "resolved"),  # before it was due: not the expected one
     ]
-    lost, extra, delays = compare(expected, published)
+    lost, extra, matched = compare(expected, published)
     assert lost == [expected[1]]
     assert extra == [published[1], published[2]]
-    assert delays == [60.0]
+    assert matched == [(expected[0], published[0])]
+
+
+def test_a_message_is_due_by_the_first_quiet_tick_two_minutes_on() -> None:
+    from benchmarks.chaos import due_by
+
+    at, minute = datetime(2026, 11, 18, 10, tzinfo=UTC), timedelta(minutes=1)
+    assert due_by(at, [], minute) == at + 2 * minute  # a tick left open waits 2 minutes
+    # Ticks at which an invocation died (a webhook group's half second on included) do not count.
+    died = [at, at + 2 * minute, at + 3.5 * minute]
+    assert due_by(at, died, minute) == at + 4 * minute
+    assert due_by(at, died, 5 * minute) == at + 7 * minute
 
 
 def replay(*args: str) -> subprocess.CompletedProcess[str]:

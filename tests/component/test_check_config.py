@@ -16,6 +16,7 @@ from tests.support.paths import ROOT
     [
         ("examples/organization.yaml", "100 trunks (100 github; 80 webhook-fed), 2 receivers"),
         ("examples/config.yaml", "2 trunks (1 github, 1 hud; 0 webhook-fed), 0 receivers"),
+        ("examples/vllm.yaml", "1 trunk (1 buildkite; 0 webhook-fed), 0 receivers"),
         ("config/trunkwatch.yaml", "1 trunk (1 hud; 0 webhook-fed), 0 receivers"),
     ],
 )
@@ -72,7 +73,17 @@ TRUNKS = "trunks:\n  - repo: acme/api\n"
         ("", [": a configuration is a mapping"]),
         ("trunks: []\n", [":1: trunks: List should have at least 1 item"]),
         ("trunks:\n  - branch: main\n", [":2: trunks.0.repo: Field required"]),
-        (TRUNKS + "receivers:\n  - type: pagerduty\n", [":4: receivers.0.type: unknown receiver type"]),
+        (TRUNKS + "receivers:\n  - type: opsgenie\n", [":4: receivers.0.type: unknown receiver type"]),
+        # A Buildkite trunk: its pipeline, and only there.
+        (
+            TRUNKS + "    source: buildkite\n",
+            [":2: trunks.0.pipeline: Field required for source 'buildkite'", "org/slug"],
+        ),
+        (TRUNKS + "    pipeline: acme/ci\n", [":3: trunks.0.pipeline: only for source 'buildkite'"]),
+        (
+            TRUNKS + "    source: buildkite\n    pipeline: acme\n",
+            [":4: trunks.0.pipeline: String should match pattern"],
+        ),
     ],
 )
 def test_each_thing_wrong_is_one_line_naming_file_line_and_key(

@@ -157,10 +157,10 @@ def test_missing_required_option() -> None:
         ),
         ({"trunks": [{"repo": "a/b"}], "colour": "blue"}, ["colour", "unknown key"]),
         (
-            {"trunks": [{"repo": "a/b"}], "receivers": [{"type": "pagerduty"}]},
+            {"trunks": [{"repo": "a/b"}], "receivers": [{"type": "opsgenie"}]},
             [
-                "receivers.0.type: unknown receiver type 'pagerduty' "
-                "(known: github_culprit, github_issues, slack, sns, webhook)"
+                "receivers.0.type: unknown receiver type 'opsgenie' "
+                "(known: github_culprit, github_issues, pagerduty, slack, sns, webhook)"
             ],
         ),
         (

@@ -1,4 +1,4 @@
-"""The daily digest (design.md §4.3) on the local runtime: a trunk replayed over two days
+"""The daily digest (design.md §4.4) on the local runtime: a trunk replayed over two days
 with `digest_hour: 9` sends each day's digest once, at the first event from 09:00 the next
 day, to the stack's topic (kind=digest) and the receivers that opt in, never to the others;
 and a digest whose notifier dies while sending it goes at the next sweep, once."""

@@ -218,15 +218,15 @@ def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_k
     assert stack is not None
     trunks = [{"repo": "pytorch/pytorch", "url": configured.url_for("/").rstrip("/")}]
     good = {"trunks": trunks, "receivers": [{"type": "slack", "url": {"secret": "trunkwatch/receivers/s"}}]}
-    bad = {**good, "receivers": [*good["receivers"], {"type": "pagerduty", "key": "x"}]}
+    bad = {**good, "receivers": [*good["receivers"], {"type": "opsgenie", "key": "x"}]}
     stack.configure(json.dumps(good))
     edge = settings.Edge.from_environ(settings.NOTIFIER)
     (receiver,) = edge.deployment().receivers
     assert isinstance(receiver, SlackReceiver)
 
     stack.configure(json.dumps(bad))  # read again: the file's text changed
-    known = "github_culprit, github_issues, slack, sns, webhook"
-    said = f"receivers.1.type: unknown receiver type 'pagerduty' (known: {known})"
+    known = "github_culprit, github_issues, pagerduty, slack, sns, webhook"
+    said = f"receivers.1.type: unknown receiver type 'opsgenie' (known: {known})"
     with pytest.raises(ConfigError) as raised:
         edge.deployment()
     assert str(raised.value) == f"{stack.config_file}:1: {said}"

@@ -60,8 +60,8 @@ def _lines(name: str) -> list[str]:
 @pytest.fixture(scope="module")
 def requests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Requests]:
     """What each function asked of the table over: a webhook-fed trunk breaking and
-    recovering (every API view read while it fires), silences made and expired, and a
-    break confirmed by reruns."""
+    recovering (every API view read while it fires), silences made and expired, a break
+    confirmed by reruns, and alerts acknowledged (through the API and an `ACK!` silence)."""
     by_function = _ByFunction()
     invoke, run_due = LocalRuntime.invoke, SimulatedClock.run_due
     patches = pytest.MonkeyPatch()
@@ -82,6 +82,7 @@ def requests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Requests]:
         _replay(parse_replay(webhooks.replay_as_deliveries(_lines("basic-break.jsonl")), "pushed"))
         _replay(parse_replay(_lines("silenced.jsonl"), "silenced"))
         _replay(parse_replay(_lines("verdicts-by-reruns.jsonl"), "verdicts"))
+        _replay(parse_replay(_lines("acknowledged.jsonl"), "acknowledged"))
         yield by_function.requests
     finally:
         recorder.stop_recording()
@@ -102,6 +103,7 @@ def _replay(replay: Replay) -> None:
                     "/api/v2/alerts",
                     "/api/v2/alerts/groups",
                     "/api/v2/silences",
+                    "/api/v2/acks",
                     "/api/v2/trunks",
                     f"/api/v2/trunks/grid?trunk={trunk}",
                     f"/api/v2/trunks/history?trunk={trunk}",
@@ -164,6 +166,11 @@ def test_the_webhook_and_the_notifier_may_not_write_what_the_others_write(
     assert {"ALERTS", "EPISODES", "SILENCE", "RERUNS"} <= _partitions(webhook_denied)
     notifier_denied = {request for request in others if not allows(roles["NotifierFunction"], request)}
     assert {"ALERTS", "CELLS", "TICK", "TRUNK", "COMMITS", "SILENCE"} <= _partitions(notifier_denied)
+    # The API writes acknowledgements (their own partition), never a notification log.
+    api_writes = {request for request in requests["ApiFunction"] if request.action in writes}
+    assert "ACKS" in _partitions(api_writes)
+    put = "dynamodb:PutItem"
+    assert not allows(roles["ApiFunction"], TableRequest(put, frozenset({"LOG#pytorch/pytorch#main"})))
     delete = "dynamodb:DeleteItem"
     assert not allows(
         roles["NotifierFunction"], TableRequest(delete, frozenset({"CELLS#pytorch/pytorch#main#j"}))

@@ -4,6 +4,13 @@ bisection and dead-letter queue and the schedule's unretried events handle them
 (`trunkwatch replay --chaos`). Every expected message is sent; a message goes out twice
 only where a crash came right after its publish (the one window SNS cannot close).
 
+A message may come late, but no later than the design lets it (design.md §4, a message a
+dead invocation left unsent goes out at the next settled tick, at the latest the next
+sweep): at the first schedule tick at least 2 minutes after it was due (a tick whose records
+were dead-lettered waits that long for the sweep to settle it, §3.4) during which no
+invocation died (`benchmarks.chaos.due_by`). A crash-free sweep settles its tick, and the
+notifier that tick starts sends everything due.
+
 Four scenarios run here, each under its own seed and one of the two crash rates: a break and
 its fix, an infrastructure outage, silences, a reminder due as the alert resolves (the
 benchmark, `python -m benchmarks chaos`, runs every scenario under three seeds at both rates)."""
@@ -39,6 +46,7 @@ def assert_no_page_lost(run: Run) -> None:
     assert not run.lost, (
         f"lost {json.dumps(run.lost)} ({run.crashes} crashes, {run.dead_lettered} dead-lettered)"
     )
+    assert not run.late, f"sent later than the first quiet tick 2 minutes on: {json.dumps(run.late)}"
     assert len(run.extra) <= run.crashes_after_publish, (
         f"sent again {json.dumps(run.extra)} with {run.crashes_after_publish} crashes right after a publish"
     )

@@ -70,7 +70,7 @@ def test_a_registered_source_is_a_trunks_source_with_its_links(registered: None)
 def test_the_loader_refuses_a_source_not_in_the_registry_it_is_handed() -> None:
     document = {"trunks": [{"repo": "example/lib"}, static_trunk()]}
     with pytest.raises(
-        ConfigError, match=r"^trunks\.1\.source: unknown source 'static' \(known: github, hud\)$"
+        ConfigError, match=r"^trunks\.1\.source: unknown source 'static' \(known: buildkite, github, hud\)$"
     ):
         load_deployment(document, sources=sources.REGISTRY)
 

@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
+from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.cells import Cell, CellState, Commit, line_ids
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import ShardReport
@@ -646,6 +647,10 @@ def test_an_episodes_reruns_are_added_once_and_updated(storage: Storage) -> None
     sent = rerun(status="pending", requested_at=NOW, job_id=2**40 + 7, shard="s (1, 2)", tries=1)
     reruns.update(TRUNK, sent, RETENTION)
     assert reruns.of_episode(TRUNK, JOB, NOW)[1] == sent
+    # Buildkite names a job by a UUID
+    retried = dataclasses.replace(sent, job_id="0190d5a2-7f3e-4c1e-9b8a-2f6d1c0e4a11", tries=2)
+    reruns.update(TRUNK, retried, RETENTION)
+    assert reruns.of_episode(TRUNK, JOB, NOW)[1] == retried
     assert reruns.of_episode("other#main", JOB, NOW) == []
 
 
@@ -685,8 +690,14 @@ def test_log_entries_per_receiver(storage: Storage) -> None:
         annotations={"summary": "s"},
     )
     logs.save(TRUNK, trunk_level, NOW, RETENTION)
-    logs.save(TRUNK, LogEntry("sns-2", "f1", "TrunkJobFailing"), NOW, RETENTION)
+    logs.save(
+        TRUNK,
+        LogEntry("sns-2", "f1", "TrunkJobFailing", acknowledged="2026-11-18T12:00:00.000Z"),
+        NOW,
+        RETENTION,
+    )
     assert logs.of_receiver(TRUNK, "sns") == {"f1": entry, "f2": trunk_level}
+    assert logs.of_receiver(TRUNK, "sns-2")["f1"].acknowledged == "2026-11-18T12:00:00.000Z"
     assert list(logs.of_receiver(TRUNK, "sns-2")) == ["f1"]
     assert logs.of_receiver("other/repo#main", "sns") == {}
     # One entry by its receiver and fingerprint.
@@ -712,6 +723,45 @@ def test_rejections_sit_beside_the_log_entries_and_are_listed_alone(storage: Sto
     # The receivers' own entries are as they were: a rejection is not an entry.
     assert sorted(logs.of_receiver(TRUNK, "slack:a")) == ["f1", "f2"]
     assert list(logs.of_receiver(TRUNK, "github_issues:a/b")) == ["f1"]
+
+
+def ack(fingerprint: str, minutes: int = 0, by: str = "alice") -> Acknowledgement:
+    at = NOW + timedelta(minutes=minutes)
+    return Acknowledgement(fingerprint, "TrunkJobFailing", JOB, at, by, "on it", "silence s-1")
+
+
+def test_the_first_live_acknowledgement_of_an_alert_stands_until_it_ends(storage: Storage) -> None:
+    logs = storage.logs
+    assert logs.acks(TRUNK) == []
+    assert logs.add_ack(TRUNK, ack("f2")) and logs.add_ack(TRUNK, ack("f1", by="bob"))
+    assert not logs.add_ack(TRUNK, ack("f1", minutes=5, by="carol"))  # bob's stands
+    assert logs.acks(TRUNK) == [ack("f1", by="bob"), ack("f2")]
+    assert logs.acks("other/repo#main") == []
+    assert logs.of_receiver(TRUNK, "f1") == {}  # no notification log entry
+    ended = NOW + timedelta(hours=1)
+    logs.end_ack(TRUNK, ack("f1", minutes=5), ended, RETENTION)  # not the one stored: no change
+    assert logs.acks(TRUNK)[0].live
+    logs.end_ack(TRUNK, ack("f1", by="bob"), ended, RETENTION)
+    logs.end_ack(TRUNK, ack("f1", by="bob"), ended + timedelta(hours=1), RETENTION)  # ended once
+    assert logs.acks(TRUNK) == [ack("f1", by="bob").ended(ended), ack("f2")]
+    assert logs.add_ack(TRUNK, ack("f1", minutes=90, by="dave"))  # the next episode's
+    assert logs.acks(TRUNK)[0] == ack("f1", minutes=90, by="dave")
+
+
+def test_a_live_acknowledgement_never_expires_and_an_ended_one_after_the_retention(aws: dict) -> None:
+    logs = aws["storage"].logs
+    logs.add_ack(TRUNK, ack("f1"))
+    key = {"pk": {"S": keys.acks(TRUNK)}, "sk": {"S": "f1"}}
+
+    def expiry() -> str | None:
+        item = boto3.client("dynamodb").get_item(TableName=aws["table"], Key=key)["Item"]
+        assert item["kind"] == {"S": "ack"}
+        return item.get(TTL_ATTRIBUTE, {}).get("N")
+
+    assert expiry() is None
+    ended = NOW + timedelta(hours=2)
+    logs.end_ack(TRUNK, ack("f1"), ended, RETENTION)
+    assert expiry() == str(int((ended + RETENTION).timestamp()))
 
 
 # --- silences -----------------------------------------------------------------------------

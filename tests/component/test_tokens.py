@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import boto3
@@ -11,7 +12,7 @@ from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
 from trunkwatch.domain.config import ConfigError, TokenRef
-from trunkwatch.sources.credentials import resolve_token
+from trunkwatch.sources.credentials import forget_tokens, resolve_token
 
 VALUE = "test-token-not-a-secret-42"
 
@@ -19,10 +20,12 @@ VALUE = "test-token-not-a-secret-42"
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    parameters.clear_caches()  # Powertools keeps values (and clients) across calls
+    parameters.clear_caches()  # Powertools keeps its clients across calls
+    forget_tokens()
     with mock_aws():
         yield
     parameters.clear_caches()
+    forget_tokens()
 
 
 def test_no_token_configured() -> None:
@@ -51,14 +54,24 @@ def test_ssm_secure_string_is_decrypted(aws: None) -> None:
     assert resolve_token(TokenRef(ssm="/trunkwatch/github-token")) == VALUE
 
 
-def test_ssm_value_is_cached_for_five_minutes(aws: None) -> None:
-    ssm = boto3.client("ssm")
-    ssm.put_parameter(Name="/trunkwatch/github-token", Value=VALUE, Type="SecureString")
-    assert resolve_token(TokenRef(ssm="/trunkwatch/github-token")) == VALUE
-    ssm.put_parameter(Name="/trunkwatch/github-token", Value="rotated", Type="SecureString", Overwrite=True)
-    assert resolve_token(TokenRef(ssm="/trunkwatch/github-token")) == VALUE
-    parameters.clear_caches()
-    assert resolve_token(TokenRef(ssm="/trunkwatch/github-token")) == "rotated"
+@pytest.mark.parametrize("where", ["ssm", "secret"])
+def test_a_token_from_aws_is_read_again_after_five_minutes(aws: None, where: str) -> None:
+    name, ref = "/trunkwatch/github-token", TokenRef(**{where: "/trunkwatch/github-token"})
+
+    def store(value: str) -> None:
+        if where == "ssm":
+            boto3.client("ssm").put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
+        else:
+            boto3.client("secretsmanager").put_secret_value(SecretId=name, SecretString=value)
+
+    if where == "secret":
+        boto3.client("secretsmanager").create_secret(Name=name)
+    store(VALUE)
+    read = datetime(2026, 11, 18, 12, tzinfo=UTC)
+    assert resolve_token(ref, read) == VALUE
+    store("rotated")
+    assert resolve_token(ref, read + timedelta(minutes=5) - timedelta(seconds=1)) == VALUE
+    assert resolve_token(ref, read + timedelta(minutes=5)) == "rotated"
 
 
 def test_missing_ssm_parameter_names_it_and_the_cause(aws: None) -> None:
@@ -99,6 +112,6 @@ def test_no_aws_region_is_a_config_error(aws: None, monkeypatch: pytest.MonkeyPa
     for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "absent"))
-    parameters.clear_caches()
+    parameters.clear_caches()  # its SSM client was made with a region
     with pytest.raises(ConfigError, match=r"^token: cannot read SSM parameter /trunkwatch/x: NoRegionError$"):
         resolve_token(TokenRef(ssm="/trunkwatch/x"))

@@ -22,6 +22,7 @@ from moto.server import ThreadedMotoServer
 from tests.support.aws import CONFIG, template_environment
 from tests.support.peers import load_function, peer_binary
 from trunkwatch.api import auth
+from trunkwatch.domain.acks import Acknowledgement, is_ack_comment, live_by_fingerprint
 from trunkwatch.domain.alerts import Alert
 from trunkwatch.silences import store
 from trunkwatch.storage.dynamodb import open_table
@@ -35,6 +36,7 @@ pytestmark = pytest.mark.slow
 TABLE = "trunkwatch-amtool"
 REGION = "us-east-1"
 PULL_JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
+TRUNK = "pytorch/pytorch#main"
 
 
 @dataclass
@@ -42,6 +44,8 @@ class View:
     alert: Alert
     silenced_by: list[str] = field(default_factory=list)
     inhibited_by: list[str] = field(default_factory=list)
+    trunk: str = TRUNK
+    acknowledgement: Acknowledgement | None = None
 
 
 def _alert(job: str) -> Alert:
@@ -61,9 +65,18 @@ ALERTS = [_alert(PULL_JOB), _alert("trunk / win-vs2022-cpu-py3 / build")]
 
 
 def _current_alerts(storage: Storage, deployment: object, now: datetime, links: object) -> list[View]:
-    """The overview's contract: firing alerts, each with the active silences that match it."""
-    silences = store.active(storage.silences, now)
-    return [View(alert, [s.id for s in silences if s.matches(alert.labels)]) for alert in ALERTS]
+    """The overview's contract: firing alerts, each with the active silences that match it
+    (an `ACK!` one acknowledges instead) and its live acknowledgement."""
+    silences = [s for s in store.active(storage.silences, now) if not is_ack_comment(s.comment)]
+    acked = live_by_fingerprint(storage.logs.acks(TRUNK))
+    return [
+        View(
+            alert,
+            [s.id for s in silences if s.matches(alert.labels)],
+            acknowledgement=acked.get(alert.fingerprint),
+        )
+        for alert in ALERTS
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -198,6 +211,30 @@ def test_silence_lifecycle_with_amtool(open_api: str) -> None:
     [expired] = [s for s in amtool.silences("--expired") if s["id"] == sid]
     assert expired["status"] == {"state": "expired"}
     assert {a["labels"]["job"] for a in amtool.alerts()} == {PULL_JOB, "trunk / win-vs2022-cpu-py3 / build"}
+
+
+def test_an_ack_silence_from_amtool_acknowledges_and_silences_nothing(open_api: str, table: Storage) -> None:
+    amtool = Amtool(open_api)
+    sid = amtool(
+        "silence",
+        "add",
+        f'job="{PULL_JOB}"',
+        "--comment=ACK! reverting the culprit",
+        "--author=oncall@example.com",
+        "--duration=15m",
+    ).strip()
+    assert sid in [s["id"] for s in amtool.silences()]  # kept and listed as a silence
+    # Nothing is held back: `alert query` (which hides silenced alerts) shows both.
+    assert {a["labels"]["job"] for a in amtool.alerts()} == {PULL_JOB, "trunk / win-vs2022-cpu-py3 / build"}
+    (ack,) = table.logs.acks(TRUNK)
+    assert (ack.by, ack.comment, ack.via, ack.job) == (
+        "oncall@example.com",
+        "reverting the culprit",
+        f"silence {sid}",
+        PULL_JOB,
+    )
+    amtool("silence", "expire", sid)
+    assert table.logs.acks(TRUNK) == [ack]  # expiring it does not take it back
 
 
 def test_amtool_update_and_bad_input(open_api: str) -> None:

@@ -292,3 +292,33 @@ def test_a_write_without_a_token_asks_for_one_then_succeeds(
         assert page.locator("article.alert.suppressed").count() == 1
         watched.assert_clean()
         watched.context.close()
+
+
+def test_acknowledge_an_alert_from_the_page_shows_who_and_since_when(browser: Any, scenario: Path) -> None:
+    with serving(scenario) as url:
+        watched = Watched(browser)
+        page = watched.page
+        page.goto(url + "/")
+        broken = page.locator("article.alert.P2")
+        broken.wait_for()
+        assert broken.locator(".badge.acknowledged").count() == 0
+        broken.locator("button.ack-button").click()
+        page.fill("form.ack [name=ackBy]", "oncall@example.com")
+        page.fill("form.ack [name=ackNote]", "reverting #160004")
+        page.click("form.ack button[type=submit]")
+        page.locator("article.alert.P2 .badge.acknowledged").wait_for()
+        broken = page.locator("article.alert.P2")
+        assert broken.locator(".acked-by").text_content() == "oncall@example.com"
+        assert broken.locator(".acked-note").text_content() == "reverting #160004"
+        assert broken.locator("time").last.text_content().endswith(" ago")  # its age
+        assert broken.locator("button.ack-button").count() == 0
+        # The job's own alert is not acknowledged: only the alert acknowledged.
+        assert page.locator("article.alert.P3 button.ack-button").count() == 1
+        (acked,) = api(url, "/api/v2/acks")
+        assert acked["labels"]["alertname"] == "TrunkBroken"
+        assert (acked["acknowledgement"]["createdBy"], acked["acknowledgement"]["comment"]) == (
+            "oncall@example.com",
+            "reverting #160004",
+        )
+        watched.assert_clean()
+        watched.context.close()

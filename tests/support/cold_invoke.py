@@ -5,7 +5,8 @@ with exactly the environment the template gives the function. moto stands in for
 (the template's definition), the token parameters, the topic, all named as the environment names
 them; the configuration file is where the test put the ConfigLayer's copy. Nothing of the domain
 package is imported here before the handler module loads, so the handler finds its table, region
-and configuration on its own. Prints `{"result": ...}` or `{"error": ...}` as the last line.
+and configuration on its own. Prints `{"results": [...]}` (one per event, in order) or
+`{"error": ...}` as the last line.
 """
 
 from __future__ import annotations
@@ -75,12 +76,13 @@ def main() -> None:
             from trunkwatch.domain.clock import SimulatedClock
 
             module.edge.use(clock=SimulatedClock(datetime.fromtimestamp(spec["at"], UTC)))
-            result = module.lambda_handler(spec["event"], Context(spec["function"]))
+            # The first event meets the cold container, the others the same container warm.
+            results = [module.lambda_handler(event, Context(spec["function"])) for event in spec["events"]]
         except Exception as err:
             traceback.print_exc()
             print(json.dumps({"error": f"{type(err).__name__}: {err}"}))
             return
-    print(json.dumps({"result": result}, default=str))
+    print(json.dumps({"results": results}, default=str))
 
 
 if __name__ == "__main__":

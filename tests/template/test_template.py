@@ -604,10 +604,14 @@ def test_the_api_writes_only_silence_and_audit_items(resources: dict[str, Any]) 
     assert [set(_actions(s)) for s in reads] == [
         {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
     ]
-    (write,) = writes
-    assert _actions(write) == ["dynamodb:PutItem"]
-    assert write["Condition"] == {
+    silences, acknowledgements = writes
+    assert _actions(silences) == _actions(acknowledgements) == ["dynamodb:PutItem"]
+    assert silences["Condition"] == {
         "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [SILENCES, SILENCE_AUDIT]}
+    }
+    # Acknowledgements, in a partition of their own: never a notification log.
+    assert acknowledgements["Condition"] == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [_partition(keys.acks(TRUNK_ID))]}
     }
 
 
@@ -799,7 +803,12 @@ def test_the_notifier_writes_logs_and_idempotency_records_and_deletes_only_the_l
 ) -> None:
     role = resources["NotifierFunctionRole"]
     table = {s["Sid"]: s for s in _statements(role) if TABLE_ARN in _resources_of(s)}
-    assert set(table) == {"TableRead", "WriteLogsAndIdempotency", "DeleteIdempotencyRecords"}
+    assert set(table) == {
+        "TableRead",
+        "WriteLogsAndIdempotency",
+        "WriteAcknowledgements",
+        "DeleteIdempotencyRecords",
+    }
     assert set(_actions(table["TableRead"])) == {
         "dynamodb:GetItem",
         "dynamodb:BatchGetItem",
@@ -816,8 +825,11 @@ def test_the_notifier_writes_logs_and_idempotency_records_and_deletes_only_the_l
         *(_partition(key) for key in reads),
         keys.SILENCES,
         _partition(keys.logs(TRUNK_ID)),
+        _partition(keys.acks(TRUNK_ID)),
         keys.IDEMPOTENCY,
     ]
+    assert set(_actions(table["WriteAcknowledgements"])) == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+    assert _leading_keys(table["WriteAcknowledgements"]) == [_partition(keys.acks(TRUNK_ID))]
     assert set(_actions(table["WriteLogsAndIdempotency"])) == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
     assert _leading_keys(table["WriteLogsAndIdempotency"]) == [
         _partition(keys.logs(TRUNK_ID)),

@@ -56,10 +56,10 @@ def test_frozen_and_validated_on_construction() -> None:
         ({"trunks": [{**TRUNK, "per_page": 500}]}, ["trunks.0.per_page", "less than or equal to 100"]),
         ({"trunks": [{**TRUNK, "config": {"teams": [{"match": "(", "team": "x"}]}}]}, ["teams.0.match"]),
         (
-            {"trunks": [TRUNK], "receivers": [{"type": "pagerduty"}]},
+            {"trunks": [TRUNK], "receivers": [{"type": "opsgenie"}]},
             [
-                "receivers.0.type: unknown receiver type 'pagerduty' "
-                "(known: github_culprit, github_issues, slack, sns, webhook)"
+                "receivers.0.type: unknown receiver type 'opsgenie' "
+                "(known: github_culprit, github_issues, pagerduty, slack, sns, webhook)"
             ],
         ),
         ({"trunks": [TRUNK], "receivers": [{"url": "u"}]}, ["receivers.0.type: unknown receiver type None"]),
@@ -170,11 +170,11 @@ def test_heartbeat_sends_every_5m_by_default_to_its_own_receivers() -> None:
 
 
 def test_a_bad_heartbeat_receiver_is_named_with_every_other_problem() -> None:
-    document = {"trunks": [TRUNK], "heartbeat": {"every": "soon", "receivers": [{"type": "pagerduty"}]}}
+    document = {"trunks": [TRUNK], "heartbeat": {"every": "soon", "receivers": [{"type": "opsgenie"}]}}
     with pytest.raises(ConfigError) as err:
         load_deployment(document, RECEIVER_TYPES)
     message = str(err.value)
-    assert "heartbeat.receivers.0.type: unknown receiver type 'pagerduty'" in message
+    assert "heartbeat.receivers.0.type: unknown receiver type 'opsgenie'" in message
     assert "heartbeat.every: invalid duration 'soon'" in message
     assert "List should have" not in message  # the receiver it names is there, only unreadable
 

@@ -34,10 +34,22 @@ CULPRIT = CommitRef(11, "c" * 40, NOW - timedelta(hours=2))
 LINES = ("FAILED test/test_ops.py::test_x",)
 
 
+def _alert(
+    first_fail: CommitRef = CULPRIT,
+    last_pass: CommitRef | None = LAST_PASS,
+    *,
+    job: str = JOB,
+    episode: datetime | None = None,
+    lines: tuple[str, ...] = LINES,
+) -> JobAlert:
+    """The firing alert judged; its episode starts at its first failure unless said."""
+    return JobAlert(
+        job, "firing", episode or first_fail.time, 3, first_fail, first_fail, last_pass, failure_lines=lines
+    )
+
+
 def _decide(storage: Storage, job: str = JOB, rule: RuleConfig = RULE, now: datetime = NOW) -> str:
-    decision = culprit_decision(
-        storage, TRUNK.trunk_id, rule, job, CULPRIT.time, CULPRIT, LAST_PASS, now, failure_lines=LINES
-    ).decision
+    decision = culprit_decision(storage, TRUNK.trunk_id, rule, _alert(job=job), now).decision
     return f"{decision.verdict.value}: {decision.reason}"
 
 
@@ -64,10 +76,10 @@ def _snapshot(last_pass: str, culprit: str, last_id: int = 1, culprit_id: int = 
 class Requests:
     def __init__(self, *answers: str | None) -> None:
         self.answers = list(answers)
-        self.sent: list[int] = []
+        self.sent: list[int | str | None] = []
 
-    def __call__(self, job_id: int) -> str | None:
-        self.sent.append(job_id)
+    def __call__(self, run: JobRun) -> str | None:
+        self.sent.append(run.job_id)
         return self.answers.pop(0) if self.answers else None
 
 
@@ -191,9 +203,8 @@ def test_a_run_that_moved_past_its_flaky_suspect_says_its_start_was_not_rerun() 
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "success", 1001, 1002), Requests(), NOW + HOUR)
     later = CommitRef(12, "d" * 40, CULPRIT.time + HOUR)
-    moved = culprit_decision(
-        storage, TRUNK.trunk_id, RULE, JOB, CULPRIT.time, later, CULPRIT, NOW + HOUR, failure_lines=LINES
-    ).decision
+    alert = _alert(later, CULPRIT, episode=CULPRIT.time)
+    moved = culprit_decision(storage, TRUNK.trunk_id, RULE, alert, NOW + HOUR).decision
     assert (moved.verdict, moved.reason) == (
         Verdict.FLAKY,
         f"the culprit {CULPRIT.sha[:12]} passes on rerun; the run now starts at {'d' * 12}, not rerun",
@@ -237,15 +248,11 @@ def test_a_range_with_commits_the_job_did_not_run_on_is_not_confirmed() -> None:
     storage = memory_storage()
     gap = CommitRef(13, CULPRIT.sha, CULPRIT.time)  # seq 12 between the last pass and it
     storage.commits.place(TRUNK.trunk_id, _stored(12, "b" * 40), RULE.retention, None)
-    decide = culprit_decision(
-        storage, TRUNK.trunk_id, RULE, JOB, gap.time, gap, LAST_PASS, NOW, failure_lines=LINES
-    ).decision
+    decide = culprit_decision(storage, TRUNK.trunk_id, RULE, _alert(gap), NOW).decision
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
     later = NOW + timedelta(hours=1)
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure", 1001, 1002), Requests(), later)
-    decision = culprit_decision(
-        storage, TRUNK.trunk_id, RULE, JOB, gap.time, gap, LAST_PASS, later, failure_lines=LINES
-    ).decision
+    decision = culprit_decision(storage, TRUNK.trunk_id, RULE, _alert(gap), later).decision
     assert decide.verdict == Verdict.UNCONFIRMED
     assert (
         decision.verdict == Verdict.UNCONFIRMED
@@ -267,9 +274,7 @@ def _gap_confirmed_by_reruns(storage: Storage) -> CommitRef:
 def _judge(
     storage: Storage, first_fail: CommitRef, now: datetime, lines: tuple[str, ...] = LINES
 ) -> Judgement:
-    return culprit_decision(
-        storage, TRUNK.trunk_id, RULE, JOB, first_fail.time, first_fail, LAST_PASS, now, failure_lines=lines
-    )
+    return culprit_decision(storage, TRUNK.trunk_id, RULE, _alert(first_fail, lines=lines), now)
 
 
 SKIPPED = CommitRef(
@@ -337,9 +342,7 @@ def test_without_failure_lines_beside_other_jobs_on_its_runner_it_is_environment
     other_runner = JobAlert("trunk / test (slow, linux.g5.4xlarge)", "firing", NOW, 3, ref, ref)
     for alert in (peer, other_runner):
         storage.alerts.save_with_failing_set(TRUNK.trunk_id, alert, now_firing=True)
-    decision = culprit_decision(
-        storage, TRUNK.trunk_id, RULE, JOB, CULPRIT.time, CULPRIT, LAST_PASS, NOW, failure_lines=()
-    ).decision
+    decision = culprit_decision(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW).decision
     assert decision.verdict == Verdict.ENVIRONMENTAL
     assert decision.reason == "no failure lines while 1 other job(s) on linux.2xlarge failed at the same time"
     assert _decide(storage).startswith("unconfirmed: ")  # with failure lines: reruns decide

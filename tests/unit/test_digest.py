@@ -1,4 +1,4 @@
-"""The daily digest (design.md §4.3): when a day's is due, one entry per breakage fixed before
+"""The daily digest (design.md §4.4): when a day's is due, one entry per breakage fixed before
 a page (two jobs of one breakage are one entry; one another job paged is none), what a day's
 says, and how the SNS topic, email and Slack carry it."""
 

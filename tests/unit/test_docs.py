@@ -154,3 +154,13 @@ def test_performance_page_renders_a_summary_with_missing_sections() -> None:
     partial = {key: data[key] for key in ("cost", "budgets") if key in data}
     page = render(partial)
     assert "## Cost and storage" in page and "## Ingest" not in page
+
+
+def test_a_figure_the_summary_lacks_reads_n_a() -> None:
+    from benchmarks.docs import render
+
+    data = json.loads((DOCS / "performance.json").read_text(encoding="utf-8"))
+    del data["push"]["usd_per_million_deliveries"], data["evaluator"]["scans"]
+    page = render(data)
+    assert "| push path's cost per million deliveries, all told | n/a |" in page
+    assert " n/a scans, " in page

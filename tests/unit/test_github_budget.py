@@ -18,7 +18,7 @@ from benchmarks.github_trunk import LIMIT, serve_at
 from benchmarks.trunk import DAY_START, Day
 from trunkwatch.domain.cells import build_cells
 from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.net import github as github_api
+from trunkwatch.net import rest as rest_api
 from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.base import Snapshot
 from trunkwatch.sources.github import GitHubSource
@@ -68,7 +68,7 @@ class SlowHttpClient(HttpClient):
 def clock(monkeypatch: pytest.MonkeyPatch) -> SlowClock:
     clock = SlowClock()
     fake_time = SimpleNamespace(monotonic=clock.monotonic)
-    monkeypatch.setattr(github_api, "time", fake_time)
+    monkeypatch.setattr(rest_api, "time", fake_time)
     monkeypatch.setattr(github_source, "time", fake_time)
     return clock
 

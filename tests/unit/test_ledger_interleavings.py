@@ -18,7 +18,7 @@ from tests.support import interleave, webhooks
 from trunkwatch.app import ledger
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.webhook import ingest_delivery, trunk_of
-from trunkwatch.domain.cells import CellState, Commit, JobRun
+from trunkwatch.domain.cells import CellState, Commit, JobRun, merge_codes
 from trunkwatch.domain.config import load_deployment
 from trunkwatch.sources import webhook
 from trunkwatch.sources.base import CommitResult, Snapshot
@@ -251,6 +251,22 @@ def test_a_poll_and_a_push_placing_the_same_commit() -> None:
     assert_every_interleaving_is_serial([polled, push([A], X)], check)
 
 
+def test_a_poll_placing_a_chain_and_an_early_push_of_its_head_place_it_once() -> None:
+    # B's push is delivered before A is placed (B goes GAP above the top, as A's child)
+    # while the poll places A then B. The poll's placement of B must fail on the pointer it
+    # read (B unplaced), whatever B's push did since: each commit at one seq, in branch order.
+    a = CommitResult(commit_of(A, [A, B]), (JobRun("pull / x", "failure"),), complete=False)
+    b = CommitResult(commit_of(B, [B]), (JobRun("pull / x", "success"),), complete=False)
+    polled = poll(b, a, CommitResult(commit_of(X, [X]), (), complete=False))
+
+    def check(result: dict[str, Any]) -> None:
+        placed = seqs(result)
+        assert len(result["commits"]) == 3 and placed[X] < placed[A] < placed[B]
+        assert result["pointers"][B].seq == placed[B]
+
+    assert assert_every_interleaving_is_serial([polled, push([B], A)], check) > 10
+
+
 def test_a_poll_and_a_delivery_giving_commits_their_first_jobs_keep_both_recent() -> None:
     def start() -> Storage:
         storage = setup()
@@ -292,9 +308,12 @@ def test_plan_numbers_between_placed_neighbours() -> None:
 
 
 def test_merge_applies_a_writers_changes_onto_what_is_stored() -> None:
-    assert ledger.merge_states("P-F", {1: "F"}) == "PFF"
-    assert ledger.merge_states("P", {3: "P"}) == "P--P"
-    assert ledger.merge_states("PF", {}) == "PF"
+    assert merge_codes("P-F", {1: CellState.FAIL}) == "PFF"
+    assert merge_codes("P", {3: CellState.PASS}) == "P--P"
+    assert merge_codes("PF", {}) == "PF"
+    # A result never goes back to pending; a complete report makes a job it lacks no data.
+    assert merge_codes("F.", {0: CellState.PENDING, 1: CellState.PENDING}) == "F."
+    assert merge_codes("PF-", {0: CellState.FAIL}, complete=True) == "Fn"
 
 
 def test_a_conflicting_state_write_is_merged_again_after_rewriting_cells() -> None:
@@ -304,7 +323,7 @@ def test_a_conflicting_state_write_is_merged_again_after_rewriting_cells() -> No
     retries: list[tuple[str, str, str]] = []
 
     def merge(states: str) -> str:
-        return ledger.merge_states(states, {5: "P"})
+        return merge_codes(states, {5: CellState.PASS})
 
     def before_retry(previous: StoredCommit, fresh: StoredCommit, new: str) -> None:
         retries.append((previous.states, fresh.states, new))

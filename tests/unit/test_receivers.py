@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,9 +13,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import boto3
 import pytest
-from botocore.stub import Stubber
 
 from trunkwatch.app.notify import channels_for
 from trunkwatch.app.receivers import receiver_channels, receiver_name
@@ -28,7 +24,7 @@ from trunkwatch.channels.github_culprit import GitHubCulpritChannel
 from trunkwatch.channels.github_culprit import marker as marker_of_culprit
 from trunkwatch.channels.github_issues import GitHubIssuesChannel, marker
 from trunkwatch.channels.slack import MAX_BLOCKS, MAX_SECTION_CHARS, SlackChannel, slack_message
-from trunkwatch.channels.sns import SnsChannel, publish_arguments
+from trunkwatch.channels.sns import SnsChannel
 from trunkwatch.channels.transport import failure as failure_of
 from trunkwatch.channels.webhook import webhook_body
 from trunkwatch.domain.alerts import RECEIVER, Alert, CommitSummary, FailingJob
@@ -481,55 +477,6 @@ def test_a_webhook_receivers_refusal_or_failure_never_names_its_url(
     assert "secret-uuid" not in str(raised.value) and hook.posts == []
 
 
-# --- SNS -------------------------------------------------------------------------------------
-
-TOPIC = "arn:aws:sns:us-east-1:123456789012:oncall"
-
-
-def stubbed_sns() -> tuple[SnsChannel, Stubber]:
-    """An SNS channel whose client answers what the test stubs (botocore's Stubber: no request
-    leaves the process)."""
-    client = boto3.client(
-        "sns", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
-    )
-    return SnsChannel("sns:oncall", TOPIC, "us-east-1", everything, client=client), Stubber(client)
-
-
-@pytest.mark.parametrize(
-    ("code", "status", "rejected"),
-    [
-        ("InvalidParameter", 400, True),  # e.g. a subject or an attribute SNS will not take
-        ("ParameterValueInvalid", 400, True),
-        ("ValidationException", 400, True),
-        ("Throttled", 429, False),
-        ("InternalError", 500, False),
-        ("AuthorizationError", 403, False),  # a permission to grant: what waits goes once granted
-        ("NotFound", 404, False),
-        ("KMSThrottling", 400, False),
-    ],
-)
-def test_an_sns_publish_refused_for_good_is_told_apart_from_one_worth_retrying(
-    code: str, status: int, rejected: bool
-) -> None:
-    channel, stubber = stubbed_sns()
-    stubber.add_client_error("publish", service_error_code=code, http_status_code=status)
-    with stubber, pytest.raises(ChannelError) as raised:
-        channel.send(note())
-    assert isinstance(raised.value, ChannelRejected) is rejected and code in str(raised.value)
-
-
-def test_an_alert_of_no_trunk_is_published_without_empty_attributes() -> None:
-    watchdog = note(labels={"alertname": "Watchdog", "priority": "none", "severity": "none"}, jobs=())
-    attributes = publish_arguments(watchdog)["MessageAttributes"]
-    # SNS refuses an empty attribute value: the Watchdog has no repo and no team.
-    assert sorted(attributes) == ["alertname", "fingerprint", "priority", "status"]
-    channel, stubber = stubbed_sns()
-    stubber.add_response("publish", {"MessageId": "1"}, {"TopicArn": TOPIC, **publish_arguments(watchdog)})
-    with stubber:
-        channel.send(watchdog)
-    stubber.assert_no_pending_responses()
-
-
 # --- wiring ------------------------------------------------------------------------------
 
 
@@ -559,31 +506,24 @@ def test_receivers_have_stable_unique_names_and_their_matchers() -> None:
     assert not routed.accepts({**TRUNK_LABELS, "alertname": "SourceDown"})
 
 
-def test_sns_is_a_receiver_type_and_the_stacks_topic_one_of_them(aws: dict[str, Any]) -> None:
+def test_sns_is_a_receiver_type_and_the_stacks_topic_one_of_them() -> None:
+    stacks = "arn:aws:sns:us-east-1:123456789012:trunkwatch"
     oncall = "arn:aws:sns:us-east-1:123456789012:oncall"
     document = {
         "trunks": [{"repo": "pytorch/pytorch"}],
         "receivers": [{"type": "sns", "topic_arn": oncall, "matchers": ['priority="P1"']}],
     }
     deployment = load_deployment(document, RECEIVER_TYPES)
-    topic, routed = channels_for(Settings.from_environ([]), deployment)
+    settings = Settings.from_environ([], {"TOPIC_ARN": stacks, "AWS_REGION": "us-east-1"})
+    topic, routed = channels_for(settings, deployment)
     assert isinstance(topic, SnsChannel) and isinstance(routed, SnsChannel)
-    assert (topic.name, topic.topic_arn) == (RECEIVER, aws["topic"])  # its log and messages' name
+    assert (topic.name, topic.topic_arn) == (RECEIVER, stacks)  # its log and messages' name
     assert (routed.name, routed.topic_arn, routed.region) == ("sns:oncall", oncall, "us-east-1")
     assert topic.accepts(TRUNK_LABELS) and not routed.accepts(TRUNK_LABELS)
     assert routed.accepts({**TRUNK_LABELS, "priority": "P1"})
     document["receivers"] = [{"type": "sns", "topic_arn": "oncall"}]
     with pytest.raises(ConfigError, match=r"receivers\.0\.topic_arn: String should match"):
         load_deployment(document, RECEIVER_TYPES)
-
-
-def test_the_notifier_imports_no_receiver_module_until_one_is_configured() -> None:
-    code = "import json, sys, trunkwatch.app.notify\nprint(json.dumps(sorted(sys.modules)))"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = set(json.loads(run.stdout))
-    assert loaded.isdisjoint(
-        {"trunkwatch.channels.slack", "trunkwatch.channels.github_issues", "trunkwatch.app.receivers"}
-    )
 
 
 def test_a_replay_header_names_receivers_and_a_bad_one_is_refused() -> None:

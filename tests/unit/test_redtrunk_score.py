@@ -15,6 +15,7 @@ from trunkwatch.domain.cells import job_key
 
 TRUNK = RedTrunk(7, days=7)
 TRUTH = Truth(TRUNK.truth())  # what the scorer reads: the truth file's contents
+DAY = RedTrunk(7, days=1)  # where a test writes the files: a week takes seconds to write
 
 
 def _message(status: str, reason: str, at: datetime, job: str, **annotations: str) -> dict[str, Any]:
@@ -151,13 +152,13 @@ def test_a_page_is_scored_from_its_commits_and_job_whatever_its_urls_column() ->
 
 def test_the_truth_file_round_trips(tmp_path: Path) -> None:
     replay, truth = paths(tmp_path, 7)
-    TRUNK.write(replay, truth)
+    DAY.write(replay, truth)
     loaded = Truth.load(truth)
-    assert loaded.days == 7 and loaded.commits == len(TRUNK.commits)
-    assert [(b.culprit, b.fix) for b in loaded.breaks] == [(b.culprit, b.fix) for b in TRUNK.breaks]
-    column = TRUNK.columns[3]
-    assert loaded.result(5, column.name) == TRUTH.result(5, column.name)
-    assert loaded.result(5, column.name).cause == TRUNK.result(5, column.index).cause  # type: ignore[union-attr]
+    assert loaded.days == 1 and loaded.commits == len(DAY.commits)
+    assert [(b.culprit, b.fix) for b in loaded.breaks] == [(b.culprit, b.fix) for b in DAY.breaks]
+    column = DAY.columns[3]
+    assert loaded.result(5, column.name) == Truth(DAY.truth()).result(5, column.name)
+    assert loaded.result(5, column.name).cause == DAY.result(5, column.index).cause  # type: ignore[union-attr]
 
 
 def test_a_file_that_is_no_truth_file_is_refused() -> None:
@@ -167,7 +168,7 @@ def test_a_file_that_is_no_truth_file_is_refused() -> None:
 
 def test_a_replay_is_copied_with_the_rule_config_asked_for(tmp_path: Path) -> None:
     source, target = tmp_path / "in.jsonl.gz", tmp_path / "out.jsonl.gz"
-    TRUNK.write(source, config={"confirm": "rerun"})
+    DAY.write(source, config={"confirm": "rerun"})
     with_config(source, target, None)
     with gzip.open(source, "rt") as before, gzip.open(target, "rt") as after:
         assert json.loads(after.readline()) == {**json.loads(before.readline()), "config": {}}

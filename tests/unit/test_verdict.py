@@ -107,6 +107,15 @@ def test_runner_outage_pattern_decides_only_without_rerun_results() -> None:
     assert decide(SUSPECT, Evidence(culprit=OK, **outage)).verdict == Verdict.FLAKY
 
 
+def test_an_agent_failure_is_environmental_whatever_reruns_say() -> None:
+    for reruns in ({}, {"last_pass": OK, "culprit": FAIL}, {"culprit": OK}):
+        decision = decide(SUSPECT, Evidence(agent_failure="agent_stop", **reruns))
+        assert decision.verdict == Verdict.ENVIRONMENTAL and not decision.blames_culprit
+        assert decision.reason == "the CI's agent failed the job (agent_stop), not its code"
+    off = Evidence(agent_failure="agent_stop", confirmation=False)
+    assert decide(SUSPECT, off).verdict == Verdict.UNCONFIRMED
+
+
 @pytest.mark.parametrize(
     "evidence",
     [

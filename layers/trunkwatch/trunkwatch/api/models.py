@@ -103,3 +103,19 @@ class AlertmanagerStatus(_Model):
     versionInfo: VersionInfo
     config: AlertmanagerConfig
     uptime: str
+
+
+class AcknowledgementOut(_Model):
+    createdBy: str = Field(description="Who acknowledged it")
+    comment: str = Field(description="Their note")
+    at: str = Field(description="When")
+    via: str = Field(description="`api` (the API or the status page), or `silence <id>` for an ACK! silence")
+
+
+class AcknowledgedAlert(_Model):
+    model_config = ConfigDict(extra="forbid")
+
+    fingerprint: str
+    labels: dict[str, str]
+    startsAt: str
+    acknowledgement: AcknowledgementOut

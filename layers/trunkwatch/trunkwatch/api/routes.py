@@ -22,7 +22,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from trunkwatch.api import alerts, caller, page, runbook, silences, status, trunks
+from trunkwatch.api import acks, alerts, caller, page, runbook, silences, status, trunks
 from trunkwatch.api.edge import CONTEXT_KEY
 from trunkwatch.api.models import ApiError
 from trunkwatch.app.health import UnknownTrunk
@@ -54,7 +54,10 @@ def _error(status_code: int, message: str) -> Response:
 def _refusal(event: APIGatewayProxyEvent) -> ServiceError | None:
     """Checks that come before looking at what the request says."""
     if event.http_method in caller.WRITE_METHODS and not caller.may_write(event):
-        return ForbiddenError("this token may only read; creating or expiring silences needs a write token")
+        return ForbiddenError(
+            "this token may only read; creating or expiring silences and acknowledging alerts"
+            " need a write token"
+        )
     body = event.body or ""
     if len(body.encode("utf-8", "replace")) > MAX_BODY_BYTES:
         return RequestEntityTooLargeError(f"request body is larger than {MAX_BODY_BYTES} bytes")
@@ -158,7 +161,8 @@ def _openapi_document() -> str:
             version="2",
             description=(
                 "A compatible subset of the Prometheus Alertmanager API v2 (silences and alerts), "
-                "and trunkwatch's trunk health (every trunk, a trunk's grid and 30-day history)."
+                "trunkwatch's acknowledgements of firing alerts, and its trunk health (every "
+                "trunk, a trunk's grid and 30-day history)."
             ),
         )
     )
@@ -183,5 +187,13 @@ def openapi() -> Response[str]:
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=_openapi_document())
 
 
-for _router in (silences.router, alerts.router, status.router, trunks.router, page.router, runbook.router):
+for _router in (
+    silences.router,
+    alerts.router,
+    acks.router,
+    status.router,
+    trunks.router,
+    page.router,
+    runbook.router,
+):
     resolver.include_router(_router)

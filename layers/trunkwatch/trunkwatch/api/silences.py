@@ -1,5 +1,10 @@
 """`/api/v2/silences` and `/api/v2/silence/{id}`: Alertmanager's silence endpoints.
 
+A silence whose comment starts with `ACK!` (karma's convention) acknowledges the firing
+alerts it matches, from when it is posted (`app/acks.py`; the notifier goes on while it is
+active), and holds nothing back: it is kept and listed like any silence, for amtool and the
+audit trail.
+
 The function's storage (PynamoDB, and botocore with it) is built by the first route that
 reads or writes the table (`edge_of(router).storage()`): the status page and its files, which
 this function serves too, never need it.
@@ -18,8 +23,10 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from trunkwatch.api import caller
 from trunkwatch.api.edge import edge_of
 from trunkwatch.api.models import ApiError, GettableSilence, SilenceCreated
+from trunkwatch.domain.acks import is_ack_comment, note_of
+from trunkwatch.domain.alerts import Links
 from trunkwatch.silences import store
-from trunkwatch.silences.matchers import parse_matchers
+from trunkwatch.silences.matchers import Matcher, parse_matchers
 from trunkwatch.silences.model import sort_for_listing
 from trunkwatch.silences.postable import PostableSilence
 
@@ -53,8 +60,24 @@ _NOT_FOUND: dict[int, OpenAPIResponse] = {
     responses={200: {"description": "The id of the silence now in effect"}, **_FORBIDDEN, **_NOT_FOUND},
 )
 def post_silence(silence: Annotated[PostableSilence, Body()]) -> SilenceCreated:
-    silence_id = store.upsert(_silences(), silence, caller.principal(router.current_event), _now())
+    principal = caller.principal(router.current_event)
+    now = _now()
+    silence_id = store.upsert(_silences(), silence, principal, now)
+    if is_ack_comment(silence.comment):
+        _acknowledge(silence, silence_id, silence.created_by or principal or "", now)
     return SilenceCreated(silenceID=silence_id)
+
+
+def _acknowledge(silence: PostableSilence, silence_id: str, who: str, now: datetime) -> None:
+    from trunkwatch.api.alerts import external_url
+    from trunkwatch.app.acks import AckRequest, acknowledge
+
+    edge = edge_of(router)
+    matchers = tuple(Matcher(m.name, m.value, m.is_regex, m.is_equal) for m in silence.matchers)
+    request = AckRequest(matchers, who, note_of(silence.comment), f"silence {silence_id}")
+    acknowledge(
+        edge.storage(), edge.deployment(), request, now, Links(external_url(), edge.settings.dashboard_url)
+    )
 
 
 @router.get("/api/v2/silences", summary="List silences")

@@ -3,10 +3,11 @@ re-running the job on the last pass and on the culprit (domain/verdict.py).
 
 Two halves, each where its data is:
 
-- the evaluator (`culprit_decision`), when it stores a firing alert, plans the reruns the
-  episode still wants (`plan_reruns`, within the episode's 2 and the trunk's hourly cap) as
-  records without a request, and decides the verdict from the episode's records;
-- ingest (`advance_reruns`), which holds the source's snapshot with GitHub's job ids, sends
+- the evaluator (`culprit_decision`), when it stores a firing alert, reads the episode's
+  records (and what else the verdict needs), decides the verdict from them alone (`judge`),
+  then plans the reruns the episode still wants (`plan_reruns`, within the episode's 2 and
+  the trunk's hourly cap) as records without a request, counted as planned in the verdict;
+- ingest (`advance_reruns`), which holds the source's snapshot with the CI's job ids, sends
   the planned requests (a refused one again at the next polls, up to `MAX_TRIES`; none for
   a culprit whose failure is already a failed retry: that retry is its rerun), and records
   a rerun's result once a newer attempt of that job on that commit has finished.
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from trunkwatch.domain.cells import CellState, JobRun, job_key, shard_state
+from trunkwatch.domain.cells import CellState, JobRun, agent_failure, job_key, shard_state
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.domain.verdict import (
     ConfirmedAlert,
@@ -53,124 +54,30 @@ OPEN_FOR = timedelta(hours=12)
 
 # A culprit record's reason when its failure was already a failed retry (no rerun sent).
 FAILED_RETRY = "its failure is already a failed retry"
-# Requests a rerun of a job id on GitHub; returns None when GitHub accepted it, else why not.
-RequestRerun = Callable[[int], "str | None"]
+# Requests a rerun of a job's attempt (its `job_id`, on Buildkite its `build` too) from the
+# trunk's CI; returns None when the CI accepted it, else why not.
+RequestRerun = Callable[[JobRun], "str | None"]
 
 
 def culprit_decision(
-    storage: Storage,
-    trunk_id: str,
-    rule: RuleConfig,
-    job: str,
-    episode: datetime,
-    first_fail: CommitRef,
-    last_pass: CommitRef | None,
-    now: datetime,
-    *,
-    failure_lines: tuple[str, ...],
-    plan: bool = True,
+    storage: Storage, trunk_id: str, rule: RuleConfig, alert: JobAlert, now: datetime, *, plan: bool = True
 ) -> Judgement:
-    """Plan what the episode still wants (unless `plan` is False: it is over) and decide its
-    verdict from its reruns so far (and, without failure lines, from the other jobs failing
-    on its runner; when it did not run on every commit of its range, from the other jobs'
-    confirmed culprits). The suspect is the one the episode's first reruns were planned for (a
-    last pass that fails on rerun moves the range back; the verdict is about the first
-    suspect)."""
-    records = storage.reruns.of_episode(trunk_id, job, episode)
-    # Commits between the range's ends without a result of the job (while the range is the
-    # suspect's: once it moved, the verdict does not rest on it).
-    unrun = _commits_between(storage, trunk_id, last_pass.seq, first_fail.seq) if last_pass else 0
-    if records:
-        same = (records[0].culprit_sha, records[0].last_pass_sha) == (
-            first_fail.sha,
-            last_pass and last_pass.sha,
-        )
-        suspect = Suspect(job, records[0].culprit_sha, records[0].last_pass_sha, unrun if same else 0)
-        moved = next((r.sha for r in records if r.role == Role.LAST_PASS and r.sha != r.last_pass_sha), None)
-        if moved is not None:
-            # The failing shard is rerun where it last passed, before the last pass (which it
-            # did not run on): that commit is one of the range now.
-            suspect = replace(suspect, last_pass_sha=moved, unrun_between=suspect.unrun_between + 1)
-    else:
-        suspect = Suspect(job, first_fail.sha, last_pass.sha if last_pass else None, unrun)
+    """The verdict on the culprit of `alert`'s episode: what it reads (gathered), the
+    decision from that alone (`judge`), then the reruns the episode still wants, planned
+    (unless `plan` is False: the episode is over)."""
+    records = storage.reruns.of_episode(trunk_id, alert.job, alert.starts_at)
+    suspect = suspect_of(alert, records, _unrun(storage, trunk_id, alert))
     wanted = _plan(storage, trunk_id, rule, suspect, records, now) if plan else Plan(())
-    for request in wanted.requests:
-        record = RerunRecord(
-            job=job,
-            episode=episode,
-            role=request.role.value,
-            sha=request.sha,
-            culprit_sha=suspect.culprit_sha,
-            last_pass_sha=suspect.last_pass_sha,
-            planned_at=now,
-        )
-        if storage.reruns.add(trunk_id, record, rule.retention):
-            records.append(record)
-    by_role = {
-        Role(r.role): Rerun(RerunStatus(r.status), r.reason) for r in records if r.reason != FAILED_RETRY
-    }
-    runner = runner_of(job)
-    firing: list[JobAlert] | None = None
-    # Which commit of a range the job did not run on broke it: other jobs may know (read
-    # only once the job's own reruns say the range did).
-    last_rerun = by_role.get(Role.LAST_PASS)
-    range_broke = (
-        suspect.unrun_between and last_rerun is not None and last_rerun.status == RerunStatus.SUCCESS
-    )
-    if (not failure_lines and runner) or (range_broke and failure_lines and last_pass is not None):
-        firing = storage.alerts.of_trunk(trunk_id, firing_only=True)
-    # No failure lines, and other jobs on its runner failing without lines now: an outage.
-    peers = (
-        sum(
-            1
-            for alert in firing
-            if alert.job != job and not alert.failure_lines and runner_of(alert.job) == runner
-        )
-        if firing is not None and not failure_lines
-        else 0
-    )
-    # Other jobs' confirmed culprits, and this job's own once a sibling named it (so that
-    # it stands when the sibling resolves first), with the reason each was confirmed for.
-    named = {
-        ConfirmedAlert(alert.job, ref.seq, ref.sha, alert.failure_lines): (ref, alert.verdict_reason)
-        for alert in firing or ()
-        if alert.culprit_verdict == Verdict.CONFIRMED
-        and (ref := alert.confirmed_culprit if alert.job == job else alert.culprit) is not None
-    }
-    sibling = (
-        confirming_sibling(last_pass.seq, first_fail.seq, failure_lines, named)
-        if last_pass is not None and named
+    firing = (
+        storage.alerts.of_trunk(trunk_id, firing_only=True)
+        if _reads_firing(alert, suspect, records)
         else None
     )
-    evidence = Evidence(
-        last_pass=last_rerun,
-        culprit=by_role.get(Role.CULPRIT),
-        culprit_failed_retry=any(r.reason == FAILED_RETRY for r in records),
-        no_failure_lines=not failure_lines,
-        runner_peers_failing=peers,
-        runner=runner,
-        sibling=sibling,
-    )
-    decision = decide(suspect, evidence)
-    if not records and wanted.skipped:
-        # Nothing could be planned (the hourly cap, a clipped range): say why.
-        skipped = "; ".join(dict.fromkeys(reason for _, reason in wanted.skipped))
-        decision = Decision(decision.verdict, skipped)
-    if decision.verdict == Verdict.FLAKY and suspect.culprit_sha != first_fail.sha:
-        # The flaky suspect's rerun passed: the run now starts later, at a commit not rerun.
-        decision = replace(
-            decision, reason=f"{decision.reason}; the run now starts at {first_fail.sha[:12]}, not rerun"
-        )
-    if sibling is None or decision.culprit_sha is None:
-        return Judgement(decision)
-    culprit, reason = named[sibling]
-    if sibling.job == job:
-        # Named by a sibling before: its reason (which sibling) stands.
-        decision = replace(decision, reason=reason)
-    if sibling.culprit_sha == first_fail.sha:
-        return Judgement(decision, first_fail)
-    # The job did not run on the culprit: named as the sibling names it, without a run.
-    return Judgement(decision, replace(culprit, job_url=""))
+    planned = planned_records(alert, suspect, wanted, now)
+    judgement = judge(alert, suspect, [*records, *planned], firing, wanted)
+    for record in planned:
+        storage.reruns.add(trunk_id, record, rule.retention)
+    return judgement
 
 
 @dataclass(frozen=True)
@@ -180,6 +87,130 @@ class Judgement:
 
     decision: Decision
     culprit: CommitRef | None = None
+
+
+def suspect_of(alert: JobAlert, records: list[RerunRecord], unrun: int) -> Suspect:
+    """The suspect the episode's first reruns were planned for (a last pass that fails on
+    rerun moves the range back; the verdict is about the first suspect), else the alert's
+    own. `unrun`: the commits between the alert's range's ends without a result of the job
+    (they count while the range is still the suspect's)."""
+    first_fail, last_pass = alert.first_fail, alert.last_pass
+    if not records:
+        return Suspect(alert.job, first_fail.sha, last_pass.sha if last_pass else None, unrun)
+    first = records[0]
+    same = (first.culprit_sha, first.last_pass_sha) == (first_fail.sha, last_pass and last_pass.sha)
+    suspect = Suspect(alert.job, first.culprit_sha, first.last_pass_sha, unrun if same else 0)
+    moved = next((r.sha for r in records if r.role == Role.LAST_PASS and r.sha != r.last_pass_sha), None)
+    if moved is None:
+        return suspect
+    # The failing shard is rerun where it last passed, before the last pass (which it did not
+    # run on): that commit is one of the range now.
+    return replace(suspect, last_pass_sha=moved, unrun_between=suspect.unrun_between + 1)
+
+
+def planned_records(alert: JobAlert, suspect: Suspect, wanted: Plan, now: datetime) -> list[RerunRecord]:
+    """The records of the reruns `wanted` asks for, not requested yet (ingest sends them)."""
+    return [
+        RerunRecord(
+            job=alert.job,
+            episode=alert.starts_at,
+            role=request.role.value,
+            sha=request.sha,
+            culprit_sha=suspect.culprit_sha,
+            last_pass_sha=suspect.last_pass_sha,
+            planned_at=now,
+        )
+        for request in wanted.requests
+    ]
+
+
+def _reads_firing(alert: JobAlert, suspect: Suspect, records: list[RerunRecord]) -> bool:
+    """Whether the verdict needs the trunk's firing alerts: without failure lines, for the
+    other jobs failing on its runner; once the job's own reruns say its range broke it but
+    it did not run on every commit of the range, for the other jobs' confirmed culprits."""
+    if not alert.failure_lines:
+        return bool(runner_of(alert.job))
+    last_rerun = _reruns(records).get(Role.LAST_PASS)
+    range_broke = (
+        bool(suspect.unrun_between) and last_rerun is not None and last_rerun.status == RerunStatus.SUCCESS
+    )
+    return range_broke and alert.last_pass is not None
+
+
+def judge(
+    alert: JobAlert,
+    suspect: Suspect,
+    records: list[RerunRecord],
+    firing: list[JobAlert] | None,
+    wanted: Plan,
+) -> Judgement:
+    """The verdict on `suspect` from the episode's rerun `records` (those planned now
+    included) and the trunk's `firing` alerts (None: not read, `_reads_firing`), saying why
+    nothing could be planned (`wanted`: the hourly cap, a clipped range)."""
+    named = _confirmed_culprits(alert.job, firing or [])
+    last_pass, first_fail = alert.last_pass, alert.first_fail
+    sibling = (
+        confirming_sibling(last_pass.seq, first_fail.seq, alert.failure_lines, named)
+        if last_pass is not None and named
+        else None
+    )
+    decision = decide(suspect, _evidence(alert, records, firing, sibling))
+    if not records and wanted.skipped:
+        decision = Decision(
+            decision.verdict, "; ".join(dict.fromkeys(reason for _, reason in wanted.skipped))
+        )
+    if decision.verdict == Verdict.FLAKY and suspect.culprit_sha != first_fail.sha:
+        # The flaky suspect's rerun passed: the run now starts later, at a commit not rerun.
+        reason = f"{decision.reason}; the run now starts at {first_fail.sha[:12]}, not rerun"
+        decision = replace(decision, reason=reason)
+    if sibling is None or decision.culprit_sha is None:
+        return Judgement(decision)
+    culprit, reason = named[sibling]
+    if sibling.job == alert.job:
+        # Named by a sibling before: its reason (which sibling) stands.
+        decision = replace(decision, reason=reason)
+    if sibling.culprit_sha == first_fail.sha:
+        return Judgement(decision, first_fail)
+    # The job did not run on the culprit: named as the sibling names it, without a run.
+    return Judgement(decision, replace(culprit, job_url=""))
+
+
+def _reruns(records: list[RerunRecord]) -> dict[Role, Rerun]:
+    """The episode's reruns by role (a failed retry, which no rerun was sent for, aside)."""
+    return {Role(r.role): Rerun(RerunStatus(r.status), r.reason) for r in records if r.reason != FAILED_RETRY}
+
+
+def _evidence(
+    alert: JobAlert, records: list[RerunRecord], firing: list[JobAlert] | None, sibling: ConfirmedAlert | None
+) -> Evidence:
+    by_role, runner = _reruns(records), runner_of(alert.job)
+    # No failure lines, and other jobs on its runner failing without lines now: an outage.
+    peers = sum(
+        1
+        for other in firing or ()
+        if other.job != alert.job and not other.failure_lines and runner_of(other.job) == runner
+    )
+    return Evidence(
+        last_pass=by_role.get(Role.LAST_PASS),
+        culprit=by_role.get(Role.CULPRIT),
+        culprit_failed_retry=any(r.reason == FAILED_RETRY for r in records),
+        no_failure_lines=not alert.failure_lines,
+        runner_peers_failing=peers if not alert.failure_lines else 0,
+        runner=runner,
+        agent_failure=agent_failure(alert.failure_lines) or "",
+        sibling=sibling,
+    )
+
+
+def _confirmed_culprits(job: str, firing: list[JobAlert]) -> dict[ConfirmedAlert, tuple[CommitRef, str]]:
+    """Other jobs' confirmed culprits, and this job's own once a sibling named it (so that
+    it stands when the sibling resolves first), with the reason each was confirmed for."""
+    return {
+        ConfirmedAlert(alert.job, ref.seq, ref.sha, alert.failure_lines): (ref, alert.verdict_reason)
+        for alert in firing
+        if alert.culprit_verdict == Verdict.CONFIRMED
+        and (ref := alert.confirmed_culprit if alert.job == job else alert.culprit) is not None
+    }
 
 
 _RUNNER = re.compile(r"\(([^()]*)\)$")
@@ -194,11 +225,13 @@ def runner_of(job: str) -> str:
     return found.group(1).rsplit(",", 1)[1].strip()
 
 
-def _commits_between(storage: Storage, trunk_id: str, low: int, high: int) -> int:
-    """The trunk's commits strictly between two seqs (seqs may have gaps: counted, not
-    subtracted; read only when there is room for one)."""
-    if high - low <= 1:
+def _unrun(storage: Storage, trunk_id: str, alert: JobAlert) -> int:
+    """The trunk's commits strictly between the alert's last pass and first failure, on
+    which the job has no result (seqs may have gaps: counted, not subtracted; read only
+    when there is room for one)."""
+    if alert.last_pass is None or alert.first_fail.seq - alert.last_pass.seq <= 1:
         return 0
+    low, high = alert.last_pass.seq, alert.first_fail.seq
     return sum(1 for c in storage.commits.newest(trunk_id, COMMITS_READ) if low < c.seq < high)
 
 
@@ -248,7 +281,7 @@ def advance_reruns(
     now: datetime,
 ) -> int:
     """Send the planned rerun requests and record the results the snapshot shows; returns
-    how many reruns GitHub accepted."""
+    how many reruns the CI accepted."""
     commits = list(commits)
     by_sha = {result.commit.sha: result.runs for result in commits}
     order = [result.commit.sha for result in commits]  # newest first
@@ -307,7 +340,7 @@ def _request(
     if run.job_id is None:
         reason = "the source gives no job id to rerun"
         return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=reason, tries=MAX_TRIES)
-    refused = request(run.job_id)
+    refused = request(run)
     tries = record.tries + 1
     if refused is not None:
         return replace(record, status=RerunStatus.REQUEST_FAILED.value, reason=refused, tries=tries)

@@ -1,4 +1,5 @@
-"""A GitHub webhook request (a Lambda function URL event, payload version 2.0) -> a response.
+"""A GitHub or Buildkite webhook request (a Lambda function URL event, payload version 2.0)
+-> a response.
 
 Cheapest checks first, so that the deliveries trunkwatch does not ingest (every pull
 request's jobs) cost no table access: the event header, size, the signature (HMAC-SHA256 of
@@ -20,13 +21,15 @@ import hmac
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, settle, trunk_of
+from trunkwatch.app.webhook import DeliveryResult, buildkite_trunk_of, ingest_delivery, settle, trunk_of
 from trunkwatch.domain.clock import Clock
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
+from trunkwatch.sources.buildkite_webhook import EVENTS as BUILDKITE_EVENTS
 from trunkwatch.sources.webhook import EVENTS, PayloadError
 from trunkwatch.storage.port import Storage
 
@@ -34,6 +37,9 @@ from trunkwatch.storage.port import Storage
 # most 20 commits). A larger body is refused before it is hashed or parsed.
 MAX_BODY_BYTES = 2 * 1024 * 1024
 SIGNATURE_PREFIX = "sha256="
+# A Buildkite signature's timestamp this far from now is a replay (Buildkite's docs suggest
+# a window of about five minutes).
+SIGNATURE_WINDOW = timedelta(minutes=5)
 
 logger = Logger(child=True)
 
@@ -57,17 +63,23 @@ def handle_request(
     clock: Clock,
 ) -> dict[str, Any]:
     """Answer one delivery at `clock`'s time (`triage`, then `store`)."""
-    verdict = triage(event, secret, deployment)
+    verdict = triage(event, secret, deployment, clock.now)
     return verdict if isinstance(verdict, dict) else store(verdict, storage(), clock)
 
 
 def triage(
-    event: dict[str, Any], secret: Callable[[], str], deployment: Callable[[], Deployment]
+    event: dict[str, Any],
+    secret: Callable[[], str],
+    deployment: Callable[[], Deployment],
+    now: Callable[[], datetime],
 ) -> Accepted | dict[str, Any]:
     """The delivery to store, or the answer to a delivery that is not stored (no storage,
     no log line but a refused signature's, never the payload). `secret` and `deployment`
-    are read only when needed."""
+    are read only when needed. A request with `X-Buildkite-Event` is Buildkite's
+    (`_triage_buildkite`), any other GitHub's."""
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    if "x-buildkite-event" in headers:
+        return _triage_buildkite(event, headers, secret, deployment, now())
     name = headers.get("x-github-event", "")
     if name not in EVENTS and name != "ping":
         return _answer(202, f"ignored: event {name!r} is not ingested")
@@ -95,6 +107,71 @@ def triage(
     if not delivery_id:
         return _answer(400, "missing X-GitHub-Delivery")
     return Accepted(name, delivery_id, trunk, current.rule_for(trunk), payload)
+
+
+def _triage_buildkite(
+    event: dict[str, Any],
+    headers: dict[str, str],
+    secret: Callable[[], str],
+    deployment: Callable[[], Deployment],
+    now: datetime,
+) -> Accepted | dict[str, Any]:
+    """A Buildkite delivery (`triage`), authenticated by its `X-Buildkite-Token` (the
+    webhook's token in clear) or its `X-Buildkite-Signature` (`timestamp=<epoch
+    seconds>,signature=<hex HMAC-SHA256 of "<timestamp>.<body>" with the token>`, within
+    SIGNATURE_WINDOW of now), compared in constant time; the token is the webhook secret."""
+    name = headers.get("x-buildkite-event", "")
+    if name not in BUILDKITE_EVENTS and name != "ping":
+        return _answer(202, f"ignored: event {name!r} is not ingested")
+    body = _body(event)
+    if body is None:
+        return _answer(400, "the body is not valid base64")
+    if len(body) > MAX_BODY_BYTES:
+        return _answer(413, f"payload over {MAX_BODY_BYTES} bytes")
+    refused = _buildkite_refusal(body, headers, secret(), now)
+    if refused:
+        logger.warning("webhook delivery refused: " + refused, extra={"event": name})
+        return _answer(401, refused)
+    if name == "ping":
+        return _answer(200, "pong")
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return _answer(400, "the body is not valid JSON (or is nested too deeply)")
+    if not isinstance(payload, dict):
+        return _answer(400, "the body must be a JSON object")
+    current = deployment()
+    trunk = buildkite_trunk_of(current, name, payload)
+    if isinstance(trunk, str):
+        return _answer(202, f"ignored: {trunk}")
+    about = payload.get("job") if name.startswith("job.") else payload.get("build")
+    delivery_id = f"{name} {about.get('id', '')}" if isinstance(about, dict) else name
+    return Accepted(name, delivery_id, trunk, current.rule_for(trunk), payload)
+
+
+def _buildkite_refusal(body: bytes, headers: dict[str, str], secret: str, now: datetime) -> str:
+    """Why a Buildkite delivery is not authentic ("": it is)."""
+    if not secret:
+        return "no webhook token is configured"
+    signature = headers.get("x-buildkite-signature")
+    if signature is None:
+        token = headers.get("x-buildkite-token", "")
+        if not token:
+            return "missing X-Buildkite-Token or X-Buildkite-Signature"
+        if not hmac.compare_digest(token.encode(), secret.encode()):
+            return "bad X-Buildkite-Token"
+        return ""
+    parts = dict(part.strip().partition("=")[::2] for part in signature.split(","))
+    timestamp, signed = parts.get("timestamp", ""), parts.get("signature", "")
+    if not timestamp.isdigit() or not signed:
+        return "X-Buildkite-Signature must be timestamp=<seconds>,signature=<hex>"
+    message = timestamp.encode() + b"." + body
+    expected = hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(signed.encode(), expected.encode()):
+        return "bad X-Buildkite-Signature"
+    if abs(now.timestamp() - int(timestamp)) > SIGNATURE_WINDOW.total_seconds():
+        return f"stale X-Buildkite-Signature (its timestamp is over {SIGNATURE_WINDOW} from now)"
+    return ""
 
 
 def store(accepted: Accepted, stored: Storage, clock: Clock) -> dict[str, Any]:

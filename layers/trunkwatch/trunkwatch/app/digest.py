@@ -1,4 +1,4 @@
-"""The daily digest (design.md §4.3): at each sweep's settled tick, each receiver that carries
+"""The daily digest (design.md §4.4): at each sweep's settled tick, each receiver that carries
 it (the stack's SNS topic always, a receiver with `digest: true`) is sent every day's digest
 of the trunk its notification log says is due, exactly once.
 

@@ -26,7 +26,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from trunkwatch.app import fixed, stream
-from trunkwatch.app.confirm import culprit_decision
+from trunkwatch.app.confirm import Judgement, culprit_decision
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
 from trunkwatch.domain.rule import (
@@ -264,84 +264,79 @@ def _store_verdict(
 ) -> None:
     if not verdict.firing and not reads.failing(verdict.job):
         return  # nothing fires and nothing is open to resolve: no alert read at all
-    alerts = reads.storage.alerts
     stored = reads.alert(verdict.job)
     was_firing = stored is not None and stored.status == "firing"
     if not verdict.firing:
-        if stored is None or not was_firing:
-            return
-        resolved = replace(stored, status="resolved", ends_at=now)
-        if rule.confirms and stored.culprit_verdict is not None:
-            # The results that ended it (a culprit passing on rerun) are its last verdict.
-            judged = culprit_decision(
-                reads.storage,
-                trunk,
-                rule,
-                stored.job,
-                stored.starts_at,
-                stored.first_fail,
-                stored.last_pass,
-                now,
-                plan=False,
-                failure_lines=stored.failure_lines,
-            )
-            resolved = replace(
-                resolved,
-                culprit_verdict=judged.decision.verdict.value,
-                verdict_reason=judged.decision.reason,
-                confirmed_culprit=judged.culprit,
-            )
-        reads.remember(alerts.save_with_failing_set(trunk, resolved, now_firing=False))
+        if stored is not None and was_firing:
+            _resolve(trunk, stored, rule, now, reads)
         return
-    assert verdict.culprit is not None
-    fields: dict[str, Any] = {
-        "job": verdict.job,
-        "status": "firing",
-        "starts_at": verdict.culprit.first_fail.commit.time,
-        "ends_at": None,
-        "streak": verdict.streak,
-        "first_fail": CommitRef.of(verdict.culprit.first_fail),
-        "last_pass": CommitRef.of(verdict.culprit.last_pass) if verdict.culprit.last_pass else None,
-        "newest_fail": CommitRef.of(verdict.failures[0]),
-        "failure_lines": verdict.failures[0].failure_lines,
-        "failing_urls": tuple(verdict.failing_urls[:10]),
-    }
-    if stored is not None and was_firing:
-        fields["starts_at"] = stored.starts_at  # the same episode keeps its start
-        _keep_culprit(stored, verdict, fields)
+    alert = firing_alert(verdict, stored)
     if rule.confirms:
-        judged = culprit_decision(
-            reads.storage,
-            trunk,
-            rule,
-            verdict.job,
-            fields["starts_at"],
-            fields["first_fail"],
-            fields["last_pass"],
-            now,
-            failure_lines=fields["failure_lines"],
-        )
-        fields["culprit_verdict"] = judged.decision.verdict.value
-        fields["verdict_reason"] = judged.decision.reason
-        fields["confirmed_culprit"] = judged.culprit
-    if stored is not None and was_firing and all(getattr(stored, n) == v for n, v in fields.items()):
+        alert = _with_verdict(culprit_decision(reads.storage, trunk, rule, alert, now), alert)
+    if was_firing and alert == stored:
         return
-    alert = replace(stored, **fields) if stored is not None else JobAlert(**fields)
     # Only when the alert is written anyway: a copy that outlives the culprit's commit item.
     culprit = reads.storage.commits.mark(trunk, alert.culprit.seq)
     if culprit is not None:
         alert = replace(alert, culprit_autoreverted_by=culprit.autoreverted_by)
-    reads.remember(alerts.save_with_failing_set(trunk, alert, now_firing=None if was_firing else True))
+    reads.remember(
+        reads.storage.alerts.save_with_failing_set(trunk, alert, now_firing=None if was_firing else True)
+    )
 
 
-def _keep_culprit(stored: JobAlert, verdict: JobVerdict, fields: dict[str, Any]) -> None:
+def _resolve(trunk: str, stored: JobAlert, rule: RuleConfig, now: datetime, reads: TrunkReads) -> None:
+    resolved = replace(stored, status="resolved", ends_at=now)
+    if rule.confirms and stored.culprit_verdict is not None:
+        # The results that ended it (a culprit passing on rerun) are its last verdict.
+        judged = culprit_decision(reads.storage, trunk, rule, stored, now, plan=False)
+        resolved = _with_verdict(judged, resolved)
+    reads.remember(reads.storage.alerts.save_with_failing_set(trunk, resolved, now_firing=False))
+
+
+def firing_alert(verdict: JobVerdict, stored: JobAlert | None) -> JobAlert:
+    """The alert a firing `verdict` makes of the `stored` one (None: none yet); what it does
+    not judge (the culprit's verdict, its revert) stays as stored. A stored firing alert is
+    the same episode: it keeps its start, and its culprit once the cells that showed it are
+    gone (`_kept_culprit`)."""
+    culprit = verdict.culprit
+    assert culprit is not None
+    first_fail, newest_fail = CommitRef.of(culprit.first_fail), CommitRef.of(verdict.failures[0])
+    alert = replace(
+        stored or JobAlert(verdict.job, "firing", first_fail.time, verdict.streak, first_fail, newest_fail),
+        status="firing",
+        starts_at=first_fail.time,
+        ends_at=None,
+        streak=verdict.streak,
+        first_fail=first_fail,
+        last_pass=CommitRef.of(culprit.last_pass) if culprit.last_pass else None,
+        newest_fail=newest_fail,
+        failure_lines=verdict.failures[0].failure_lines,
+        failing_urls=tuple(verdict.failing_urls[:10]),
+    )
+    if stored is None or stored.status != "firing":
+        return alert
+    return _kept_culprit(stored, verdict, replace(alert, starts_at=stored.starts_at))
+
+
+def _kept_culprit(stored: JobAlert, verdict: JobVerdict, alert: JobAlert) -> JobAlert:
     """The episode keeps its culprit once the cells that showed it are gone (expired, or
     beyond JOB_WINDOW): a walk that ran out of cells (no last pass) and starts no earlier
     than the stored first failure cannot see where the run began, so the stored range
     stands and the streak counts on from it."""
     assert verdict.culprit is not None
     if not verdict.culprit.clipped or stored.first_fail.seq > verdict.culprit.first_fail.seq:
-        return
+        return alert
     newer = sum(1 for cell in verdict.failures if cell.seq > stored.newest_fail.seq)
-    fields["first_fail"], fields["last_pass"] = stored.first_fail, stored.last_pass
-    fields["streak"] = stored.streak + newer
+    return replace(
+        alert, first_fail=stored.first_fail, last_pass=stored.last_pass, streak=stored.streak + newer
+    )
+
+
+def _with_verdict(judged: Judgement, alert: JobAlert) -> JobAlert:
+    """`alert` saying the verdict on its culprit."""
+    return replace(
+        alert,
+        culprit_verdict=judged.decision.verdict.value,
+        verdict_reason=judged.decision.reason,
+        confirmed_culprit=judged.culprit,
+    )

@@ -2,9 +2,11 @@
 
 Each commit item keeps its cells' states as one short string (a code per JobIndex column),
 so a poll compares the snapshot against one Query of commit items and writes a cell item
-only where a merged state changed. A poll that changed nothing writes nothing. The job
-index, new commits and state strings are written through the ledger webhook deliveries
-share (`ledger.py`): conditional appends, placements and compare-and-sets, never blind.
+only where a merged state changed. A poll that changed nothing writes nothing. A poll is
+a plan of its snapshot, decided from the snapshot alone (`plan_poll`: the commits kept and
+their cells), then applied: the job index, new commits, cells and state strings written
+through the ledger webhook deliveries share (`ledger.py`, `record_cells`): conditional
+appends, placements and compare-and-sets, never blind.
 
 Write order makes a crash harmless: new job columns and new commits (placed empty: no cell
 stored yet) first, then the tick barrier, then cells, then the commits' state strings (the
@@ -20,14 +22,15 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from trunkwatch.app import ledger
 from trunkwatch.app.confirm import RequestRerun, advance_reruns, requests_waiting
-from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, build_cells, replaces
+from trunkwatch.domain.cells import ABSENT_CODE, Cell, Commit, build_cells
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
-from trunkwatch.sources.base import CommitResult, Source
+from trunkwatch.sources.base import CommitResult, Snapshot, Source
 from trunkwatch.storage.port import Storage, Trunks
 from trunkwatch.storage.records import CellWrite, StoredCommit, TrunkState
 
@@ -45,7 +48,7 @@ class PollResult:
     commits: int = 0
     changed_jobs: list[str] = field(default_factory=list)
     rate_limited: str | None = None  # the source stopped early; the rest follows next poll
-    reruns_requested: int = 0  # reruns GitHub accepted (`confirm: rerun`)
+    reruns_requested: int = 0  # reruns the CI accepted (`confirm: rerun`)
 
 
 def poll_trunk(
@@ -68,14 +71,7 @@ def poll_trunk(
         and request_rerun is not None
         and requests_waiting(storage, trunk_id, trunks.state(trunk_id).last_poll_ok_at, now)
     )
-    # What the source keeps (ETags, the last page's digest) is only good for the job scope
-    # it was stored under: a configuration change polls everything again.
-    kept = (
-        {key: value for key, value in old_source_state.items() if key != SCOPE}
-        if old_source_state.get(SCOPE) == scope and not waiting
-        else {}
-    )
-    snapshot = source.poll(kept, now)
+    snapshot = source.poll(_kept_source_state(old_source_state, scope, waiting), now)
     result = PollResult(
         trunk=trunk_id,
         http_requests=snapshot.http_requests,
@@ -87,86 +83,7 @@ def poll_trunk(
         return result
     if rule.confirms and request_rerun is not None:
         result.reruns_requested = advance_reruns(storage, trunk, rule, snapshot.commits, request_rerun, now)
-
-    names = trunks.job_names(trunk_id)
-    known = {c.commit.sha: c for c in storage.commits.newest(trunk_id, COMMITS_KEPT)}
-    state = trunks.state(trunk_id)  # one read serves numbering, staleness and source health
-    # A commit past the retention horizon is not stored again: its items would be born
-    # expired, and its failures are older than any the rule fires on (retention >
-    # max_failure_age). So a page still showing commits whose items expired writes nothing.
-    retained = [r for r in snapshot.commits if r.commit.time + rule.retention > now]
-    built = {r.commit.sha: build_cells(r.commit.sha, r.runs, rule.cancelled) for r in retained}
-    names, appended = ledger.add_jobs(
-        trunks, trunk_id, names, (key for r in retained for key in sorted(built[r.commit.sha]))
-    )
-    result.items_written += appended
-    columns = {name: i for i, name in enumerate(names)}
-    # New commits are placed first, empty (no cell stored yet), so their cells have a seq.
-    seqs, placed = ledger.place_chain(
-        storage,
-        trunk_id,
-        [r.commit for r in reversed(retained)],
-        None,
-        rule.retention,
-        {sha: c.seq for sha, c in known.items()},
-        state.recent_seqs,
-    )
-    result.items_written += 2 * len(placed)  # an item and its pointer each
-
-    merges: list[_Merge] = []
-    cell_writes: list[tuple[Cell, Commit, int]] = []
-    for commit_result in retained:
-        sha, seq = commit_result.commit.sha, seqs[commit_result.commit.sha]
-        existing = _stored(storage, trunk_id, commit_result.commit, seq, known, placed)
-        if existing is None:
-            continue  # expired since it was placed
-        merge = _Merge(commit_result, existing, built[sha], columns)
-        new_states = merge(existing.states).ljust(len(names), ABSENT_CODE)
-        for column in _changed(existing.states, new_states):
-            if rule.in_scope(names[column]):
-                cell_writes.append((merge.cell(names[column]), commit_result.commit, seq))
-                merge.written[column] = new_states[column]
-        merges.append(merge)
-
-    # Job by job: a job's stream records then arrive together, and the evaluator, which judges
-    # a job once per batch, reads each changed job about once instead of once per commit.
-    cell_writes.sort(key=lambda write: (write[0].job, write[2]))
-    if cell_writes:
-        result.poll = _poll_id(now)
-        storage.ticks.open_poll(trunk_id, result.poll, len(cell_writes), now)
-        result.items_written += 2
-    prior = _newest_seqs(known.values(), columns, {cell.job for cell, _, _ in cell_writes})
-    storage.cells.save_all(
-        trunk_id,
-        (
-            CellWrite(cell, commit, seq, result.poll or "", prior.get(cell.job))
-            for cell, commit, seq in cell_writes
-        ),
-        rule.retention,
-    )
-    result.cells_written = len(cell_writes)
-    result.items_written += len(cell_writes)
-    changed_jobs = {cell.job for cell, _, _ in cell_writes}
-    # The commits' states last: they record what is stored.
-    written = []
-    for merge in merges:
-        metadata = merge.result.commit if _metadata_changed(merge.read.commit, merge.result.commit) else None
-
-        def rewrite(previous: StoredCommit, fresh: StoredCommit, new: str, merge: _Merge = merge) -> None:
-            extra = _rewrite_cells(storage, trunk_id, rule, merge, previous, fresh, new, now)
-            result.cells_written += len(extra)
-            result.items_written += len(extra) + (2 if extra else 0)
-            changed_jobs.update(extra)
-
-        saved = ledger.save_states(storage.commits, trunk_id, merge.read, merge, metadata, rewrite)
-        if saved is not None:
-            written.append(saved[1])
-    result.items_written += len(written)
-    result.changed_jobs = sorted(changed_jobs)
-    read = [*known.values(), *(merge.read for merge in merges)]
-
-    result.items_written += _save_recent_seqs(trunks, trunk_id, state, read, written)
-    result.items_written += trunks.record_poll_success(trunk_id, now, state)
+    _apply(storage, trunk_id, rule, plan_poll(snapshot, rule, now), now, result)
     new_source_state = {**snapshot.state, SCOPE: scope}
     if new_source_state != old_source_state:
         trunks.save_source_state(trunk_id, new_source_state)
@@ -174,74 +91,120 @@ def poll_trunk(
     return result
 
 
+def _kept_source_state(stored: dict[str, Any], scope: str, waiting: bool) -> dict[str, Any]:
+    """What the source gets back of what it kept (ETags, the last page's digest): only what
+    it stored under the same job scope (a configuration change polls everything again),
+    and nothing while a rerun request waits for the page."""
+    if stored.get(SCOPE) != scope or waiting:
+        return {}
+    return {key: value for key, value in stored.items() if key != SCOPE}
+
+
+@dataclass(frozen=True)
+class PollPlan:
+    """What a snapshot asks of the ledger: the commits to store (newest first) and their
+    cells (by sha, by job)."""
+
+    commits: list[CommitResult]
+    cells: dict[str, dict[str, Cell]]
+
+    @property
+    def jobs(self) -> list[str]:
+        """The job columns the cells need, commit by commit."""
+        return [job for r in self.commits for job in sorted(self.cells[r.commit.sha])]
+
+    @property
+    def chain(self) -> list[Commit]:
+        """The commits to place, oldest first."""
+        return [r.commit for r in reversed(self.commits)]
+
+
+def plan_poll(snapshot: Snapshot, rule: RuleConfig, now: datetime) -> PollPlan:
+    """The plan of a snapshot. A commit past the retention horizon is not stored again: its
+    items would be born expired, and its failures are older than any the rule fires on
+    (retention > max_failure_age). So a page still showing commits whose items expired
+    writes nothing."""
+    retained = [r for r in snapshot.commits if r.commit.time + rule.retention > now]
+    return PollPlan(
+        retained, {r.commit.sha: build_cells(r.commit.sha, r.runs, rule.cancelled) for r in retained}
+    )
+
+
+def _apply(
+    storage: Storage, trunk_id: str, rule: RuleConfig, plan: PollPlan, now: datetime, result: PollResult
+) -> None:
+    """Write `plan` through the ledger in the module docstring's order, counting into `result`."""
+    trunks = storage.trunks
+    names = trunks.job_names(trunk_id)
+    known = {c.commit.sha: c for c in storage.commits.newest(trunk_id, COMMITS_KEPT)}
+    state = trunks.state(trunk_id)  # one read serves numbering, staleness and source health
+    names, appended = ledger.add_jobs(trunks, trunk_id, names, plan.jobs)
+    # New commits are placed first, empty (no cell stored yet), so their cells have a seq.
+    known_seqs = {sha: c.seq for sha, c in known.items()}
+    seqs, placed = ledger.place_chain(
+        storage, trunk_id, plan.chain, None, rule.retention, known_seqs, state.recent_seqs
+    )
+    result.items_written += appended + 2 * len(placed)  # a placed commit's item and its pointer
+    seen = []
+    for r in plan.commits:
+        stored = _stored(storage, trunk_id, r.commit, seqs[r.commit.sha], known, placed)
+        if stored is not None:  # else it expired since it was placed
+            seen.append(ledger.Seen(stored, plan.cells[r.commit.sha], r.complete, r.commit))
+    cells = _PollCells(storage, trunk_id, rule, now, list(known.values()), names)
+    saved = ledger.record_cells(storage, trunk_id, rule, names, seen, cells)
+    result.poll, result.cells_written, result.changed_jobs = cells.poll, cells.written, sorted(cells.jobs)
+    result.items_written += cells.items_written + len(saved)
+    read = [*known.values(), *(s.read for s in seen)]
+    result.items_written += _save_recent_seqs(trunks, trunk_id, state, read, [new for _, new in saved])
+    result.items_written += trunks.record_poll_success(trunk_id, now, state)
+
+
+class _PollCells:
+    """The poll's cell items (`ledger.CellWriter`): those its merges change under one tick
+    for the poll, job by job (a job's stream records then arrive together, and the
+    evaluator, which judges a job once per batch, reads each changed job about once instead
+    of once per commit); those a conflict makes it write again under a tick each."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        trunk_id: str,
+        rule: RuleConfig,
+        now: datetime,
+        known: list[StoredCommit],  # the commits read back before the poll's writes
+        names: list[str],
+    ) -> None:
+        self.storage, self.trunk_id, self.rule, self.now = storage, trunk_id, rule, now
+        self.known, self.columns = known, {name: column for column, name in enumerate(names)}
+        self.poll: str | None = None
+        self.written = self.items_written = 0
+        self.jobs: set[str] = set()
+
+    def write(self, changes: list[ledger.CellChange]) -> None:
+        changes = sorted(changes, key=lambda change: (change.cell.job, change.seq))
+        prior = _newest_seqs(self.known, self.columns, {change.cell.job for change in changes})
+        self.poll = self._save(changes, prior)
+
+    def rewrite(self, changes: list[ledger.CellChange]) -> None:
+        self._save(changes, {})
+
+    def _save(self, changes: list[ledger.CellChange], prior: dict[str, int]) -> str | None:
+        """The cells under a tick of their own (none without cells); the tick."""
+        if not changes:
+            return None
+        poll = _poll_id(self.now)
+        self.storage.ticks.open_poll(self.trunk_id, poll, len(changes), self.now)
+        writes = [CellWrite(c.cell, c.commit, c.seq, poll, prior.get(c.cell.job)) for c in changes]
+        self.storage.cells.save_all(self.trunk_id, writes, self.rule.retention)
+        self.written += len(changes)
+        self.items_written += len(changes) + 2  # and the tick
+        self.jobs.update(change.cell.job for change in changes)
+        return poll
+
+
 def _scope_digest(rule: RuleConfig) -> str:
     """What decides which cells a page makes: the jobs in scope and how cancelled counts."""
     return hashlib.sha256(repr((rule.include, rule.exclude, rule.cancelled)).encode()).hexdigest()[:16]
-
-
-class _Merge:
-    """One commit's merge in a poll: the snapshot's cells onto a stored state string (the
-    poll's side of `ledger.save_states`), and the cells the poll wrote for it."""
-
-    def __init__(
-        self, result: CommitResult, read: StoredCommit, cells: dict[str, Cell], columns: dict[str, int]
-    ) -> None:
-        self.result, self.read, self.cells, self.columns = result, read, cells, columns
-        self.written: dict[int, str] = {}  # column -> the code of the cell this poll wrote
-
-    def __call__(self, stored: str) -> str:
-        width = max(len(stored), len(self.columns))
-        merged = _new_states(stored.ljust(width, ABSENT_CODE), self.cells, self.columns, self.result.complete)
-        return merged.rstrip(ABSENT_CODE)
-
-    def cell(self, job: str) -> Cell:
-        return self.cells.get(job) or Cell(job=job, sha=self.result.commit.sha, state=CellState.NODATA)
-
-
-def _rewrite_cells(
-    storage: Storage,
-    trunk_id: str,
-    rule: RuleConfig,
-    merge: _Merge,
-    previous: StoredCommit,
-    fresh: StoredCommit,
-    new: str,
-    now: datetime,
-) -> list[str]:
-    """Another writer changed the commit since the poll read it: write the cells the merge
-    onto its states changes that the poll has not written, or that the other writer may
-    have written over (its column changed since `previous`), under a tick of their own.
-    The jobs written."""
-    width = max(len(new), len(fresh.states), len(previous.states))
-    before, stored, merged = (s.ljust(width, ABSENT_CODE) for s in (previous.states, fresh.states, new))
-    changed = _changed(stored, merged)
-    if not changed:
-        return []
-    names = storage.trunks.job_names(trunk_id)  # a column another writer added may be new
-    writes = []
-    for column in changed:
-        if rule.in_scope(names[column]) and (
-            merge.written.get(column) != merged[column] or before[column] != stored[column]
-        ):
-            writes.append(CellWrite(merge.cell(names[column]), merge.result.commit, fresh.seq, ""))
-            merge.written[column] = merged[column]
-    if writes:
-        poll = _poll_id(now)
-        storage.ticks.open_poll(trunk_id, poll, len(writes), now)
-        storage.cells.save_all(trunk_id, [replace(w, poll=poll) for w in writes], rule.retention)
-    return [write.cell.job for write in writes]
-
-
-def _changed(old: str, new: str) -> list[int]:
-    """The columns whose code differs (absent past a string's end)."""
-    width = max(len(old), len(new))
-    return [
-        column
-        for column, (a, b) in enumerate(
-            zip(old.ljust(width, ABSENT_CODE), new.ljust(width, ABSENT_CODE), strict=True)
-        )
-        if a != b
-    ]
 
 
 def _poll_id(now: datetime) -> str:
@@ -265,16 +228,6 @@ def _stored(
     return storage.commits.get(trunk_id, seq)
 
 
-def _metadata_changed(stored: Commit, commit: Commit) -> bool:
-    return (stored.title, stored.author, stored.pr, stored.url, stored.autoreverted_by) != (
-        commit.title,
-        commit.author,
-        commit.pr,
-        commit.url,
-        commit.autoreverted_by,
-    )
-
-
 def _newest_seqs(known: Iterable[StoredCommit], columns: dict[str, int], jobs: set[str]) -> dict[str, int]:
     """Each of `jobs`' newest stored cell among the commits read back (before this poll)."""
     newest_first = sorted(known, key=lambda commit: commit.seq, reverse=True)
@@ -288,21 +241,6 @@ def _newest_seqs(known: Iterable[StoredCommit], columns: dict[str, int], jobs: s
         if seq is not None:
             found[job] = seq
     return found
-
-
-def _new_states(old: str, cells: dict[str, Cell], columns: dict[str, int], complete: bool) -> str:
-    codes = [ABSENT_CODE if complete else code for code in old]
-    for key, cell in cells.items():
-        column = columns[key]
-        # As for a delivery: a result never goes back to pending (a retry running keeps the
-        # result it retries until its own comes).
-        codes[column] = cell.state.code if replaces(old[column], cell.state) else old[column]
-    if complete:
-        # A cell that disappears from a complete report is no longer data for the rule.
-        for column, code in enumerate(old):
-            if code != ABSENT_CODE and codes[column] == ABSENT_CODE:
-                codes[column] = CellState.NODATA.code
-    return "".join(codes)
 
 
 def _save_recent_seqs(

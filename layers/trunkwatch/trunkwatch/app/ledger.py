@@ -8,18 +8,17 @@ written by compare-and-set, and on a conflict read again and merged again:
 - The job index only grows: a writer appends the jobs it lacks on the condition that the
   index is still the one it read. A column, once given to a job, never changes, so a state
   string (one code per column) always decodes to the same jobs.
-- A state string changes only from the string read, to the writer's merge of it (the poll:
-  its snapshot's cells onto the stored codes; a delivery: its one cell, a result). On a
-  conflict the writer merges again onto what is stored now, and first writes the cells
-  that new merge changes that it has not written yet, or that another writer wrote since
-  (cells are written before the state string that records them, so a crash between the
-  two is redone by the next poll or redelivery). So the cell
-  items and the state string agree, and the result is that of the two writers one after
-  the other: a job another writer added meanwhile is kept (or made no data by a poll's
-  complete report, as if the poll had come second). A delivery writes only results (never
-  pending), and a result always replaces what another writer stored on the column, so a
-  delivery's merge never loses: where its cell may have landed before theirs, it is
-  written again, so the two still agree.
+- A state string changes only from the string read, to the writer's merge of its cells
+  onto it (`domain.cells.merge_codes`: a cell's code where it replaces the stored one, a
+  result never going back to pending; a complete report makes a stored job it lacks no
+  data), the poll's and a delivery's alike (`record_cells`). On a conflict the writer
+  merges again onto what is stored now, and first writes the cells that new merge changes
+  that it has not written yet, or that another writer wrote since (cells are written
+  before the state string that records them, so a crash between the two is redone by the
+  next poll or redelivery). So the result is that of the two writers one after the other:
+  a job another writer added meanwhile is kept (or made no data by a poll's complete
+  report, as if the poll had come second), and where a writer's cell may have landed
+  before theirs and still wins the merge, it is written again.
 - A commit is placed (item and by-sha pointer together) only at a free seq and only while its
   pointer, and its parent's when it is linked to it, are still as read.
 - The trunk's `recent_seqs` (the staleness window) changes only from the list read, to its
@@ -48,9 +47,12 @@ commit delivered before its push): these are numbered as they arrive.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
-from trunkwatch.domain.cells import ABSENT_CODE, Commit
+from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, changed_columns, merge_codes
+from trunkwatch.domain.config import RuleConfig
 from trunkwatch.storage.port import Commits, Storage, Trunks
 from trunkwatch.storage.records import Pointer, StoredCommit
 
@@ -73,13 +75,118 @@ def add_jobs(trunks: Trunks, trunk_id: str, names: list[str], jobs: Iterable[str
         names = trunks.job_names(trunk_id)
 
 
-def merge_states(stored: str, changes: Mapping[int, str]) -> str:
-    """`stored` with this writer's `changes` (column -> code) applied."""
-    width = max([len(stored), *(column + 1 for column in changes)])
-    codes = list(stored.ljust(width, ABSENT_CODE))
-    for column, code in changes.items():
-        codes[column] = code
-    return "".join(codes).rstrip(ABSENT_CODE)
+@dataclass(frozen=True)
+class Seen:
+    """What one writer saw of one commit: its cells (by job) onto the commit as it read it.
+    `complete`: they are every job of the commit (a stored job missing is no data);
+    `commit`: the commit as the writer describes it, named by its cell items and stored
+    where its title, author... differ (None: as stored)."""
+
+    read: StoredCommit
+    cells: Mapping[str, Cell]
+    complete: bool = False
+    commit: Commit | None = None
+
+    def cell(self, job: str) -> Cell:
+        """The writer's cell of `job` (no data where a complete report lacks it)."""
+        return self.cells.get(job) or Cell(job=job, sha=self.read.commit.sha, state=CellState.NODATA)
+
+    @property
+    def metadata(self) -> Commit | None:
+        """The commit's description to store with its states, where it changed."""
+        if self.commit is None or _described(self.read.commit) == _described(self.commit):
+            return None
+        return self.commit
+
+
+def _described(commit: Commit) -> tuple[object, ...]:
+    return (commit.title, commit.author, commit.pr, commit.url, commit.autoreverted_by)
+
+
+@dataclass(frozen=True)
+class CellChange:
+    """A cell item to write on commit `seq`, over the code stored for its job there (`old`)."""
+
+    cell: Cell
+    commit: Commit
+    seq: int
+    old: str
+
+
+class CellWriter(Protocol):
+    """How one writer stores cell items (under a poll's tick, in a delivery group)."""
+
+    def write(self, changes: list[CellChange]) -> None:
+        """The cells the writer's merges change, before any state string records them."""
+
+    def rewrite(self, changes: list[CellChange]) -> None:
+        """The cells a merge again changes after another writer's state string won."""
+
+
+def record_cells(
+    storage: Storage, trunk_id: str, rule: RuleConfig, names: list[str], seen: list[Seen], writer: CellWriter
+) -> list[tuple[StoredCommit, StoredCommit]]:
+    """Record what a writer saw of some commits (`names`: a job index with their jobs): the
+    cell items their merges change (in scope), through `writer.write`, then each commit's
+    state string by compare-and-set, on a conflict merged again after writing the cells
+    that changes through `writer.rewrite` (the module docstring). Each commit written: as
+    it was just before, and as written."""
+    columns = {name: column for column, name in enumerate(names)}
+    merges = [_Merge(s, {columns[job]: cell.state for job, cell in s.cells.items()}) for s in seen]
+    if any(m(m.seen.read.states) != m.seen.read.states for m in merges):
+        writer.write([change for m in merges for change in m.changes(m.seen.read, m.seen.read, names, rule)])
+    saved = []
+    for merge in merges:
+
+        def rewrite(previous: StoredCommit, fresh: StoredCommit, new: str, merge: _Merge = merge) -> None:
+            # Only a complete report changes columns beyond its own cells: maybe new ones.
+            wider = merge.seen.complete and len(fresh.states) > len(names)
+            writer.rewrite(
+                merge.changes(previous, fresh, storage.trunks.job_names(trunk_id) if wider else names, rule)
+            )
+
+        done = save_states(storage.commits, trunk_id, merge.seen.read, merge, merge.seen.metadata, rewrite)
+        if done is not None:
+            saved.append(done)
+    return saved
+
+
+class _Merge:
+    """One commit's merge (a writer's cells onto a stored state string), and the codes of
+    the cell items written for it."""
+
+    def __init__(self, seen: Seen, cells: dict[int, CellState]) -> None:
+        self.seen, self.cells = seen, cells  # the writer's cells by column
+        self.written: dict[int, str] = {}  # column -> the code of the cell item written
+
+    def __call__(self, stored: str) -> str:
+        return merge_codes(stored, self.cells, self.seen.complete)
+
+    def changes(
+        self, before: StoredCommit, stored: StoredCommit, names: list[str], rule: RuleConfig
+    ) -> list[CellChange]:
+        """The cell items (in scope) to write for the merge onto `stored`, read first as
+        `before`: where it changes a code that the item written does not say yet, or that
+        another writer may have written over (the column changed since `before`). The
+        writer's cells in their order, then the jobs a complete report makes no data."""
+        merged = self(stored.states)
+        width = max(len(before.states), len(stored.states), len(merged))
+        was, now = before.states.ljust(width, ABSENT_CODE), stored.states.ljust(width, ABSENT_CODE)
+        changed = set(changed_columns(stored.states, merged))
+        ordered = [*(c for c in self.cells if c in changed), *sorted(changed - self.cells.keys())]
+        found = []
+        for column in ordered:
+            job = names[column]
+            if rule.in_scope(job) and (
+                self.written.get(column) != merged[column] or was[column] != now[column]
+            ):
+                found.append(
+                    CellChange(
+                        self.seen.cell(job), self.seen.commit or stored.commit, stored.seq, now[column]
+                    )
+                )
+                self.written[column] = merged[column]
+        return found
 
 
 def save_states(

@@ -19,9 +19,14 @@ next ones go on: one bad message cannot jam a receiver. The log entry is advance
 the delivery (log). Failures and rejections are counted service-wide (the alarms' metrics)
 and per receiver (dimension `receiver`).
 
+An acknowledged alert (design.md §4.3) gets no reminders; a receiver that takes
+acknowledgements (`Acknowledging`) is told of one once, as a transition of its own before
+anything else due for the alert, and the acknowledgement ends once the trunk's pass sees
+its alert no longer firing.
+
 The heartbeat (`Watchdog`, design.md §4.2) takes the same stages on its own log partition,
 at each sweep's tick, for the heartbeat's receivers only; so does each trunk's daily digest
-(`app/digest.py`, design.md §4.3), on an entry of its own in the trunk's log.
+(`app/digest.py`, design.md §4.4), on an entry of its own in the trunk's log.
 
 An invocation has one time budget for all its ticks and receivers (`remaining_s`, from the
 Lambda context): every request of a delivery ends before the budget does (the notification's
@@ -33,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -42,12 +47,15 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
+from trunkwatch.app.acks import by_ack_silences
 from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views, watchdog_alert
-from trunkwatch.channels.base import Channel, ChannelError, ChannelRejected, Notification
+from trunkwatch.channels.base import Acknowledging, Channel, ChannelError, ChannelRejected, Notification
 from trunkwatch.channels.sns import StackTopic
+from trunkwatch.domain import acks as acknowledgements
 from trunkwatch.domain import alerts
+from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
 from trunkwatch.domain.config import (
     IDEMPOTENCY_TTL,
@@ -83,6 +91,9 @@ DELIVERY_BUDGET_S = 20.0
 HEARTBEAT_LOG = "heartbeat"
 # How long its rejections are kept (its log entries, always last sent firing, never expire).
 HEARTBEAT_RETENTION = timedelta(days=30)
+# Transitions of one alert one receiver may get in one tick: its acknowledgement, then what
+# else is due (its resolution, say).
+TRANSITIONS_PER_TICK = 2
 
 RemainingSeconds = Callable[[], float]  # the invocation's time left (the Lambda context's)
 
@@ -148,17 +159,31 @@ class Tick:
 
 
 def notify_trunk(tick: Tick, silences: Sequence[Silence], channels: Sequence[Channel]) -> TickResult:
-    """Send the trunk's due transitions to each receiver in turn."""
+    """Send the trunk's due transitions to each receiver in turn (after acknowledging what
+    active `ACK!` silences match), then end the acknowledgements of alerts that no longer
+    fire."""
     trunk = tick.trunk
     result = TickResult(trunk.trunk_id)
-    views = trunk_views(tick.storage, trunk, tick.rule, silences, tick.links, tick.now, include_resolved=True)
+    acks = tick.storage.logs.acks(trunk.trunk_id)
+    views = trunk_views(
+        tick.storage, trunk, tick.rule, silences, tick.links, tick.now, include_resolved=True, acks=acks
+    )
+    for view, ack in by_ack_silences(views, silences, tick.now):
+        if tick.storage.logs.add_ack(trunk.trunk_id, ack):  # else another one stands: next tick
+            view.acknowledge(ack)
+            acks.append(ack)
     firing = [v.alert for v in views if v.alert.status == alerts.FIRING]
     if tick.settings.dashboard_metrics:
         metrics.add_metric(name="AlertsFiring", unit=MetricUnit.Count, value=len(firing))
         trunk_gauge(ALERTS_FIRING, trunk.trunk_id, len(firing))
         trunk_gauge(FAILING_JOBS, trunk.trunk_id, sum(a.name == alerts.JOB_FAILING for a in firing))
+    live = acknowledgements.live_by_fingerprint(acks)
     for channel in channels:
-        _notify_receiver(channel, tick.round(), views, result)
+        _notify_receiver(channel, tick.round(), views, result, live)
+    # After every receiver's pass: one told of the acknowledgement and the resolution in this
+    # tick was told them in that order.
+    for ack in acknowledgements.over(acks, [a.fingerprint for a in firing]):
+        tick.storage.logs.end_ack(trunk.trunk_id, ack, tick.now, tick.rule.retention)
     return result
 
 
@@ -183,46 +208,67 @@ def send_heartbeat(
     return result
 
 
-def _notify_receiver(channel: Channel, tick: Round, views: list[AlertView], result: TickResult) -> None:
+def _notify_receiver(
+    channel: Channel,
+    tick: Round,
+    views: list[AlertView],
+    result: TickResult,
+    acked: Mapping[str, Acknowledgement] | None = None,
+) -> None:
     """The stages, per alert in order: route, mute, dedup, budget, deliver, log. A failing
-    receiver or a spent budget leaves the receiver's rest for the next tick, in order."""
-    entries = tick.storage.logs.of_receiver(tick.log, channel.name)
-    for view in _route(channel, [*views, *_resolved_from_log(entries, views, tick)], entries):
+    receiver or a spent budget leaves the receiver's rest for the next tick, in order.
+    `acked`: the live acknowledgements, by fingerprint (for alerts resolved from the log)."""
+    tells_acks = isinstance(channel, Acknowledging)
+    for view, entry in _routed(channel, tick, views, acked or {}):
         alert = view.alert
-        entry = entries.get(alert.fingerprint) or LogEntry(
-            channel.name, alert.fingerprint, alert.name, alert.labels.get("job")
-        )
         if view.suppressed:
             result.held += 1
             _mute(entry, view, tick)
             continue
-        decision = decide(view, _log_state(entry), tick.now, tick.repeat_interval)
-        if decision is None:
-            continue
-        if not budget_left(channel.name, tick):
-            result.deferred += 1
-            return
-        try:
-            refused = _deliver(
-                channel, _notification(channel, alert, decision, tick), int(entry.seq) + 1, tick
-            )
-        except DeliveryInProgress:
-            result.deferred += 1
-            return  # another invocation holds it (or held it and died): the next tick retries
-        except ChannelError:
-            result.failed += 1
-            return  # this receiver is failing: its later transitions wait for the retry too
-        _log(entry, alert, decision, tick, refused)
-        result.done(channel.name, alert.name, decision, refused)
+        for _ in range(TRANSITIONS_PER_TICK):
+            decision = decide(view, _log_state(entry), tick.now, tick.repeat_interval, tells_acks)
+            if decision is None:
+                break
+            if not budget_left(channel.name, tick):
+                result.deferred += 1
+                return
+            notification = _notification(channel, alert, decision, tick)
+            try:
+                refused = _deliver(
+                    channel, notification, _sender(channel, notification), int(entry.seq) + 1, tick
+                )
+            except DeliveryInProgress:
+                result.deferred += 1
+                return  # another invocation holds it (or held it and died): the next tick retries
+            except ChannelError:
+                result.failed += 1
+                return  # this receiver is failing: its later transitions wait for the retry too
+            _log(entry, view, decision, tick, refused)
+            result.done(channel.name, alert.name, decision, refused)
 
 
-def _route(channel: Channel, views: list[AlertView], entries: dict[str, LogEntry]) -> list[AlertView]:
-    """The alerts the receiver's matchers pick (by their labels, and the authors they blame),
-    and those it was sent firing: what it was told began, it is told the rest of, even when
-    the alert no longer matches (its culprit, and so its author, changed)."""
+def _sender(channel: Channel, notification: Notification) -> Callable[[], None]:
+    """What delivers the transition: an acknowledgement's own call, or the channel's send."""
+    if notification.reason == acknowledgements.ACKNOWLEDGED and isinstance(channel, Acknowledging):
+        return lambda: channel.acknowledge(notification)
+    return lambda: channel.send(notification)
+
+
+def _routed(
+    channel: Channel, tick: Round, views: list[AlertView], acked: Mapping[str, Acknowledgement]
+) -> list[tuple[AlertView, LogEntry]]:
+    """The alerts the receiver's matchers pick (by their labels, and the authors they blame;
+    with those resolved from its log), and those it was sent firing: what it was told began,
+    it is told the rest of, even when the alert no longer matches (its culprit, and so its
+    author, changed). Each with its entry in the receiver's log (a new one if it has none)."""
+    entries = tick.storage.logs.of_receiver(tick.log, channel.name)
     return [
-        view
-        for view in views
+        (
+            view,
+            entries.get(view.alert.fingerprint)
+            or LogEntry(channel.name, view.alert.fingerprint, view.alert.name, view.alert.labels.get("job")),
+        )
+        for view in [*views, *_resolved_from_log(entries, views, tick, acked)]
         if any(channel.accepts(labels) for labels in view.alert.routing_labels())
         or _told(entries.get(view.alert.fingerprint))
     ]
@@ -230,6 +276,31 @@ def _route(channel: Channel, views: list[AlertView], entries: dict[str, LogEntry
 
 def _told(entry: LogEntry | None) -> bool:
     return entry is not None and entry.last_status == alerts.FIRING
+
+
+def due(storage: Storage, now: datetime, settings: Settings, deployment: Deployment) -> int:
+    """How many transitions the trunks' receivers have due at `now`: what the next settled
+    tick would try to send (a failed or throttled delivery's retry, say). Sends nothing."""
+    from trunkwatch.silences import store
+
+    silences = store.active(storage.silences, now)
+    channels = channels_for(settings, deployment)
+    links = Links(settings.api_url, settings.dashboard_url)
+    count = 0
+    for trunk in deployment.trunks:
+        rule = deployment.rule_for(trunk)
+        tick = Tick(storage, trunk, rule, links, now, settings, lambda: DELIVERY_BUDGET_S).round()
+        acks = storage.logs.acks(trunk.trunk_id)
+        views = trunk_views(storage, trunk, rule, silences, links, now, include_resolved=True, acks=acks)
+        acked = acknowledgements.live_by_fingerprint(acks)
+        for channel in channels:
+            tells_acks = isinstance(channel, Acknowledging)
+            count += sum(
+                decide(view, _log_state(entry), now, tick.repeat_interval, tells_acks) is not None
+                for view, entry in _routed(channel, tick, views, acked)
+                if not view.suppressed
+            )
+    return count
 
 
 def _mute(entry: LogEntry, view: AlertView, tick: Round) -> None:
@@ -255,6 +326,7 @@ def _log_state(entry: LogEntry) -> LogState:
             for job, data in sorted((entry.jobs or {}).items() if isinstance(entry.jobs, dict) else ())
             if isinstance(data, dict)
         ),
+        acknowledged=entry.acknowledged or "",
     )
 
 
@@ -302,11 +374,11 @@ class _DeliveryBudget:
         return int(self.seconds * 1000)
 
 
-def _deliver(channel: Channel, notification: Notification, seq: int, tick: Round) -> str | None:
+def _deliver(
+    channel: Channel, notification: Notification, send: Callable[[], None], seq: int, tick: Round
+) -> str | None:
     alert = notification.alert
-    return deliver_once(
-        channel.name, alert.fingerprint, alert.name, seq, lambda: channel.send(notification), tick
-    )
+    return deliver_once(channel.name, alert.fingerprint, alert.name, seq, send, tick)
 
 
 def deliver_once(
@@ -354,12 +426,14 @@ def _per_receiver(name: str, receiver: str) -> None:
         metric.add_dimension(name="receiver", value=receiver)
 
 
-def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Round, refused: str | None) -> None:
+def _log(entry: LogEntry, view: AlertView, decision: Decision, tick: Round, refused: str | None) -> None:
     """The transition is done with: sent, or refused for good (`refused`: the receiver's
     answer), which the log keeps beside the entry as a rejection, written first: a crash
     between the two leaves the transition due, and its retry writes both. The entry keeps
     what a resolution sent from it needs: labels, annotations and each failing job with its
-    streak and culprit, as data."""
+    streak and culprit, as data. An acknowledgement told leaves the last message's time (the
+    reminders' clock) as it was."""
+    alert = view.alert
     if refused is not None:
         rejection = Rejection(
             entry.receiver,
@@ -374,7 +448,10 @@ def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Round, refused
         tick.storage.logs.save_rejection(tick.log, rejection, tick.retention)
     entry.seq = int(entry.seq) + 1
     entry.last_status = decision.status
-    entry.last_sent_at = tick.now
+    if decision.reason == acknowledgements.ACKNOWLEDGED and view.acknowledgement is not None:
+        entry.acknowledged = view.acknowledgement.key
+    else:
+        entry.last_sent_at = tick.now
     entry.starts_at = alert.starts_at
     entry.jobs = {job: failing.as_data() for job, failing in sorted(alert.jobs.items())} or None
     entry.labels = alert.labels
@@ -383,17 +460,20 @@ def _log(entry: LogEntry, alert: Alert, decision: Decision, tick: Round, refused
     tick.storage.logs.save(tick.log, entry, tick.now, tick.retention)
 
 
-def _resolved_from_log(entries: dict[str, LogEntry], views: list[AlertView], tick: Round) -> list[AlertView]:
-    """A trunk-level alert that stopped firing exists only in the log: as last sent, now resolved."""
+def _resolved_from_log(
+    entries: dict[str, LogEntry], views: list[AlertView], tick: Round, acked: Mapping[str, Acknowledgement]
+) -> list[AlertView]:
+    """A trunk-level alert that stopped firing exists only in the log: as last sent, now
+    resolved, with its acknowledgement until that ends."""
     current = {view.alert.fingerprint for view in views}
     return [
-        _resolved(entry, tick)
+        _resolved(entry, tick, acked.get(fingerprint))
         for fingerprint, entry in entries.items()
         if fingerprint not in current and entry.last_status == alerts.FIRING and entry.job is None
     ]
 
 
-def _resolved(entry: LogEntry, tick: Round) -> AlertView:
+def _resolved(entry: LogEntry, tick: Round, ack: Acknowledgement | None) -> AlertView:
     alert = Alert(
         dict(entry.labels or {}),
         dict(entry.annotations or {}),
@@ -401,7 +481,10 @@ def _resolved(entry: LogEntry, tick: Round) -> AlertView:
         ends_at=tick.now,
         jobs=_logged_jobs(entry),
     )
-    return AlertView(alert, tick.log)
+    view = AlertView(alert, tick.log)
+    if ack is not None:
+        view.acknowledge(ack)
+    return view
 
 
 def _logged_jobs(entry: LogEntry) -> dict[str, FailingJob]:

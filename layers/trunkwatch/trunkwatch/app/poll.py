@@ -25,11 +25,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from trunkwatch.app.confirm import RequestRerun
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.trunk_metrics import SECONDS_SINCE_GOOD_POLL, trunk_gauge
-from trunkwatch.domain.config import ConfigError, Deployment, RuleConfig, TrunkConfig
+from trunkwatch.domain.cells import JobRun
+from trunkwatch.domain.config import BUILDKITE_SOURCE, ConfigError, Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import webhooks_down
 from trunkwatch.net.http import HttpClient, HttpError
 from trunkwatch.sources import make_source
-from trunkwatch.sources.base import SourceError
+from trunkwatch.sources.base import SourceError, base_url
 from trunkwatch.storage.port import Storage, Trunks
 
 # Without a deadline from the caller (the Lambda's remaining time), each trunk gets this long.
@@ -117,6 +118,48 @@ def poll_one(
 
 
 def _rerun_requests(trunk: TrunkConfig, http: HttpClient) -> RequestRerun:
+    """The trunk's rerun requests: job retries on a Buildkite trunk, else GitHub reruns."""
+    if trunk.source == BUILDKITE_SOURCE:
+        return _buildkite_retries(trunk, http)
+    return _github_reruns(trunk, http)
+
+
+def _buildkite_retries(trunk: TrunkConfig, http: HttpClient) -> RequestRerun:
+    """Job retries (`PUT /v2/organizations/{org}/pipelines/{slug}/builds/{number}/jobs/{id}
+    /retry`; the token needs `write_builds`, or `retry_builds`) through Buildkite's REST API
+    at the trunk's `url` with its `token` (the one it polls with), on the poll's own client
+    and deadline. Each returns None when Buildkite accepted it, else why not: Buildkite's
+    answer (a job retried already, a passed job its step does not permit to retry, a token
+    without the scope), a rate limit, or the network's error."""
+    from trunkwatch.net.buildkite import DEFAULT_API_URL, Buildkite
+    from trunkwatch.net.rest import ApiError
+    from trunkwatch.sources.credentials import resolve_token
+
+    what = f"Buildkite retries for {trunk.trunk_id}"
+
+    @functools.cache
+    def buildkite() -> Buildkite:
+        return Buildkite(http, base_url(trunk, DEFAULT_API_URL), resolve_token(trunk.token))
+
+    def request(run: JobRun) -> str | None:
+        if run.build is None or not isinstance(run.job_id, str):
+            return f"{what}: the job names no build and job id to retry"
+        try:
+            api = buildkite()
+            path = f"{api.pipeline_path(str(trunk.pipeline))}/builds/{run.build}/jobs/{run.job_id}/retry"
+            api.send("PUT", api.url(path))
+        except ConfigError as err:
+            return f"{what}: {err}"
+        except ApiError as err:
+            return f"{what}: {err.answered()}"
+        except HttpError as err:
+            return f"{what}: {err}"
+        return None
+
+    return request
+
+
+def _github_reruns(trunk: TrunkConfig, http: HttpClient) -> RequestRerun:
     """Rerun requests (`POST /repos/{owner}/{repo}/actions/jobs/{job_id}/rerun`, 201 with no
     body; the token needs `actions: write`) through GitHub's REST API with the trunk's
     `github_token` (never its polling token), on the poll's own client and deadline. Each
@@ -137,10 +180,10 @@ def _rerun_requests(trunk: TrunkConfig, http: HttpClient) -> RequestRerun:
     def github() -> GitHub:
         return GitHub(http, trunk.github_api_url or DEFAULT_API_URL, resolve_token(trunk.github_token))
 
-    def request(job_id: int) -> str | None:
+    def request(run: JobRun) -> str | None:
         try:
             api = github()
-            api.send("POST", api.url(f"/repos/{trunk.repo}/actions/jobs/{job_id}/rerun"))
+            api.send("POST", api.url(f"/repos/{trunk.repo}/actions/jobs/{run.job_id}/rerun"))
         except ConfigError as err:
             return f"{what}: {err}"
         except GitHubError as err:

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from trunkwatch import sources
 from trunkwatch.domain import alerts
+from trunkwatch.domain.acks import Acknowledgement, is_ack_comment, live_by_fingerprint
 from trunkwatch.domain.alerts import (
     Alert,
     AlertView,
@@ -40,9 +41,12 @@ def trunk_views(
     links: Links,
     now: datetime,
     include_resolved: bool = False,
+    acks: Sequence[Acknowledgement] | None = None,
 ) -> list[AlertView]:
     """Every job alert of the trunk (firing; resolved too if asked), its trunk-level alert,
-    and SourceDown while the trunk's source cannot be read."""
+    and SourceDown while the trunk's source cannot be read; each with its live
+    acknowledgement (of `acks`, else as stored), which its annotations say too. An `ACK!`
+    silence acknowledges (`app/acks.py`) and holds nothing back."""
     items = storage.alerts.of_trunk(trunk.trunk_id)
     firing = [i for i in items if i.status == alerts.FIRING and rule.in_scope(i.job)]
     shown = items if include_resolved else firing
@@ -55,10 +59,15 @@ def trunk_views(
     deliveries = webhooks_down_alert(state, trunk, rule, links)
     views = [AlertView(a, trunk.trunk_id) for a in [*job_alerts, level, down, deliveries] if a is not None]
     badly = level.fingerprint if level and level.name == alerts.TRUNK_BADLY_BROKEN else None
+    muting = [s for s in silences if not is_ack_comment(s.comment)]
+    live = live_by_fingerprint(storage.logs.acks(trunk.trunk_id) if acks is None else acks)
     for view in views:
-        view.silenced_by = [s.id for s in silences if s.matches(view.alert.labels)]
+        view.silenced_by = [s.id for s in muting if s.matches(view.alert.labels)]
         if badly and view.alert.name == alerts.JOB_FAILING and view.alert.status == alerts.FIRING:
             view.inhibited_by = [badly]
+        ack = live.get(view.alert.fingerprint)
+        if ack is not None:
+            view.acknowledge(ack)
     return views
 
 

@@ -1,4 +1,5 @@
-"""Webhook ingest (design.md §2, `webhook`): a GitHub delivery written as the cells the poll writes.
+"""Webhook ingest (design.md §2, `webhook`): a GitHub or Buildkite delivery written as the
+cells the poll writes.
 
 A delivery about a webhook-fed trunk is stored through the same records as a poll: the commit
 item's state string (one code per job column of the trunk's job index) says what is stored, a
@@ -30,12 +31,11 @@ from trunkwatch.domain.cells import (
     Commit,
     build_cells,
     job_key,
-    replaces,
 )
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import in_window, may_change_verdict
 from trunkwatch.domain.shards import ShardReport, merge, sharded
-from trunkwatch.sources import webhook
+from trunkwatch.sources import buildkite_webhook, webhook
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import (
     LAST_DELIVERY_PRECISION,
@@ -76,6 +76,19 @@ def trunk_of(deployment: Deployment, event: str, payload: dict[str, Any]) -> Tru
     return "not about a webhook-fed trunk"
 
 
+def buildkite_trunk_of(deployment: Deployment, event: str, payload: dict[str, Any]) -> TrunkConfig | str:
+    """The webhook-fed Buildkite trunk a Buildkite delivery is about (its pipeline, and its
+    build on the trunk's branch), or why it is not about one."""
+    if event not in buildkite_webhook.EVENTS:
+        return f"event {event!r} is not ingested"
+    pipeline = buildkite_webhook.pipeline_of(payload).lower()
+    branch = buildkite_webhook.branch_of(payload)
+    for trunk in deployment.trunks:
+        if trunk.webhook and (trunk.pipeline or "").lower() == pipeline and branch == trunk.branch:
+            return trunk
+    return "not about a webhook-fed trunk's pipeline and branch"
+
+
 def ingest_delivery(
     storage: Storage, trunk: TrunkConfig, rule: RuleConfig, event: str, payload: dict[str, Any], now: datetime
 ) -> DeliveryResult:
@@ -86,6 +99,8 @@ def ingest_delivery(
     when its `workflow_run` delivery comes; a job delivery whose run is not known yet is
     held under the run until it is (GitHub does not order deliveries), then written."""
     result = DeliveryResult(event, trunk.trunk_id)
+    if event in buildkite_webhook.EVENTS:
+        return _buildkite(storage, trunk, rule, event, payload, now, result)
     repo_url = f"{WEB_URL}/{trunk.repo}"
     if event == "push":
         pushed = webhook.push(payload, repo_url)
@@ -121,6 +136,29 @@ def ingest_delivery(
 
 
 NOT_A_TRUNK_RUN = "not a trunk run (a push to the trunk's branch in its own repository)"
+
+
+def _buildkite(
+    storage: Storage,
+    trunk: TrunkConfig,
+    rule: RuleConfig,
+    event: str,
+    payload: dict[str, Any],
+    now: datetime,
+    result: DeliveryResult,
+) -> DeliveryResult:
+    """A Buildkite delivery: its build's commit placed (a build carries its commit, as a
+    GitHub run does), then its job's shard report stored as a GitHub job's is."""
+    found = buildkite_webhook.report(event, payload, trunk.repo)
+    if found is None:
+        result.ignored = "not a build of a pushed commit (scheduled, or on HEAD)"
+        return result
+    result.commits_placed = len(place_commits(storage, trunk.trunk_id, rule, (found.commit,), None))
+    if found.shard is None:
+        result.ignored = found.skipped or None
+        return result
+    _store_reports(storage, trunk, rule, [found.shard], now, result)
+    return result
 
 
 def _run(
@@ -181,7 +219,7 @@ def _store_reports(
     for key in sorted(changed):
         decided.append(build_cells(sha, storage.shards.runs(trunk.trunk_id, sha, key), rule.cancelled)[key])
     if decided:
-        for job, written in write_cells(storage, trunk.trunk_id, rule, read, decided, now).items():
+        for job, written in _record_cells(storage, trunk.trunk_id, rule, read, decided, now).items():
             result.group = result.group or written.group
             result.cells_written += 1
             result.changed_jobs.append(job)
@@ -257,57 +295,26 @@ class Written:
     group: Group | None
 
 
-def write_cells(
+def _record_cells(
     storage: Storage, trunk_id: str, rule: RuleConfig, read: Read, cells: list[Cell], now: datetime
 ) -> dict[str, Written]:
-    """Record `cells` (of the commit `read`) as ingest would: a cell item each (in scope) and
-    their state codes in one write of the commit's state string, but where a code already
-    says the same. The cell items written, by job."""
-    trunks, commits = storage.trunks, storage.commits
+    """Record `cells` (of the commit `read`) through the ledger the poll writes through: a
+    cell item each (in scope) and their codes in one write of the commit's state string,
+    but where a code already says the same. The cell items written, by job."""
+    trunks = storage.trunks
     names, _ = ledger.add_jobs(trunks, trunk_id, read.names, [c.job for c in cells])
-    columns = {cell.job: names.index(cell.job) for cell in cells}
-    stored = read.commit
-    if stored is None:
+    if read.commit is None:
         return {}
-    seq = stored.seq
-    changing = [c for c in cells if replaces(_code(stored.states, columns[c.job]), c.state)]
-    if not changing:
-        return {}
-    state = trunks.state(trunk_id, consistent=True)  # a job that began firing just now joins
-    written: dict[str, Written] = {}
-
-    def write(cell: Cell, commit: Commit, old_code: str) -> None:
-        done = _write(storage, trunk_id, rule, seq, cell, commit, old_code, state, now)
-        if done is not None and (cell.job not in written or written[cell.job].group is None):
-            written[cell.job] = done
-
-    for cell in changing:
-        write(cell, stored.commit, _code(stored.states, columns[cell.job]))
-
-    def merge(states: str) -> str:
-        return ledger.merge_states(
-            states,
-            {
-                columns[c.job]: c.state.code
-                for c in changing
-                if replaces(_code(states, columns[c.job]), c.state)
-            },
-        )
-
-    def rewrite(previous: StoredCommit, fresh: StoredCommit, new: str) -> None:
-        # Another writer changed a column meanwhile, its cell before or after this one:
-        # write this result again, as the state string will say (a result always replaces
-        # another writer's: only a pending cell would lose, and a delivery writes none).
-        # The same instant's group, which this delivery may have opened, stays its group.
-        for cell in changing:
-            theirs = _code(fresh.states, columns[cell.job])
-            if theirs not in (_code(previous.states, columns[cell.job]), cell.state.code):
-                write(cell, fresh.commit, theirs)
-
-    saved = ledger.save_states(commits, trunk_id, stored, merge, before_retry=rewrite)
-    if saved is not None and not saved[0].states.strip(ABSENT_CODE):
+    writer = _DeliveryCells(storage, trunk_id, rule, now)
+    seen = ledger.Seen(read.commit, {cell.job: cell for cell in cells})
+    saved = ledger.record_cells(storage, trunk_id, rule, names, [seen], writer)
+    state = writer.state
+    if state is None:
+        return {}  # every code already said so
+    if saved and not saved[0][0].states.strip(ABSENT_CODE):
         # The commit's first job: it counts for staleness now.
-        ledger.save_recent_seqs(trunks, trunk_id, state.recent_seqs, [seq])
+        ledger.save_recent_seqs(trunks, trunk_id, state.recent_seqs, [read.commit.seq])
+    written = writer.written
     opened = any(w.group is not None and w.group.opened for w in written.values())
     last = state.last_delivery_at
     if written and not opened and (last is None or now - last >= LAST_DELIVERY_PRECISION):
@@ -315,33 +322,43 @@ def write_cells(
     return written
 
 
-def _write(
-    storage: Storage,
-    trunk_id: str,
-    rule: RuleConfig,
-    seq: int,
-    cell: Cell,
-    commit: Commit,
-    old_code: str,
-    state: TrunkState,
-    now: datetime,
-) -> Written | None:
-    """The cell item (in scope; None when out of scope). It joins its delivery group only if
-    it may change its job's verdict, as the evaluator judges that (`may_change_verdict`): a
-    pass on a job that is not failing changes nothing to notify, so it costs no tick write.
-    Should the job begin firing meanwhile, the evaluator judges the cell all the same and
-    the next settled tick (at the latest the schedule's sweep) sends what changed."""
-    if not rule.in_scope(cell.job):
-        return None
-    prior = storage.cells.newest_seq(trunk_id, cell.job)
-    old = None if old_code == ABSENT_CODE else CellState.of_code(old_code)
-    fresh_before = prior is not None and in_window(prior, state.recent_seqs, rule)
-    group = None
-    if may_change_verdict(old, cell.state, cell.job in state.failing, fresh_before):
-        group = storage.ticks.join_group(trunk_id, 1, now)
-    write = CellWrite(cell, commit, seq, group.id if group else "", prior)
-    storage.cells.save_all(trunk_id, [write], rule.retention)
-    return Written(group)
+class _DeliveryCells:
+    """A delivery's cell items (`ledger.CellWriter`). Each joins its instant's delivery group
+    only if it may change its job's verdict, as the evaluator judges that
+    (`may_change_verdict`): a pass on a job that is not failing changes nothing to notify,
+    so it costs no tick write. The trunk's state is read (consistently) before the first,
+    so a job that began firing just now joins; should it begin firing later, the evaluator
+    judges the cell all the same and the next settled tick (at the latest the schedule's
+    sweep) sends what changed. A cell written again after a conflict joins the same
+    instant's group, which this delivery may have opened."""
+
+    def __init__(self, storage: Storage, trunk_id: str, rule: RuleConfig, now: datetime) -> None:
+        self.storage, self.trunk_id, self.rule, self.now = storage, trunk_id, rule, now
+        self.state: TrunkState | None = None
+        self.written: dict[str, Written] = {}  # by job; the write that joined a group, if one did
+
+    def write(self, changes: list[ledger.CellChange]) -> None:
+        if self.state is None:
+            self.state = self.storage.trunks.state(self.trunk_id, consistent=True)
+        for change in changes:
+            group = self._write(change, self.state)
+            job = change.cell.job
+            if job not in self.written or self.written[job].group is None:
+                self.written[job] = Written(group)
+
+    rewrite = write
+
+    def _write(self, change: ledger.CellChange, state: TrunkState) -> Group | None:
+        cell, rule = change.cell, self.rule
+        prior = self.storage.cells.newest_seq(self.trunk_id, cell.job)
+        old = None if change.old == ABSENT_CODE else CellState.of_code(change.old)
+        fresh_before = prior is not None and in_window(prior, state.recent_seqs, rule)
+        group = None
+        if may_change_verdict(old, cell.state, cell.job in state.failing, fresh_before):
+            group = self.storage.ticks.join_group(self.trunk_id, 1, self.now)
+        write = CellWrite(cell, change.commit, change.seq, group.id if group else "", prior)
+        self.storage.cells.save_all(self.trunk_id, [write], rule.retention)
+        return group
 
 
 def _code(states: str, column: int) -> str:

@@ -17,6 +17,7 @@ from trunkwatch.domain.config import ReceiverConfig
 REGISTRY = {
     "github_culprit": ("trunkwatch.channels.github_culprit", "GitHubCulpritReceiver"),
     "github_issues": ("trunkwatch.channels.github_issues", "GitHubIssuesReceiver"),
+    "pagerduty": ("trunkwatch.channels.pagerduty", "PagerDutyReceiver"),
     "slack": ("trunkwatch.channels.slack", "SlackReceiver"),
     "sns": ("trunkwatch.channels.sns", "SnsReceiver"),
     "webhook": ("trunkwatch.channels.webhook", "WebhookReceiver"),

@@ -43,7 +43,7 @@ class Notification:
 
 @dataclass(frozen=True)
 class DigestNotification:
-    """One day's digest of one trunk (design.md §4.3), as a receiver gets it: never a page."""
+    """One day's digest of one trunk (design.md §4.4), as a receiver gets it: never a page."""
 
     digest: Digest
     receiver: str
@@ -79,6 +79,17 @@ class DigestChannel(Protocol):
 
     def send_digest(self, notification: DigestNotification) -> None:
         """Deliver, or raise ChannelError (ChannelRejected: refused for good)."""
+        ...
+
+
+@runtime_checkable
+class Acknowledging(Protocol):
+    """A channel that is told when an alert is acknowledged (PagerDuty, Slack), not only
+    shown it in the alert's later messages. The notification's reason is `acknowledged`."""
+
+    def acknowledge(self, notification: Notification) -> None:
+        """Tell of the acknowledgement (the alert's `acknowledged_*` annotations), or raise
+        ChannelError."""
         ...
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trunkwatch.channels.base import Notification
-from trunkwatch.domain import alerts
+from trunkwatch.domain import acks, alerts
 from trunkwatch.domain.alerts import FailingJob, plural
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.verdict import verdict_words
@@ -55,6 +55,8 @@ class Content:
     links: tuple[tuple[str, str], ...]  # (title, url): View, Runbook, Dashboard, Silence
     source: str  # repo@branch; `trunkwatch` for an alert of no trunk
     fingerprint: str
+    # "Acknowledged by <who> at <when>: <note>"; empty while no one has acknowledged it.
+    acknowledged: str = ""
 
     @property
     def jobs_heading(self) -> str:
@@ -119,6 +121,17 @@ def content(notification: Notification) -> Content:
         # An alert of no trunk (Watchdog) comes from trunkwatch itself.
         source=f"{labels['repo']}@{labels.get('branch', '?')}" if labels.get("repo") else "trunkwatch",
         fingerprint=alert.fingerprint,
+        acknowledged=_acknowledged(notes),
+    )
+
+
+def _acknowledged(notes: dict[str, str]) -> str:
+    by = notes.get(acks.BY_ANNOTATION, "")
+    if not by:
+        return ""
+    note = notes.get(acks.NOTE_ANNOTATION, "")
+    return f"Acknowledged by {by} at {notes.get(acks.AT_ANNOTATION, '?')}" + (
+        f": {clip(note)}" if note else ""
     )
 
 

@@ -1,4 +1,4 @@
-"""The daily digest as a person reads it (design.md §4.3): a short report, laid out once here
+"""The daily digest as a person reads it (design.md §4.4): a short report, laid out once here
 (`report`) for the email's plain text and Slack's blocks; the subject an SNS message
 carries. Every other receiver gets the digest's JSON body (`DigestNotification.body`)."""
 

@@ -14,6 +14,8 @@ def email_text(notification: Notification) -> str:
     told = content(notification)
     status = "FIRING" if told.firing else "RESOLVED"
     sections: list[list[str]] = [[f"{status}: {told.summary}", *told.when]]
+    if told.acknowledged:
+        sections.append([told.acknowledged])
     if told.culprit:
         sections.append([*_culprit(told.culprit), *([told.verdict] if told.verdict else [])])
     if told.jobs:

@@ -37,6 +37,7 @@ MAX_TEXT_CHARS = 3000  # the notification fallback text
 CUT_NOTE = "\n_(cut to fit Slack's limits; the full list is in the email and the webhook JSON)_"
 
 RESOLVED_COLOUR = "#2eb886"
+ACKNOWLEDGED_COLOUR = "#439fe0"
 FIRING_COLOURS = {"P1": "#d40e0d", "P2": "#e8912d", "P3": "#daa038"}
 OTHER_FIRING_COLOUR = "#e8912d"
 DIGEST_COLOUR = "#439fe0"  # a report, not an alert
@@ -113,8 +114,7 @@ def digest_message(notification: DigestNotification) -> dict[str, Any]:
     """The daily digest as a short report: a header, one section per part, its links. It
     mentions no one (a report pages nobody); authors are named by their login."""
     told = digest.report(notification)
-    header = told.headline[:MAX_HEADER_CHARS]
-    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": header}}]
+    blocks: list[dict[str, Any]] = [_header(told.headline)]
     for heading, lines in told.sections:
         blocks.append(_section("\n".join([f"*{escape(heading)}*", *(escape(line) for line in lines)])))
     if told.links:
@@ -126,13 +126,38 @@ def digest_message(notification: DigestNotification) -> dict[str, Any]:
     return {"text": text, "attachments": [{"color": DIGEST_COLOUR, "fallback": text, "blocks": blocks}]}
 
 
-def _blocks(told: Content, headline: str, users: SlackUsers) -> list[dict[str, Any]]:
+def acknowledgement_message(notification: Notification) -> dict[str, Any]:
+    """The alert's acknowledgement, said once: who, when, the note, and which alert."""
+    told = content(notification)
+    headline = f"ACKNOWLEDGED: {told.summary}"
+    blocks = [_header(headline), _section(escape(told.acknowledged or "Acknowledged")), _context(told)]
+    text = _escaped_within(headline, MAX_TEXT_CHARS)
+    return {"text": text, "attachments": [{"color": ACKNOWLEDGED_COLOUR, "fallback": text, "blocks": blocks}]}
+
+
+def _header(headline: str) -> dict[str, Any]:
     # plain_text: shown as written, no control characters to escape.
     header = headline if len(headline) <= MAX_HEADER_CHARS else headline[: MAX_HEADER_CHARS - 3] + "..."
+    return {"type": "header", "text": {"type": "plain_text", "text": header}}
+
+
+def _context(told: Content) -> dict[str, Any]:
+    return {
+        "type": "context",
+        "elements": [
+            {"type": "mrkdwn", "text": f"Source: {escape(told.source)}"},
+            {"type": "mrkdwn", "text": f"Fingerprint: `{_code(told.fingerprint)}`"},
+        ],
+    }
+
+
+def _blocks(told: Content, headline: str, users: SlackUsers) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": header}},
+        _header(headline),
         _section("\n".join(escape(line) for line in told.when)),
     ]
+    if told.acknowledged:
+        blocks.append(_section(escape(told.acknowledged)))
     if told.culprit:
         c = told.culprit
         text = f"*{escape(c.heading)}:* `{_code(c.sha)}`"
@@ -161,15 +186,7 @@ def _blocks(told: Content, headline: str, users: SlackUsers) -> list[dict[str, A
         blocks.append(_section(f"*First failure lines:*\n```{code}```"))
     if told.links:
         blocks.append(_section("  |  ".join(_link(url, title) for title, url in told.links)))
-    blocks.append(
-        {
-            "type": "context",
-            "elements": [
-                {"type": "mrkdwn", "text": f"Source: {escape(told.source)}"},
-                {"type": "mrkdwn", "text": f"Fingerprint: `{_code(told.fingerprint)}`"},
-            ],
-        }
-    )
+    blocks.append(_context(told))
     return blocks
 
 
@@ -192,6 +209,9 @@ class SlackChannel:
 
     def send_digest(self, notification: DigestNotification) -> None:
         self._post(digest_message(notification), notification.deadline)
+
+    def acknowledge(self, notification: Notification) -> None:
+        self._post(acknowledgement_message(notification), notification.deadline)
 
     def _post(self, message: dict[str, Any], deadline: float) -> None:
         what = f"Slack receiver {self.name}"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.verdict import Verdict
 
@@ -185,13 +186,20 @@ class Links:
 
 @dataclass
 class AlertView:
-    """An alert as the notifier and the API see it: what silences or inhibits it."""
+    """An alert as the notifier and the API see it: what silences or inhibits it, and who
+    acknowledged it (its live acknowledgement)."""
 
     alert: Alert
     trunk: str
     silenced_by: list[str] = field(default_factory=list)
     inhibited_by: list[str] = field(default_factory=list)
+    acknowledgement: Acknowledgement | None = None
 
     @property
     def suppressed(self) -> bool:
         return bool(self.silenced_by or self.inhibited_by)
+
+    def acknowledge(self, ack: Acknowledgement) -> None:
+        """Mark it acknowledged; its annotations say by whom, when and why (the non-empty)."""
+        self.acknowledgement = ack
+        self.alert.annotations.update({name: value for name, value in ack.annotations().items() if value})

@@ -10,7 +10,7 @@ import functools
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -54,6 +54,11 @@ _SHARD = re.compile(r"(\([^()]*?), \d+, \d+(?=(?:, [^()]*)?\))")
 # `ephemeral.`, in front of a `linux`/`windows` label (the HUD's "merge LF/ephemeral" view).
 _FLEET = re.compile(r"([(,] ?)(?:lf\.)?(?:ephemeral\.)?(?=(?:linux|windows)\.)")
 
+# A failure the CI's agent caused, not the job's code (Buildkite: a failure with a
+# `signal_reason`, or a job that expired before an agent took it): its cell fails with a
+# line `agent failure: <reason>`, which tells the verdict the failure is environmental.
+AGENT_FAILURE = "agent failure: "
+
 MAX_FAILURE_LINES = 3
 MAX_FAILURE_LINE_CHARS = 200
 LINE_ID_CHARS = 16
@@ -78,6 +83,11 @@ def job_key(job_name: str) -> str:
       (`linux.2xlarge.memory`, `windows.4xlarge.nonephemeral`) stay apart.
     """
     return _FLEET.sub(r"\1", _SHARD.sub(r"\1", job_name))
+
+
+def agent_failure(lines: Iterable[str]) -> str | None:
+    """The reason of an agent failure among a cell's failure lines (`AGENT_FAILURE`), if any."""
+    return next((line.removeprefix(AGENT_FAILURE) for line in lines if line.startswith(AGENT_FAILURE)), None)
 
 
 def workflow_of(key: str) -> str:
@@ -131,9 +141,12 @@ class JobRun:
     # True when an earlier attempt of this shard failed (a retry that went green is flaky).
     failed_before: bool = False
     failure_lines: tuple[str, ...] = ()
-    # GitHub's id of this attempt of the job (the HUD's `id`): what a rerun request names,
-    # and, once it changes, the sign that a newer attempt replaced it.
-    job_id: int | None = None
+    # The source's id of this attempt of the job (GitHub's, the HUD's `id`: a number;
+    # Buildkite's: a UUID): what a rerun request names, and, once it changes, the sign that a
+    # newer attempt replaced it.
+    job_id: int | str | None = None
+    # Buildkite's number of the build the attempt ran in: its retry's URL names it.
+    build: int | None = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +193,29 @@ def replaces(old_code: str, new: CellState) -> bool:
     if old_code == new.code:
         return False
     return new != CellState.PENDING or old_code in (ABSENT_CODE, CellState.PENDING.code)
+
+
+def merge_codes(stored: str, cells: Mapping[int, CellState], complete: bool = False) -> str:
+    """A commit's state string once a writer's cells (by column) are merged onto `stored`:
+    each cell's code where it `replaces` the stored one. A complete report (every job of the
+    commit) makes a job stored but missing from it no data."""
+    width = max([len(stored), *(column + 1 for column in cells)])
+    old = stored.ljust(width, ABSENT_CODE)
+    codes = [ABSENT_CODE if complete else code for code in old]
+    for column, state in cells.items():
+        codes[column] = state.code if replaces(old[column], state) else old[column]
+    if complete:
+        for column, was in enumerate(old):
+            if was != ABSENT_CODE and codes[column] == ABSENT_CODE:
+                codes[column] = CellState.NODATA.code
+    return "".join(codes).rstrip(ABSENT_CODE)
+
+
+def changed_columns(old: str, new: str) -> list[int]:
+    """The columns whose code differs between two state strings (absent past one's end)."""
+    width = max(len(old), len(new))
+    pairs = zip(old.ljust(width, ABSENT_CODE), new.ljust(width, ABSENT_CODE), strict=True)
+    return [column for column, (a, b) in enumerate(pairs) if a != b]
 
 
 def build_cells(sha: str, runs: Iterable[JobRun], cancelled: str = "nodata") -> dict[str, Cell]:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _REPO = re.compile(r"^[\w.-]+/[\w.-]+$")
+_PIPELINE = re.compile(r"^[\w-]+/[\w-]+$")  # a Buildkite pipeline: <organization slug>/<pipeline slug>
 _SCHEDULE = re.compile(r"^(rate|cron)\(.+\)$")
 
 
@@ -302,6 +303,7 @@ def _hours(value: timedelta) -> str:
 
 
 DEFAULT_SOURCE = "hud"
+BUILDKITE_SOURCE = "buildkite"  # the one source a trunk names a `pipeline` for
 DEFAULT_WEBHOOK_POLL_EVERY = timedelta(minutes=10)
 DEFAULT_EXCLUDE = "unstable|rerun_disabled_tests|mem_leak_check"
 PYTORCH_INCLUDE = "^(pull|trunk|docs-build|linux-binary-)"
@@ -338,7 +340,7 @@ class RuleConfig(_Checked):
     # The trunk's cap on reruns planned in any hour: one dependency breakage pages a whole job
     # family (about 10 jobs, 2 reruns each) at once.
     reruns_per_hour: int = 20
-    # The UTC hour from which a day's digest (design.md §4.3) is sent, the next day.
+    # The UTC hour from which a day's digest (design.md §4.4) is sent, the next day.
     digest_hour: int = 0
 
     CHECKS: ClassVar[dict[str, Check]] = {
@@ -419,7 +421,8 @@ class TrunkConfig(_Checked):
     token: TokenRef | None = None
     per_page: int = 50
     config: dict[str, Any] = field(default_factory=dict)
-    # Fed by GitHub webhook deliveries; the source is then polled only every `poll_every`
+    # Fed by webhook deliveries (GitHub's; Buildkite's for a `buildkite` trunk); the source
+    # is then polled only every `poll_every`
     # (0: never), as the backstop for deliveries that never came.
     webhook: bool = False
     poll_every: timedelta | None = None
@@ -428,6 +431,9 @@ class TrunkConfig(_Checked):
     # needs no more than read access.
     github_api_url: str | None = None
     github_token: TokenRef | None = None
+    # The Buildkite pipeline (`org/slug`) a `buildkite` trunk reads; its `repo` is the code's
+    # GitHub repository (commit and pull request links).
+    pipeline: str | None = None
 
     CHECKS: ClassVar[dict[str, Check]] = {
         "repo": _pattern(_REPO),
@@ -441,11 +447,22 @@ class TrunkConfig(_Checked):
         "poll_every": _optional(_duration_or_seconds),
         "github_api_url": _optional(_string),
         "github_token": _optional(_nested(TokenRef)),
+        "pipeline": _optional(_pattern(_PIPELINE)),
     }
 
     def _check(self) -> None:
+        problems: list[tuple[str, str]] = []
         if self.poll_every is not None and not self.webhook:
-            raise _Invalid([("poll_every", "only for a webhook-fed trunk (webhook: true)")])
+            problems.append(("poll_every", "only for a webhook-fed trunk (webhook: true)"))
+        if self.source == BUILDKITE_SOURCE:
+            if self.pipeline is None:
+                problems.append(
+                    ("pipeline", "Field required for source 'buildkite' (the pipeline as org/slug)")
+                )
+        elif self.pipeline is not None:
+            problems.append(("pipeline", "only for source 'buildkite'"))
+        if problems:
+            raise _Invalid(problems)
 
     @property
     def poll_period(self) -> timedelta | None:
@@ -501,7 +518,7 @@ class ReceiverConfig(_Checked):
     CHECKS: ClassVar[dict[str, Check]] = {"type": _nonempty, "matchers": _items(_matcher)}
 
     def takes_digest(self) -> bool:
-        """Whether the receiver is sent the daily digest (design.md §4.3): a type that can
+        """Whether the receiver is sent the daily digest (design.md §4.4): a type that can
         carry it has a `digest` key to opt in."""
         return False
 

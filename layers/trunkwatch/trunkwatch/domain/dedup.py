@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from trunkwatch.domain import alerts
+from trunkwatch.domain.acks import ACKNOWLEDGED
 from trunkwatch.domain.alerts import AlertView
 from trunkwatch.domain.verdict import VERDICT_UPDATES, Verdict
 
@@ -24,6 +25,7 @@ class LogState:
     verdict: str = ""  # the job alert's `culprit_verdict` as last sent
     # A trunk-level alert's jobs' verdicts as last sent (job -> verdict).
     job_verdicts: tuple[tuple[str, str], ...] = ()
+    acknowledged: str = ""  # the key of the acknowledgement last told (Acknowledgement.key)
 
 
 @dataclass(frozen=True)
@@ -32,11 +34,18 @@ class Decision:
     reason: str
 
 
-def decide(view: AlertView, log: LogState, now: datetime, repeat_interval: timedelta) -> Decision | None:
-    """None when nothing is due; suppressed alerts are held (decided again next tick)."""
+def decide(
+    view: AlertView, log: LogState, now: datetime, repeat_interval: timedelta, tells_acks: bool = False
+) -> Decision | None:
+    """None when nothing is due; suppressed alerts are held (decided again next tick). An
+    acknowledgement stops reminders only; a receiver that `tells_acks` is told of it once,
+    before anything else due (its resolution in the same tick included)."""
     alert = view.alert
     if view.suppressed:
         return None
+    ack = view.acknowledgement
+    if tells_acks and ack is not None and log.last_status == alerts.FIRING and log.acknowledged != ack.key:
+        return Decision(alerts.FIRING, ACKNOWLEDGED)
     if alert.status == alerts.RESOLVED:
         return Decision(alerts.RESOLVED, "resolved") if log.last_status == alerts.FIRING else None
     if log.last_status != alerts.FIRING:
@@ -55,7 +64,7 @@ def decide(view: AlertView, log: LogState, now: datetime, repeat_interval: timed
     verdict = alert.annotations.get(VERDICT_ANNOTATION, "")
     if verdict != log.verdict and verdict in VERDICT_UPDATES:
         return Decision(alerts.FIRING, f"update; {VERDICT_UPDATES[Verdict(verdict)]}")
-    if repeat_interval and log.last_sent_at and now - log.last_sent_at >= repeat_interval:
+    if ack is None and repeat_interval and log.last_sent_at and now - log.last_sent_at >= repeat_interval:
         return Decision(alerts.FIRING, "reminder")
     return None
 

@@ -1,4 +1,4 @@
-"""The daily digest (design.md §4.3): one report per trunk and UTC day, never a page (pure).
+"""The daily digest (design.md §4.4): one report per trunk and UTC day, never a page (pure).
 
 A day's digest tells the breakages fixed before anyone was paged that were first recorded
 that day (design.md §3.7), one entry per breakage however many of its jobs failed, beside

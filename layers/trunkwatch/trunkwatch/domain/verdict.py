@@ -11,7 +11,9 @@ pass before it. Re-running the job on both tells what the alert cannot:
   requested (with the reason). The alert then says what it says today.
 
 When the evidence disagrees, the verdict never blames the culprit unless the last pass passes
-on rerun and the culprit fails again:
+on rerun and the culprit fails again. First of all, a failure the source says the CI's agent
+caused (`cells.AGENT_FAILURE`: Buildkite's `signal_reason`, an expired job) is
+`environmental`, whatever reruns say: the code never ran to its end.
 
 1. A last pass that fails on rerun wins over everything else (`environmental`): known-good
    code failing is the strongest sign the failure does not need the culprit, even when the
@@ -127,6 +129,8 @@ class Evidence:
     no_failure_lines: bool = False
     runner_peers_failing: int = 0
     runner: str = ""
+    # The source says the CI's agent failed the job, not its code (`cells.agent_failure`).
+    agent_failure: str = ""
     confirmation: bool = True  # the trunk asks for reruns at all
     # A confirmed culprit inside the range failing the same way (`confirming_sibling`):
     # another job's, or this one's from an earlier judgement by a sibling. It names the
@@ -182,6 +186,10 @@ def decide(suspect: Suspect, evidence: Evidence) -> Decision:
     """The verdict on `suspect` from `evidence` (the module docstring's rules, in order)."""
     if not evidence.confirmation:
         return Decision(Verdict.UNCONFIRMED, "confirmation by reruns is off")
+    if evidence.agent_failure:
+        return Decision(
+            Verdict.ENVIRONMENTAL, f"the CI's agent failed the job ({evidence.agent_failure}), not its code"
+        )
     last, culprit = evidence.last_pass, evidence.culprit
     last_status = last.status if last else None
     culprit_status = culprit.status if culprit else None

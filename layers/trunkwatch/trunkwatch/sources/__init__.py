@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the notifier and the API build links here, and never poll
 REGISTRY = {
     "hud": ("trunkwatch.sources.hud", "HudSource"),
     "github": ("trunkwatch.sources.github", "GitHubSource"),
+    "buildkite": ("trunkwatch.sources.buildkite", "BuildkiteSource"),
 }
 # The sources whose failed jobs carry failure lines (the HUD's `failureLines`).
 FAILURE_LINES = frozenset({"hud"})

@@ -22,6 +22,7 @@ one partition per job.
 | fixed breakage   | `FIXED#<repo>#<branch>`          | `<culprit sha>#<job>`      | fixed        |
 | notification log | `LOG#<repo>#<branch>`            | `<receiver>#<fingerprint>` | notification |
 | rejection        | `LOG#<repo>#<branch>`            | `REJECTED#<receiver>#<fingerprint>` | rejection |
+| acknowledgement  | `ACKS#<repo>#<branch>`           | `<fingerprint>`            | ack          |
 | tick barrier     | `TICK#<repo>#<branch>`           | `<poll or group id>`       | tick         |
 | rerun            | `RERUNS#<repo>#<branch>`         | `<job>#<episode start>#<role>` | rerun    |
 | commit by sha    | `SHA#<repo>#<branch>#<sha>`      | `SEQ`                      | commit_sha   |
@@ -32,17 +33,18 @@ one partition per job.
 | silence audit    | `SILENCE#AUDIT`                  | `<time>#<uuid>#<action>`   | audit        |
 | idempotency      | `IDEMPOTENCY`                    | `<hash of the transition>` | (Powertools) |
 
-Expiry (`expires_at`, epoch seconds), set by each kind's writer: commits and cells the
-rule's `retention` after the commit's time; notification logs `retention` after their last
-write, except while last sent firing; rejections `retention` after the rejection; webhook
-shards, runs and held job reports SHARD_TTL (30 days) after their write; job episodes
+Expiry (`expires_at`, epoch seconds), set by each kind's writer: commits and cells the rule's
+`retention` after the commit's time; notification logs `retention` after their last write,
+except while last sent firing; rejections `retention` after the rejection; acknowledgements
+`retention` after their episode ended, never while live; webhook shards,
+runs and held job reports SHARD_TTL (30 days) after their write; job episodes
 EPISODE_RETENTION (31 days) after they resolved, never while firing; fixed breakages
 EPISODE_RETENTION after they were detected; ticks TICK_TTL after their poll; idempotency
 records after the notifier's 7 days; silences and their audit records `endsAt` + 120 h;
 reruns `retention` after they were planned. Trunk items and alerts never expire (one per
 trunk or job). `LOG#heartbeat` holds the heartbeat's notification logs (design.md §4.2) and
 its rejections; a trunk's `LOG#` partition also holds the daily digest's entry per receiver
-(§4.3), under the digest's own fingerprint.
+(§4.4), under the digest's own fingerprint.
 
 `seq` is the commit's position on the branch's first-parent history (grows with newer
 commits, with gaps where pushes arrived out of order: `app/ledger.py`), so one Query

@@ -221,7 +221,8 @@ class RerunItem(BaseItem, discriminator="rerun"):
     planned_at = UTCDateTimeAttribute()
     status = UnicodeAttribute()
     requested_at = UTCDateTimeAttribute(null=True)
-    job_id = NumberAttribute(null=True)
+    job_id = NumberAttribute(null=True)  # GitHub's job ids
+    job_uuid = UnicodeAttribute(null=True)  # Buildkite's
     shard = UnicodeAttribute(null=True)
     reason = UnicodeAttribute(null=True)
     tries = NumberAttribute(default=0)
@@ -269,6 +270,7 @@ class NotificationLog(BaseItem, discriminator="notification"):
     held_by = JSONAttribute(null=True)  # silences/inhibitions holding it now
     labels = JSONAttribute(null=True)  # as last sent: a trunk-level alert resolves from these
     annotations = JSONAttribute(null=True)
+    acknowledged = UnicodeAttribute(null=True)  # the acknowledgement last told (its time)
     # None while it was last sent firing (its resolution is still to be sent), else the last
     # write + the rule's retention.
     expires_at = TTLAttribute(null=True)
@@ -289,6 +291,22 @@ class RejectionItem(BaseItem, discriminator="rejection"):
     answer = UnicodeAttribute()
     # The rule's retention after the rejection.
     expires_at = TTLAttribute()
+
+
+class AckItem(BaseItem, discriminator="ack"):
+    """An alert's acknowledgement (`domain.acks.Acknowledgement`), under the trunk's
+    `ACKS#` partition by fingerprint: the live one, or the last one ended. A live one never
+    expires (it ends with its episode); an ended one expires the rule's retention after."""
+
+    fingerprint = UnicodeAttribute()
+    alertname = UnicodeAttribute()
+    job = UnicodeAttribute(null=True)
+    at = UTCDateTimeAttribute()
+    by = UnicodeAttribute()
+    comment = UnicodeAttribute(default="")
+    via = UnicodeAttribute()
+    ended_at = UTCDateTimeAttribute(null=True)
+    expires_at = TTLAttribute(null=True)
 
 
 class MatcherMap(MapAttribute[str, Any]):

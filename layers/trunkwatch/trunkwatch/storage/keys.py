@@ -104,6 +104,12 @@ def rejection(receiver: str, fingerprint: str) -> str:
     return f"{REJECTIONS}{receiver}#{fingerprint}"
 
 
+def acks(trunk_id: str) -> str:
+    """A trunk's acknowledgements, one per alert fingerprint (sk: the fingerprint): a
+    partition of their own, so the API may write them and nothing of the notification logs."""
+    return f"ACKS#{trunk_id}"
+
+
 def ticks(trunk_id: str) -> str:
     return f"TICK#{trunk_id}"
 

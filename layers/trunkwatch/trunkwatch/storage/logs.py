@@ -1,15 +1,17 @@
-"""Notification logs in DynamoDB: per receiver and alert fingerprint, what was last sent; and
-beside them, the messages receivers refused for good."""
+"""Notification logs in DynamoDB: per receiver and alert fingerprint, what was last sent;
+beside them, the messages receivers refused for good; and, in a partition of their own, the
+alerts' acknowledgements."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 
+from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.alerts import FIRING
 from trunkwatch.storage import keys
-from trunkwatch.storage.items import NotificationLog, RejectionItem
+from trunkwatch.storage.items import AckItem, NotificationLog, RejectionItem
 from trunkwatch.storage.records import LogEntry, Rejection
 from trunkwatch.storage.table import TableStore
 
@@ -28,6 +30,7 @@ def _entry(item: NotificationLog) -> LogEntry:
         held_by=[str(hold) for hold in item.held_by] if item.held_by is not None else None,
         labels=dict(item.labels) if item.labels is not None else None,
         annotations=dict(item.annotations) if item.annotations is not None else None,
+        acknowledged=item.acknowledged,
     )
 
 
@@ -42,6 +45,23 @@ def _rejection(item: RejectionItem) -> Rejection:
         at=item.at,
         answer=str(item.answer),
     )
+
+
+def _ack(item: AckItem) -> Acknowledgement:
+    return Acknowledgement(
+        fingerprint=str(item.fingerprint),
+        alertname=str(item.alertname),
+        job=item.job,
+        at=item.at,
+        by=str(item.by),
+        comment=str(item.comment or ""),
+        via=str(item.via),
+        ended_at=item.ended_at,
+    )
+
+
+def _lost_race(err: PutError | UpdateError) -> bool:
+    return err.cause_response_code == "ConditionalCheckFailedException"
 
 
 class DynamoLogs(TableStore):
@@ -77,6 +97,7 @@ class DynamoLogs(TableStore):
             held_by=entry.held_by,
             labels=entry.labels,
             annotations=entry.annotations,
+            acknowledged=entry.acknowledged,
             expires_at=None if entry.last_status == FIRING else now + retention,
         ).save()
 
@@ -101,3 +122,39 @@ class DynamoLogs(TableStore):
             answer=rejection.answer,
             expires_at=rejection.at + retention,
         ).save()
+
+    def acks(self, trunk_id: str) -> list[Acknowledgement]:
+        """The trunk's acknowledgements, live and ended (one Query of their partition)."""
+        return [_ack(item) for item in AckItem.query(keys.acks(trunk_id))]
+
+    def add_ack(self, trunk_id: str, ack: Acknowledgement) -> bool:
+        """Store `ack` unless the alert has a live one (False: the first stands)."""
+        item = AckItem(
+            keys.acks(trunk_id),
+            ack.fingerprint,
+            fingerprint=ack.fingerprint,
+            alertname=ack.alertname,
+            job=ack.job,
+            at=ack.at,
+            by=ack.by,
+            comment=ack.comment,
+            via=ack.via,
+        )
+        try:
+            item.save(condition=AckItem.sk.does_not_exist() | AckItem.ended_at.exists())
+        except PutError as err:
+            if _lost_race(err):
+                return False
+            raise
+        return True
+
+    def end_ack(self, trunk_id: str, ack: Acknowledgement, ended_at: datetime, retention: timedelta) -> None:
+        """End the live acknowledgement read as `ack`; one replaced or ended since stays."""
+        try:
+            AckItem(keys.acks(trunk_id), ack.fingerprint).update(
+                actions=[AckItem.ended_at.set(ended_at), AckItem.expires_at.set(ended_at + retention)],
+                condition=(AckItem.at == ack.at) & AckItem.ended_at.does_not_exist(),
+            )
+        except UpdateError as err:
+            if not _lost_race(err):
+                raise

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.cells import Commit, JobRun, StoredCell, job_key
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import Shard, ShardReport, merge
@@ -361,6 +362,7 @@ class MemoryLogs:
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str], dict[str, LogEntry]] = {}
         self._rejections: dict[str, dict[tuple[str, str], Rejection]] = {}
+        self._acks: dict[str, dict[str, Acknowledgement]] = {}
 
     def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]:
         return copy.deepcopy(self._entries.get((trunk_id, receiver), {}))
@@ -377,6 +379,24 @@ class MemoryLogs:
 
     def save_rejection(self, trunk_id: str, rejection: Rejection, retention: timedelta) -> None:
         self._rejections.setdefault(trunk_id, {})[(rejection.receiver, rejection.fingerprint)] = rejection
+
+    def acks(self, trunk_id: str) -> list[Acknowledgement]:
+        stored = self._acks.get(trunk_id, {})
+        return [stored[fingerprint] for fingerprint in sorted(stored)]
+
+    def add_ack(self, trunk_id: str, ack: Acknowledgement) -> bool:
+        stored = self._acks.setdefault(trunk_id, {})
+        current = stored.get(ack.fingerprint)
+        if current is not None and current.live:
+            return False
+        stored[ack.fingerprint] = ack
+        return True
+
+    def end_ack(self, trunk_id: str, ack: Acknowledgement, ended_at: datetime, retention: timedelta) -> None:
+        stored = self._acks.get(trunk_id, {})
+        current = stored.get(ack.fingerprint)
+        if current is not None and current.live and current.at == ack.at:
+            stored[ack.fingerprint] = current.ended(ended_at)
 
 
 class MemoryReruns:

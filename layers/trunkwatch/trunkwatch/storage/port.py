@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.cells import Commit, JobRun, StoredCell
 from trunkwatch.domain.shards import ShardReport
 from trunkwatch.storage.records import (
@@ -140,7 +141,11 @@ class Runs(Protocol):
 
 
 class Logs(Protocol):
-    """Notification logs: per trunk, receiver and alert fingerprint, what was last sent."""
+    """Notification logs: per trunk, receiver and alert fingerprint, what was last sent.
+
+    Beside them, the alerts' acknowledgements, one per fingerprint: `add_ack` stores one
+    unless a live one is there (False: the first stands), `end_ack` ends the live one read
+    (`ack`, by its time) unless it changed since; an ended one expires after `retention`."""
 
     def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]: ...
     def entry(self, trunk_id: str, receiver: str, fingerprint: str) -> LogEntry | None: ...
@@ -148,6 +153,11 @@ class Logs(Protocol):
     # Messages receivers refused for good: the latest per receiver and alert, for `retention`.
     def rejected(self, trunk_id: str) -> list[Rejection]: ...  # by receiver, then fingerprint
     def save_rejection(self, trunk_id: str, rejection: Rejection, retention: timedelta) -> None: ...
+    def acks(self, trunk_id: str) -> list[Acknowledgement]: ...  # by fingerprint
+    def add_ack(self, trunk_id: str, ack: Acknowledgement) -> bool: ...
+    def end_ack(
+        self, trunk_id: str, ack: Acknowledgement, ended_at: datetime, retention: timedelta
+    ) -> None: ...
 
 
 class Reruns(Protocol):

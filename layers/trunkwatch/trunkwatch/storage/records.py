@@ -190,7 +190,7 @@ class FixedEpisode:
     commit that passed after them), when the evaluator first recorded it (`detected_at`),
     the pass before the run (None: not known) and the failure lines its failures share. One
     per job and culprit, kept EPISODE_RETENTION after it was detected: the status page's
-    history and the daily digest (§4.3) read them."""
+    history and the daily digest (§4.4) read them."""
 
     job: str
     culprit: CommitRef
@@ -218,7 +218,7 @@ class RerunRecord:
     planned_at: datetime
     status: str = "pending"
     requested_at: datetime | None = None
-    job_id: int | None = None
+    job_id: int | str | None = None  # GitHub's (a number) or Buildkite's (a UUID)
     shard: str = ""
     reason: str = ""
     tries: int = 0
@@ -243,6 +243,7 @@ class LogEntry:
     held_by: list[str] | None = None  # silences/inhibitions holding it now
     labels: dict[str, str] | None = None  # as last sent: a trunk-level alert resolves from these
     annotations: dict[str, str] | None = None
+    acknowledged: str | None = None  # the acknowledgement last told (Acknowledgement.key)
 
 
 @dataclass(frozen=True)

@@ -708,6 +708,9 @@
             text: "inhibited",
           })
         : null,
+      ann.acknowledged_by
+        ? el("span", { class: "badge acknowledged", title: "acknowledged by " + ann.acknowledged_by, text: "acknowledged" })
+        : null,
       el("span", { class: "summary", text: ann.summary || labels.job || labels.alertname }),
       el("span", { class: "since muted" }, "since ", timeEl(alert.startsAt, ago(alert.startsAt))),
     );
@@ -752,6 +755,16 @@
       row("silenced by", status.silencedBy.map((id) => [route("/silences", id.slice(0, 8), "mono"), " "]));
     }
     if ((status.inhibitedBy || []).length) row("inhibited by", status.inhibitedBy.join(", "));
+    if (ann.acknowledged_by) {
+      const at = ann.acknowledged_at || "";
+      row(
+        "acknowledged",
+        el("span", { class: "acked-by", text: ann.acknowledged_by }),
+        " ",
+        timeEl(at, ago(at)),
+        ann.acknowledged_note ? [": ", el("span", { class: "acked-note", text: ann.acknowledged_note })] : null,
+      );
+    }
     if (labels.team) row("team", labels.team);
     const links = el(
       "div",
@@ -761,13 +774,60 @@
       ann.dashboard_url ? link(ann.dashboard_url, "Dashboard") : null,
       route(silenceHash(labels), "Silence\u2026", "silence-link"),
     );
-    return el(
+    const article = el(
       "article",
       { class: "alert " + (suppressed ? "suppressed " : "") + priority, "data-fingerprint": alert.fingerprint },
       head,
       details,
       links,
     );
+    if (!ann.acknowledged_by) {
+      links.append(
+        el("button", { type: "button", class: "ack-button", text: "Acknowledge\u2026", onclick: () => openAck(article, labels) }),
+      );
+    }
+    return article;
+  }
+
+  // Acknowledging an alert: who and a note, then POST api/v2/acks with the alert's identifying
+  // labels. Stops its reminders (never its resolution) until its episode ends.
+  function openAck(article, labels) {
+    if (article.querySelector("form.ack")) return;
+    clearTimeout(refreshTimer); // a refresh would take the form away while it is being filled
+    const createdBy = el("input", { name: "ackBy", placeholder: "your name (default: the token's principal)" });
+    createdBy.value = localStorage.getItem(AUTHOR_KEY) || "";
+    const comment = el("input", { name: "ackNote", placeholder: "note: what you are doing about it" });
+    const submit = el("button", { type: "submit", class: "primary", text: "Acknowledge" });
+    const form = el(
+      "form",
+      { class: "ack", novalidate: true },
+      createdBy,
+      comment,
+      submit,
+      el("button", { type: "button", text: "Cancel", onclick: () => render() }),
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const body = {
+        matchers: SILENCE_LABELS.filter((n) => labels[n]).map((n) => toApiMatcher({ name: n, op: "=", value: labels[n] })),
+        createdBy: createdBy.value.trim(),
+        comment: comment.value.trim(),
+      };
+      // Left out when empty: the API then records the token's principal.
+      if (body.createdBy) localStorage.setItem(AUTHOR_KEY, body.createdBy);
+      else delete body.createdBy;
+      submit.disabled = true;
+      try {
+        const acked = await api("POST", "api/v2/acks", body);
+        notice(acked.length ? "Acknowledged." : "Nothing to acknowledge: the alert no longer fires.");
+        await render();
+      } catch (err) {
+        notice("Could not acknowledge: " + err.message, true);
+        submit.disabled = false;
+      }
+    });
+    article.append(form);
+    comment.focus();
   }
 
   // --- silences -----------------------------------------------------------------------

@@ -73,13 +73,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlencode
 
 from trunkwatch.domain.cells import WORKFLOW_JOB, Commit, JobRun, name_from_path
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
-from trunkwatch.net.github import DEFAULT_API_URL, GitHub, GitHubError, OutOfTime, Page, RateLimited
+from trunkwatch.net.github import DEFAULT_API_URL, GitHub, GitHubError, OutOfTime, RateLimited
 from trunkwatch.net.http import HttpClient, HttpError
 from trunkwatch.sources.base import CommitResult, Snapshot, SourceError, base_url
 from trunkwatch.sources.github.models import (
@@ -87,13 +87,10 @@ from trunkwatch.sources.github.models import (
     Job,
     JobList,
     RunList,
-    Shape,
-    ShapeError,
     Workflow,
     WorkflowRun,
 )
-
-T = TypeVar("T")
+from trunkwatch.sources.shape import Shape, parsed
 
 STATE_VERSION = 1
 RUNS_PER_PAGE = 100
@@ -268,7 +265,7 @@ class GitHubSource:
         if page.data is None:
             assert reusable is not None  # 304 only answers a conditional request
             return reusable
-        items = _parsed(page, _COMMITS)
+        items = parsed(page, _COMMITS)
         return {"url": url, "etag": page.etag, "list": [_commit_record(c) for c in _first_parent(items)]}
 
     def _list_runs(
@@ -294,7 +291,7 @@ class GitHubSource:
                 assert old is not None
                 record = old
             else:
-                runs = _parsed(page, _RUNS).workflow_runs
+                runs = parsed(page, _RUNS).workflow_runs
                 record = {
                     "url": url,
                     "etag": page.etag,
@@ -333,7 +330,7 @@ class GitHubSource:
     def _fetch_workflow_name(self, api: GitHub, run: WorkflowRun) -> str:
         url = api.url(f"/repos/{self.trunk.repo}/actions/workflows/{run.workflow_id}")
         try:
-            workflow = _parsed(api.get(url), _WORKFLOW)
+            workflow = parsed(api.get(url), _WORKFLOW)
         except GitHubError as err:
             if err.kind != "http_4xx":
                 raise
@@ -392,19 +389,10 @@ class GitHubSource:
         return failed
 
 
-def _parsed(page: Page, shape: Shape[T]) -> T:
-    """A page's JSON read as `shape`; a missing or mistyped field is a `malformed` error."""
-    try:
-        return shape.parse(page.data)
-    except ShapeError as err:
-        problems = "; ".join(f"{loc or '(body)'}: {what}" for loc, what in err.problems[:3])
-        raise SourceError("malformed", f"{page.where}: unexpected response shape: {problems}") from None
-
-
 def _jobs(api: GitHub, url: str) -> Iterator[Job]:
     """Every job of a jobs listing, across its pages."""
     for page in api.pages(url):
-        yield from _parsed(page, _JOBS).jobs
+        yield from parsed(page, _JOBS).jobs
 
 
 def _rate_limited(message: str, until: datetime, now: datetime) -> SourceError:

@@ -1,0 +1,260 @@
+"""A Buildkite REST API stand-in on 127.0.0.1 for one pipeline, answering the way Buildkite
+does what the `buildkite` source reads, and the job retries of `confirm: rerun`.
+
+- Builds: `GET /v2/organizations/{org}/pipelines/{slug}/builds`, the builds it was last given
+  (`serve`: newest first, as the listing returns them), filtered by `branch`,
+  `created_from` and `finished_from` (on or after), without the retried jobs unless
+  `include_retried_jobs=true`; paged (`per_page` up to 100, `page`) with a `Link` header.
+  Every answer has a weak ETag, and a matching If-None-Match is answered 304.
+- Retries: `PUT .../builds/{number}/jobs/{id}/retry` retries a finished script job: the job
+  shows `retried: true` and `retried_in_job_id`, and a new job follows it, running until
+  `durationS` (on the runtime's clock) after the request, then ending as the job's `rerun`
+  says (`{"state", "durationS"}`, never served; without one, as the job ended); a passed job
+  too (as a step with `retry: manual: permit_on_passed: true` allows). Its build
+  runs again meanwhile and then finishes anew. A job retried already, not finished, or
+  unknown is answered 422 or 404; `refuse_retries(n)`: the next n are answered 403. Retries
+  persist across `serve`.
+- Rate limit: `limit` requests a minute (of the clock, when it has one); every answer carries
+  `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds to the next
+  minute); over the limit, 429.
+- Outage: `fail_with(status)` answers every request with that status until `fail_with(200)`.
+- With a `token`, a request without `Authorization: Bearer <token>` is answered 401.
+
+Every request is kept in `requests`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import urllib.parse
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from trunkwatch.domain.clock import format_time, parse_time
+from trunkwatch_local.stand_in import JSON, Answer, Misbehaving, Request
+
+MAX_PER_PAGE = 100
+DEFAULT_PER_PAGE = 30
+DEFAULT_RERUN = timedelta(hours=1)  # a retry of a job that says nothing about its duration
+_RETRY = re.compile(r"/builds/(\d+)/jobs/([^/]+)/retry")
+REFUSED = "Forbidden: the API access token lacks the write_builds scope"  # scripted
+_FINISHED_JOB = frozenset({"passed", "failed", "timed_out", "canceled", "expired", "broken"})
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A retry accepted: the new job's id, and when it ends how."""
+
+    job_id: str
+    new_id: str
+    at: datetime
+    due: datetime
+    state: str
+
+
+class BuildkiteServer(Misbehaving):
+    def __init__(
+        self,
+        pipeline: str = "acme/ci",
+        *,
+        clock: Callable[[], datetime] | None = None,
+        limit: int = 200,
+        token: str | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.clock = clock
+        self.token = token
+        self.builds: list[dict[str, Any]] = []  # as given, newest first
+        self.retries: dict[int, list[Retry]] = {}  # by build number, in order
+        self.limit = limit
+        self.used = 0
+        self.window_start: datetime | None = None
+        self.status = 200  # a scripted outage answers another status with an error body
+        self.refusals = 0  # retries to answer 403, as for a token without `write_builds`
+        super().__init__()
+
+    @property
+    def prefix(self) -> str:
+        org, slug = self.pipeline.split("/", 1)
+        return f"/v2/organizations/{org}/pipelines/{slug}"
+
+    def serve(self, builds: list[dict[str, Any]]) -> None:
+        with self.lock:
+            self.builds = builds
+
+    def fail_with(self, status: int) -> None:
+        """Answer every request `status` until told 200 again (the builds are kept)."""
+        with self.lock:
+            self.status = status
+
+    def refuse_retries(self, count: int) -> None:
+        """Answer the next `count` retries 403, as Buildkite does a token without the scope."""
+        with self.lock:
+            self.refusals = count
+
+    def retries_due(self) -> list[datetime]:
+        """When the retries accepted so far are over."""
+        with self.lock:
+            return [retry.due for retries in self.retries.values() for retry in retries]
+
+    def take(self) -> list[Request]:
+        """The requests since the last take, forgotten here."""
+        with self.lock:
+            taken, self.requests = self.requests, []
+        return taken
+
+    # --- answering -------------------------------------------------------------------------
+    def respond(self, request: Request) -> Answer:
+        if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
+            return _error(401, "Authentication required. Please supply a valid API Access Token.")
+        if self.status != 200:
+            return _error(self.status, f"scripted status {self.status}")
+        limited = self._spend()
+        if limited is not None:
+            return limited
+        if request.method == "GET" and request.path == f"{self.prefix}/builds":
+            return self._builds(request)
+        if request.method == "PUT" and request.path.startswith(f"{self.prefix}/builds/"):
+            found = _RETRY.fullmatch(request.path.removeprefix(self.prefix))
+            if found and self.refusals:
+                self.refusals -= 1
+                return _error(403, REFUSED)
+            if found:
+                return self._retry(int(found[1]), found[2])
+        return _error(404, "No route matches")
+
+    def _spend(self) -> Answer | None:
+        now = self.clock() if self.clock else None
+        if now is not None and (self.window_start is None or now - self.window_start >= timedelta(minutes=1)):
+            self.window_start, self.used = now, 0
+        self.used += 1
+        if self.used > self.limit:
+            return (
+                429,
+                {**JSON, **self._limit_headers()},
+                json.dumps({"message": "Too many requests"}).encode(),
+            )
+        return None
+
+    def _limit_headers(self) -> dict[str, str]:
+        reset = 60
+        if self.clock is not None and self.window_start is not None:
+            reset = max(0, 60 - int((self.clock() - self.window_start).total_seconds()))
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(max(self.limit - self.used, 0)),
+            "RateLimit-Reset": str(reset),
+        }
+
+    def _builds(self, request: Request) -> Answer:
+        query = request.query
+        created_from = _time(query.get("created_from"))
+        finished_from = _time(query.get("finished_from"))
+        builds = []
+        for build in self.served():
+            if "branch" in query and build.get("branch") != query["branch"]:
+                continue
+            if created_from and parse_time(build["created_at"]) < created_from:
+                continue
+            finished = build.get("finished_at")
+            if finished_from and (not finished or parse_time(finished) < finished_from):
+                continue
+            if query.get("include_retried_jobs") != "true":
+                build = {**build, "jobs": [j for j in build.get("jobs", []) if not j.get("retried")]}
+            builds.append(build)
+        per_page = min(int(query.get("per_page", DEFAULT_PER_PAGE)), MAX_PER_PAGE)
+        page = int(query.get("page", 1))
+        last = max(1, -(-len(builds) // per_page))
+        body = json.dumps(builds[(page - 1) * per_page : page * per_page]).encode()
+        headers = {**JSON, **self._limit_headers(), "ETag": f'W/"{hashlib.sha256(body).hexdigest()[:32]}"'}
+
+        def url(n: int) -> str:
+            return f"{self.url}{request.path}?" + urllib.parse.urlencode({**query, "page": str(n)})
+
+        links = []
+        if page < last:
+            links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
+        if page > 1:
+            links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
+        if links:
+            headers["Link"] = ", ".join(links)
+        if request.headers.get("If-None-Match") == headers["ETag"]:
+            return 304, headers, b""
+        return 200, headers, body
+
+    def served(self) -> list[dict[str, Any]]:
+        """The builds as the API shows them now: no `rerun` keys; each retry as a new job."""
+        now = self.clock() if self.clock else None
+        return [self._shown(build, now) for build in self.builds]
+
+    def _shown(self, build: dict[str, Any], now: datetime | None) -> dict[str, Any]:
+        jobs = [{k: v for k, v in job.items() if k != "rerun"} for job in build.get("jobs", [])]
+        retries = self.retries.get(build.get("number", -1), [])
+        if not retries:
+            return {**build, "jobs": jobs}
+        shown = {**build, "jobs": jobs}
+        for retry in retries:
+            old = next((job for job in jobs if job["id"] == retry.job_id), None)
+            if old is None:  # a later listing without that job: nothing to show of it
+                continue
+            old.update(retried=True, retried_in_job_id=retry.new_id)
+            new = {**old, "id": retry.new_id, "retried": False, "retried_in_job_id": None}
+            new["retries_count"] = int(old.get("retries_count") or 0) + 1
+            new["web_url"] = f"{build.get('web_url', '')}#{retry.new_id}"
+            done = now is not None and now >= retry.due
+            new["state"] = retry.state if done else "running"
+            new["finished_at"] = format_time(retry.due) if done else None
+            for key in ("signal_reason", "exit_status"):
+                new[key] = None
+            if new["state"] == "failed":
+                new["exit_status"] = 1
+            jobs.append(new)
+        if any(now is None or now < retry.due for retry in retries):
+            shown.update(state="running", finished_at=None)
+        else:
+            failed = any(
+                j.get("type") == "script"
+                and not j.get("retried")
+                and j.get("state") in ("failed", "timed_out")
+                and not j.get("soft_failed")
+                for j in jobs
+            )
+            ends = max(retry.due for retry in retries)
+            shown.update(state="failed" if failed else "passed", finished_at=format_time(ends))
+        return shown
+
+    def _retry(self, number: int, job_id: str) -> Answer:
+        build = next((b for b in self.builds if b.get("number") == number), None)
+        shown = self._shown(build, self.clock() if self.clock else None) if build else None
+        job = next((j for j in (shown or {}).get("jobs", []) if j.get("id") == job_id), None)
+        if build is None or job is None or job.get("type") != "script":
+            return _error(404, "No job found")
+        if job.get("retried") or job.get("state") not in _FINISHED_JOB:
+            return _error(422, "Only finished jobs that have not been retried can be retried")
+        assert self.clock is not None, "retries need the runtime's clock"
+        original = next((j for j in build.get("jobs", []) if j.get("id") == job_id), job)
+        given = original.get("rerun")
+        outcome: dict[str, Any] = given if isinstance(given, dict) else {}
+        seconds = outcome.get("durationS")
+        took = timedelta(seconds=float(seconds)) if isinstance(seconds, int | float) else DEFAULT_RERUN
+        new_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{job_id}/retry"))
+        now = self.clock()
+        retry = Retry(job_id, new_id, now, now + took, str(outcome.get("state") or job.get("state")))
+        self.retries.setdefault(number, []).append(retry)
+        answer = copy.deepcopy(job)
+        answer.update(id=new_id, state="scheduled", retried=False, retried_in_job_id=None)
+        return 200, {**JSON, **self._limit_headers()}, json.dumps(answer).encode()
+
+
+def _time(value: str | None) -> datetime | None:
+    return parse_time(value) if value else None
+
+
+def _error(status: int, message: str) -> Answer:
+    return status, JSON, json.dumps({"message": message}).encode()
