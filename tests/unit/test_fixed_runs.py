@@ -60,7 +60,7 @@ def seq(history: str, position: int) -> int:
 def test_a_run_of_failures_a_newer_pass_ended_is_fixed(
     history: str, fix: int, culprit: int, failed: int, last_pass: int | None
 ) -> None:
-    found = fixed_run(job(history), lines_reported=True, changed_from=None)
+    found = fixed_run(job(history), changed_from=None)
     assert found is not None
     assert found.fix.seq == seq(history, fix)
     assert found.culprit.seq == seq(history, culprit)
@@ -84,25 +84,21 @@ def test_a_run_of_failures_a_newer_pass_ended_is_fixed(
     ],
 )
 def test_no_fixed_run(history: str) -> None:
-    assert fixed_run(job(history), lines_reported=True, changed_from=None) is None
+    assert fixed_run(job(history), changed_from=None) is None
 
 
 def test_flaky_failures_in_a_row_are_not_a_breakage() -> None:
     """Two failures in a row with different failing lines are two flaky failures."""
     flaky = {1: ("FAILED test/test_a.py::test_1",), 2: ("FAILED test/test_b.py::test_7",)}
-    assert fixed_run(job("PFFP", flaky), lines_reported=True, changed_from=None) is None
-    # Failures without failure lines, where the source reports them, are a runner's or a
-    # timeout's: no breakage either.
+    assert fixed_run(job("PFFP", flaky), changed_from=None) is None
+    # Failures without failure lines are a runner's or a timeout's: no breakage either.
     silent: dict[int, tuple[str, ...]] = {1: (), 2: ()}
-    assert fixed_run(job("PFFP", silent), lines_reported=True, changed_from=None) is None
-    # Where the source reports none (GitHub's), consecutive failing commits are the evidence.
-    found = fixed_run(job("PFFP", silent), lines_reported=False, changed_from=None)
-    assert found is not None and len(found.failures) == 2 and found.failure_lines == ()
+    assert fixed_run(job("PFFP", silent), changed_from=None) is None
 
 
 def test_a_shard_failing_more_lines_still_shares_the_breakages_line() -> None:
     lines = {1: (LINE, "FAILED test/test_other.py::test_3"), 2: (LINE,), 3: ("FAILED test/x.py::test_9",)}
-    found = fixed_run(job("PFFFP", lines), lines_reported=True, changed_from=None)
+    found = fixed_run(job("PFFFP", lines), changed_from=None)
     # The oldest failure fails another test: a flaky failure below the breakage, not its start.
     assert found is not None and found.culprit.seq == seq("PFFFP", 2) and found.last_pass is None
     assert found.failure_lines == (LINE,)
@@ -115,8 +111,8 @@ def test_a_fix_that_passes_before_the_third_failure_never_fires_and_is_fixed() -
     rule = rule_config({})
     for history in ("FF", "PFF", "P.FF", "PFFF"):  # the results as they come in
         assert not judge_job("job", job(history + "P"), recent(history + "P"), rule, NOW).firing
-    early = fixed_run(job("P.FFP"), lines_reported=True, changed_from=None)
-    late = fixed_run(job("PFFFP"), lines_reported=True, changed_from=None)
+    early = fixed_run(job("P.FFP"), changed_from=None)
+    late = fixed_run(job("PFFFP"), changed_from=None)
     assert early is not None and late is not None
     assert (len(early.failures), len(late.failures)) == (2, 3)
     assert early.culprit == late.culprit and early.fix == late.fix
@@ -133,15 +129,15 @@ def test_the_walk_reads_no_further_than_the_changed_cells_need() -> None:
             yield cell
 
     # A new failure at the newest end: the pass below it is older than the change.
-    assert fixed_run(lazily(), lines_reported=True, changed_from=seq(history, 0)) is None
+    assert fixed_run(lazily(), changed_from=seq(history, 0)) is None
     assert len(taken) == 2
     # The fix's pass came in: the run below it is read, and no further than its last pass.
     taken.clear()
-    found = fixed_run(lazily(), lines_reported=True, changed_from=seq(history, 3))
+    found = fixed_run(lazily(), changed_from=seq(history, 3))
     assert found is not None and found.fix.seq == seq(history, 3) and len(taken) == 7
     # A change above passes that were there before: nothing new below them.
     taken.clear()
-    assert fixed_run(lazily(), lines_reported=True, changed_from=seq(history, 1)) is None
+    assert fixed_run(lazily(), changed_from=seq(history, 1)) is None
     assert len(taken) == 3
 
 
@@ -158,11 +154,11 @@ def test_the_walk_reads_no_further_than_the_changed_cells_need() -> None:
 def test_the_breakage_at_the_newest_end(
     history: str, lines: dict[int, tuple[str, ...]] | None, expected: int
 ) -> None:
-    assert len(breakage_run(job(history, lines), lines_reported=True)) == expected
+    assert len(breakage_run(job(history, lines))) == expected
 
 
 def test_a_run_overlapping_an_alerts_range_fired() -> None:
-    found = fixed_run(job("PFFFP"), lines_reported=True, changed_from=None)
+    found = fixed_run(job("PFFFP"), changed_from=None)
     assert found is not None
     newest, oldest = seq("PFFFP", 1), seq("PFFFP", 3)
     assert found.overlaps(oldest, newest) and found.overlaps(newest, newest + 5)

@@ -1,5 +1,6 @@
 """Breakages fixed before anyone was paged (design.md §3.7), found as the evaluator judges a
-job: read, decide (`rule.fixed_run`, `recording`), write.
+job: read, decide (`rule.fixed_run`, `recording`), write; on trunks whose cells carry
+failure lines only (without them, two flaky failures in a row look alike).
 
 A job whose newest failures (two or more commits of one breakage) have not paged is in its
 trunk's unpaged set: a pass on it is then judged too, the pass that may fix it. After a
@@ -44,13 +45,14 @@ def after_judgement(
     """Keep the trunk's unpaged set, and record the breakage the judged change fixed, if any
     (returned). `changed_from`: the lowest seq among the job's changed cells (None: not
     known); `window`, `page_size`: how the evaluator reads a job's cells."""
-    lines = sources.reports_failure_lines(trunk)
-    head = () if verdict.firing else breakage_run(verdict.failures, lines)
+    if not sources.reports_failure_lines(trunk):
+        return None  # two failing commits without lines may as well be two flaky failures
+    head = () if verdict.firing else breakage_run(verdict.failures)
     _mark(reads, verdict.job, len(head) >= FIXED_MIN_FAILURES)
     if verdict.firing or not _may_have_ended_a_run(verdict, changed_from):
         return None
     cells = reads.storage.cells.newest_first(trunk.trunk_id, verdict.job, window, page_size)
-    run = fixed_run(cells, lines, changed_from)
+    run = fixed_run(cells, changed_from)
     if run is None or _fired(run, reads.alert(verdict.job)):
         return None
     episode = FixedEpisode(

@@ -200,19 +200,18 @@ class FixedRun:
         return first_seq <= self.failures[0].seq and last_seq >= self.culprit.seq
 
 
-def breakage_run(failures: Iterable[StoredCell], lines_reported: bool) -> tuple[StoredCell, ...]:
+def breakage_run(failures: Iterable[StoredCell]) -> tuple[StoredCell, ...]:
     """The leading failures (newest first, consecutive failing commits) that one breakage can
-    explain: each shares a failure line with the others where they have lines, so that two
-    flaky failures in a row are not one. Where the source reports failure lines
-    (`lines_reported`), a failure without any (a lost runner, a timeout) ends the run too."""
-    run = _Run(lines_reported)
+    explain: each shares a failure line with the others, so that two flaky failures in a row
+    are not one; a failure without any (a lost runner, a timeout) ends the run."""
+    run = _Run()
     for cell in failures:
         if not run.takes(cell):
             break
     return tuple(run.cells)
 
 
-def fixed_run(cells: Iterable[StoredCell], lines_reported: bool, changed_from: int | None) -> FixedRun | None:
+def fixed_run(cells: Iterable[StoredCell], changed_from: int | None) -> FixedRun | None:
     """The newest run of at least FIXED_MIN_FAILURES failing commits (a `breakage_run`) below
     the job's newest passes, ended by the first of them: the run a pass fixed. `cells` come
     newest first (pending and no-data cells are skipped, flaky counts as a pass); the
@@ -221,7 +220,7 @@ def fixed_run(cells: Iterable[StoredCell], lines_reported: bool, changed_from: i
     (None: not known): a run whose fix is older than every change was there before, so the
     walk stops at a pass older than it, reading no further than the decision needs."""
     fix: StoredCell | None = None
-    run = _Run(lines_reported)
+    run = _Run()
     for cell in cells:
         if cell.state not in _VERDICT_STATES:
             continue
@@ -242,19 +241,15 @@ def fixed_run(cells: Iterable[StoredCell], lines_reported: bool, changed_from: i
 class _Run:
     """Failures of one breakage, newest first, as a walk meets them."""
 
-    lines_reported: bool
     cells: list[StoredCell] = field(default_factory=list)
-    shared: set[str] | None = None  # the failure lines they all share (None: none had lines)
+    shared: set[str] | None = None  # the failure lines they all share (None: no cell yet)
 
     def takes(self, cell: StoredCell) -> bool:
         lines = set(cell.failure_lines)
-        if lines:
-            common = lines if self.shared is None else self.shared & lines
-            if not common:
-                return False
-            self.shared = common
-        elif self.lines_reported:
+        common = lines if self.shared is None else self.shared & lines
+        if not common:
             return False
+        self.shared = common
         self.cells.append(cell)
         return True
 
