@@ -56,6 +56,19 @@ confirmed one also `verdicts`, read from the messages the pipeline sent (each jo
   nothing: what `github_culprit` would comment on) and `innocent_prs_unconfirmed` (episodes
   whose page named an innocent commit only as an unconfirmed suspect);
 - `reruns` (requests GitHub accepted), `reruns_per_episode_mean` and `_max`.
+
+Every run also scores the daily digests it published (`digest`, design.md §4.4), against
+the code breakages that failed at least two consecutive commits of one of their jobs (the
+commits the job ran on, each failing by that breakage: `Truth.consecutive_failures`):
+
+- `breaks_2plus_unpaged`: those no page covered (no job page's failing cells are theirs, no
+  trunk page names their culprit for a job), and `..._in_digest`: those a digest's
+  `fixed_before_page` names by their culprit (`recall_unpaged_in_digest`); the others are
+  listed (`unpaged_missed`: breaking commit, its fix, and when its fix's pass finished,
+  against the last digest's day, after which no digest could tell it);
+- `entries_paged`: entries whose culprit a page covered (nothing in a digest may page);
+- `entries_innocent` and `innocent_per_week`: entries naming a commit that broke nothing
+  (no breakage's culprit), and `entries_repeated`: a culprit named again in a later digest.
 """
 
 from __future__ import annotations
@@ -119,20 +132,27 @@ def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def replay(path: str, store: str = "memory") -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+def replay(
+    path: str, store: str = "memory"
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, list[dict[str, Any]]]:
     """The messages a replay publishes (at, status, reason, labels, annotations), the reruns
-    the GitHub stand-in accepted (at, sha, job), and its wall time."""
+    the GitHub stand-in accepted (at, sha, job), its wall time, and the daily digests it
+    published (their JSON bodies, with `at`)."""
     from trunkwatch_local.replay import read_replay
     from trunkwatch_local.session import Session, replay_into
 
     started = time.perf_counter()
     rows = []
+    digests = []
     parsed = read_replay(path)
     with Session(store=store) as session:
         session.github.repo = parsed.repo
         session.start(parsed.deployment(session.hud.url, session.github.url))
         for message in replay_into(session, parsed):
             row = message.as_json()
+            if message.is_digest:
+                digests.append({**row["message"], "at": row["at"]})
+                continue
             alert = row["message"]["alerts"][0]
             rows.append(
                 {
@@ -147,7 +167,7 @@ def replay(path: str, store: str = "memory") -> tuple[list[dict[str, Any]], list
             {"at": rerun.at.strftime("%Y-%m-%dT%H:%M:%SZ"), "sha": rerun.sha, "job": rerun.job}
             for rerun in session.github.accepted
         ]
-    return rows, reruns, time.perf_counter() - started
+    return rows, reruns, time.perf_counter() - started, digests
 
 
 def paged_again(messages: list[dict[str, Any]], within: timedelta = REPAGE_WITHIN) -> int:
@@ -242,6 +262,24 @@ class Truth:
         self.key_columns: dict[str, list[str]] = defaultdict(list)
         for name in names:
             self.key_columns[job_key(name)].append(name)
+
+    def consecutive_failures(self, breakage: Breakage) -> int:
+        """The most commits in a row one of the breakage's jobs failed by it: the commits the
+        job ran on (a sharded job failing when a shard does), none between passing or failing
+        otherwise."""
+        most = 0
+        for job in dict.fromkeys(job_key(column) for column in breakage.columns):
+            columns, run = self.key_columns.get(job, []), 0
+            for commit in range(breakage.culprit, breakage.fix):
+                found = [r for c in columns if (r := self.result(commit, c)) is not None]
+                if not found:
+                    continue  # the job did not run there: the next commit it ran on is next
+                if any(r.cause == f"code:{breakage.culprit}" for r in found):
+                    run += 1
+                    most = max(most, run)
+                else:
+                    run = 0
+        return most
 
     @classmethod
     def load(cls, path: Path) -> Truth:
@@ -524,14 +562,54 @@ def verdict_scores(
     }
 
 
+def digest_scores(truth: Truth, paged: set[int], digests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The digests' entries against the code breakages of two or more consecutive failing
+    commits that no page covered (`paged`: the breaking commits a page covered)."""
+    shas = {index: sha for sha, index in truth.sha_index.items()}
+    entries = [(digest["day"], entry) for digest in digests for entry in digest["fixed_before_page"]]
+    named = Counter(entry["culprit_sha"] for _, entry in entries)
+    breakers = {b.culprit for b in truth.breaks}
+    two_plus = [b for b in truth.breaks if truth.consecutive_failures(b) >= 2]
+    unpaged = [b for b in two_plus if b.culprit not in paged]
+    told = [b for b in unpaged if shas.get(b.culprit) in named]
+    last_day = max((digest["day"] for digest in digests), default="")
+    missed = []
+    for b in unpaged:
+        if shas.get(b.culprit) in named:
+            continue
+        fixes = [r.finish for c in b.columns if (r := truth.result(b.fix, c)) is not None]
+        fixed_at = min(fixes).strftime("%Y-%m-%dT%H:%M:%SZ") if fixes else None
+        missed.append(
+            {"culprit": b.culprit, "fix": b.fix, "fix_finished": fixed_at, "last_digest_day": last_day}
+        )
+    innocent = [sha for sha in named if truth.sha_index.get(sha) not in breakers]
+    paged_shas = {shas.get(index) for index in paged}
+    entries_paged = [entry for _, entry in entries if entry["culprit_sha"] in paged_shas]
+    return {
+        "digests": len(digests),
+        "entries": len(entries),
+        "breaks_2plus": len(two_plus),
+        "breaks_2plus_unpaged": len(unpaged),
+        "breaks_2plus_unpaged_in_digest": len(told),
+        "recall_unpaged_in_digest": _ratio(len(told), len(unpaged)),
+        "unpaged_missed": missed,
+        "entries_paged": len(entries_paged),
+        "entries_innocent": sum(named[sha] for sha in innocent),
+        "innocent_per_week": round(sum(named[sha] for sha in innocent) / (truth.days / 7), 2),
+        "entries_repeated": sum(count - 1 for count in named.values()),
+    }
+
+
 def score(
     truth: Truth,
     messages: list[dict[str, Any]],
     polls: Sequence[datetime] | None = None,
     failed_at: Mapping[tuple[int, str], datetime] | None = None,
+    digests: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The paging figures of a replay's `messages`; `polls`, the replay's snapshot times,
-    for the breakages that showed at one; `failed_at` as for `Scorer`."""
+    for the breakages that showed at one; `failed_at` as for `Scorer`; with the replay's
+    `digests`, their figures too (`digest_scores`)."""
     scorer = Scorer(truth, failed_at)
     found = pages(messages)
     job_pages = [p for p in found if p.alertname == JOB_ALERT]
@@ -616,6 +694,7 @@ def score(
             {c for j, c in trunk_named if _named_cause(scorer, j, c)[1] != c}
         ),
         "trunk_pages_innocent_by_kind": dict(sorted(trunk_innocent.items())),
+        **({"digest": digest_scores(truth, detected_with_trunk, digests)} if digests is not None else {}),
     }
 
 
@@ -630,14 +709,14 @@ def pushed(history: Timeline, truth: Truth, path: Path) -> dict[str, Any]:
         at += PUSHED_TICKS
     write(path, history.header(), history.deliveries(ticks=ticks))
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        messages, _, replay_s = pool.apply(replay, (str(path), "memory"))
+        messages, _, replay_s, digests = pool.apply(replay, (str(path), "memory"))
     # A retried failure is known when its first attempt fails, before its final result.
     failed_at: dict[tuple[int, str], datetime] = {}
     for report in history.reports:
         cell = (truth.sha_index[report.sha], report.name)
         if report.conclusion == "failure" and cell not in failed_at:
             failed_at[cell] = report.at
-    return {"replay_s": round(replay_s, 1), **score(truth, messages, failed_at=failed_at)}
+    return {"replay_s": round(replay_s, 1), **score(truth, messages, failed_at=failed_at, digests=digests)}
 
 
 def snapshot_times(path: Path) -> list[datetime]:
@@ -699,8 +778,11 @@ def redtrunk(
             path = Path(tmp) / f"{name}.jsonl.gz"
             with_config(source, path, config)
             with multiprocessing.get_context("spawn").Pool(1) as pool:
-                messages, reruns, replay_s = pool.apply(replay, (str(path),))
-            result = {"replay_s": round(replay_s, 1), **score(truth, messages, snapshot_times(path))}
+                messages, reruns, replay_s, digests = pool.apply(replay, (str(path),))
+            result = {
+                "replay_s": round(replay_s, 1),
+                **score(truth, messages, snapshot_times(path), digests=digests),
+            }
             if config is not None:
                 result["verdicts"] = verdict_scores(Scorer(truth), messages, reruns)
             runs[name] = result

@@ -182,6 +182,8 @@ def _print(messages: Iterable[Any], as_json: bool) -> int:
 
 def timeline_line(published: Any) -> str:
     """One notification, for a person: when, what, and the culprit."""
+    if published.is_digest:
+        return _digest_line(published)
     message = published.message
     alert = message["alerts"][0]
     labels, annotations = alert["labels"], alert["annotations"]
@@ -204,6 +206,23 @@ def timeline_line(published: Any) -> str:
         details.append(f"verdict: {annotations['culprit_verdict']}" + (f" ({reason})" if reason else ""))
     if message["status"] == "firing" and annotations.get("failing_jobs"):
         details.extend(f"failing: {job}" for job in annotations["failing_jobs"].splitlines())
+    return "\n".join([line, *(f"{'':18}{d}" for d in details)])
+
+
+def _digest_line(published: Any) -> str:
+    """A daily digest: its day and counts, and each breakage fixed before a page."""
+    digest = published.message
+    when = published.at.strftime("%Y-%m-%d %H:%M")
+    fixed = digest["fixed_before_page"]
+    line = (
+        f"{when}  DIGEST   {digest['day']}: {len(fixed)} fixed before a page, "
+        f"{len(digest['pages'])} page(s), {digest['hours_broken']:g}h broken"
+    )
+    details = [
+        f"fixed before a page: {b['culprit_sha'][:12]} by {b['culprit_author'] or '?'}, "
+        f"{b['failed_commits']} commits failed, fixed by {b['fix_sha'][:12]} ({len(b['jobs'])} job(s))"
+        for b in fixed
+    ]
     return "\n".join([line, *(f"{'':18}{d}" for d in details)])
 
 

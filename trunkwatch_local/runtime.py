@@ -28,6 +28,7 @@ from aws_lambda_powertools import Metrics
 
 from trunkwatch.domain.clock import SimulatedClock, format_time
 from trunkwatch.domain.config import Deployment, to_json
+from trunkwatch.domain.digest import KIND as DIGEST_KIND
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local import idempotency_clock
@@ -83,6 +84,33 @@ class Published:
             "message": self.message,
             "email": self.email,
         }
+
+    @property
+    def is_digest(self) -> bool:
+        """A trunk's daily digest (design.md §4.4), not an alert's transition."""
+        return is_digest(self.as_json())
+
+
+def is_digest(message: dict[str, Any]) -> bool:
+    """Whether a published message (`Published.as_json()`) is a daily digest: its message
+    attribute `kind`, which no alert carries."""
+    return bool(message["attributes"].get("kind") == DIGEST_KIND)
+
+
+def summary_row(message: dict[str, Any]) -> dict[str, Any]:
+    """A published message (`Published.as_json()`) as the expected files list it: when, its
+    status and labels (an alert's transition), or when, `digest`, the trunk and the day."""
+    body = message["message"]
+    if is_digest(message):
+        return {
+            "at": message["at"],
+            "status": "digest",
+            "repo": body["repo"],
+            "branch": body["branch"],
+            "day": body["day"],
+        }
+    labels = body["alerts"][0]["labels"]
+    return {"at": message["at"], "status": body["status"], "job": labels.get("job"), **labels}
 
 
 class LocalRuntime:

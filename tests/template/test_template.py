@@ -574,7 +574,7 @@ def test_stream_readers_read_only_the_tables_stream(resources: dict[str, Any], f
     ("function", "actions"),
     [
         ("IngestFunction", {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"}),
-        ("EvaluatorFunction", {"GetItem", "Query", "PutItem", "UpdateItem"}),
+        ("EvaluatorFunction", {"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}),
         ("NotifierFunction", {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}),
         ("ApiFunction", {"GetItem", "BatchGetItem", "Query", "PutItem"}),
         ("AuthorizerFunction", set()),
@@ -814,7 +814,13 @@ def test_the_notifier_writes_logs_and_idempotency_records_and_deletes_only_the_l
         "dynamodb:BatchGetItem",
         "dynamodb:Query",
     }
-    reads = [keys.trunk(TRUNK_ID), keys.alerts(TRUNK_ID), keys.commits(TRUNK_ID)]
+    reads = [
+        keys.trunk(TRUNK_ID),
+        keys.alerts(TRUNK_ID),
+        keys.commits(TRUNK_ID),
+        keys.episodes(TRUNK_ID),  # the daily digest's
+        keys.fixed(TRUNK_ID),
+    ]
     assert _leading_keys(table["TableRead"]) == [
         *(_partition(key) for key in reads),
         keys.SILENCES,
@@ -833,6 +839,13 @@ def test_the_notifier_writes_logs_and_idempotency_records_and_deletes_only_the_l
     assert table["DeleteIdempotencyRecords"]["Condition"] == {
         "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [keys.IDEMPOTENCY]}
     }
+
+
+def test_the_evaluator_deletes_only_in_the_fixed_breakages_partition(resources: dict[str, Any]) -> None:
+    role = resources["EvaluatorFunctionRole"]
+    (delete,) = [s for s in _statements(role) if "dynamodb:DeleteItem" in _actions(s)]
+    assert _actions(delete) == ["dynamodb:DeleteItem"] and _resources_of(delete) == [TABLE_ARN]
+    assert _leading_keys(delete) == [_partition(keys.fixed(TRUNK_ID))]
 
 
 def test_the_public_webhook_function_has_reserved_concurrency(resources: dict[str, Any]) -> None:
