@@ -18,7 +18,8 @@ random AWS calls (3 seeds, 3% and 8% of calls) and counts the messages lost, rep
 delayed.
 `python -m benchmarks redtrunk [--quick] [--seed N]` generates a calibrated red trunk (two
 weeks; `--quick`: three days; seed 100 unless given), replays it through the local runtime
-without and with `confirm: rerun` and scores both against its ground truth, with the culprit
+without and with `confirm: rerun`, fed by webhooks alone, and in Buildkite form with
+`confirm: rerun` (job retries), and scores each against its ground truth, with the culprit
 verdicts the pipeline sent (benchmarks/redtrunk_score.py); `--replay PATH.jsonl.gz --truth
 PATH.truth.json.gz` does the same for a trunk in the generator's format made elsewhere. Each
 trunk's figures go under `redtrunk`'s `trunks` by its name (`seed N`, or the replay file's

@@ -400,7 +400,8 @@ def redtrunk(summary: dict[str, Any]) -> Fields:
     trunks = (summary.get("redtrunk") or {}).get("trunks") or {}
     if not trunks:
         return None
-    # Without (w) / with (c) confirmation by reruns, the confirmed run's verdicts (v), pushed (p).
+    # Without (w) / with (c) confirmation by reruns, the confirmed run's verdicts (v), pushed (p);
+    # in Buildkite form, confirmed by job retries (b), its verdicts (bv).
     return {
         "columns": {
             name: {
@@ -408,6 +409,8 @@ def redtrunk(summary: dict[str, Any]) -> Fields:
                 "c": Figure(trunks[name]["with_confirmation"]),
                 "v": Figure(trunks[name]["with_confirmation"]["verdicts"]),
                 "p": Figure(trunks[name].get("pushed")),
+                "b": Figure(trunks[name].get("buildkite")),
+                "bv": Figure((trunks[name].get("buildkite") or {}).get("verdicts")),
             }
             for name in sorted(trunks)
         }

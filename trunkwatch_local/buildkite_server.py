@@ -49,9 +49,12 @@ _FINISHED_JOB = frozenset({"passed", "failed", "timed_out", "canceled", "expired
 
 @dataclass(frozen=True)
 class Retry:
-    """A retry accepted: the new job's id, and when it ends how."""
+    """A retry accepted: the job retried (its id, name and build's commit), the new job's id,
+    and when it ends how."""
 
     job_id: str
+    name: str
+    sha: str
     new_id: str
     at: datetime
     due: datetime
@@ -245,7 +248,8 @@ class BuildkiteServer(Misbehaving):
         took = timedelta(seconds=float(seconds)) if isinstance(seconds, int | float) else DEFAULT_RERUN
         new_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{job_id}/retry"))
         now = self.clock()
-        retry = Retry(job_id, new_id, now, now + took, str(outcome.get("state") or job.get("state")))
+        state = str(outcome.get("state") or job.get("state"))
+        retry = Retry(job_id, str(job.get("name")), str(build.get("commit")), new_id, now, now + took, state)
         self.retries.setdefault(number, []).append(retry)
         answer = copy.deepcopy(job)
         answer.update(id=new_id, state="scheduled", retried=False, retried_in_job_id=None)

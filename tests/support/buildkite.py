@@ -4,6 +4,7 @@ with the fields a test sets), and a HUD-form replay turned into its Buildkite fo
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Iterator
@@ -163,7 +164,8 @@ def hud_to_builds(snapshot: dict[str, Any], at: datetime, memory: Converter) -> 
                     job(number, name, _HUD_STATES.get(conclusion, conclusion), pipeline=pipeline, **fields)
                 )
         shown = [{k: v for k, v in j.items() if k != "rerun"} for j in jobs]
-        key = f"{sha}:{json.dumps(shown, sort_keys=True)}"
+        # A digest: a red trunk's two weeks of builds, each version kept in full, take gigabytes.
+        key = f"{sha}:{hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()}"
         if not running and key not in finished:
             finished[key] = at
         extra: dict[str, Any] = {
@@ -187,11 +189,13 @@ def hud_to_builds(snapshot: dict[str, Any], at: datetime, memory: Converter) -> 
     return builds
 
 
-def buildkite_replay(lines: Iterable[str], pipeline: str = PIPELINE) -> Iterator[str]:
+def buildkite_replay(
+    lines: Iterable[str], pipeline: str = PIPELINE, numbers: dict[str, int] | None = None
+) -> Iterator[str]:
     """A HUD-form replay file's lines in Buildkite form: its header naming the source and
     pipeline, each `hud` event a `buildkite` one (a `hud_status` a `buildkite_status`), every
-    other event as it is."""
-    converter = Converter(pipeline)
+    other event as it is. `numbers`, when given, gets each commit's build number."""
+    converter = Converter(pipeline, {} if numbers is None else numbers)
     numbered = (line for line in lines if line.strip())
     header = json.loads(next(numbered))
     yield json.dumps({**header, "source": "buildkite", "pipeline": pipeline})
