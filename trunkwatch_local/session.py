@@ -37,8 +37,16 @@ class Session:
         chaos: Chaos | None = None,
         store: str = "dynamodb",
         extra_ticks: Iterable[datetime] = (),
+        buildkite_token: str | None = None,
     ) -> None:
-        self.runtime = LocalRuntime(template, webhook_secret, chaos, store=store, extra_ticks=extra_ticks)
+        self.runtime = LocalRuntime(
+            template,
+            webhook_secret,
+            chaos,
+            store=store,
+            extra_ticks=extra_ticks,
+            buildkite_token=buildkite_token,
+        )
         self.hud = HudServer(clock=self.runtime.clock.now)
         self.github = GitHubServer(hud=self.hud)
         self.buildkite = BuildkiteServer(clock=self.runtime.clock.now)
