@@ -36,6 +36,7 @@ SECTIONS = [
     "push",
     "cold_start",
     "cost",
+    "buildkite_poll",
     "local_scale",
     "github_budget",
     "long_history",
@@ -305,6 +306,32 @@ def cost_storage(summary: dict[str, Any]) -> Fields:
         for part, count in storage["items"].items()
     ]
     return {"s": Figure(storage), "table": table(["items", "count", "GB"], rows)}
+
+
+@block
+def cost_buildkite(summary: dict[str, Any]) -> Fields:
+    polled = summary.get("buildkite_poll")
+    if not polled:
+        return None
+    parts = ", ".join(f"{name} {_usd(v)}" for name, v in polled["usd_per_month_by_item"].items())
+    rows = [
+        [
+            phase.replace("_", " "),
+            f"{_n(poll['http_requests'])} ({_n(poll['http_unconditional_requests'])})",
+            _n(poll["cells_written"]),
+            _n(poll["write_units"]),
+            _n(poll["read_units"]),
+            _n(poll["code_s"]),
+        ]
+        for phase, poll in polled["polls"].items()
+    ]
+    header = ["poll", "requests (unconditional)", "cells written", "write units", "read units", "code s"]
+    return {
+        "b": Figure(polled),
+        "q": Figure(polled["polls"]["quiet_poll"]),
+        "parts": parts,
+        "table": table(header, rows),
+    }
 
 
 @block
