@@ -39,6 +39,15 @@ retried failure's first attempt: the truth file of a trunk generated elsewhere d
 when that was, and the timeline puts it halfway to the final result), so it includes no poll
 interval.
 
+A fourth run, `buildkite`, replays the same trunk in Buildkite form with confirmation
+(`buildkite_form`: tests/support/buildkite.py's converter, the one the scenarios' Buildkite
+tests use: one build per commit, each cell a job of its name, a retried cell a failed job
+retried into its result, no failure lines, as Buildkite's listings have none), read by the
+`buildkite` source from the Buildkite stand-in, culprits confirmed by job retries the
+stand-in answers from the cells' `rerun` data; scored as the confirmed run is (a run's URL
+is the generator's, or for a job retried on Buildkite its build's, whose commit the
+conversion tells).
+
 The trunk is replayed twice: as it is (today's rule), and with `"config": {"confirm": "rerun"}`
 in its header (culprit verdicts confirmed by reruns, issue #27), whose reruns the local GitHub
 stand-in answers from the generator's `rerun` data. Both runs get the figures above; the
@@ -74,6 +83,7 @@ commits the job ran on, each failing by that breakage: `Truth.consecutive_failur
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import multiprocessing
 import re
@@ -117,15 +127,9 @@ class Page:
     annotations: dict[str, str]
 
     @property
-    def commits(self) -> list[int]:
-        """The commit indices of the failing runs it lists, newest first (their URLs name the
-        commit, `.../actions/runs/<commit index>/job/...`)."""
-        found: list[int] = []
-        for url in self.annotations.get("failing_runs", "").split():
-            index = int(url.rstrip("/").split("/")[-3])
-            if index not in found:
-                found.append(index)
-        return found
+    def runs(self) -> list[str]:
+        """The URLs of the failing runs it lists, newest first."""
+        return self.annotations.get("failing_runs", "").split()
 
 
 def _parse(text: str) -> datetime:
@@ -136,8 +140,8 @@ def replay(
     path: str, store: str = "memory"
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, list[dict[str, Any]]]:
     """The messages a replay publishes (at, status, reason, labels, annotations), the reruns
-    the GitHub stand-in accepted (at, sha, job), its wall time, and the daily digests it
-    published (their JSON bodies, with `at`)."""
+    the GitHub stand-in accepted, or the job retries the Buildkite one did (at, sha, job), its
+    wall time, and the daily digests it published (their JSON bodies, with `at`)."""
     from trunkwatch_local.replay import read_replay
     from trunkwatch_local.session import Session, replay_into
 
@@ -146,8 +150,7 @@ def replay(
     digests = []
     parsed = read_replay(path)
     with Session(store=store) as session:
-        session.github.repo = parsed.repo
-        session.start(parsed.deployment(session.hud.url, session.github.url))
+        session.start(session.replaying_from(parsed))
         for message in replay_into(session, parsed):
             row = message.as_json()
             if message.is_digest:
@@ -166,6 +169,10 @@ def replay(
         reruns = [
             {"at": rerun.at.strftime("%Y-%m-%dT%H:%M:%SZ"), "sha": rerun.sha, "job": rerun.job}
             for rerun in session.github.accepted
+        ] + [
+            {"at": retry.at.strftime("%Y-%m-%dT%H:%M:%SZ"), "sha": retry.sha, "job": retry.name}
+            for retries in session.buildkite.retries.values()
+            for retry in retries
         ]
     return rows, reruns, time.perf_counter() - started, digests
 
@@ -331,29 +338,50 @@ class Truth:
         return False
 
 
+_BUILD_URL = re.compile(r"/builds/(\d+)(?:[#/?]|$)")
+
+
 class Scorer:
     """Scores pages against `truth`; `failed_at`: when a cell's failure was first reported,
     where that is before its final result (a failed attempt whose retry failed too), by
-    (commit index, column)."""
+    (commit index, column); `builds`: the commit index of each Buildkite build number, for
+    the runs of a trunk in Buildkite form (`buildkite_form`) whose URL is its build's."""
 
-    def __init__(self, truth: Truth, failed_at: Mapping[tuple[int, str], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        truth: Truth,
+        failed_at: Mapping[tuple[int, str], datetime] | None = None,
+        builds: Mapping[int, int] | None = None,
+    ) -> None:
         self.failed_at = failed_at or {}
         self.truth = truth
         self.sha_index = truth.sha_index
+        self.builds = builds or {}
 
     def index(self, sha: str) -> int | None:
         """The commit a full or 12-character sha names."""
         return self.sha_index.get(sha, self.truth.short_index.get(sha[:12]))
 
+    def run_commit(self, url: str) -> int:
+        """The commit index a failing run's URL names: the generator's name it
+        (`.../actions/runs/<commit index>/job/...`, kept in Buildkite form), a job retried on
+        Buildkite has its build's (`.../builds/<number>#<job id>`)."""
+        found = _BUILD_URL.search(url)
+        if found and "/actions/runs/" not in url:
+            return self.builds[int(found[1])]
+        return int(url.rstrip("/").split("/")[-3])
+
+    def commits(self, page: Page) -> list[int]:
+        """The commit indices of the page's failing runs, newest first."""
+        return list(dict.fromkeys(self.run_commit(url) for url in page.runs))
+
     def cells(self, page: Page) -> list[tuple[int, str]]:
         """(commit index, column) of the page's failing runs, newest first. A run's URL names
         its commit only: each is one of the failing columns of the page's job on that commit,
         the earliest to finish first (a sharded job's commit fails with its first shard)."""
-        runs = Counter(
-            int(url.rstrip("/").split("/")[-3]) for url in page.annotations.get("failing_runs", "").split()
-        )
+        runs = Counter(self.run_commit(url) for url in page.runs)
         found = []
-        for commit in page.commits:
+        for commit in self.commits(page):
             failing = sorted(
                 (result.finish, column)
                 for column in self.truth.key_columns.get(page.job or "", [])
@@ -606,11 +634,12 @@ def score(
     polls: Sequence[datetime] | None = None,
     failed_at: Mapping[tuple[int, str], datetime] | None = None,
     digests: list[dict[str, Any]] | None = None,
+    builds: Mapping[int, int] | None = None,
 ) -> dict[str, Any]:
     """The paging figures of a replay's `messages`; `polls`, the replay's snapshot times,
-    for the breakages that showed at one; `failed_at` as for `Scorer`; with the replay's
-    `digests`, their figures too (`digest_scores`)."""
-    scorer = Scorer(truth, failed_at)
+    for the breakages that showed at one; `failed_at` and `builds` as for `Scorer`; with the
+    replay's `digests`, their figures too (`digest_scores`)."""
+    scorer = Scorer(truth, failed_at, builds)
     found = pages(messages)
     job_pages = [p for p in found if p.alertname == JOB_ALERT]
     trunk_pages = [p for p in found if p.alertname in TRUNK_ALERTS]
@@ -719,6 +748,21 @@ def pushed(history: Timeline, truth: Truth, path: Path) -> dict[str, Any]:
     return {"replay_s": round(replay_s, 1), **score(truth, messages, failed_at=failed_at, digests=digests)}
 
 
+def buildkite(source: Path, truth: Truth, path: Path) -> dict[str, Any]:
+    """The trunk in Buildkite form (`buildkite_form`) with confirmation, its culprits
+    confirmed by job retries the Buildkite stand-in answers from the cells' `rerun` data;
+    replayed as the HUD form is, scored the same way."""
+    builds = buildkite_form(source, path, truth, CONFIRM)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        messages, reruns, replay_s, digests = pool.apply(replay, (str(path),))
+    result = {
+        "replay_s": round(replay_s, 1),
+        **score(truth, messages, snapshot_times(path), digests=digests, builds=builds),
+    }
+    result["verdicts"] = verdict_scores(Scorer(truth, builds=builds), messages, reruns)
+    return result
+
+
 def snapshot_times(path: Path) -> list[datetime]:
     """The times of a replay file's snapshots (its events' `at`, the header skipped)."""
     with gzip.open(path, "rt", encoding="utf-8") as lines:
@@ -741,6 +785,26 @@ def with_config(source: Path, target: Path, config: dict[str, Any] | None) -> No
             shutil.copyfileobj(reading, writing)
 
 
+def buildkite_form(source: Path, target: Path, truth: Truth, config: dict[str, Any] | None) -> dict[int, int]:
+    """Write the replay `source` in Buildkite form to `target` (`tests/support/buildkite.py`'s
+    converter, as the scenarios' Buildkite tests use: one build per commit, each HUD cell a
+    job of its name, a retried cell a failed job retried into its final result, each cell's
+    `rerun` its job's), its header's rule `config` the one given; returns the commit index of
+    each build number."""
+    from tests.support.buildkite import buildkite_replay
+
+    with gzip.open(source, "rt", encoding="utf-8") as reading:
+        header = json.loads(reading.readline() or "null")
+        if not isinstance(header, dict) or "repo" not in header:
+            raise ValueError(f"{source}: not a replay file (its first line is no header with a repo)")
+        lines = itertools.chain([json.dumps({**header, "config": config or {}})], reading)
+        numbers: dict[str, int] = {}
+        with gzip.open(target, "wt", encoding="utf-8", compresslevel=1) as writing:
+            for line in buildkite_replay(lines, numbers=numbers):
+                writing.write(line + "\n")
+    return {number: truth.sha_index[sha] for sha, number in numbers.items()}
+
+
 def trunk_name(seed: int, replay_path: Path | None) -> str:
     """The trunk's name in the summary: `seed N`, or the replay file's name without `.jsonl.gz`."""
     if replay_path is None:
@@ -752,9 +816,10 @@ def redtrunk(
     days: float = DAYS, seed: int = SEED, replay_path: Path | None = None, truth_path: Path | None = None
 ) -> dict[str, Any]:
     """The workload: generate trunk `seed` (or read `replay_path` and its truth file), replay
-    it without and with confirmation (each in a fresh process, one after the other), and fed
-    by webhooks alone, each job delivered at its own finish time (`pushed`); score. The
-    figures go under `trunks`, by the trunk's name."""
+    it without and with confirmation (each in a fresh process, one after the other), fed by
+    webhooks alone, each job delivered at its own finish time (`pushed`), and in Buildkite
+    form with confirmation (`buildkite`); score. The figures go under `trunks`, by the
+    trunk's name."""
     started = time.perf_counter()
     runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="redtrunk-") as tmp:
@@ -787,5 +852,6 @@ def redtrunk(
                 result["verdicts"] = verdict_scores(Scorer(truth), messages, reruns)
             runs[name] = result
         runs["pushed"] = pushed(history, truth, Path(tmp) / "pushed.jsonl.gz")
+        runs["buildkite"] = buildkite(source, truth, Path(tmp) / "buildkite.jsonl.gz")
     section = {**about, "total_s": round(time.perf_counter() - started, 1), **runs}
     return {"trunks": {trunk_name(seed, replay_path): section}}

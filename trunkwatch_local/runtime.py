@@ -126,6 +126,7 @@ class LocalRuntime:
         store: str = "memory",
         extra_ticks: Iterable[datetime] = (),
         wrap_storage: Callable[[Storage], Storage] | None = None,
+        buildkite_token: str | None = None,
     ) -> None:
         # Crash injection kills at AWS calls; the in-memory store's calls make none, so its
         # storage is wrapped to kill at them (inside `wrap_storage`'s, if given).
@@ -157,9 +158,10 @@ class LocalRuntime:
         self._crashable.add(self.stack.logical_id("webhook"))
         self.modules = self.stack.modules
         self.names = self.stack.names  # functions/<name> folder -> logical id
-        # What GitHub signs deliveries with here: the caller's, else random per run; held
-        # only in memory, never printed.
+        # What GitHub signs deliveries with here, and Buildkite's webhook token: the caller's,
+        # else random per run; held only in memory, never printed.
         self.webhook_secret = webhook_secret or secrets.token_hex(20)
+        self.buildkite_token = buildkite_token or secrets.token_hex(20)
         # Schedule ticks and webhook deliveries (serve takes them from two threads) run one
         # at a time, each with the stream records it causes.
         self.lock = threading.RLock()
@@ -182,6 +184,7 @@ class LocalRuntime:
                 "POWERTOOLS_METRICS_DISABLED": "false" if level in ("DEBUG", "INFO") else "true",
             },
             webhook_secret=self.webhook_secret,
+            buildkite_token=self.buildkite_token,
         )
         if self.chaos is not None:
             self._chaos_installed = self.chaos.installed()
@@ -350,10 +353,10 @@ class LocalRuntime:
 
     def deliver_buildkite(self, event: str, body: bytes, at: datetime) -> dict[str, Any]:
         """A Buildkite webhook delivery at `at`, signed (`X-Buildkite-Signature`, timestamped
-        `at`) with the runtime's secret as the webhook's token; its records wait for
+        `at`) with the runtime's Buildkite webhook token; its records wait for
         `settle_deliveries`, as `deliver`'s do."""
         timestamp = str(int(at.timestamp()))
-        signed = hmac.new(self.webhook_secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+        signed = hmac.new(self.buildkite_token.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
         headers = {
             "Content-Type": "application/json",
             "User-Agent": "Buildkite-Request",
