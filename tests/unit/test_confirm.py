@@ -349,6 +349,17 @@ def test_without_failure_lines_beside_other_jobs_on_its_runner_it_is_environment
     assert runner_of("lint / lintrunner") == "" and runner_of(JOB) == "linux.2xlarge"
 
 
+def test_on_a_trunk_whose_failures_carry_no_lines_missing_lines_tell_nothing() -> None:
+    """A GitHub- or Buildkite-fed trunk: no failure has lines, so jobs of one runner type
+    failing together are no sign of an outage; reruns decide."""
+    storage = memory_storage()
+    ref = CommitRef(11, CULPRIT.sha, CULPRIT.time)
+    peer = JobAlert("trunk / test (slow, linux.2xlarge)", "firing", NOW, 3, ref, ref)
+    storage.alerts.save_with_failing_set(TRUNK.trunk_id, peer, now_firing=True)
+    decision = culprit_decision(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW, lines=False).decision
+    assert decision.verdict == Verdict.UNCONFIRMED
+
+
 def test_a_culprit_whose_failure_is_a_failed_retry_is_not_rerun() -> None:
     storage = memory_storage()
     _decide(storage)

@@ -60,21 +60,29 @@ RequestRerun = Callable[[JobRun], "str | None"]
 
 
 def culprit_decision(
-    storage: Storage, trunk_id: str, rule: RuleConfig, alert: JobAlert, now: datetime, *, plan: bool = True
+    storage: Storage,
+    trunk_id: str,
+    rule: RuleConfig,
+    alert: JobAlert,
+    now: datetime,
+    *,
+    plan: bool = True,
+    lines: bool = True,
 ) -> Judgement:
     """The verdict on the culprit of `alert`'s episode: what it reads (gathered), the
     decision from that alone (`judge`), then the reruns the episode still wants, planned
-    (unless `plan` is False: the episode is over)."""
+    (unless `plan` is False: the episode is over). `lines`: the trunk's failures carry failure
+    lines; where none do, a failure without them is no sign of an outage."""
     records = storage.reruns.of_episode(trunk_id, alert.job, alert.starts_at)
     suspect = suspect_of(alert, records, _unrun(storage, trunk_id, alert))
     wanted = _plan(storage, trunk_id, rule, suspect, records, now) if plan else Plan(())
     firing = (
         storage.alerts.of_trunk(trunk_id, firing_only=True)
-        if _reads_firing(alert, suspect, records)
+        if _reads_firing(alert, suspect, records, lines)
         else None
     )
     planned = planned_records(alert, suspect, wanted, now)
-    judgement = judge(alert, suspect, [*records, *planned], firing, wanted)
+    judgement = judge(alert, suspect, [*records, *planned], firing, wanted, lines)
     for record in planned:
         storage.reruns.add(trunk_id, record, rule.retention)
     return judgement
@@ -124,11 +132,11 @@ def planned_records(alert: JobAlert, suspect: Suspect, wanted: Plan, now: dateti
     ]
 
 
-def _reads_firing(alert: JobAlert, suspect: Suspect, records: list[RerunRecord]) -> bool:
+def _reads_firing(alert: JobAlert, suspect: Suspect, records: list[RerunRecord], lines: bool) -> bool:
     """Whether the verdict needs the trunk's firing alerts: without failure lines, for the
     other jobs failing on its runner; once the job's own reruns say its range broke it but
     it did not run on every commit of the range, for the other jobs' confirmed culprits."""
-    if not alert.failure_lines:
+    if not alert.failure_lines and lines:
         return bool(runner_of(alert.job))
     last_rerun = _reruns(records).get(Role.LAST_PASS)
     range_broke = (
@@ -143,6 +151,7 @@ def judge(
     records: list[RerunRecord],
     firing: list[JobAlert] | None,
     wanted: Plan,
+    lines: bool = True,
 ) -> Judgement:
     """The verdict on `suspect` from the episode's rerun `records` (those planned now
     included) and the trunk's `firing` alerts (None: not read, `_reads_firing`), saying why
@@ -154,7 +163,7 @@ def judge(
         if last_pass is not None and named
         else None
     )
-    decision = decide(suspect, _evidence(alert, records, firing, sibling))
+    decision = decide(suspect, _evidence(alert, records, firing, sibling, lines))
     if not records and wanted.skipped:
         decision = Decision(
             decision.verdict, "; ".join(dict.fromkeys(reason for _, reason in wanted.skipped))
@@ -181,9 +190,14 @@ def _reruns(records: list[RerunRecord]) -> dict[Role, Rerun]:
 
 
 def _evidence(
-    alert: JobAlert, records: list[RerunRecord], firing: list[JobAlert] | None, sibling: ConfirmedAlert | None
+    alert: JobAlert,
+    records: list[RerunRecord],
+    firing: list[JobAlert] | None,
+    sibling: ConfirmedAlert | None,
+    lines: bool,
 ) -> Evidence:
     by_role, runner = _reruns(records), runner_of(alert.job)
+    no_lines = lines and not alert.failure_lines  # where no failure carries lines, none is missing
     # No failure lines, and other jobs on its runner failing without lines now: an outage.
     peers = sum(
         1
@@ -194,8 +208,8 @@ def _evidence(
         last_pass=by_role.get(Role.LAST_PASS),
         culprit=by_role.get(Role.CULPRIT),
         culprit_failed_retry=any(r.reason == FAILED_RETRY for r in records),
-        no_failure_lines=not alert.failure_lines,
-        runner_peers_failing=peers if not alert.failure_lines else 0,
+        no_failure_lines=no_lines,
+        runner_peers_failing=peers if no_lines else 0,
         runner=runner,
         agent_failure=agent_failure(alert.failure_lines) or "",
         sibling=sibling,

@@ -25,6 +25,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from trunkwatch import sources
 from trunkwatch.app import fixed, stream
 from trunkwatch.app.confirm import Judgement, culprit_decision
 from trunkwatch.domain.cells import CellState
@@ -97,11 +98,14 @@ def evaluate_job(
     now: datetime,
     reads: TrunkReads,
     oldest_change: int | None = None,
+    *,
+    lines: bool,
 ) -> JobVerdict:
     """Judge `job` from its stored cells and store the resulting alert state. `oldest_change`
     is the lowest seq among the job's cells that changed since its last judgement (None:
     not known); when it is above a firing alert's newest failure, only the cells above that
-    failure are read."""
+    failure are read. `lines`: the trunk's failures carry failure lines
+    (`sources.reports_failure_lines`), so that a failure without them tells something."""
     for attempt in range(VERSION_RETRIES):
         verdict = _extended(trunk, job, rule, now, reads, oldest_change)
         if verdict is None:
@@ -109,7 +113,7 @@ def evaluate_job(
             stored = reads.storage.cells.newest_first(trunk, job, JOB_WINDOW, page_size)
             verdict = judge_job(job, stored, reads.recent_seqs, rule, now)
         try:
-            _store_verdict(trunk, verdict, rule, now, reads)
+            _store_verdict(trunk, verdict, rule, now, reads, lines)
             return verdict
         except Conflict:
             # Another evaluation of the same job won the race: re-read and re-judge.
@@ -187,7 +191,9 @@ class BatchEvaluation:
             self.unchanged += 1
             return
         changed_from = self.oldest_change.get((trunk_id, job))
-        verdict = evaluate_job(trunk_id, job, rule, self.now, reads, changed_from)
+        verdict = evaluate_job(
+            trunk_id, job, rule, self.now, reads, changed_from, lines=sources.reports_failure_lines(trunk)
+        )
         self.judged.add((trunk_id, job))
         fixed.after_judgement(trunk, verdict, self.now, reads, changed_from, JOB_WINDOW, PAGE_SIZE)
 
@@ -232,11 +238,18 @@ class BatchEvaluation:
         if trunk is None:
             return 0
         reads = self.reads.setdefault(trunk_id, TrunkReads(self.storage, trunk_id))
-        return rejudge_firing(trunk_id, self.deployment.rule_for(trunk), self.now, reads, self.judged)
+        rule, lines = self.deployment.rule_for(trunk), sources.reports_failure_lines(trunk)
+        return rejudge_firing(trunk_id, rule, self.now, reads, self.judged, lines=lines)
 
 
 def rejudge_firing(
-    trunk: str, rule: RuleConfig, now: datetime, reads: TrunkReads, judged: set[tuple[str, str]]
+    trunk: str,
+    rule: RuleConfig,
+    now: datetime,
+    reads: TrunkReads,
+    judged: set[tuple[str, str]],
+    *,
+    lines: bool,
 ) -> int:
     """Re-judge the firing jobs of `trunk` at `now` (but those in `judged`, adding them) whose
     verdict the clock may have changed; the others' cells are not read. Returns how many."""
@@ -244,7 +257,7 @@ def rejudge_firing(
     for alert in reads.storage.alerts.of_trunk(trunk, firing_only=True):
         if (trunk, alert.job) in judged or not _clock_may_change(alert, rule, now, reads):
             continue
-        evaluate_job(trunk, alert.job, rule, now, reads)
+        evaluate_job(trunk, alert.job, rule, now, reads, lines=lines)
         judged.add((trunk, alert.job))
         rejudged += 1
     return rejudged
@@ -260,7 +273,7 @@ def _clock_may_change(alert: JobAlert, rule: RuleConfig, now: datetime, reads: T
 
 
 def _store_verdict(
-    trunk: str, verdict: JobVerdict, rule: RuleConfig, now: datetime, reads: TrunkReads
+    trunk: str, verdict: JobVerdict, rule: RuleConfig, now: datetime, reads: TrunkReads, lines: bool
 ) -> None:
     if not verdict.firing and not reads.failing(verdict.job):
         return  # nothing fires and nothing is open to resolve: no alert read at all
@@ -268,11 +281,11 @@ def _store_verdict(
     was_firing = stored is not None and stored.status == "firing"
     if not verdict.firing:
         if stored is not None and was_firing:
-            _resolve(trunk, stored, rule, now, reads)
+            _resolve(trunk, stored, rule, now, reads, lines)
         return
     alert = firing_alert(verdict, stored)
     if rule.confirms:
-        alert = _with_verdict(culprit_decision(reads.storage, trunk, rule, alert, now), alert)
+        alert = _with_verdict(culprit_decision(reads.storage, trunk, rule, alert, now, lines=lines), alert)
     if was_firing and alert == stored:
         return
     # Only when the alert is written anyway: a copy that outlives the culprit's commit item.
@@ -284,11 +297,13 @@ def _store_verdict(
     )
 
 
-def _resolve(trunk: str, stored: JobAlert, rule: RuleConfig, now: datetime, reads: TrunkReads) -> None:
+def _resolve(
+    trunk: str, stored: JobAlert, rule: RuleConfig, now: datetime, reads: TrunkReads, lines: bool
+) -> None:
     resolved = replace(stored, status="resolved", ends_at=now)
     if rule.confirms and stored.culprit_verdict is not None:
         # The results that ended it (a culprit passing on rerun) are its last verdict.
-        judged = culprit_decision(reads.storage, trunk, rule, stored, now, plan=False)
+        judged = culprit_decision(reads.storage, trunk, rule, stored, now, plan=False, lines=lines)
         resolved = _with_verdict(judged, resolved)
     reads.remember(reads.storage.alerts.save_with_failing_set(trunk, resolved, now_firing=False))
 

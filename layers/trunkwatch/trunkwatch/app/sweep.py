@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from trunkwatch import sources
 from trunkwatch.app.evaluate import TrunkReads, evaluate_job, rejudge_firing
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.storage.port import Storage
@@ -58,7 +59,8 @@ def sweep_trunk(storage: Storage, trunk: TrunkConfig, rule: RuleConfig, now: dat
             extra={"trunk": trunk.trunk_id, "ticks": sorted(unsettled)},
         )
         metrics.add_metric(name="TicksSettledBySweep", unit=MetricUnit.Count, value=len(unsettled))
-    result.rejudged += rejudge_firing(trunk.trunk_id, rule, now, reads, judged)
+    lines = sources.reports_failure_lines(trunk)
+    result.rejudged += rejudge_firing(trunk.trunk_id, rule, now, reads, judged, lines=lines)
     storage.ticks.settle_sweep(trunk.trunk_id, sweep_tick_id(now), now)
     return result
 
@@ -75,7 +77,7 @@ def _rejudge_all(
     would have re-judged is not known."""
     jobs = [job for job in storage.trunks.job_names(trunk.trunk_id) if rule.in_scope(job)]
     for job in jobs:
-        evaluate_job(trunk.trunk_id, job, rule, now, reads)
+        evaluate_job(trunk.trunk_id, job, rule, now, reads, lines=sources.reports_failure_lines(trunk))
         judged.add((trunk.trunk_id, job))
     return len(jobs)
 
