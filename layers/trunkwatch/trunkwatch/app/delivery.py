@@ -102,12 +102,9 @@ def triage(
         return _answer(401, "bad or missing X-Hub-Signature-256")
     if name == "ping":
         return _answer(200, "pong")
-    try:
-        payload = json.loads(body)
-    except (ValueError, RecursionError):
-        return _answer(400, "the body is not valid JSON (or is nested too deeply)")
-    if not isinstance(payload, dict):
-        return _answer(400, "the body must be a JSON object")
+    payload = _json_object(body)
+    if isinstance(payload, str):
+        return _answer(400, payload)
     current = deployment()
     trunk = trunk_of(current, name, payload)
     if isinstance(trunk, str):
@@ -116,6 +113,15 @@ def triage(
     if not delivery_id:
         return _answer(400, "missing X-GitHub-Delivery")
     return Accepted(name, delivery_id, trunk, current.rule_for(trunk), payload)
+
+
+def _json_object(body: bytes) -> dict[str, Any] | str:
+    """The body as a JSON object, or why it is not one."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return "the body is not valid JSON (or is nested too deeply)"
+    return payload if isinstance(payload, dict) else "the body must be a JSON object"
 
 
 def _triage_buildkite(
@@ -143,12 +149,9 @@ def _triage_buildkite(
         return _answer(401, refused)
     if name == "ping":
         return _answer(200, "pong")
-    try:
-        payload = json.loads(body)
-    except (ValueError, RecursionError):
-        return _answer(400, "the body is not valid JSON (or is nested too deeply)")
-    if not isinstance(payload, dict):
-        return _answer(400, "the body must be a JSON object")
+    payload = _json_object(body)
+    if isinstance(payload, str):
+        return _answer(400, payload)
     current = deployment()
     trunk = buildkite_trunk_of(current, name, payload)
     if isinstance(trunk, str):
