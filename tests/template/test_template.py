@@ -30,7 +30,6 @@ from tests.support.iam import statements as _statements
 from tests.support.iam import translated_resources
 from tests.support.paths import ROOT
 from trunkwatch.app.configuration import load_configuration
-from trunkwatch.app.notify import IDEMPOTENCY_EXPIRY_ATTRIBUTE
 from trunkwatch.app.settings import PIPELINE, Edge
 from trunkwatch.domain.config import parse_duration
 from trunkwatch.storage import keys
@@ -506,7 +505,6 @@ def test_every_expiring_item_expires_through_the_tables_ttl(resources: dict[str,
     for model in expiring:
         (attribute,) = [a for a in model.get_attributes().values() if isinstance(a, TTLAttribute)]
         assert attribute.attr_name == ttl["AttributeName"] == TTL_ATTRIBUTE, model.__name__
-    assert ttl["AttributeName"] == IDEMPOTENCY_EXPIRY_ATTRIBUTE
     # A TTL deletion is a REMOVE record: it wakes neither the evaluator nor the notifier.
     for function in ("EvaluatorFunction", "NotifierFunction"):
         (pattern,) = _stream_mapping(resources, function)["FilterCriteria"]["Filters"]
