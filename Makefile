@@ -74,6 +74,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks chaos
 	$(BIN)/python -m benchmarks redtrunk
 	$(BIN)/python -m benchmarks org
+	$(BIN)/python -m benchmarks buildkite_poll
 
 # docs/performance.md and its data (docs/performance.json) from the last `make bench`.
 docs: $(VENV)/.installed

@@ -18,7 +18,8 @@ random AWS calls (3 seeds, 3% and 8% of calls) and counts the messages lost, rep
 delayed.
 `python -m benchmarks redtrunk [--quick] [--seed N]` generates a calibrated red trunk (two
 weeks; `--quick`: three days; seed 100 unless given), replays it through the local runtime
-without and with `confirm: rerun` and scores both against its ground truth, with the culprit
+without and with `confirm: rerun`, fed by webhooks alone, and in Buildkite form with
+`confirm: rerun` (job retries), and scores each against its ground truth, with the culprit
 verdicts the pipeline sent (benchmarks/redtrunk_score.py); `--replay PATH.jsonl.gz --truth
 PATH.truth.json.gz` does the same for a trunk in the generator's format made elsewhere. Each
 trunk's figures go under `redtrunk`'s `trunks` by its name (`seed N`, or the replay file's
@@ -27,6 +28,9 @@ name), keeping the other trunks'.
 6 small ones) through the deployed shape (dispatcher, one ingest invocation per trunk) on the
 in-memory store and puts whether every trunk was polled each tick, the detection delays
 through poll and push and the cost per trunk under `org`.
+`python -m benchmarks buildkite_poll` polls a Buildkite trunk at vLLM's volume (64 commits a day,
+266 jobs) with the `buildkite` source from the Buildkite stand-in, first, quiet, and after a
+build finished and one landed, and prices a month of its polls under `buildkite_poll`.
 `python -m benchmarks memory_replay` replays the repository's scenarios and real-history
 cut on moto's table and on the in-memory store (`trunkwatch replay --store memory`), checks
 both against the expected messages and reports the wall-time ratio.
@@ -50,6 +54,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from benchmarks import budgets, report
+from benchmarks.buildkite_poll import buildkite_poll
 from benchmarks.chaos import chaos
 from benchmarks.cold_start import cold_start
 from benchmarks.cost import project, ticks_per_day
@@ -84,6 +89,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "redtrunk": redtrunk,
     "memory_replay": lambda: _fresh(memory_replay),
     "org": lambda: dataclasses.asdict(run_org(ORG_FULL)),
+    "buildkite_poll": lambda: _fresh(buildkite_poll),
 }
 # Workloads with a smaller size for --quick.
 QUICK_WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {

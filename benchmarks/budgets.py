@@ -18,8 +18,9 @@ PUSH_DELAY_MAX_S = 10.0
 ALL_IN_USD_PER_MONTH = 10.0
 # The push path, all told (Lambda, DynamoDB, logs, the secret), per million deliveries.
 PUSH_USD_PER_MILLION_DELIVERIES = 1.5
-# A completed trunk job's delivery: its cell and its commit's state.
-PUSH_WRITES_PER_TRUNK_JOB = 2
+# A trunk job's two deliveries that write, each its cell and its commit's state: `queued`
+# (the pending cell) and `completed` (the result).
+PUSH_WRITES_PER_TRUNK_JOB = 4
 # Handler import time over `import boto3` in the same run.
 PIPELINE_IMPORT_RATIO = 1.3  # ingest, evaluator, notifier, authorizer
 API_IMPORT_RATIO = 1.6  # the API: Powertools' validating resolver and pydantic

@@ -22,7 +22,7 @@ from typing import Any
 SCENARIOS = Path(__file__).resolve().parents[1] / "tests" / "scenarios"
 SEEDS = (1, 2, 3)
 RATES = (0.03, 0.08)
-KEY = ("status", "alertname", "job", "priority", "team")
+KEY = ("status", "alertname", "job", "priority", "team", "day")
 # design.md §3.4: the sweep settles a tick left open (its records dead-lettered) 2 minutes
 # after it opened.
 SETTLE_BOUND = timedelta(minutes=2)
@@ -147,12 +147,9 @@ def run_with_chaos(
 
 def _rows(messages: Any) -> list[dict[str, Any]]:
     """Published messages as expected rows: when, status and labels."""
-    rows = []
-    for message in messages:
-        row = message.as_json()
-        labels = row["message"]["alerts"][0]["labels"]
-        rows.append({"at": row["at"], "status": row["message"]["status"], "job": None, **labels})
-    return rows
+    from trunkwatch_local.runtime import summary_row
+
+    return [summary_row(message.as_json()) for message in messages]
 
 
 def _run(args: tuple[str, int, float]) -> Run:

@@ -187,9 +187,18 @@ def trunk_gauges_usd(dashboard: bool) -> float:
 def _per_trunk(cycle: Cycle, ticks: float, dashboard: bool) -> dict[str, float]:
     """A month of one more trunk's quiet polls (its own ingest invocation on every tick, its
     poll queue requests, its logs) and its per-trunk gauges, by item, with the total."""
-    usage = _times(cycle.quiet.of("ingest"), ticks)
+    per_day = ingest_items(repeated(cycle.quiet.of("ingest"), ticks), ticks)
+    items = {name: usd * DAYS_PER_MONTH for name, usd in per_day.items()}
+    items["metrics"] = trunk_gauges_usd(dashboard)
+    items = {name: round(usd, 4) for name, usd in items.items()}
+    return {**items, "total": round(sum(items.values()), 4)}
+
+
+def ingest_items(usage: Usage, ticks: float) -> dict[str, float]:
+    """A day of one trunk's ingest invocations (`usage`, one a tick, `ticks` a day) in
+    dollars, by item: Lambda, its table requests, the poll queue's requests, the logs."""
     gb = memory_gb("ingest")
-    per_day = {
+    return {
         "lambda": usage.invocations * prices.LAMBDA_REQUESTS_PER_MILLION / 1e6
         + lambda_seconds(usage, gb) * gb * prices.LAMBDA_ARM_GB_SECOND,
         "dynamodb": usage.read_units * prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION / 1e6
@@ -200,10 +209,6 @@ def _per_trunk(cycle: Cycle, ticks: float, dashboard: bool) -> dict[str, float]:
         / GB
         * prices.CLOUDWATCH_LOGS_INGESTED_GB,
     }
-    items = {name: usd * DAYS_PER_MONTH for name, usd in per_day.items()}
-    items["metrics"] = trunk_gauges_usd(dashboard)
-    items = {name: round(usd, 4) for name, usd in items.items()}
-    return {**items, "total": round(sum(items.values()), 4)}
 
 
 def project(
@@ -227,12 +232,12 @@ def project(
     for function in ("dispatcher", "ingest", "evaluator", "notifier"):
         usage = Usage()
         for phase in (cycle.finish, cycle.land):
-            usage += _times(phase.of(function), commits)
+            usage += repeated(phase.of(function), commits)
         if function in ("dispatcher", "ingest"):
-            usage += _times(cycle.quiet.of(function), quiet_polls)
+            usage += repeated(cycle.quiet.of(function), quiet_polls)
         if function in ("evaluator", "notifier"):
             # The evaluator's sweep on every tick, and the notifier on the tick it settles.
-            usage += _times(cycle.quiet.of(function), ticks)
+            usage += repeated(cycle.quiet.of(function), ticks)
         per_function[function] = usage
     total = sum(per_function.values(), Usage())
     gb_seconds = sum(lambda_seconds(u, memory_gb(f)) * memory_gb(f) for f, u in per_function.items())
@@ -390,7 +395,7 @@ def lambda_seconds(usage: Usage, memory_gb: float) -> float:
     return usage.code_seconds * cpu_slowdown(memory_gb) + usage.emulator_seconds
 
 
-def _times(usage: Usage, n: float) -> Usage:
+def repeated(usage: Usage, n: float) -> Usage:
     """`usage` repeated n times (n may be fractional)."""
     scaled = Usage(
         items_written=round(usage.items_written * n),

@@ -36,6 +36,7 @@ SECTIONS = [
     "push",
     "cold_start",
     "cost",
+    "buildkite_poll",
     "local_scale",
     "github_budget",
     "long_history",
@@ -308,6 +309,32 @@ def cost_storage(summary: dict[str, Any]) -> Fields:
 
 
 @block
+def cost_buildkite(summary: dict[str, Any]) -> Fields:
+    polled = summary.get("buildkite_poll")
+    if not polled:
+        return None
+    parts = ", ".join(f"{name} {_usd(v)}" for name, v in polled["usd_per_month_by_item"].items())
+    rows = [
+        [
+            phase.replace("_", " "),
+            f"{_n(poll['http_requests'])} ({_n(poll['http_unconditional_requests'])})",
+            _n(poll["cells_written"]),
+            _n(poll["write_units"]),
+            _n(poll["read_units"]),
+            _n(poll["code_s"]),
+        ]
+        for phase, poll in polled["polls"].items()
+    ]
+    header = ["poll", "requests (unconditional)", "cells written", "write units", "read units", "code s"]
+    return {
+        "b": Figure(polled),
+        "q": Figure(polled["polls"]["quiet_poll"]),
+        "parts": parts,
+        "table": table(header, rows),
+    }
+
+
+@block
 def local_scale(summary: dict[str, Any]) -> Fields:
     s = summary.get("local_scale")
     if not s:
@@ -400,7 +427,8 @@ def redtrunk(summary: dict[str, Any]) -> Fields:
     trunks = (summary.get("redtrunk") or {}).get("trunks") or {}
     if not trunks:
         return None
-    # Without (w) / with (c) confirmation by reruns, the confirmed run's verdicts (v), pushed (p).
+    # Without (w) / with (c) confirmation by reruns, the confirmed run's verdicts (v), pushed (p);
+    # in Buildkite form, confirmed by job retries (b), its verdicts (bv).
     return {
         "columns": {
             name: {
@@ -408,6 +436,8 @@ def redtrunk(summary: dict[str, Any]) -> Fields:
                 "c": Figure(trunks[name]["with_confirmation"]),
                 "v": Figure(trunks[name]["with_confirmation"]["verdicts"]),
                 "p": Figure(trunks[name].get("pushed")),
+                "b": Figure(trunks[name].get("buildkite")),
+                "bv": Figure((trunks[name].get("buildkite") or {}).get("verdicts")),
             }
             for name in sorted(trunks)
         }

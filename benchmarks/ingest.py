@@ -79,7 +79,7 @@ def deployment(source: str, url: str, per_page: int) -> Deployment:
 Poll = Callable[[Storage], tuple[PollResult, int, int]]
 
 
-def _figures(usage: Usage, result: PollResult, http: int, unconditional: int, peak: Peak) -> PollFigures:
+def poll_figures(usage: Usage, result: PollResult, http: int, unconditional: int, peak: Peak) -> PollFigures:
     return PollFigures(
         http_requests=http,
         http_unconditional_requests=unconditional,
@@ -119,7 +119,7 @@ def _two_polls(
             with peak_growth() as peak:
                 meter.invoke(phase, lambda: outcome.append(poll(aws.storage)))  # noqa: B023 - called at once
             result, http, unconditional = outcome[0]
-            figures[phase] = _figures(meter.get(phase), result, http, unconditional, peak)
+            figures[phase] = poll_figures(meter.get(phase), result, http, unconditional, peak)
         return figures, then(aws, meter)
 
 

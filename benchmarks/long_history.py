@@ -43,7 +43,7 @@ REPOSITORY_HISTORY = (
     / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
 )
 POLL_KINDS = ("hud", "hud_status")  # events that poll the source; ticks and silences are not polls
-SUMMARY_KEYS = ("at", "status", "alertname", "job", "priority", "team")
+SUMMARY_KEYS = ("at", "status", "alertname", "job", "priority", "team", "day")
 
 
 def expected_beside(path: Path) -> Path:
@@ -54,8 +54,9 @@ def expected_beside(path: Path) -> Path:
 
 def summary_of(message: dict[str, Any]) -> tuple[Any, ...]:
     """A published message (`Published.as_json()`) as the expected files list it."""
-    labels = message["message"]["alerts"][0]["labels"]
-    line = {"at": message["at"], "status": message["message"]["status"], "job": labels.get("job"), **labels}
+    from trunkwatch_local.runtime import summary_row
+
+    line = summary_row(message)
     return tuple(line.get(key) for key in SUMMARY_KEYS)
 
 

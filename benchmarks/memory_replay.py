@@ -18,7 +18,7 @@ FILES = [
     *sorted(p for p in (ROOT / "tests" / "scenarios").glob("*.jsonl") if ".expected." not in p.name),
     *sorted((ROOT / "tests" / "real-history").glob("*.jsonl.gz")),
 ]
-KEY = ("at", "status", "alertname", "job", "priority", "team")
+KEY = ("at", "status", "alertname", "job", "priority", "team", "day")
 
 
 def _expected(path: Path) -> Counter[tuple[Any, ...]]:
@@ -30,9 +30,9 @@ def _expected(path: Path) -> Counter[tuple[Any, ...]]:
 
 
 def _row(published: Any) -> tuple[Any, ...]:
-    message = published.as_json()
-    labels = message["message"]["alerts"][0]["labels"]
-    row = {"at": message["at"], "status": message["message"]["status"], "job": labels.get("job"), **labels}
+    from trunkwatch_local.runtime import summary_row
+
+    row = summary_row(published.as_json())
     return tuple(row.get(key) for key in KEY)
 
 

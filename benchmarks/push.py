@@ -208,7 +208,7 @@ def run_push(days: float = PUSH_DAYS, other_trunks: int = 0) -> PushFigures:
     }
     gb_s_by_memory = {mb: _gb_s_per_day(per_job, dropped_s, mb / 1024) for mb in MEMORY_SIZES_MB}
     items, per_day = _cost(per_job, dropped_s)
-    paging = score(Truth(red.truth()), [_scored(m) for m, _ in sent])
+    paging = score(Truth(red.truth()), [_scored(m) for m, _ in sent if not m.is_digest])
     return PushFigures(
         deliveries=deliveries,
         notifications=len(sent),

@@ -39,6 +39,15 @@ retried failure's first attempt: the truth file of a trunk generated elsewhere d
 when that was, and the timeline puts it halfway to the final result), so it includes no poll
 interval.
 
+A fourth run, `buildkite`, replays the same trunk in Buildkite form with confirmation
+(`buildkite_form`: tests/support/buildkite.py's converter, the one the scenarios' Buildkite
+tests use: one build per commit, each cell a job of its name, a retried cell a failed job
+retried into its result, no failure lines, as Buildkite's listings have none), read by the
+`buildkite` source from the Buildkite stand-in, culprits confirmed by job retries the
+stand-in answers from the cells' `rerun` data; scored as the confirmed run is (a run's URL
+is the generator's, or for a job retried on Buildkite its build's, whose commit the
+conversion tells).
+
 The trunk is replayed twice: as it is (today's rule), and with `"config": {"confirm": "rerun"}`
 in its header (culprit verdicts confirmed by reruns, issue #27), whose reruns the local GitHub
 stand-in answers from the generator's `rerun` data. Both runs get the figures above; the
@@ -56,11 +65,25 @@ confirmed one also `verdicts`, read from the messages the pipeline sent (each jo
   nothing: what `github_culprit` would comment on) and `innocent_prs_unconfirmed` (episodes
   whose page named an innocent commit only as an unconfirmed suspect);
 - `reruns` (requests GitHub accepted), `reruns_per_episode_mean` and `_max`.
+
+Every run also scores the daily digests it published (`digest`, design.md §4.4), against
+the code breakages that failed at least two consecutive commits of one of their jobs (the
+commits the job ran on, each failing by that breakage: `Truth.consecutive_failures`):
+
+- `breaks_2plus_unpaged`: those no page covered (no job page's failing cells are theirs, no
+  trunk page names their culprit for a job), and `..._in_digest`: those a digest's
+  `fixed_before_page` names by their culprit (`recall_unpaged_in_digest`); the others are
+  listed (`unpaged_missed`: breaking commit, its fix, and when its fix's pass finished,
+  against the last digest's day, after which no digest could tell it);
+- `entries_paged`: entries whose culprit a page covered (nothing in a digest may page);
+- `entries_innocent` and `innocent_per_week`: entries naming a commit that broke nothing
+  (no breakage's culprit), and `entries_repeated`: a culprit named again in a later digest.
 """
 
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import multiprocessing
 import re
@@ -104,35 +127,35 @@ class Page:
     annotations: dict[str, str]
 
     @property
-    def commits(self) -> list[int]:
-        """The commit indices of the failing runs it lists, newest first (their URLs name the
-        commit, `.../actions/runs/<commit index>/job/...`)."""
-        found: list[int] = []
-        for url in self.annotations.get("failing_runs", "").split():
-            index = int(url.rstrip("/").split("/")[-3])
-            if index not in found:
-                found.append(index)
-        return found
+    def runs(self) -> list[str]:
+        """The URLs of the failing runs it lists, newest first."""
+        return self.annotations.get("failing_runs", "").split()
 
 
 def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def replay(path: str, store: str = "memory") -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+def replay(
+    path: str, store: str = "memory"
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, list[dict[str, Any]]]:
     """The messages a replay publishes (at, status, reason, labels, annotations), the reruns
-    the GitHub stand-in accepted (at, sha, job), and its wall time."""
+    the GitHub stand-in accepted, or the job retries the Buildkite one did (at, sha, job), its
+    wall time, and the daily digests it published (their JSON bodies, with `at`)."""
     from trunkwatch_local.replay import read_replay
     from trunkwatch_local.session import Session, replay_into
 
     started = time.perf_counter()
     rows = []
+    digests = []
     parsed = read_replay(path)
     with Session(store=store) as session:
-        session.github.repo = parsed.repo
-        session.start(parsed.deployment(session.hud.url, session.github.url))
+        session.start(session.replaying_from(parsed))
         for message in replay_into(session, parsed):
             row = message.as_json()
+            if message.is_digest:
+                digests.append({**row["message"], "at": row["at"]})
+                continue
             alert = row["message"]["alerts"][0]
             rows.append(
                 {
@@ -146,8 +169,12 @@ def replay(path: str, store: str = "memory") -> tuple[list[dict[str, Any]], list
         reruns = [
             {"at": rerun.at.strftime("%Y-%m-%dT%H:%M:%SZ"), "sha": rerun.sha, "job": rerun.job}
             for rerun in session.github.accepted
+        ] + [
+            {"at": retry.at.strftime("%Y-%m-%dT%H:%M:%SZ"), "sha": retry.sha, "job": retry.name}
+            for retries in session.buildkite.retries.values()
+            for retry in retries
         ]
-    return rows, reruns, time.perf_counter() - started
+    return rows, reruns, time.perf_counter() - started, digests
 
 
 def paged_again(messages: list[dict[str, Any]], within: timedelta = REPAGE_WITHIN) -> int:
@@ -243,6 +270,24 @@ class Truth:
         for name in names:
             self.key_columns[job_key(name)].append(name)
 
+    def consecutive_failures(self, breakage: Breakage) -> int:
+        """The most commits in a row one of the breakage's jobs failed by it: the commits the
+        job ran on (a sharded job failing when a shard does), none between passing or failing
+        otherwise."""
+        most = 0
+        for job in dict.fromkeys(job_key(column) for column in breakage.columns):
+            columns, run = self.key_columns.get(job, []), 0
+            for commit in range(breakage.culprit, breakage.fix):
+                found = [r for c in columns if (r := self.result(commit, c)) is not None]
+                if not found:
+                    continue  # the job did not run there: the next commit it ran on is next
+                if any(r.cause == f"code:{breakage.culprit}" for r in found):
+                    run += 1
+                    most = max(most, run)
+                else:
+                    run = 0
+        return most
+
     @classmethod
     def load(cls, path: Path) -> Truth:
         """A gzipped truth file (`*.truth.json.gz`)."""
@@ -293,29 +338,50 @@ class Truth:
         return False
 
 
+_BUILD_URL = re.compile(r"/builds/(\d+)(?:[#/?]|$)")
+
+
 class Scorer:
     """Scores pages against `truth`; `failed_at`: when a cell's failure was first reported,
     where that is before its final result (a failed attempt whose retry failed too), by
-    (commit index, column)."""
+    (commit index, column); `builds`: the commit index of each Buildkite build number, for
+    the runs of a trunk in Buildkite form (`buildkite_form`) whose URL is its build's."""
 
-    def __init__(self, truth: Truth, failed_at: Mapping[tuple[int, str], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        truth: Truth,
+        failed_at: Mapping[tuple[int, str], datetime] | None = None,
+        builds: Mapping[int, int] | None = None,
+    ) -> None:
         self.failed_at = failed_at or {}
         self.truth = truth
         self.sha_index = truth.sha_index
+        self.builds = builds or {}
 
     def index(self, sha: str) -> int | None:
         """The commit a full or 12-character sha names."""
         return self.sha_index.get(sha, self.truth.short_index.get(sha[:12]))
 
+    def run_commit(self, url: str) -> int:
+        """The commit index a failing run's URL names: the generator's name it
+        (`.../actions/runs/<commit index>/job/...`, kept in Buildkite form), a job retried on
+        Buildkite has its build's (`.../builds/<number>#<job id>`)."""
+        found = _BUILD_URL.search(url)
+        if found and "/actions/runs/" not in url:
+            return self.builds[int(found[1])]
+        return int(url.rstrip("/").split("/")[-3])
+
+    def commits(self, page: Page) -> list[int]:
+        """The commit indices of the page's failing runs, newest first."""
+        return list(dict.fromkeys(self.run_commit(url) for url in page.runs))
+
     def cells(self, page: Page) -> list[tuple[int, str]]:
         """(commit index, column) of the page's failing runs, newest first. A run's URL names
         its commit only: each is one of the failing columns of the page's job on that commit,
         the earliest to finish first (a sharded job's commit fails with its first shard)."""
-        runs = Counter(
-            int(url.rstrip("/").split("/")[-3]) for url in page.annotations.get("failing_runs", "").split()
-        )
+        runs = Counter(self.run_commit(url) for url in page.runs)
         found = []
-        for commit in page.commits:
+        for commit in self.commits(page):
             failing = sorted(
                 (result.finish, column)
                 for column in self.truth.key_columns.get(page.job or "", [])
@@ -524,15 +590,56 @@ def verdict_scores(
     }
 
 
+def digest_scores(truth: Truth, paged: set[int], digests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The digests' entries against the code breakages of two or more consecutive failing
+    commits that no page covered (`paged`: the breaking commits a page covered)."""
+    shas = {index: sha for sha, index in truth.sha_index.items()}
+    entries = [(digest["day"], entry) for digest in digests for entry in digest["fixed_before_page"]]
+    named = Counter(entry["culprit_sha"] for _, entry in entries)
+    breakers = {b.culprit for b in truth.breaks}
+    two_plus = [b for b in truth.breaks if truth.consecutive_failures(b) >= 2]
+    unpaged = [b for b in two_plus if b.culprit not in paged]
+    told = [b for b in unpaged if shas.get(b.culprit) in named]
+    last_day = max((digest["day"] for digest in digests), default="")
+    missed = []
+    for b in unpaged:
+        if shas.get(b.culprit) in named:
+            continue
+        fixes = [r.finish for c in b.columns if (r := truth.result(b.fix, c)) is not None]
+        fixed_at = min(fixes).strftime("%Y-%m-%dT%H:%M:%SZ") if fixes else None
+        missed.append(
+            {"culprit": b.culprit, "fix": b.fix, "fix_finished": fixed_at, "last_digest_day": last_day}
+        )
+    innocent = [sha for sha in named if truth.sha_index.get(sha) not in breakers]
+    paged_shas = {shas.get(index) for index in paged}
+    entries_paged = [entry for _, entry in entries if entry["culprit_sha"] in paged_shas]
+    return {
+        "digests": len(digests),
+        "entries": len(entries),
+        "breaks_2plus": len(two_plus),
+        "breaks_2plus_unpaged": len(unpaged),
+        "breaks_2plus_unpaged_in_digest": len(told),
+        "recall_unpaged_in_digest": _ratio(len(told), len(unpaged)),
+        "unpaged_missed": missed,
+        "entries_paged": len(entries_paged),
+        "entries_innocent": sum(named[sha] for sha in innocent),
+        "innocent_per_week": round(sum(named[sha] for sha in innocent) / (truth.days / 7), 2),
+        "entries_repeated": sum(count - 1 for count in named.values()),
+    }
+
+
 def score(
     truth: Truth,
     messages: list[dict[str, Any]],
     polls: Sequence[datetime] | None = None,
     failed_at: Mapping[tuple[int, str], datetime] | None = None,
+    digests: list[dict[str, Any]] | None = None,
+    builds: Mapping[int, int] | None = None,
 ) -> dict[str, Any]:
     """The paging figures of a replay's `messages`; `polls`, the replay's snapshot times,
-    for the breakages that showed at one; `failed_at` as for `Scorer`."""
-    scorer = Scorer(truth, failed_at)
+    for the breakages that showed at one; `failed_at` and `builds` as for `Scorer`; with the
+    replay's `digests`, their figures too (`digest_scores`)."""
+    scorer = Scorer(truth, failed_at, builds)
     found = pages(messages)
     job_pages = [p for p in found if p.alertname == JOB_ALERT]
     trunk_pages = [p for p in found if p.alertname in TRUNK_ALERTS]
@@ -616,6 +723,7 @@ def score(
             {c for j, c in trunk_named if _named_cause(scorer, j, c)[1] != c}
         ),
         "trunk_pages_innocent_by_kind": dict(sorted(trunk_innocent.items())),
+        **({"digest": digest_scores(truth, detected_with_trunk, digests)} if digests is not None else {}),
     }
 
 
@@ -630,14 +738,29 @@ def pushed(history: Timeline, truth: Truth, path: Path) -> dict[str, Any]:
         at += PUSHED_TICKS
     write(path, history.header(), history.deliveries(ticks=ticks))
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        messages, _, replay_s = pool.apply(replay, (str(path), "memory"))
+        messages, _, replay_s, digests = pool.apply(replay, (str(path), "memory"))
     # A retried failure is known when its first attempt fails, before its final result.
     failed_at: dict[tuple[int, str], datetime] = {}
     for report in history.reports:
         cell = (truth.sha_index[report.sha], report.name)
         if report.conclusion == "failure" and cell not in failed_at:
             failed_at[cell] = report.at
-    return {"replay_s": round(replay_s, 1), **score(truth, messages, failed_at=failed_at)}
+    return {"replay_s": round(replay_s, 1), **score(truth, messages, failed_at=failed_at, digests=digests)}
+
+
+def buildkite(source: Path, truth: Truth, path: Path) -> dict[str, Any]:
+    """The trunk in Buildkite form (`buildkite_form`) with confirmation, its culprits
+    confirmed by job retries the Buildkite stand-in answers from the cells' `rerun` data;
+    replayed as the HUD form is, scored the same way."""
+    builds = buildkite_form(source, path, truth, CONFIRM)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        messages, reruns, replay_s, digests = pool.apply(replay, (str(path),))
+    result = {
+        "replay_s": round(replay_s, 1),
+        **score(truth, messages, snapshot_times(path), digests=digests, builds=builds),
+    }
+    result["verdicts"] = verdict_scores(Scorer(truth, builds=builds), messages, reruns)
+    return result
 
 
 def snapshot_times(path: Path) -> list[datetime]:
@@ -662,6 +785,26 @@ def with_config(source: Path, target: Path, config: dict[str, Any] | None) -> No
             shutil.copyfileobj(reading, writing)
 
 
+def buildkite_form(source: Path, target: Path, truth: Truth, config: dict[str, Any] | None) -> dict[int, int]:
+    """Write the replay `source` in Buildkite form to `target` (`tests/support/buildkite.py`'s
+    converter, as the scenarios' Buildkite tests use: one build per commit, each HUD cell a
+    job of its name, a retried cell a failed job retried into its final result, each cell's
+    `rerun` its job's), its header's rule `config` the one given; returns the commit index of
+    each build number."""
+    from tests.support.buildkite import buildkite_replay
+
+    with gzip.open(source, "rt", encoding="utf-8") as reading:
+        header = json.loads(reading.readline() or "null")
+        if not isinstance(header, dict) or "repo" not in header:
+            raise ValueError(f"{source}: not a replay file (its first line is no header with a repo)")
+        lines = itertools.chain([json.dumps({**header, "config": config or {}})], reading)
+        numbers: dict[str, int] = {}
+        with gzip.open(target, "wt", encoding="utf-8", compresslevel=1) as writing:
+            for line in buildkite_replay(lines, numbers=numbers):
+                writing.write(line + "\n")
+    return {number: truth.sha_index[sha] for sha, number in numbers.items()}
+
+
 def trunk_name(seed: int, replay_path: Path | None) -> str:
     """The trunk's name in the summary: `seed N`, or the replay file's name without `.jsonl.gz`."""
     if replay_path is None:
@@ -673,9 +816,10 @@ def redtrunk(
     days: float = DAYS, seed: int = SEED, replay_path: Path | None = None, truth_path: Path | None = None
 ) -> dict[str, Any]:
     """The workload: generate trunk `seed` (or read `replay_path` and its truth file), replay
-    it without and with confirmation (each in a fresh process, one after the other), and fed
-    by webhooks alone, each job delivered at its own finish time (`pushed`); score. The
-    figures go under `trunks`, by the trunk's name."""
+    it without and with confirmation (each in a fresh process, one after the other), fed by
+    webhooks alone, each job delivered at its own finish time (`pushed`), and in Buildkite
+    form with confirmation (`buildkite`); score. The figures go under `trunks`, by the
+    trunk's name."""
     started = time.perf_counter()
     runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="redtrunk-") as tmp:
@@ -699,11 +843,15 @@ def redtrunk(
             path = Path(tmp) / f"{name}.jsonl.gz"
             with_config(source, path, config)
             with multiprocessing.get_context("spawn").Pool(1) as pool:
-                messages, reruns, replay_s = pool.apply(replay, (str(path),))
-            result = {"replay_s": round(replay_s, 1), **score(truth, messages, snapshot_times(path))}
+                messages, reruns, replay_s, digests = pool.apply(replay, (str(path),))
+            result = {
+                "replay_s": round(replay_s, 1),
+                **score(truth, messages, snapshot_times(path), digests=digests),
+            }
             if config is not None:
                 result["verdicts"] = verdict_scores(Scorer(truth), messages, reruns)
             runs[name] = result
         runs["pushed"] = pushed(history, truth, Path(tmp) / "pushed.jsonl.gz")
+        runs["buildkite"] = buildkite(source, truth, Path(tmp) / "buildkite.jsonl.gz")
     section = {**about, "total_s": round(time.perf_counter() - started, 1), **runs}
     return {"trunks": {trunk_name(seed, replay_path): section}}

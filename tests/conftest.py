@@ -29,6 +29,7 @@ def aws() -> Iterator[dict[str, Any]]:
             "DASHBOARD_URL",
             "API_TOKENS_PARAMETER",
             "WEBHOOK_SECRET_PARAMETER",
+            "BUILDKITE_WEBHOOK_TOKEN_PARAMETER",
             "POWERTOOLS_LOG_LEVEL",
         )
     )

@@ -49,9 +49,12 @@ _FINISHED_JOB = frozenset({"passed", "failed", "timed_out", "canceled", "expired
 
 @dataclass(frozen=True)
 class Retry:
-    """A retry accepted: the new job's id, and when it ends how."""
+    """A retry accepted: the job retried (its id, name and build's commit), the new job's id,
+    and when it ends how."""
 
     job_id: str
+    name: str
+    sha: str
     new_id: str
     at: datetime
     due: datetime
@@ -77,6 +80,14 @@ class BuildkiteServer(Misbehaving):
         self.window_start: datetime | None = None
         self.status = 200  # a scripted outage answers another status with an error body
         self.refusals = 0  # retries to answer 403, as for a token without `write_builds`
+        # The builds as shown, until `serve` or a retry changes them: a listing of hundreds
+        # of jobs is answered without building it anew (a benchmarked poll's time is the
+        # source's, not the stand-in's).
+        self._served: tuple[tuple[Any, ...], list[dict[str, Any]]] | None = None
+        self._version = 0
+        # The pages answered of those builds, by request target: body, ETag, Link header.
+        self._pages: dict[str, tuple[bytes, str, str]] = {}
+        self._pages_of: tuple[Any, ...] | None = None
         super().__init__()
 
     @property
@@ -87,6 +98,7 @@ class BuildkiteServer(Misbehaving):
     def serve(self, builds: list[dict[str, Any]]) -> None:
         with self.lock:
             self.builds = builds
+            self._version += 1
 
     def fail_with(self, status: int) -> None:
         """Answer every request `status` until told 200 again (the builds are kept)."""
@@ -153,11 +165,27 @@ class BuildkiteServer(Misbehaving):
         }
 
     def _builds(self, request: Request) -> Answer:
+        listing = self.served()
+        assert self._served is not None
+        if self._pages_of != self._served[0]:  # the builds changed: every page may have
+            self._pages, self._pages_of = {}, self._served[0]
+        if request.target not in self._pages:
+            self._pages[request.target] = self._page(request, listing)
+        body, etag, links = self._pages[request.target]
+        headers = {**JSON, **self._limit_headers(), "ETag": etag}
+        if links:
+            headers["Link"] = links
+        if request.headers.get("If-None-Match") == etag:
+            return 304, headers, b""
+        return 200, headers, body
+
+    def _page(self, request: Request, listing: list[dict[str, Any]]) -> tuple[bytes, str, str]:
+        """The page `request` asks for of `listing`: its body, ETag and Link header."""
         query = request.query
         created_from = _time(query.get("created_from"))
         finished_from = _time(query.get("finished_from"))
         builds = []
-        for build in self.served():
+        for build in listing:
             if "branch" in query and build.get("branch") != query["branch"]:
                 continue
             if created_from and parse_time(build["created_at"]) < created_from:
@@ -172,7 +200,6 @@ class BuildkiteServer(Misbehaving):
         page = int(query.get("page", 1))
         last = max(1, -(-len(builds) // per_page))
         body = json.dumps(builds[(page - 1) * per_page : page * per_page]).encode()
-        headers = {**JSON, **self._limit_headers(), "ETag": f'W/"{hashlib.sha256(body).hexdigest()[:32]}"'}
 
         def url(n: int) -> str:
             return f"{self.url}{request.path}?" + urllib.parse.urlencode({**query, "page": str(n)})
@@ -182,16 +209,17 @@ class BuildkiteServer(Misbehaving):
             links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
         if page > 1:
             links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
-        if links:
-            headers["Link"] = ", ".join(links)
-        if request.headers.get("If-None-Match") == headers["ETag"]:
-            return 304, headers, b""
-        return 200, headers, body
+        return body, f'W/"{hashlib.sha256(body).hexdigest()[:32]}"', ", ".join(links)
 
     def served(self) -> list[dict[str, Any]]:
         """The builds as the API shows them now: no `rerun` keys; each retry as a new job."""
         now = self.clock() if self.clock else None
-        return [self._shown(build, now) for build in self.builds]
+        # What the showing depends on: the builds given, and which retries are over.
+        over = tuple(now is not None and now >= r.due for retries in self.retries.values() for r in retries)
+        key = (self._version, over)
+        if self._served is None or self._served[0] != key:
+            self._served = (key, [self._shown(build, now) for build in self.builds])
+        return self._served[1]
 
     def _shown(self, build: dict[str, Any], now: datetime | None) -> dict[str, Any]:
         jobs = [{k: v for k, v in job.items() if k != "rerun"} for job in build.get("jobs", [])]
@@ -245,7 +273,8 @@ class BuildkiteServer(Misbehaving):
         took = timedelta(seconds=float(seconds)) if isinstance(seconds, int | float) else DEFAULT_RERUN
         new_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{job_id}/retry"))
         now = self.clock()
-        retry = Retry(job_id, new_id, now, now + took, str(outcome.get("state") or job.get("state")))
+        state = str(outcome.get("state") or job.get("state"))
+        retry = Retry(job_id, str(job.get("name")), str(build.get("commit")), new_id, now, now + took, state)
         self.retries.setdefault(number, []).append(retry)
         answer = copy.deepcopy(job)
         answer.update(id=new_id, state="scheduled", retried=False, retried_in_job_id=None)

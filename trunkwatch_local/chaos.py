@@ -77,12 +77,16 @@ class ChaosStats:
 
 
 class Chaos:
-    def __init__(self, seed: int, crash_rate: float, spared: Collection[str] = ()) -> None:
+    def __init__(
+        self, seed: int, crash_rate: float, spared: Collection[str] = (), calls: Collection[str] = ()
+    ) -> None:
         if not 0 <= crash_rate < 1:
             raise ValueError(f"crash rate must be at least 0 and below 1, not {crash_rate}")
         self.seed = seed
         self.crash_rate = crash_rate
         self.spared = frozenset(spared)  # logical ids of functions that never die
+        # The calls (`service.Operation`) that may kill an invocation; none given: every call.
+        self.calls = frozenset(calls)
         self.stats = ChaosStats()
         self._draws = random.Random(seed)  # noqa: S311 - reproducible draws, not secrets
         # .function while an invocation runs, .died once dead, .last_call, .dies_after
@@ -132,7 +136,8 @@ class Chaos:
         if self._local.died:
             raise InvocationDied(f"{function} is dead; {name} was never made")
         self.stats.calls += 1
-        dies = self._draws.random() < self.crash_rate
+        # Drawn for every call, so that the same seed dies at the same calls with or without `calls`.
+        dies = self._draws.random() < self.crash_rate and (not self.calls or name in self.calls)
         when = "before" if self._draws.random() < 0.5 else "after"
         if dies and when == "before":
             self._die(function, name, when, after_publish=self._local.last_call == PUBLISH)

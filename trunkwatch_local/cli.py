@@ -15,13 +15,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from trunkwatch.domain.config import ConfigError, DocumentError
+from trunkwatch.domain.config import BUILDKITE_SOURCE, ConfigError, DocumentError
 
 if TYPE_CHECKING:
     from trunkwatch.domain.config import Deployment
 
 STORES = ("memory", "dynamodb")  # trunkwatch_local.stack.STORES (not imported: --help stays fast)
 WEBHOOK_SECRET_VARIABLE = "TRUNKWATCH_WEBHOOK_SECRET"  # noqa: S105 - the variable's name
+BUILDKITE_TOKEN_VARIABLE = "TRUNKWATCH_BUILDKITE_WEBHOOK_TOKEN"  # noqa: S105 - the variable's name
 
 
 class _Parser(argparse.ArgumentParser):
@@ -182,6 +183,8 @@ def _print(messages: Iterable[Any], as_json: bool) -> int:
 
 def timeline_line(published: Any) -> str:
     """One notification, for a person: when, what, and the culprit."""
+    if published.is_digest:
+        return _digest_line(published)
     message = published.message
     alert = message["alerts"][0]
     labels, annotations = alert["labels"], alert["annotations"]
@@ -204,6 +207,23 @@ def timeline_line(published: Any) -> str:
         details.append(f"verdict: {annotations['culprit_verdict']}" + (f" ({reason})" if reason else ""))
     if message["status"] == "firing" and annotations.get("failing_jobs"):
         details.extend(f"failing: {job}" for job in annotations["failing_jobs"].splitlines())
+    return "\n".join([line, *(f"{'':18}{d}" for d in details)])
+
+
+def _digest_line(published: Any) -> str:
+    """A daily digest: its day and counts, and each breakage fixed before a page."""
+    digest = published.message
+    when = published.at.strftime("%Y-%m-%d %H:%M")
+    fixed = digest["fixed_before_page"]
+    line = (
+        f"{when}  DIGEST   {digest['day']}: {len(fixed)} fixed before a page, "
+        f"{len(digest['pages'])} page(s), {digest['hours_broken']:g}h broken"
+    )
+    details = [
+        f"fixed before a page: {b['culprit_sha'][:12]} by {b['culprit_author'] or '?'}, "
+        f"{b['failed_commits']} commits failed, fixed by {b['fix_sha'][:12]} ({len(b['jobs'])} job(s))"
+        for b in fixed
+    ]
     return "\n".join([line, *(f"{'':18}{d}" for d in details)])
 
 
@@ -267,9 +287,18 @@ def _serve(args: argparse.Namespace) -> int:
     from trunkwatch_local.session import Session
 
     tokens = _tokens(args.tokens) if args.tokens else None
-    # Deliveries to POST /webhooks/github are signed with this (GitHub's webhook secret).
+    # Deliveries to POST /webhooks/github are signed with this (GitHub's webhook secret), or
+    # carry or are signed with that (the Buildkite webhook's token).
     secret = os.environ.get(WEBHOOK_SECRET_VARIABLE) or None
-    session = Session(args.template, port=args.port, tokens=tokens, webhook_secret=secret, store=args.store)
+    buildkite_token = os.environ.get(BUILDKITE_TOKEN_VARIABLE) or None
+    session = Session(
+        args.template,
+        port=args.port,
+        tokens=tokens,
+        webhook_secret=secret,
+        buildkite_token=buildkite_token,
+        store=args.store,
+    )
     replay = read_replay(args.scenario) if args.scenario else None
     if args.config:
         deployment = load_configuration(args.config)
@@ -291,14 +320,17 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        if any(trunk.webhook for trunk in deployment.trunks):
+        webhook_sources = {trunk.source == BUILDKITE_SOURCE for trunk in deployment.trunks if trunk.webhook}
+        for buildkite, (ci, variable, given) in (
+            (False, ("GitHub", WEBHOOK_SECRET_VARIABLE, secret)),
+            (True, ("Buildkite", BUILDKITE_TOKEN_VARIABLE, buildkite_token)),
+        ):
+            if buildkite not in webhook_sources:
+                continue
+            what = "token" if buildkite else "secret"
             print(
-                f"trunkwatch: GitHub webhook deliveries at {session.api_url}/webhooks/github"
-                + (
-                    ""
-                    if secret
-                    else f" (set {WEBHOOK_SECRET_VARIABLE} to the webhook's secret to accept them)"
-                ),
+                f"trunkwatch: {ci} webhook deliveries at {session.api_url}/webhooks/github"
+                + ("" if given else f" (set {variable} to the webhook's {what} to accept them)"),
                 file=sys.stderr,
                 flush=True,
             )

@@ -28,6 +28,7 @@ from aws_lambda_powertools import Metrics
 
 from trunkwatch.domain.clock import SimulatedClock, format_time
 from trunkwatch.domain.config import Deployment, to_json
+from trunkwatch.domain.digest import KIND as DIGEST_KIND
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local.chaos import Chaos, InvocationDied
@@ -83,6 +84,33 @@ class Published:
             "email": self.email,
         }
 
+    @property
+    def is_digest(self) -> bool:
+        """A trunk's daily digest (design.md §4.4), not an alert's transition."""
+        return is_digest(self.as_json())
+
+
+def is_digest(message: dict[str, Any]) -> bool:
+    """Whether a published message (`Published.as_json()`) is a daily digest: its message
+    attribute `kind`, which no alert carries."""
+    return bool(message["attributes"].get("kind") == DIGEST_KIND)
+
+
+def summary_row(message: dict[str, Any]) -> dict[str, Any]:
+    """A published message (`Published.as_json()`) as the expected files list it: when, its
+    status and labels (an alert's transition), or when, `digest`, the trunk and the day."""
+    body = message["message"]
+    if is_digest(message):
+        return {
+            "at": message["at"],
+            "status": "digest",
+            "repo": body["repo"],
+            "branch": body["branch"],
+            "day": body["day"],
+        }
+    labels = body["alerts"][0]["labels"]
+    return {"at": message["at"], "status": body["status"], "job": labels.get("job"), **labels}
+
 
 class LocalRuntime:
     """The template's stack (`trunkwatch_local.stack`) with its stream mappings, driven on
@@ -97,6 +125,7 @@ class LocalRuntime:
         store: str = "memory",
         extra_ticks: Iterable[datetime] = (),
         wrap_storage: Callable[[Storage], Storage] | None = None,
+        buildkite_token: str | None = None,
     ) -> None:
         # Crash injection kills at AWS calls; the in-memory store's calls make none, so its
         # storage is wrapped to kill at them (inside `wrap_storage`'s, if given).
@@ -127,9 +156,10 @@ class LocalRuntime:
         self._crashable.add(self.stack.logical_id("webhook"))
         self.modules = self.stack.modules
         self.names = self.stack.names  # functions/<name> folder -> logical id
-        # What GitHub signs deliveries with here: the caller's, else random per run; held
-        # only in memory, never printed.
+        # What GitHub signs deliveries with here, and Buildkite's webhook token: the caller's,
+        # else random per run; held only in memory, never printed.
         self.webhook_secret = webhook_secret or secrets.token_hex(20)
+        self.buildkite_token = buildkite_token or secrets.token_hex(20)
         # Schedule ticks and webhook deliveries (serve takes them from two threads) run one
         # at a time, each with the stream records it causes.
         self.lock = threading.RLock()
@@ -152,6 +182,7 @@ class LocalRuntime:
                 "POWERTOOLS_METRICS_DISABLED": "false" if level in ("DEBUG", "INFO") else "true",
             },
             webhook_secret=self.webhook_secret,
+            buildkite_token=self.buildkite_token,
         )
         if self.chaos is not None:
             self._chaos_installed = self.chaos.installed()
@@ -315,10 +346,10 @@ class LocalRuntime:
 
     def deliver_buildkite(self, event: str, body: bytes, at: datetime) -> dict[str, Any]:
         """A Buildkite webhook delivery at `at`, signed (`X-Buildkite-Signature`, timestamped
-        `at`) with the runtime's secret as the webhook's token; its records wait for
+        `at`) with the runtime's Buildkite webhook token; its records wait for
         `settle_deliveries`, as `deliver`'s do."""
         timestamp = str(int(at.timestamp()))
-        signed = hmac.new(self.webhook_secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+        signed = hmac.new(self.buildkite_token.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
         headers = {
             "Content-Type": "application/json",
             "User-Agent": "Buildkite-Request",

@@ -38,9 +38,16 @@ class Session:
         store: str = "memory",
         extra_ticks: Iterable[datetime] = (),
         wrap_storage: Callable[[Storage], Storage] | None = None,
+        buildkite_token: str | None = None,
     ) -> None:
         self.runtime = LocalRuntime(
-            template, webhook_secret, chaos, store=store, extra_ticks=extra_ticks, wrap_storage=wrap_storage
+            template,
+            webhook_secret,
+            chaos,
+            store=store,
+            extra_ticks=extra_ticks,
+            buildkite_token=buildkite_token,
+            wrap_storage=wrap_storage,
         )
         self.hud = HudServer(clock=self.runtime.clock.now)
         self.github = GitHubServer(hud=self.hud)

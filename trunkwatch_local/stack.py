@@ -89,19 +89,33 @@ class LocalStack:
 
     # --- lifecycle -------------------------------------------------------------------
     def start(
-        self, config: str, environ: Mapping[str, str | None] | None = None, webhook_secret: str | None = None
+        self,
+        config: str,
+        environ: Mapping[str, str | None] | None = None,
+        webhook_secret: str | None = None,
+        buildkite_token: str | None = None,
     ) -> LocalStack:
         """Create the resources, write `config` (the configuration document's text) where
         the functions' CONFIG_FILE names it, and set the functions' environment, then
-        `environ` over it (None removes a variable)."""
+        `environ` over it (None removes a variable); GitHub's webhook secret and the
+        Buildkite webhook's token, when given, go into their SSM parameters."""
         try:
-            self._start(config, environ or {}, webhook_secret)
+            self._start(
+                config,
+                environ or {},
+                {
+                    "WEBHOOK_SECRET_PARAMETER": webhook_secret,
+                    "BUILDKITE_WEBHOOK_TOKEN_PARAMETER": buildkite_token,
+                },
+            )
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _start(self, config: str, environ: Mapping[str, str | None], webhook_secret: str | None) -> None:
+    def _start(
+        self, config: str, environ: Mapping[str, str | None], secrets: Mapping[str, str | None]
+    ) -> None:
         before = dict(os.environ)
         self._stack.callback(_restore_environ, before)
         os.environ.update(
@@ -136,11 +150,10 @@ class LocalStack:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = given
-        secret_parameter = os.environ.get("WEBHOOK_SECRET_PARAMETER")
-        if secret_parameter and webhook_secret is not None:
-            boto3.client("ssm").put_parameter(
-                Name=secret_parameter, Type="SecureString", Value=webhook_secret
-            )
+        for variable, value in secrets.items():  # the parameter each variable names
+            parameter = os.environ.get(variable)
+            if parameter and value is not None:
+                boto3.client("ssm").put_parameter(Name=parameter, Type="SecureString", Value=value)
 
     def stop(self) -> None:
         self._stack.close()

@@ -9,23 +9,42 @@ from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings
-from trunkwatch.app.delivery import Accepted, store, triage
+from trunkwatch.app.delivery import Accepted, WebhookSecrets, store, triage
 from trunkwatch.tracing import traced
 
 logger = Logger()
 edge = settings.Edge.from_environ(settings.WEBHOOK)
 
 
-def _secret() -> str:
+def _github_secret() -> str:
     name = edge.settings.webhook_secret_parameter
     return str(parameters.get_parameter(name, decrypt=True, max_age=settings.WEBHOOK_SECRET_CACHE_SECONDS))
+
+
+def _buildkite_token() -> str:
+    """The Buildkite webhook's token; "" (every Buildkite delivery refused, 401) when its
+    parameter cannot be read, as on a stack not fed by Buildkite, which has none."""
+    name = edge.settings.buildkite_webhook_token_parameter
+    try:
+        return str(
+            parameters.get_parameter(name, decrypt=True, max_age=settings.WEBHOOK_SECRET_CACHE_SECONDS)
+        )
+    except parameters.GetParameterError as err:
+        logger.warning(
+            f"cannot read the Buildkite webhook token from SSM parameter {name} ({err}): create it"
+            " (docs/sources-and-webhooks.md#buildkite-webhooks) to accept Buildkite deliveries"
+        )
+        return ""
+
+
+SECRETS = WebhookSecrets(github=_github_secret, buildkite=_buildkite_token)
 
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Most deliveries (every pull request's jobs) are answered here, before any Powertools
     # wrapper: no context logging or trace segment for what is not stored. The function
     # publishes no metric: a stored delivery's counts are in its log line.
-    verdict = triage(event, secret=_secret, deployment=edge.deployment, now=edge.clock.now)
+    verdict = triage(event, SECRETS, deployment=edge.deployment, now=edge.clock.now)
     if isinstance(verdict, dict):
         return verdict
     return _store(verdict, context)

@@ -221,3 +221,21 @@ def test_org_quick_polls_every_trunk_on_every_tick(tmp_path: Path) -> None:
         budget.name for budget in ORG_BUDGETS
     }
     assert "## An organization on one deployment" in render_page(summary)
+
+
+def test_buildkite_poll_at_vllms_volume_is_two_conditional_requests_when_quiet(tmp_path: Path) -> None:
+    """`python -m benchmarks buildkite_poll`: a quiet poll of a vLLM-sized Buildkite trunk is
+    two conditional requests writing nothing; a build finishing or landing writes one
+    commit's cells; the month is priced and rendered."""
+    assert main(["buildkite_poll", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    polled = summary["buildkite_poll"]
+    polls = polled["polls"]
+    quiet = polls["quiet_poll"]
+    assert (quiet["http_requests"], quiet["http_unconditional_requests"], quiet["cells_written"]) == (2, 0, 0)
+    first = polls["first_poll"]["cells_written"]
+    assert 0 < polls["finishing_poll"]["cells_written"] == polls["landing_poll"]["cells_written"] < first
+    assert (polled["commits_per_day"], polled["jobs"]) == (64, 266)
+    assert polled["buildkite_requests_per_day"] < 3 * polled["polls_per_day"]
+    assert polled["usd_per_month"] == pytest.approx(sum(polled["usd_per_month_by_item"].values()), abs=1e-3)
+    assert "A Buildkite trunk at vLLM's volume" in render_page(summary)

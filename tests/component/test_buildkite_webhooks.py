@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.buildkite import PIPELINE, build, buildkite_webhook_replay, job
 from tests.support.scenarios import SCENARIOS, assert_publishes_expected
-from trunkwatch.app.delivery import handle_request
+from trunkwatch.app.delivery import WebhookSecrets, handle_request
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import Deployment, load_deployment
@@ -32,6 +32,7 @@ from trunkwatch_local.session import run_replay
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TOKEN = "bk-webhook-token-made-up-0123456789"  # a made-up value
+GITHUB_SECRET = "gh-webhook-secret-made-up-9876543210"  # a made-up value: GitHub's, not this one
 SHA = "5d41402abc4b2a76b9719d911017c592aa3b2c1d"
 DEPLOYMENT = load_deployment(
     {
@@ -81,7 +82,8 @@ def post(
     )
     clock = SimulatedClock(NOW)
     stored = storage or memory_storage()
-    answer = handle_request(request, lambda: TOKEN, deployment, lambda: stored, clock)
+    secrets = WebhookSecrets(github=lambda: GITHUB_SECRET, buildkite=lambda: TOKEN)
+    answer = handle_request(request, secrets, deployment, lambda: stored, clock)
     clock.advance(GROUP_WINDOW)
     clock.run_due()
     return int(answer["statusCode"]), json.loads(answer["body"])["message"]
@@ -95,7 +97,9 @@ BODY = job_finished()
     [
         ({}, "missing X-Buildkite-Token or X-Buildkite-Signature"),
         ({"X-Buildkite-Token": "not-the-token"}, "bad X-Buildkite-Token"),
+        ({"X-Buildkite-Token": GITHUB_SECRET}, "bad X-Buildkite-Token"),
         ({"X-Buildkite-Signature": signature(BODY, token="another")}, "bad X-Buildkite-Signature"),
+        ({"X-Buildkite-Signature": signature(BODY, token=GITHUB_SECRET)}, "bad X-Buildkite-Signature"),
         ({"X-Buildkite-Signature": signature(BODY + b" ")}, "bad X-Buildkite-Signature"),
         ({"X-Buildkite-Signature": "sha256=abc"}, "must be timestamp=<seconds>,signature=<hex>"),
         (
@@ -107,7 +111,17 @@ BODY = job_finished()
             "stale X-Buildkite-Signature",
         ),
     ],
-    ids=["no-token", "wrong-token", "other-token", "altered-body", "malformed", "stale", "future"],
+    ids=[
+        "no-token",
+        "wrong-token",
+        "githubs-secret",
+        "other-token",
+        "signed-with-githubs-secret",
+        "altered-body",
+        "malformed",
+        "stale",
+        "future",
+    ],
 )
 def test_an_unauthentic_delivery_is_401_before_the_configuration_is_read(
     headers: dict[str, str], said: str

@@ -366,6 +366,7 @@ def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pyt
         Name="/trunkwatch/webhook", Type="SecureString", Value="It's a Secret to Everybody"
     )
     monkeypatch.setenv("WEBHOOK_SECRET_PARAMETER", "/trunkwatch/webhook")
+    monkeypatch.setenv("BUILDKITE_WEBHOOK_TOKEN_PARAMETER", "/trunkwatch/buildkite-webhook")  # none
     parameters.clear_caches()
     webhook = handler("webhook")
     event = sample("webhook_function_url")
@@ -388,6 +389,47 @@ def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pyt
         "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)": "fail",
         "pull / (workflow)": "pass",
     }
+
+
+def test_buildkite_deliveries_are_checked_against_the_buildkite_token_parameter_alone(
+    configured: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    from tests.support.buildkite import PIPELINE, build, job
+    from trunkwatch_local.function_url import function_url_event
+
+    stack = running_stack()
+    assert stack is not None
+    trunk = {"repo": "acme/engine", "source": "buildkite", "pipeline": PIPELINE, "webhook": True}
+    stack.configure(json.dumps({"trunks": [trunk]}))
+    github_secret, token = "gh-secret-made-up-0123", "bk-token-made-up-4567"  # made-up values
+    ssm = boto3.client("ssm")
+    ssm.put_parameter(Name="/trunkwatch/github-webhook", Type="SecureString", Value=github_secret)
+    monkeypatch.setenv("WEBHOOK_SECRET_PARAMETER", "/trunkwatch/github-webhook")
+    monkeypatch.setenv("BUILDKITE_WEBHOOK_TOKEN_PARAMETER", "/trunkwatch/buildkite-webhook")
+    parameters.clear_caches()
+    webhook = handler("webhook")
+    built = build(1, "5d41402abc4b2a76b9719d911017c592aa3b2c1d", datetime(2026, 11, 18, 11, tzinfo=UTC))
+    del built["jobs"]
+    org, slug = PIPELINE.split("/")
+    pipeline = {"slug": slug, "url": f"https://api.buildkite.com/v2/organizations/{org}/pipelines/{slug}"}
+    body = json.dumps(
+        {"event": "job.finished", "job": job(1, "Unit tests", "failed"), "build": built, "pipeline": pipeline}
+    ).encode()
+
+    def deliver(sent_token: str) -> tuple[int, str]:
+        headers = {"X-Buildkite-Event": "job.finished", "X-Buildkite-Token": sent_token}
+        answer = webhook.lambda_handler(function_url_event("POST", "/", headers, body), context("webhook"))
+        return answer["statusCode"], json.loads(answer["body"])["message"]
+
+    # No Buildkite token parameter (a stack fed by GitHub alone): refused, not an error.
+    assert deliver(github_secret) == (401, "no webhook token is configured")
+    ssm.put_parameter(Name="/trunkwatch/buildkite-webhook", Type="SecureString", Value=token)
+    parameters.clear_caches()
+    assert deliver(github_secret) == (401, "bad X-Buildkite-Token")  # GitHub's secret is not it
+    assert deliver(token) == (200, "stored")
+    assert {i["job"]["S"] for i in table_items("cell")} == {"Unit tests"}
 
 
 def test_a_webhook_fed_trunk_is_polled_only_every_poll_every(configured: HTTPServer) -> None:

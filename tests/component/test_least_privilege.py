@@ -192,6 +192,19 @@ def test_the_webhook_and_the_notifier_may_not_write_what_the_others_write(
     assert not allows(roles["NotifierFunction"], TableRequest(put, frozenset({"IDEMPOTENCY"})))
 
 
+def test_the_evaluator_deletes_only_superseded_fixed_breakages(roles: dict[str, Any]) -> None:
+    delete = "dynamodb:DeleteItem"
+    evaluator = roles["EvaluatorFunction"]
+    assert allows(evaluator, TableRequest(delete, frozenset({"FIXED#pytorch/pytorch#main"})))
+    for key in (
+        "CELLS#pytorch/pytorch#main#j",
+        "ALERTS#pytorch/pytorch#main",
+        "SILENCE",
+        "LOG#pytorch/pytorch#main",
+    ):
+        assert not allows(evaluator, TableRequest(delete, frozenset({key})))
+
+
 def test_table_requests_are_read_as_iam_authorizes_them() -> None:
     """A transaction is one authorization per item, a batch one for all its keys."""
 

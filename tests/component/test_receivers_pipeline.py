@@ -155,6 +155,8 @@ def _two_breaks(job: str, index: int) -> str:
 
 
 def run(runtime: LocalRuntime, hud: Any, trunk: Trunk, hours: float, after: float = 0) -> list[Any]:
+    """The alerts' SNS messages up to `hours` after the trunk's start (past midnight, the
+    topic's daily digest too: tests/component/test_digest.py tells of it)."""
     sent = []
     start = trunk.start + timedelta(hours=after)
     for at, snapshot in trunk.polls(timedelta(minutes=10), trunk.start + timedelta(hours=hours)):
@@ -162,7 +164,7 @@ def run(runtime: LocalRuntime, hud: Any, trunk: Trunk, hours: float, after: floa
             continue
         hud.serve(snapshot)
         runtime.tick(at)
-        sent += runtime.published(at)
+        sent += [p for p in runtime.published(at) if not p.is_digest]
     return sent
 
 
@@ -273,7 +275,9 @@ def test_a_tick_out_of_time_leaves_every_receiver_for_the_next_tick(
     with monkeypatch.context() as short:
         short.setattr(LambdaContext, "get_remaining_time_in_millis", lambda self: 5_000)
         assert run(runtime, hud, trunk, 4) == []  # firing by now, but no time to send
-    assert slack.posts == [] and github.requests == [] and table_items("notification") == []
+    # The digest's log entry anchors the topic's first digest (design.md §4.4): no message.
+    logged = [e for e in table_items("notification") if e["alertname"]["S"] != "DailyDigest"]
+    assert slack.posts == [] and github.requests == [] and logged == []
     sent = run(runtime, hud, trunk, 4.5, after=4)  # the next tick has the time: all of it goes
     assert sent and slack_posts(slack) == sns_messages(sent) and len(github.issues) == 1
 
@@ -333,3 +337,31 @@ def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubServer) 
     for job, comment in zip(sorted(set(firing)), sorted(github.pull_comments[pr]), strict=True):
         assert f"this PR is the first commit on which `{job}` failed" in comment
     assert [r.method for r in github.requests].count("POST") == len(set(firing))
+
+
+def test_a_receiver_routes_on_the_culprits_author_and_slack_mentions_them() -> None:
+    """basic-break's culprit is dev4's: a receiver matching `author="dev4"` gets every message
+    of the break, mentioning dev4's Slack user; one matching another author gets none."""
+    authors, others = SlackServer(), SlackServer()
+    try:
+        replay = read_replay(SCENARIOS / "basic-break.jsonl")
+        replay.receivers = [
+            {
+                "type": "slack",
+                "url": f"{authors.url}/services/T000/B000/AAAA",
+                "matchers": ['author="dev4"'],
+                "slack_users": {"dev4": "U0DEV4"},
+            },
+            {"type": "slack", "url": f"{others.url}/services/T000/B000/BBBB", "matchers": ['author="dev9"']},
+        ]
+        published = list(run_replay(replay, store="memory"))
+    finally:
+        authors.stop()
+        others.stop()
+    assert published and slack_posts(authors) == sns_messages(published) and others.posts == []
+    for post in authors.posts:
+        assert "<@U0DEV4>" in json.dumps(post) and "by dev4" not in json.dumps(post)
+    # The alerts carry the login: the job alert its culprit's, the trunk-level one its jobs'.
+    for message in published:
+        notes = message.message["commonAnnotations"]
+        assert notes.get("culprit_author", notes.get("culprit_authors")) == "dev4"

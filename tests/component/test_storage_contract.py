@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from trunkwatch.domain.acks import Acknowledgement
-from trunkwatch.domain.cells import Cell, CellState, Commit
+from trunkwatch.domain.cells import Cell, CellState, Commit, line_ids
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import ShardReport
 from trunkwatch.storage import keys
@@ -29,6 +29,7 @@ from trunkwatch.storage.records import (
     CommitMark,
     CommitRef,
     Episode,
+    FixedEpisode,
     JobAlert,
     Lease,
     LogEntry,
@@ -99,6 +100,19 @@ def test_a_trunk_starts_empty_and_keeps_its_poll_health(storage: Storage) -> Non
     assert state.last_delivery_at == NOW - timedelta(minutes=1)
     trunks.save_source_state(TRUNK, {"etag": "W/1", "pages": [1, 2]})
     assert trunks.source_state(TRUNK) == {"etag": "W/1", "pages": [1, 2]}
+
+
+def test_the_unpaged_set_gains_and_loses_jobs(storage: Storage) -> None:
+    trunks = storage.trunks
+    trunks.mark_unpaged(TRUNK, JOB, True)
+    trunks.mark_unpaged(TRUNK, "other", True)
+    trunks.mark_unpaged(TRUNK, JOB, True)  # again: no change
+    assert trunks.state(TRUNK).unpaged == {JOB, "other"}
+    trunks.mark_unpaged(TRUNK, JOB, False)
+    trunks.mark_unpaged(TRUNK, "never added", False)
+    assert trunks.state(TRUNK).unpaged == {"other"}
+    trunks.mark_unpaged(TRUNK, "other", False)
+    assert trunks.state(TRUNK).unpaged == set() and trunks.state("other/repo#main").unpaged == set()
 
 
 def test_recent_seqs_change_only_from_what_was_read(storage: Storage) -> None:
@@ -233,6 +247,22 @@ def test_cells_newest_first(storage: Storage) -> None:
 # --- alerts -------------------------------------------------------------------------------
 
 
+def test_a_pending_cell_never_replaces_a_result(storage: Storage) -> None:
+    def write(seq: int, state: CellState, url: str) -> None:
+        storage.cells.save_all(
+            TRUNK, [CellWrite(Cell(JOB, commit(seq).sha, state, url=url), commit(seq), seq, "p")], RETENTION
+        )
+
+    write(1, CellState.PENDING, "queued")
+    write(1, CellState.FAIL, "failed")
+    write(1, CellState.PENDING, "queued again")  # a writer that read the state before the failure
+    write(2, CellState.PENDING, "queued")
+    write(2, CellState.PENDING, "still queued")
+    newest, oldest = storage.cells.newest_first(TRUNK, JOB, limit=10, page_size=10)
+    assert (oldest.state, oldest.url) == (CellState.FAIL, "failed")
+    assert (newest.state, newest.url) == (CellState.PENDING, "still queued")
+
+
 def alert(job: str = JOB, **changes: object) -> JobAlert:
     ref = CommitRef(seq=1, sha=commit(1).sha, time=commit(1).time, title="commit 1", pr=1, job_url="run")
     return dataclasses.replace(
@@ -337,6 +367,7 @@ def test_anepisode_item_is_at_most_one_write_unit(aws: dict) -> None:
     """docs/status-page.md's cost: an episode with the longest title a commit keeps, a long
     author and GitHub's run URLs is still under 1 KB (one write unit, two in a transaction)."""
     from benchmarks.usage import item_bytes
+    from trunkwatch.domain.cells import MAX_FAILURE_LINE_CHARS, MAX_FAILURE_LINES
     from trunkwatch.storage.alerts import episode_item
     from trunkwatch.storage.items import EpisodeItem
 
@@ -356,6 +387,7 @@ def test_anepisode_item_is_at_most_one_write_unit(aws: dict) -> None:
         status="resolved",
         ends_at=NOW,
         first_fail=culprit,
+        failure_lines=tuple("l" * MAX_FAILURE_LINE_CHARS for _ in range(MAX_FAILURE_LINES)),
     )
     assert item_bytes(episode_item(EpisodeItem, TRUNK, episode)) <= 1024
 
@@ -375,6 +407,69 @@ def test_a_resolved_episode_expires_a_month_after_it_ended(aws: dict) -> None:
         TRUNK, dataclasses.replace(first, status="resolved", ends_at=ended), now_firing=False
     )
     assert expiry() == str(int((ended + EPISODE_RETENTION).timestamp()))
+
+
+def test_an_episode_keeps_its_verdict(storage: Storage) -> None:
+    alerts = storage.alerts
+    first = alerts.save_with_failing_set(TRUNK, alert(culprit_verdict="unconfirmed"), now_firing=True)
+    alerts.save_with_failing_set(
+        TRUNK,
+        dataclasses.replace(first, status="resolved", ends_at=NOW, culprit_verdict="confirmed"),
+        now_firing=False,
+    )
+    assert [e.verdict for e in alerts.episodes(TRUNK, NOW)] == ["confirmed"]
+
+
+def test_an_episode_keeps_its_failure_lines(storage: Storage) -> None:
+    # The digest leaves out a breakage fixed before a page whose line a page carried.
+    line = "FAILED test/test_nn.py::TestNN::test_conv6"
+    storage.alerts.save_with_failing_set(TRUNK, alert(failure_lines=(line,)), now_firing=True)
+    storage.alerts.save_with_failing_set(TRUNK, alert("other"), now_firing=True)
+    found = {e.job: e.failure_line_ids for e in storage.alerts.episodes(TRUNK, NOW)}
+    assert found == {JOB: tuple(line_ids([line])), "other": ()}
+
+
+def fixed(job: str = JOB, culprit: int = 1, **changes: object) -> FixedEpisode:
+    def ref(n: int) -> CommitRef:
+        return CommitRef(seq=n, sha=commit(n).sha, time=commit(n).time, title=f"commit {n}", author="a", pr=n)
+
+    return dataclasses.replace(
+        FixedEpisode(
+            job=job,
+            culprit=ref(culprit),
+            fix=ref(culprit + 2),
+            failed_commits=2,
+            detected_at=NOW,
+            last_pass=ref(culprit - 1),
+            failure_lines=("FAILED test/test_nn.py::test_conv6",),
+        ),
+        **changes,
+    )
+
+
+def test_a_fixed_breakage_is_kept_once_per_job_and_culprit(storage: Storage) -> None:
+    alerts = storage.alerts
+    assert alerts.fixed(TRUNK) == []
+    first = fixed()
+    alerts.save_fixed(TRUNK, first)
+    alerts.save_fixed(TRUNK, fixed("other", last_pass=None, failure_lines=()))
+    # Recorded again (a third failure came in): it replaces the job's and culprit's one.
+    grown = fixed(failed_commits=3, fix=fixed(culprit=2).fix)
+    alerts.save_fixed(TRUNK, grown)
+    assert alerts.fixed(TRUNK) == [fixed("other", last_pass=None, failure_lines=()), grown]  # by sha, job
+    # An older failure came in below it: the breakage's culprit moved; the old one is gone.
+    moved = fixed(culprit=0, failed_commits=4, last_pass=None)
+    alerts.save_fixed(TRUNK, moved, supersedes=[grown])
+    assert [(f.job, f.culprit.seq) for f in alerts.fixed(TRUNK)] == [(JOB, 0), ("other", 1)]  # sha 0 first
+    assert alerts.fixed("other/repo#main") == []
+
+
+def test_a_fixed_breakage_expires_a_month_after_it_was_detected(aws: dict) -> None:
+    aws["storage"].alerts.save_fixed(TRUNK, fixed())
+    key = {"pk": {"S": keys.fixed(TRUNK)}, "sk": {"S": keys.fixed_episode(commit(1).sha, JOB)}}
+    item = boto3.client("dynamodb").get_item(TableName=aws["table"], Key=key)["Item"]
+    assert item[TTL_ATTRIBUTE]["N"] == str(int((NOW + EPISODE_RETENTION).timestamp()))
+    assert item["kind"]["S"] == "fixed"
 
 
 # --- ticks --------------------------------------------------------------------------------
@@ -623,6 +718,9 @@ def test_log_entries_per_receiver(storage: Storage) -> None:
     assert logs.of_receiver(TRUNK, "sns-2")["f1"].acknowledged == "2026-11-18T12:00:00.000Z"
     assert list(logs.of_receiver(TRUNK, "sns-2")) == ["f1"]
     assert logs.of_receiver("other/repo#main", "sns") == {}
+    # One entry by its receiver and fingerprint.
+    assert logs.entry(TRUNK, "sns", "f2") == trunk_level
+    assert logs.entry(TRUNK, "sns", "f3") is None and logs.entry(TRUNK, "sns-3", "f1") is None
 
 
 def lease(claim_id: str, seconds: int = 20) -> Lease:

@@ -1,6 +1,7 @@
 """`GET /api/v2/trunks/history` through the API handler on the three replayed trunks
 (tests/support/trunks.py), their items in the table: the history comes from the stored
-episodes, and stays the same after the cells and commits expired."""
+episodes, the breakages fixed before a page apart from them, and stays the same after the
+cells and commits expired."""
 
 from __future__ import annotations
 
@@ -40,9 +41,22 @@ def _history_outlives_the_cells(replayed: Trunks) -> None:
     assert history["pagesPerWeek"][-1] == {"week": "2026-11-16", "pages": 2}
     assert sum(w["pages"] for w in history["pagesPerWeek"]) == 2
     assert (history["medianTimeToFixSeconds"], history["worstTimeToFixSeconds"]) == (24900.0, 24900.0)
+    # The macOS job's two-commit breakage, fixed before a page: apart from the episodes and
+    # the pages, which it is not.
+    trunk = replayed.trunks[BROKEN]
+    (unpaged,) = history["fixedBeforePage"]
+    assert (unpaged["culprit"]["sha"], unpaged["fix"]["sha"], unpaged["jobs"], unpaged["failedCommits"]) == (
+        trunk.sha(2),
+        trunk.sha(4),
+        [OTHER_JOB],
+        2,
+    )
+    assert (unpaged["culprit"]["author"], unpaged["brokenForSeconds"]) == ("dev2", 7200.0)
+    assert unpaged["detectedAt"] == at(4 + 55 / 60)  # the poll that saw commit 4 pass
     # A break that spans midnight counts on both days.
     _, fixed = get(replayed, "/api/v2/trunks/history", FIXED)
     assert {d["day"]: d["hours"] for d in fixed["hoursBrokenPerDay"] if d["hours"]} == {
         "2026-11-20": 4.0,
         "2026-11-21": 2.92,
     }
+    assert fixed["fixedBeforePage"] == []

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support import webhooks
 from tests.support.aws import TABLE, table_items
-from trunkwatch.app.delivery import MAX_BODY_BYTES, handle_request
+from trunkwatch.app.delivery import MAX_BODY_BYTES, WebhookSecrets, handle_request
 from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import Deployment, load_deployment
 from trunkwatch.storage.dynamodb import open_table
@@ -21,6 +21,7 @@ from trunkwatch_local.function_url import function_url_event
 
 NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)
 SECRET = "It's a Secret to Everybody"  # GitHub's documented test vector's secret
+BUILDKITE_TOKEN = "bk-webhook-token-made-up-0123456789"  # a made-up value
 A = "a" * 40
 DEPLOYMENT = load_deployment(
     {"trunks": [{"repo": webhooks.REPO, "branch": "main", "source": "github", "webhook": True}]}
@@ -42,7 +43,8 @@ def post(
     headers["X-Hub-Signature-256"] = webhooks.sign(body, SECRET) if signature is None else signature
     event = function_url_event("POST", "/", headers, body)
     clock = SimulatedClock(NOW)
-    answer = handle_request(event, lambda: SECRET, deployment, lambda: open_table(TABLE, "us-east-1"), clock)
+    secrets = WebhookSecrets(github=lambda: SECRET, buildkite=lambda: BUILDKITE_TOKEN)
+    answer = handle_request(event, secrets, deployment, lambda: open_table(TABLE, "us-east-1"), clock)
     clock.advance(GROUP_WINDOW)  # the group the delivery opened (if it did) closes and settles
     clock.run_due()
     return int(answer["statusCode"]), json.loads(answer["body"])["message"]
@@ -65,9 +67,10 @@ def test_a_bad_or_missing_signature_is_401_and_writes_nothing(aws: dict[str, Any
     assert table_items() == []
 
 
-def test_a_body_signed_with_another_secret_is_401(aws: dict[str, Any]) -> None:
+@pytest.mark.parametrize("other", ["another secret", BUILDKITE_TOKEN], ids=["another", "buildkites-token"])
+def test_a_body_signed_with_another_secret_is_401(aws: dict[str, Any], other: str) -> None:
     body = payload(webhooks.push([A]))
-    assert post("push", body, webhooks.sign(body, "another secret"), deployment=_never)[0] == 401
+    assert post("push", body, webhooks.sign(body, other), deployment=_never)[0] == 401
     assert table_items() == []
 
 

@@ -125,6 +125,11 @@ def test_the_overview_lists_every_trunk_broken_first_then_a_broken_trunks_grid_a
         history["medianTimeToFixSeconds"] / 3600, 2
     )
     assert page.locator(".median-fix").inner_text() == "6h 55m"
+    # The breakage fixed before a page: listed apart, not drawn as an episode or a page.
+    (unpaged,) = history["fixedBeforePage"]
+    row = page.locator("table.fixed tbody tr")
+    assert row.evaluate_all("rows => rows.map(r => r.dataset.culprit)") == [unpaged["culprit"]["sha"]]
+    assert "2 commits" in row.inner_text() and "fixed by " + unpaged["fix"]["sha"][:12] in row.inner_text()
     watched.assert_clean()
     shoot(page, tmp_path, "trunk")
 
@@ -132,6 +137,7 @@ def test_the_overview_lists_every_trunk_broken_first_then_a_broken_trunks_grid_a
     page.goto(url + "/#/trunk?id=" + urllib.parse.quote(FIXED, safe=""))
     page.locator(f"table.grid tr.culprit[data-sha='{trunks.trunks[FIXED].sha(20)}']").wait_for()
     assert page.locator("table.grid th.job.firing").count() == 0
+    page.locator("p.fixed-none").wait_for()
     watched.assert_clean()
     watched.context.close()
 

@@ -4,6 +4,7 @@ with the fields a test sets), and a HUD-form replay turned into its Buildkite fo
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Iterator
@@ -87,9 +88,14 @@ def job(
 
 def retried_green(number: int, name: str, **changes: Any) -> list[dict[str, Any]]:
     """A job that failed and passed on its retry: the failed job, `retried` into the pass."""
-    passed = job(number, name, "passed", attempt=2, retries_count=1, **changes)
-    failed = job(number, name, "failed", retried=True, retried_in_job_id=passed["id"], **changes)
-    return [failed, passed]
+    return retried(number, name, "passed", **changes)
+
+
+def retried(number: int, name: str, state: str, **changes: Any) -> list[dict[str, Any]]:
+    """A job that failed and ended `state` on its retry: the failed job, `retried` into it."""
+    again = job(number, name, state, attempt=2, retries_count=1, **changes)
+    failed = job(number, name, "failed", retried=True, retried_in_job_id=again["id"], **changes)
+    return [failed, again]
 
 
 def waiter(number: int) -> dict[str, Any]:
@@ -125,9 +131,10 @@ class Converter:
 
 def hud_to_builds(snapshot: dict[str, Any], at: datetime, memory: Converter) -> list[dict[str, Any]]:
     """The builds listing equivalent to a HUD snapshot at `at`: one build per commit, each HUD
-        cell a job of the same name, a retried-green cell a failed job retried into a passing one;
-        a commit with a job still running is a running build. A cell's `rerun` (how re-running it
-    would end) is its job's (`{"state", "durationS"}`, read by the stand-in's retries)."""
+    cell a job of the same name, a retried cell (`failedPreviousRun`) a failed job retried into
+    its result (a pass: flaky; a failure: a failed retry); a commit with a job still running is
+    a running build. A cell's `rerun` (how re-running it would end) is its job's (`{"state",
+    "durationS"}`, read by the stand-in's retries)."""
     names, rows = snapshot["jobNames"], snapshot["shaGrid"]
     pipeline, finished = memory.pipeline, memory.finished
     builds = []
@@ -149,14 +156,16 @@ def hud_to_builds(snapshot: dict[str, Any], at: datetime, memory: Converter) -> 
             if cell.get("status") not in (None, "completed") or conclusion in (None, "", "pending"):
                 running = True
                 jobs.append(job(number, name, "running", pipeline=pipeline, **fields))
-            elif conclusion == "success" and cell.get("failedPreviousRun"):
-                jobs += retried_green(number, name, pipeline=pipeline, **fields)
+            elif cell.get("failedPreviousRun") and conclusion in ("success", "failure", "timed_out"):
+                # A retried cell: its failed first attempt, retried into its result.
+                jobs += retried(number, name, _HUD_STATES[conclusion], pipeline=pipeline, **fields)
             else:
                 jobs.append(
                     job(number, name, _HUD_STATES.get(conclusion, conclusion), pipeline=pipeline, **fields)
                 )
         shown = [{k: v for k, v in j.items() if k != "rerun"} for j in jobs]
-        key = f"{sha}:{json.dumps(shown, sort_keys=True)}"
+        # A digest: a red trunk's two weeks of builds, each version kept in full, take gigabytes.
+        key = f"{sha}:{hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()}"
         if not running and key not in finished:
             finished[key] = at
         extra: dict[str, Any] = {
@@ -180,11 +189,13 @@ def hud_to_builds(snapshot: dict[str, Any], at: datetime, memory: Converter) -> 
     return builds
 
 
-def buildkite_replay(lines: Iterable[str], pipeline: str = PIPELINE) -> Iterator[str]:
+def buildkite_replay(
+    lines: Iterable[str], pipeline: str = PIPELINE, numbers: dict[str, int] | None = None
+) -> Iterator[str]:
     """A HUD-form replay file's lines in Buildkite form: its header naming the source and
     pipeline, each `hud` event a `buildkite` one (a `hud_status` a `buildkite_status`), every
-    other event as it is."""
-    converter = Converter(pipeline)
+    other event as it is. `numbers`, when given, gets each commit's build number."""
+    converter = Converter(pipeline, {} if numbers is None else numbers)
     numbered = (line for line in lines if line.strip())
     header = json.loads(next(numbered))
     yield json.dumps({**header, "source": "buildkite", "pipeline": pipeline})

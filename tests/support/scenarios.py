@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.support.paths import TESTS
 from trunkwatch.domain.clock import format_time, parse_time
+from trunkwatch_local.runtime import is_digest, summary_row
 
 SCENARIOS = TESTS / "scenarios"
 REAL_HISTORY = TESTS / "real-history" / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
@@ -47,14 +48,14 @@ def expected_messages(replay_file: Path) -> list[dict[str, Any]]:
 
 
 def published_row(message: dict[str, Any]) -> dict[str, Any]:
-    """A published message (`trunkwatch replay --json`) as an expected row: when, status, labels."""
-    labels = message["message"]["alerts"][0]["labels"]
-    return {"at": message["at"], "status": message["message"]["status"], "job": labels.get("job"), **labels}
+    """A published message (`trunkwatch replay --json`) as an expected row: when, status and
+    labels, or a digest's trunk and day."""
+    return summary_row(message)
 
 
 def summary(row: dict[str, Any]) -> tuple[object, ...]:
-    """What an expected row and a published one are compared by."""
-    return tuple(row[key] for key in ("at", "status", "alertname", "job", "priority", "team"))
+    """What an expected row and a published one are compared by (a digest: when, and its day)."""
+    return tuple(row.get(key) for key in ("at", "status", "alertname", "job", "priority", "team", "day"))
 
 
 def assert_publishes_expected(replay_file: Path, published: list[dict[str, Any]]) -> None:
@@ -63,6 +64,11 @@ def assert_publishes_expected(replay_file: Path, published: list[dict[str, Any]]
     same `at` in any order)."""
     for message in published:
         assert set(message) == {"at", "subject", "attributes", "message", "email"}
+        assert len(message["subject"]) <= 100 and "\n" not in message["subject"]
+        if is_digest(message):
+            assert message["message"]["kind"] == "digest" and message["email"].startswith("Daily digest: ")
+            assert message["subject"].startswith("[DIGEST] ") and "priority" not in message["attributes"]
+            continue
         annotations = message["message"]["alerts"][0]["annotations"]
         assert all(value != "" for value in annotations.values()), annotations
         assert message["email"].startswith(("FIRING: ", "RESOLVED: "))

@@ -41,8 +41,9 @@ COMMITS = 48  # two days of commits
 # Commits each trunk's jobs fail on, by job key.
 FAILS: dict[str, dict[str, tuple[range, ...]]] = {
     # Broke at commit 8, fixed at 14 (the macOS job joined at 10 and was fixed at 13); broke
-    # again at commit 40 and still failing.
-    BROKEN: {BROKEN_JOB: (range(8, 14), range(40, 99)), OTHER_JOB: (range(10, 13),)},
+    # again at commit 40 and still failing. Before all that, commit 2 broke the macOS job for
+    # two commits only: fixed before a page.
+    BROKEN: {BROKEN_JOB: (range(8, 14), range(40, 99)), OTHER_JOB: (range(2, 4), range(10, 13))},
     FIXED: {BROKEN_JOB: (range(20, 26),)},
     QUIET: {},
 }

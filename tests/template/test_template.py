@@ -252,6 +252,7 @@ def test_parameter_defaults(source: dict[str, Any]) -> None:
         "ReceiverSecretsPrefix": "trunkwatch/receivers/",
         "ApiTokensParameter": "/trunkwatch/api-tokens",
         "WebhookSecretParameter": "/trunkwatch/github-webhook",
+        "BuildkiteWebhookTokenParameter": "/trunkwatch/buildkite-webhook",
         "LogLevel": "INFO",
         "LogRetentionDays": 30,
         "Tracing": "PassThrough",
@@ -572,7 +573,7 @@ def test_stream_readers_read_only_the_tables_stream(resources: dict[str, Any], f
     ("function", "actions"),
     [
         ("IngestFunction", {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"}),
-        ("EvaluatorFunction", {"GetItem", "Query", "PutItem", "UpdateItem"}),
+        ("EvaluatorFunction", {"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}),
         ("NotifierFunction", {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"}),
         ("ApiFunction", {"GetItem", "BatchGetItem", "Query", "PutItem"}),
         ("AuthorizerFunction", set()),
@@ -705,11 +706,19 @@ def test_ingest_reads_source_tokens_but_never_the_api_tokens(
     assert [_sub_text(r).rsplit(":", 1)[1] for r in _resources_of(deny)] == [
         "parameter${ApiTokensParameter}",
         "parameter${WebhookSecretParameter}",
+        "parameter${BuildkiteWebhookTokenParameter}",
     ]
 
 
-def test_webhooks_come_through_an_unauthenticated_function_url_that_alone_reads_the_secret(
-    resources: dict[str, Any], source: dict[str, Any]
+@pytest.mark.parametrize(
+    ("parameter", "sid"),
+    [
+        ("WebhookSecretParameter", "ReadWebhookSecret"),
+        ("BuildkiteWebhookTokenParameter", "ReadBuildkiteWebhookToken"),
+    ],
+)
+def test_webhooks_come_through_an_unauthenticated_function_url_that_alone_reads_the_secrets(
+    resources: dict[str, Any], source: dict[str, Any], parameter: str, sid: str
 ) -> None:
     # The function checks each delivery's signature; a URL costs nothing beyond the function.
     url = resources["WebhookFunctionUrl"]
@@ -717,7 +726,7 @@ def test_webhooks_come_through_an_unauthenticated_function_url_that_alone_reads_
     assert url["Properties"]["AuthType"] == "NONE"
     assert url["Properties"]["TargetFunctionArn"] == {"Ref": "WebhookFunction"}
     assert resources["WebhookFunction"]["Properties"]["Timeout"] == 10  # GitHub waits 10 s
-    secret = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${WebhookSecretParameter}"
+    secret = f"arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter${{{parameter}}}"
 
     def reads_secret(statement: dict[str, Any]) -> bool:
         return statement.get("Effect") == "Allow" and any(
@@ -728,16 +737,25 @@ def test_webhooks_come_through_an_unauthenticated_function_url_that_alone_reads_
     readers = {f for f in FUNCTIONS for s in _statements(resources[f"{f}Role"]) if reads_secret(s)}
     assert readers == {"WebhookFunction"}
     # Nor through a prefix: the default parameter sits under SecretsPrefix, which ingest reads.
-    default = source["Parameters"]["WebhookSecretParameter"]["Default"]
+    default = source["Parameters"][parameter]["Default"]
     assert default.startswith("/" + source["Parameters"]["SecretsPrefix"]["Default"])  # the overlap
     arn = f"arn:aws:ssm:us-east-1:{EXAMPLE_ACCOUNT}:parameter{default}"
     may_read = {f for f in FUNCTIONS if _may(resources[f"{f}Role"], "ssm:GetParameter", arn, source)}
     assert may_read == {"WebhookFunction"}
     role = resources["WebhookFunctionRole"]
-    (statement,) = [s for s in _statements(role) if s.get("Sid") == "ReadWebhookSecret"]
+    (statement,) = [s for s in _statements(role) if s.get("Sid") == sid]
     assert _actions(statement) == ["ssm:GetParameter"]
     assert [_sub_text(r) for r in _resources_of(statement)] == [secret]
     assert not any("secretsmanager:GetSecretValue" in _actions(s) for s in _statements(role))
+
+
+def test_github_and_buildkite_secrets_are_two_parameters(source: dict[str, Any]) -> None:
+    """A stack fed by both keeps GitHub's signing secret and Buildkite's token apart."""
+    parameters = source["Parameters"]
+    names = {parameters[p]["Default"] for p in ("WebhookSecretParameter", "BuildkiteWebhookTokenParameter")}
+    assert len(names) == 2
+    environment = source["Globals"]["Function"]["Environment"]["Variables"]
+    assert environment["BUILDKITE_WEBHOOK_TOKEN_PARAMETER"] == {"Ref": "BuildkiteWebhookTokenParameter"}
 
 
 def test_ingest_never_reads_receiver_secrets_with_the_default_prefixes(
@@ -809,7 +827,13 @@ def test_the_notifier_writes_only_logs_and_acknowledgements_and_deletes_nothing(
         "dynamodb:BatchGetItem",
         "dynamodb:Query",
     }
-    reads = [keys.trunk(TRUNK_ID), keys.alerts(TRUNK_ID), keys.commits(TRUNK_ID)]
+    reads = [
+        keys.trunk(TRUNK_ID),
+        keys.alerts(TRUNK_ID),
+        keys.commits(TRUNK_ID),
+        keys.episodes(TRUNK_ID),  # the daily digest's
+        keys.fixed(TRUNK_ID),
+    ]
     assert _leading_keys(table["TableRead"]) == [
         *(_partition(key) for key in reads),
         keys.SILENCES,
@@ -821,6 +845,13 @@ def test_the_notifier_writes_only_logs_and_acknowledgements_and_deletes_nothing(
     assert set(_actions(table["WriteNotificationLogs"])) == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
     assert _leading_keys(table["WriteNotificationLogs"]) == [_partition(keys.logs(TRUNK_ID))]
     assert not any("dynamodb:DeleteItem" in _actions(statement) for statement in _statements(role))
+
+
+def test_the_evaluator_deletes_only_in_the_fixed_breakages_partition(resources: dict[str, Any]) -> None:
+    role = resources["EvaluatorFunctionRole"]
+    (delete,) = [s for s in _statements(role) if "dynamodb:DeleteItem" in _actions(s)]
+    assert _actions(delete) == ["dynamodb:DeleteItem"] and _resources_of(delete) == [TABLE_ARN]
+    assert _leading_keys(delete) == [_partition(keys.fixed(TRUNK_ID))]
 
 
 def test_the_public_webhook_function_has_reserved_concurrency(resources: dict[str, Any]) -> None:

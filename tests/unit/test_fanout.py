@@ -13,7 +13,7 @@ import pytest
 
 from tests.support import webhooks
 from trunkwatch.app import dispatch, poll
-from trunkwatch.app.delivery import handle_request
+from trunkwatch.app.delivery import WebhookSecrets, handle_request
 from trunkwatch.app.ingest import PollResult
 from trunkwatch.app.webhook import trunk_of
 from trunkwatch.domain.clock import SimulatedClock
@@ -24,6 +24,7 @@ from trunkwatch_local.function_url import function_url_event
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 SECRET = "It's a Secret to Everybody"
+SECRETS = WebhookSecrets(github=lambda: SECRET, buildkite=lambda: "bk-token-made-up")
 SHA = "c" * 40
 
 
@@ -217,7 +218,7 @@ def deliver(event: str, data: dict[str, Any], storage: CountingStorage) -> tuple
     }
     clock = SimulatedClock(NOW)
     answer = handle_request(
-        function_url_event("POST", "/", headers, body), lambda: SECRET, lambda: ORG, storage, clock
+        function_url_event("POST", "/", headers, body), SECRETS, lambda: ORG, storage, clock
     )
     return int(answer["statusCode"]), json.loads(answer["body"])["message"]
 

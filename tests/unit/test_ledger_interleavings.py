@@ -333,3 +333,25 @@ def test_a_conflicting_state_write_is_merged_again_after_rewriting_cells() -> No
     assert retries == [("PPPP", "PPPPF", "PPPPFP")]
     assert ledger.save_states(storage.commits, TRUNK_ID, saved[1], merge) is None  # nothing to change
     assert storage.commits.get(TRUNK_ID, read.seq) == StoredCommit(read.seq, read.commit, "PPPPFP")
+
+
+# The cell items' writes are steps too: a pending cell landing after another writer's result.
+CELL_WRITES = {**NOT_PLACING, "cells": frozenset({"save_all"})}
+
+
+@pytest.mark.parametrize("pending_by", ["poll", "delivery"])
+def test_a_job_found_pending_while_its_result_is_written_keeps_the_result(pending_by: str) -> None:
+    def check(result: dict[str, Any]) -> None:
+        # A result never goes back to pending: in the state string and in the cell item.
+        (seq,) = seqs(result).values()
+        assert decoded(result, X)["pull / y"] == "F"
+        assert result["cells"][("pull / y", seq)][0] == CellState.FAIL
+
+    if pending_by == "poll":
+        pending = poll(CommitResult(commit_of(X, [X]), (JobRun("pull / y", None),), complete=False))
+        finished = job(X, "y", "pull", "failure")
+    else:
+        queued = webhooks.workflow_job(X, "y", workflow="pull", conclusion=None, status="queued")
+        pending = deliver("workflow_job", queued)
+        finished = poll(CommitResult(commit_of(X, [X]), (JobRun("pull / y", "failure"),), complete=False))
+    assert assert_every_interleaving_is_serial([pending, finished], check, CELL_WRITES) > 10

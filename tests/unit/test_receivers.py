@@ -160,6 +160,67 @@ def test_slack_shows_a_job_named_like_a_mention_literally() -> None:
     assert header["type"] == "plain_text" and job in header["text"]  # plain text: as written
 
 
+def test_slack_mentions_a_mapped_author_and_names_the_others_by_login() -> None:
+    job_notes = {**ANNOTATIONS, "culprit_sha": "0123456789abcdef", "culprit_author": "octocat"}
+    users = {"octocat": "U024BE7LH"}
+    # A job alert's culprit, and a trunk-level alert's jobs' culprits (all octocat's here).
+    for message in (
+        slack_message(note(labels=JOB_LABELS, annotations=job_notes, jobs=()), users),
+        slack_message(note(), users),
+    ):
+        text = json.dumps(message["attachments"][0]["blocks"])
+        assert "by <@U024BE7LH>" in text and "by octocat" not in text
+        assert "<@" not in message["text"]  # the notification text pings no one
+    unmapped = json.dumps(slack_message(note(), {"someone": "U0SOMEONE"}))
+    assert "by octocat" in unmapped and "<@" not in unmapped
+
+
+def test_a_slack_user_id_that_is_none_is_refused_naming_the_login() -> None:
+    with pytest.raises(
+        ConfigError, match=r"receivers\.0\.slack_users: octocat: '@octocat' is not a Slack user id"
+    ):
+        load_deployment(
+            {
+                "trunks": [{"repo": "pytorch/pytorch"}],
+                "receivers": [
+                    {"type": "slack", "url": "https://x.invalid/h", "slack_users": {"octocat": "@octocat"}}
+                ],
+            },
+            RECEIVER_TYPES,
+        )
+    with pytest.raises(ConfigError, match=r"slack_users: 'not a login' is not a GitHub login"):
+        receiver_config(
+            {"type": "slack", "url": "https://x.invalid/h", "slack_users": {"not a login": "U1AB"}}
+        )
+
+
+def test_a_receiver_matches_on_an_author_the_alert_blames_or_on_its_team() -> None:
+    by_author, by_team = receiver_channels(
+        [
+            receiver_config(
+                {"type": "slack", "url": "https://x.invalid/a", "matchers": ['author="octocat"']}
+            ),
+            receiver_config(
+                {"type": "slack", "url": "https://x.invalid/b", "matchers": ['team="ci-oncall"']}
+            ),
+        ]
+    )
+    trunk_level = note().alert  # its jobs' culprits are octocat's
+    assert trunk_level.authors == ("octocat",)
+    assert any(by_author.accepts(labels) for labels in trunk_level.routing_labels())
+    job_alert = note(
+        labels=JOB_LABELS, annotations={**ANNOTATIONS, "culprit_author": "monalisa"}, jobs=()
+    ).alert
+    assert not any(by_author.accepts(labels) for labels in job_alert.routing_labels())
+    assert all(
+        by_team.accepts(labels) for labels in [*trunk_level.routing_labels(), *job_alert.routing_labels()]
+    )
+    # A suspect the reruns cleared blames no one; the fingerprint never depends on the author.
+    cleared = dataclasses.replace(FAILING, verdict="environmental")
+    assert dataclasses.replace(trunk_level, jobs={"pull / a": cleared}).authors == ()
+    assert "author" not in trunk_level.labels
+
+
 def test_slack_cuts_an_escaped_text_between_entities() -> None:
     summary = "<" * 2000  # 8000 characters once escaped
     message = slack_message(note(annotations={**ANNOTATIONS, "summary": summary}))

@@ -261,3 +261,37 @@ def test_a_breakage_shows_at_a_poll_only_if_one_falls_while_it_is_at_the_head(tm
         out.write('{"repo": "pytorch/pytorch", "branch": "main"}\n')
         out.writelines(json.dumps({"at": f"2026-11-01T00:{m:02d}:00Z", "hud": {}}) + "\n" for m in (0, 29))
     assert snapshot_times(replay) == polls[:2]
+
+
+def test_consecutive_failures_count_the_commits_a_job_ran_on() -> None:
+    two = _truth({0: [(SHARD, "pass", 0)], 1: [(SHARD, "code:1", 10)], 2: [(SHARD, "code:1", 20)]})
+    assert two.consecutive_failures(two.breaks[0]) == 2
+    skipped = _truth({1: [(SHARD, "code:1", 10)], 3: [(SHARD, "code:1", 30)]})  # not run on 2
+    assert skipped.consecutive_failures(skipped.breaks[0]) == 2
+    apart = _truth(
+        {1: [(SHARD, "code:1", 10)], 2: [(SHARD, "flaky-retried", 20)], 3: [(SHARD, "code:1", 30)]}
+    )
+    assert apart.consecutive_failures(apart.breaks[0]) == 1
+
+
+def test_digests_are_scored_against_the_unpaged_breakages_of_two_commits() -> None:
+    truth = _truth({0: [(SHARD, "pass", 0)], 1: [(SHARD, "code:1", 10)], 2: [(SHARD, "code:1", 20)]})
+    culprit, innocent = f"{1:040x}", f"{0:040x}"
+
+    def digest(*shas: str) -> dict[str, Any]:
+        return {"day": "2026-11-01", "fixed_before_page": [{"culprit_sha": sha} for sha in shas]}
+
+    told = score(truth, [], digests=[digest(culprit), digest(innocent)])["digest"]
+    assert (told["breaks_2plus_unpaged"], told["breaks_2plus_unpaged_in_digest"]) == (1, 1)
+    assert (told["entries_innocent"], told["entries_paged"], told["recall_unpaged_in_digest"]) == (1, 0, 1.0)
+    assert told["innocent_per_week"] == 7.0  # one in a day
+    missed = score(truth, [], digests=[])["digest"]
+    assert missed["recall_unpaged_in_digest"] == 0.0 and [m["culprit"] for m in missed["unpaged_missed"]] == [
+        1
+    ]
+    runs = "\n".join(f"https://github.com/pytorch/pytorch/actions/runs/{c}/job/7" for c in (2, 1))
+    page = _message(
+        "firing", "firing", datetime(2026, 11, 1, 1, tzinfo=UTC), job_key(SHARD), failing_runs=runs
+    )
+    paged = score(truth, [page], digests=[digest(culprit)])["digest"]
+    assert (paged["breaks_2plus_unpaged"], paged["entries_paged"]) == (0, 1)

@@ -45,6 +45,15 @@ logger = Logger(child=True)
 
 
 @dataclass(frozen=True)
+class WebhookSecrets:
+    """How to read each CI's webhook secret: GitHub's signing secret, the Buildkite webhook's
+    token. Each is read only for a delivery of its CI (a stack fed by one needs no other)."""
+
+    github: Callable[[], str]
+    buildkite: Callable[[], str]
+
+
+@dataclass(frozen=True)
 class Accepted:
     """A delivery about a webhook-fed trunk, to be stored."""
 
@@ -57,29 +66,29 @@ class Accepted:
 
 def handle_request(
     event: dict[str, Any],
-    secret: Callable[[], str],
+    secrets: WebhookSecrets,
     deployment: Callable[[], Deployment],
     storage: Callable[[], Storage],
     clock: Clock,
 ) -> dict[str, Any]:
     """Answer one delivery at `clock`'s time (`triage`, then `store`)."""
-    verdict = triage(event, secret, deployment, clock.now)
+    verdict = triage(event, secrets, deployment, clock.now)
     return verdict if isinstance(verdict, dict) else store(verdict, storage(), clock)
 
 
 def triage(
     event: dict[str, Any],
-    secret: Callable[[], str],
+    secrets: WebhookSecrets,
     deployment: Callable[[], Deployment],
     now: Callable[[], datetime],
 ) -> Accepted | dict[str, Any]:
     """The delivery to store, or the answer to a delivery that is not stored (no storage,
-    no log line but a refused signature's, never the payload). `secret` and `deployment`
+    no log line but a refused signature's, never the payload). `secrets` and `deployment`
     are read only when needed. A request with `X-Buildkite-Event` is Buildkite's
-    (`_triage_buildkite`), any other GitHub's."""
+    (`_triage_buildkite`, authenticated by the Buildkite token), any other GitHub's."""
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
     if "x-buildkite-event" in headers:
-        return _triage_buildkite(event, headers, secret, deployment, now())
+        return _triage_buildkite(event, headers, secrets.buildkite, deployment, now())
     name = headers.get("x-github-event", "")
     if name not in EVENTS and name != "ping":
         return _answer(202, f"ignored: event {name!r} is not ingested")
@@ -88,7 +97,7 @@ def triage(
         return _answer(400, "the body is not valid base64")
     if len(body) > MAX_BODY_BYTES:
         return _answer(413, f"payload over {MAX_BODY_BYTES} bytes")
-    if not _signed(body, headers.get("x-hub-signature-256", ""), secret()):
+    if not _signed(body, headers.get("x-hub-signature-256", ""), secrets.github()):
         logger.warning("webhook delivery refused: bad or missing signature", extra={"event": name})
         return _answer(401, "bad or missing X-Hub-Signature-256")
     if name == "ping":
@@ -112,14 +121,14 @@ def triage(
 def _triage_buildkite(
     event: dict[str, Any],
     headers: dict[str, str],
-    secret: Callable[[], str],
+    token: Callable[[], str],
     deployment: Callable[[], Deployment],
     now: datetime,
 ) -> Accepted | dict[str, Any]:
     """A Buildkite delivery (`triage`), authenticated by its `X-Buildkite-Token` (the
-    webhook's token in clear) or its `X-Buildkite-Signature` (`timestamp=<epoch
+    webhook's `token` in clear) or its `X-Buildkite-Signature` (`timestamp=<epoch
     seconds>,signature=<hex HMAC-SHA256 of "<timestamp>.<body>" with the token>`, within
-    SIGNATURE_WINDOW of now), compared in constant time; the token is the webhook secret."""
+    SIGNATURE_WINDOW of now), compared in constant time."""
     name = headers.get("x-buildkite-event", "")
     if name not in BUILDKITE_EVENTS and name != "ping":
         return _answer(202, f"ignored: event {name!r} is not ingested")
@@ -128,7 +137,7 @@ def _triage_buildkite(
         return _answer(400, "the body is not valid base64")
     if len(body) > MAX_BODY_BYTES:
         return _answer(413, f"payload over {MAX_BODY_BYTES} bytes")
-    refused = _buildkite_refusal(body, headers, secret(), now)
+    refused = _buildkite_refusal(body, headers, token(), now)
     if refused:
         logger.warning("webhook delivery refused: " + refused, extra={"event": name})
         return _answer(401, refused)

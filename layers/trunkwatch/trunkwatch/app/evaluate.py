@@ -12,7 +12,8 @@ that counts a poll's last record re-judges the trunk's other firing jobs at the 
 (what the scheduled sweep would change at that instant: failure age, staleness) and only
 then settles the tick, so the notification that the settled tick runs sees the state at the
 tick's end; the sweep the same schedule triggers then finds nothing new at that instant.
-Only the evaluator writes alert items and the failing set.
+Only the evaluator writes alert items and the failing set. After each judgement, `fixed`
+records the breakage a pass fixed before it could page, if any (design.md §3.7).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from trunkwatch.app import stream
+from trunkwatch.app import fixed, stream
 from trunkwatch.app.confirm import Judgement, culprit_decision
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
@@ -180,11 +181,15 @@ class BatchEvaluation:
         old = CellState(old_image["state"]) if old_image else None
         prior = image.get("prior_seq")
         fresh_before = prior is not None and in_window(int(prior), reads.recent_seqs, rule)
-        if not may_change_verdict(old, CellState(image["state"]), reads.failing(job), fresh_before):
+        # A job whose newest failures have not paged is judged like a firing one: a pass may fix it.
+        watched = reads.failing(job) or fixed.unpaged(reads, job)
+        if not may_change_verdict(old, CellState(image["state"]), watched, fresh_before):
             self.unchanged += 1
             return
-        evaluate_job(trunk_id, job, rule, self.now, reads, self.oldest_change.get((trunk_id, job)))
+        changed_from = self.oldest_change.get((trunk_id, job))
+        verdict = evaluate_job(trunk_id, job, rule, self.now, reads, changed_from)
         self.judged.add((trunk_id, job))
+        fixed.after_judgement(trunk, verdict, self.now, reads, changed_from, JOB_WINDOW, PAGE_SIZE)
 
     def settle(self, records: list[dict[str, Any]], failed: set[str]) -> list[str]:
         """Count the records Lambda will not redeliver (those before the first failure)

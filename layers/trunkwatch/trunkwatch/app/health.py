@@ -1,6 +1,7 @@
 """Trunk health as the status page shows it: every trunk with its health, a trunk's grid of
-recent commits by failing jobs, and its history over the last HISTORY_DAYS days (the API's
-`/api/v2/trunks` routes return these as JSON). Read-only."""
+recent commits by failing jobs, and its history over the last HISTORY_DAYS days, with the
+breakages fixed before anyone was paged apart from its pages (the API's `/api/v2/trunks`
+routes return these as JSON). Read-only."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from trunkwatch.domain.alerts import FIRING
+from trunkwatch.domain.alerts import FIRING, CommitSummary
 from trunkwatch.domain.cells import ABSENT_CODE, CellState
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import Deployment, TrunkConfig
+from trunkwatch.domain.digest import FixedBreakage, FixedJob, fixed_breakages
 from trunkwatch.domain.history import History, JobEpisode, history
 from trunkwatch.domain.rule import source_down, trunk_alertname
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import HISTORY_DAYS, CommitRef, JobAlert
+from trunkwatch.storage.records import HISTORY_DAYS, CommitRef, Episode, FixedEpisode, JobAlert
 
 GRID_COMMITS = 30  # rows: the trunk's newest commits
 GRID_JOBS = 25  # columns at most: firing jobs first
@@ -204,17 +206,50 @@ def _seconds(value: timedelta | None) -> float | None:
     return None if value is None else value.total_seconds()
 
 
+def job_episode(episode: Episode, verdict: str | None = None) -> JobEpisode:
+    """A stored job episode as the history and the digest read it (`verdict`: a newer one
+    than it was stored with, its alert's while it fires)."""
+    culprit = episode.culprit
+    return JobEpisode(
+        episode.job,
+        episode.starts_at,
+        episode.ends_at,
+        culprit.sha,
+        culprit.seq,
+        verdict or episode.verdict or "",
+        frozenset(episode.failure_line_ids),
+    )
+
+
+def fixed_job(record: FixedEpisode) -> FixedJob:
+    """A stored breakage fixed before a page as the history and the digest read it."""
+    culprit = record.culprit
+    return FixedJob(
+        job=record.job,
+        culprit=CommitSummary(culprit.sha, culprit.title, culprit.pr, culprit.author, culprit.time),
+        culprit_seq=culprit.seq,
+        fix_sha=record.fix.sha,
+        fix_time=record.fix.time,
+        fix_seq=record.fix.seq,
+        failed_commits=record.failed_commits,
+        detected_at=record.detected_at,
+        last_pass_seq=record.last_pass.seq if record.last_pass is not None else None,
+        failure_lines=frozenset(record.failure_lines),
+    )
+
+
 def trunk_history(storage: Storage, deployment: Deployment, trunk_id: str, now: datetime) -> dict[str, Any]:
-    """The trunk's last HISTORY_DAYS days, from its stored job episodes."""
+    """The trunk's last HISTORY_DAYS days, from its stored job episodes, and apart from them
+    the breakages fixed before a page first recorded in that window."""
     trunk = configured(deployment, trunk_id)
     rule = deployment.rule_for(trunk)
     since = now - timedelta(days=HISTORY_DAYS)
-    episodes = [
-        JobEpisode(e.job, e.starts_at, e.ends_at, e.culprit.sha)
-        for e in storage.alerts.episodes(trunk_id, since)
-        if rule.in_scope(e.job)
-    ]
+    episodes = [job_episode(e) for e in storage.alerts.episodes(trunk_id, since) if rule.in_scope(e.job)]
     drawn: History = history(episodes, now, HISTORY_DAYS, lambda failing: trunk_alertname(failing, rule))
+    fixed = fixed_breakages(
+        [fixed_job(record) for record in storage.alerts.fixed(trunk_id) if rule.in_scope(record.job)],
+        episodes,
+    )
     return {
         "trunk": trunk_id,
         "since": format_time(drawn.since),
@@ -241,4 +276,23 @@ def trunk_history(storage: Storage, deployment: Deployment, trunk_id: str, now: 
         ],
         "medianTimeToFixSeconds": _seconds(drawn.median_time_to_fix),
         "worstTimeToFixSeconds": _seconds(drawn.worst_time_to_fix),
+        "fixedBeforePage": [_fixed(breakage) for breakage in fixed if breakage.detected_at >= drawn.since],
+    }
+
+
+def _fixed(breakage: FixedBreakage) -> dict[str, Any]:
+    culprit = breakage.culprit
+    return {
+        "culprit": {
+            "sha": culprit.sha,
+            "title": culprit.title,
+            "pr": culprit.pr,
+            "author": culprit.author,
+            "time": format_time(culprit.time),
+        },
+        "fix": {"sha": breakage.fix_sha, "time": format_time(breakage.fix_time)},
+        "jobs": list(breakage.jobs),
+        "failedCommits": breakage.failed_commits,
+        "brokenForSeconds": breakage.broken_for.total_seconds(),
+        "detectedAt": format_time(breakage.detected_at),
     }

@@ -18,7 +18,9 @@ written by compare-and-set, and on a conflict read again and merged again:
   next poll or redelivery). So the result is that of the two writers one after the other:
   a job another writer added meanwhile is kept (or made no data by a poll's complete
   report, as if the poll had come second), and where a writer's cell may have landed
-  before theirs and still wins the merge, it is written again.
+  before theirs and still wins the merge, it is written again. A pending cell, which never
+  wins over a result, is written only where the cell item holds no result (the stores'
+  condition), so it cannot land over another writer's result either.
 - A commit is placed (item and by-sha pointer together) only at a free seq and only while its
   pointer, and its parent's when it is linked to it, are still as read.
 - The trunk's `recent_seqs` (the staleness window) changes only from the list read, to its

@@ -28,7 +28,8 @@ anything else due for the alert, and the acknowledgement ends once the trunk's p
 its alert no longer firing.
 
 The heartbeat (`Watchdog`, design.md §4.2) takes the same stages on its own log partition,
-at each sweep's tick, for the heartbeat's receivers only.
+at each sweep's tick, for the heartbeat's receivers only; so does each trunk's daily digest
+(`app/digest.py`, design.md §4.4), on an entry of its own in the trunk's log.
 
 An invocation has one time budget for all its ticks and receivers (`remaining_s`, from the
 Lambda context): every request of a delivery ends before the budget does (the notification's
@@ -60,7 +61,7 @@ from trunkwatch.domain import alerts
 from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
 from trunkwatch.domain.clock import Clock
-from trunkwatch.domain.config import Deployment, HeartbeatConfig, RuleConfig, TrunkConfig
+from trunkwatch.domain.config import Deployment, HeartbeatConfig, ReceiverConfig, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import VERDICT_ANNOTATION, Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
 from trunkwatch.storage.port import Storage
@@ -221,7 +222,7 @@ def _notify_receiver(
             decision = decide(view, _log_state(entry), tick.now, tick.repeat_interval, tells_acks)
             if decision is None:
                 break
-            if not _budget_left(channel, tick):
+            if not budget_left(channel.name, tick):
                 result.deferred += 1
                 return
             notification = _notification(channel, alert, decision, tick)
@@ -247,8 +248,10 @@ def _sender(channel: Channel, notification: Notification) -> Callable[[], None]:
 def _routed(
     channel: Channel, tick: Round, views: list[AlertView], acked: Mapping[str, Acknowledgement]
 ) -> list[tuple[AlertView, LogEntry]]:
-    """The alerts the receiver's matchers pick (with those resolved from its log), each with
-    its entry in the receiver's log (a new one if it has none)."""
+    """The alerts the receiver's matchers pick (by their labels, and the authors they blame;
+    with those resolved from its log), and those it was sent firing: what it was told began,
+    it is told the rest of, even when the alert no longer matches (its culprit, and so its
+    author, changed). Each with its entry in the receiver's log (a new one if it has none)."""
     entries = tick.storage.logs.of_receiver(tick.log, channel.name)
     return [
         (
@@ -257,8 +260,13 @@ def _routed(
             or LogEntry(channel.name, view.alert.fingerprint, view.alert.name, view.alert.labels.get("job")),
         )
         for view in [*views, *_resolved_from_log(entries, views, tick, acked)]
-        if channel.accepts(view.alert.labels)
+        if any(channel.accepts(labels) for labels in view.alert.routing_labels())
+        or _told(entries.get(view.alert.fingerprint))
     ]
+
+
+def _told(entry: LogEntry | None) -> bool:
+    return entry is not None and entry.last_status == alerts.FIRING
 
 
 def due(storage: Storage, clock: Clock, settings: Settings, deployment: Deployment) -> int:
@@ -314,13 +322,13 @@ def _log_state(entry: LogEntry) -> LogState:
     )
 
 
-def _budget_left(channel: Channel, tick: Round) -> bool:
+def budget_left(receiver: str, tick: Round) -> bool:
     """Whether a delivery may start; if not, the receiver's due messages wait, untouched."""
     if tick.remaining_s() >= DELIVERY_RESERVE_S:
         return True
     logger.warning(
         "time budget spent; the receiver's due messages wait for the next tick",
-        extra={"receiver": channel.name, "trunk": tick.log},
+        extra={"receiver": receiver, "trunk": tick.log},
     )
     metrics.add_metric(name="NotificationsDeferred", unit=MetricUnit.Count, value=1)
     return False
@@ -328,8 +336,14 @@ def _budget_left(channel: Channel, tick: Round) -> bool:
 
 def _notification(channel: Channel, alert: Alert, decision: Decision, tick: Round) -> Notification:
     """The transition as the receiver gets it, to be delivered before its budget ends."""
-    deadline = time.monotonic() + _budget_s(tick) - FINISH_RESERVE_S
-    return Notification(alert, decision.status, decision.reason, tick.links.api_url, channel.name, deadline)
+    return Notification(
+        alert, decision.status, decision.reason, tick.links.api_url, channel.name, delivery_deadline(tick)
+    )
+
+
+def delivery_deadline(tick: Round) -> float:
+    """When (time.monotonic()) a delivery starting now must be done: its budget's end."""
+    return time.monotonic() + _budget_s(tick) - FINISH_RESERVE_S
 
 
 def _budget_s(tick: Round) -> float:
@@ -476,8 +490,13 @@ def channels_for(settings: Settings, deployment: Deployment) -> list[Channel]:
     """The stack's SNS topic, then each configured receiver."""
     from trunkwatch.app.receivers import receiver_channels
 
+    return receiver_channels(receivers_for(settings, deployment))
+
+
+def receivers_for(settings: Settings, deployment: Deployment) -> list[ReceiverConfig]:
+    """The stack's SNS topic, then each configured receiver, as configured."""
     topic = StackTopic(topic_arn=settings.topic_arn, endpoint_url=settings.endpoint_url)
-    return receiver_channels([topic, *deployment.receivers])
+    return [topic, *deployment.receivers]
 
 
 def on_settled_tick(
@@ -490,8 +509,8 @@ def on_settled_tick(
     tick_id: str = "",
 ) -> TickResult | None:
     """A poll's evaluation or a sweep finished (`tick_id`: the settled tick's): notify its
-    trunk; a sweep's tick (one per trunk every schedule period) then sends the heartbeat if
-    it is due."""
+    trunk; a sweep's tick (one per trunk every schedule period) then sends the trunk's daily
+    digest and the heartbeat if they are due."""
     from trunkwatch.silences import store
 
     now = clock.now()
@@ -503,6 +522,10 @@ def on_settled_tick(
         links = Links(settings.api_url, settings.dashboard_url)
         tick = Tick(storage, trunk, deployment.rule_for(trunk), links, now, clock, settings, remaining_s)
         result = notify_trunk(tick, store.active(storage.silences, now), channels_for(settings, deployment))
+        if is_sweep_tick(tick_id):
+            from trunkwatch.app.digest import digest_channels, send_digests
+
+            send_digests(tick, digest_channels(receivers_for(settings, deployment)))
     if is_sweep_tick(tick_id) and deployment.heartbeat is not None:
         send_heartbeat(deployment.heartbeat, storage, clock, settings, remaining_s)
     return result

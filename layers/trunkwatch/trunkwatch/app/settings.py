@@ -37,7 +37,7 @@ WEBHOOK_SECRET_CACHE_SECONDS = 300
 # What each kind of function needs from its environment (template.yaml gives it).
 PIPELINE = ("TABLE_NAME", "AWS_REGION", "CONFIG_FILE")
 NOTIFIER = (*PIPELINE, "TOPIC_ARN")
-WEBHOOK = (*PIPELINE, "WEBHOOK_SECRET_PARAMETER")
+WEBHOOK = (*PIPELINE, "WEBHOOK_SECRET_PARAMETER", "BUILDKITE_WEBHOOK_TOKEN_PARAMETER")
 DISPATCHER = (*PIPELINE, "POLL_QUEUE_URL")
 API = PIPELINE
 AUTHORIZER = ("AWS_REGION", "API_TOKENS_PARAMETER")
@@ -58,6 +58,8 @@ class Settings:
     api_tokens_parameter: str
     # The SSM SecureString parameter holding the secret GitHub signs webhook deliveries with.
     webhook_secret_parameter: str
+    # The SSM SecureString parameter holding the Buildkite webhook's token.
+    buildkite_webhook_token_parameter: str = ""
     # The queue the dispatcher sends one message per due trunk to (ingest consumes it).
     poll_queue_url: str = ""
 
@@ -85,6 +87,7 @@ class Settings:
             api_url=values.get("API_URL", "").rstrip("/"),
             api_tokens_parameter=values.get("API_TOKENS_PARAMETER", ""),
             webhook_secret_parameter=values.get("WEBHOOK_SECRET_PARAMETER", ""),
+            buildkite_webhook_token_parameter=values.get("BUILDKITE_WEBHOOK_TOKEN_PARAMETER", ""),
             poll_queue_url=values.get("POLL_QUEUE_URL", ""),
         )
 

@@ -11,7 +11,15 @@ from datetime import datetime, timedelta
 from trunkwatch import sources
 from trunkwatch.domain import alerts
 from trunkwatch.domain.acks import Acknowledgement, is_ack_comment, live_by_fingerprint
-from trunkwatch.domain.alerts import Alert, AlertView, CommitSummary, FailingJob, Links, plural
+from trunkwatch.domain.alerts import (
+    Alert,
+    AlertView,
+    CommitSummary,
+    FailingJob,
+    Links,
+    blamed_authors,
+    plural,
+)
 from trunkwatch.domain.cells import workflow_of
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
@@ -264,6 +272,7 @@ def trunk_level_alert(
         "summary": summary,
         "description": description,
         "failing_jobs": "\n".join(jobs),
+        "culprit_authors": ", ".join(blamed_authors(jobs.values())),
         **_common_annotations(labels, rule, links),
     }
     annotations = _present(annotations)

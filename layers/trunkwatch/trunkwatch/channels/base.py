@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from trunkwatch.domain.alerts import Alert
 from trunkwatch.domain.config import TokenRef
+from trunkwatch.domain.digest import Digest
 
 
 class ChannelError(Exception):
@@ -40,6 +41,20 @@ class Notification:
     deadline: float = math.inf
 
 
+@dataclass(frozen=True)
+class DigestNotification:
+    """One day's digest of one trunk (design.md §4.4), as a receiver gets it: never a page."""
+
+    digest: Digest
+    receiver: str
+    external_url: str  # where the API and status page are
+    deadline: float = math.inf  # as a Notification's
+
+    @property
+    def body(self) -> dict[str, object]:
+        return self.digest.body(self.receiver, self.external_url)
+
+
 class Channel(Protocol):
     """A receiver: a unique name (its notification log's key) and a way to deliver."""
 
@@ -52,6 +67,18 @@ class Channel(Protocol):
 
     def send(self, notification: Notification) -> None:
         """Deliver, or raise ChannelError."""
+        ...
+
+
+@runtime_checkable
+class DigestChannel(Protocol):
+    """A receiver that can carry the daily digest (the SNS topics, Slack, webhooks)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def send_digest(self, notification: DigestNotification) -> None:
+        """Deliver, or raise ChannelError (ChannelRejected: refused for good)."""
         ...
 
 

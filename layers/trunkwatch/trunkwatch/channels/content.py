@@ -65,14 +65,21 @@ class Content:
     def job_culprit(self, job: str) -> str:
         """`culprit <sha12> #<pr> by <author>, <n> commits in a row` (`suspect` when the verdict
         clears it), then the verdict in words when there is one."""
+        before, author, after = self.job_culprit_parts(job)
+        return f"{before}{author or 'unknown'}{after}"
+
+    def job_culprit_parts(self, job: str) -> tuple[str, str, str]:
+        """`job_culprit` around its author's GitHub login (empty when not known), so that a
+        receiver can name the author its own way (Slack: a mention)."""
         found = self.failing[job]
         culprit = found.culprit
         pr = f" #{culprit.pr}" if culprit.pr else ""
-        author = culprit.author or "unknown"
         named = "culprit" if found.blamed else "suspect"
         verdict = f" ({verdict_words(found.verdict)})" if found.verdict else ""
         return (
-            f"{named} {culprit.sha[:12]}{pr} by {author}, {plural(found.streak, 'commit')} in a row{verdict}"
+            f"{named} {culprit.sha[:12]}{pr} by ",
+            culprit.author,
+            f", {plural(found.streak, 'commit')} in a row{verdict}",
         )
 
     @property

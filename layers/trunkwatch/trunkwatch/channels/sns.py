@@ -1,5 +1,5 @@
-"""SNS topics: the stack's own (every alert) and any a configuration adds, with message
-attributes subscribers filter on."""
+"""SNS topics: the stack's own (every alert, and the daily digest) and any a configuration
+adds, with message attributes subscribers filter on."""
 
 from __future__ import annotations
 
@@ -9,11 +9,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from trunkwatch.channels.base import ChannelError, ChannelRejected, Notification, Resolve, Route
+from trunkwatch.channels import digest
+from trunkwatch.channels.base import (
+    ChannelError,
+    ChannelRejected,
+    DigestNotification,
+    Notification,
+    Resolve,
+    Route,
+)
 from trunkwatch.channels.email import email_text
 from trunkwatch.channels.webhook import fit, subject, webhook_body
 from trunkwatch.domain.alerts import RECEIVER
-from trunkwatch.domain.config import Check, ReceiverConfig, _nonempty, _optional, _pattern
+from trunkwatch.domain.config import Check, ReceiverConfig, _boolean, _nonempty, _optional, _pattern
+from trunkwatch.domain.digest import KIND
 
 SUBJECT_MAX = 99  # SNS wants subjects under 100 characters
 SNS_MAX_BYTES = 256 * 1024
@@ -49,6 +58,21 @@ def publish_arguments(notification: Notification) -> dict[str, Any]:
         "MessageAttributes": {
             k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v
         },
+    }
+
+
+def digest_publish_arguments(notification: DigestNotification) -> dict[str, Any]:
+    """The digest's Publish arguments: its JSON as `default`, a short report as `email`, and
+    the attribute `kind=digest`, which no alert carries: a subscription's filter policy
+    `{"kind": [{"exists": false}]}` keeps it off a pager (as does any on `priority`)."""
+    report = digest.email_text(notification)
+    found = notification.digest
+    attributes = {"kind": KIND, "repo": found.repo, "branch": found.branch}
+    return {
+        "Subject": digest.subject(found, SUBJECT_MAX),
+        "Message": json.dumps({"default": json.dumps(notification.body), "email": report}),
+        "MessageStructure": "json",
+        "MessageAttributes": {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
     }
 
 
@@ -88,10 +112,16 @@ class SnsChannel:
         return self.route(labels)
 
     def send(self, notification: Notification) -> None:
+        self._publish(publish_arguments(notification))
+
+    def send_digest(self, notification: DigestNotification) -> None:
+        self._publish(digest_publish_arguments(notification))
+
+    def _publish(self, arguments: dict[str, Any]) -> None:
         if self.client is None:
             self.client = _sns_client(self.region, self.endpoint_url)
         try:
-            self.client.publish(TopicArn=self.topic_arn, **publish_arguments(notification))
+            self.client.publish(TopicArn=self.topic_arn, **arguments)
         except Exception as err:  # botocore's ClientError and connection errors alike
             failed = ChannelRejected if _error_code(err) in REJECTED_ERROR_CODES else ChannelError
             raise failed(f"SNS publish to {self.topic_arn} failed: {err}") from err
@@ -107,16 +137,21 @@ def _error_code(err: Exception) -> str:
 @dataclass(frozen=True, kw_only=True)
 class SnsReceiver(ReceiverConfig):
     """`type: sns`: publishes to `topic_arn` (in the topic's own region), through
-    `endpoint_url` when given (an SNS emulation)."""
+    `endpoint_url` when given (an SNS emulation); with `digest`, the daily digest too."""
 
     topic_arn: str
     endpoint_url: str | None = None
+    digest: bool = False
 
     CHECKS: ClassVar[dict[str, Check]] = {
         **ReceiverConfig.CHECKS,
         "topic_arn": _pattern(_TOPIC_ARN),
         "endpoint_url": _optional(_nonempty),
+        "digest": _boolean,
     }
+
+    def takes_digest(self) -> bool:
+        return self.digest
 
     def log_name(self) -> str:
         return f"sns:{self.topic_arn.split(':')[5]}"
@@ -128,10 +163,11 @@ class SnsReceiver(ReceiverConfig):
 
 @dataclass(frozen=True, kw_only=True)
 class StackTopic(SnsReceiver):
-    """The stack's own topic (the notifier's TOPIC_ARN), which every alert goes to: its log
-    and its messages' `receiver` keep the name the API gives it."""
+    """The stack's own topic (the notifier's TOPIC_ARN), which every alert and every daily
+    digest go to: its log and its messages' `receiver` keep the name the API gives it."""
 
     type: str = "sns"
+    digest: bool = True
 
     def log_name(self) -> str:
         return RECEIVER

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from trunkwatch.channels.base import ChannelError, Notification, Resolve, Route
+from trunkwatch.channels.base import ChannelError, DigestNotification, Notification, Resolve, Route
 from trunkwatch.channels.transport import post_json
 from trunkwatch.domain import alerts
-from trunkwatch.domain.config import Check, ConfigError, ReceiverConfig, TokenRef, _secret_or_string
+from trunkwatch.domain.config import Check, ConfigError, ReceiverConfig, TokenRef, _boolean, _secret_or_string
 from trunkwatch.net.http import DEFAULT_TIMEOUT_S
 
 # What a webhook receiver is sent at most: the body is shortened (`fit`) to this, as for SNS.
@@ -81,6 +81,13 @@ class WebhookChannel:
         return self.route(labels)
 
     def send(self, notification: Notification) -> None:
+        payload = json.loads(fit(webhook_body(notification), MAX_BODY_BYTES))
+        self._post(payload, notification.deadline)
+
+    def send_digest(self, notification: DigestNotification) -> None:
+        self._post(notification.body, notification.deadline)
+
+    def _post(self, payload: object, deadline: float) -> None:
         what = f"webhook receiver {self.name}"
         try:
             url = self.url()
@@ -88,19 +95,27 @@ class WebhookChannel:
             raise ChannelError(f"{what}: {err}") from None
         if not url:
             raise ChannelError(f"{what}: no URL")
-        payload = json.loads(fit(webhook_body(notification), MAX_BODY_BYTES))
         # A 400 or 422, say, is rejected for good.
-        post_json(url, payload, what=what, timeout_s=self.timeout_s, deadline=notification.deadline)
+        post_json(url, payload, what=what, timeout_s=self.timeout_s, deadline=deadline)
 
 
 @dataclass(frozen=True, kw_only=True)
 class WebhookReceiver(ReceiverConfig):
     """`type: webhook`: POSTs Alertmanager's webhook JSON to `url`, the URL itself or a
-    reference to where it is kept (`{secret: name}`; `env` and `ssm` work too)."""
+    reference to where it is kept (`{secret: name}`; `env` and `ssm` work too); with
+    `digest`, the daily digest's JSON too."""
 
     url: str | TokenRef
+    digest: bool = False
 
-    CHECKS: ClassVar[dict[str, Check]] = {**ReceiverConfig.CHECKS, "url": _secret_or_string}
+    CHECKS: ClassVar[dict[str, Check]] = {
+        **ReceiverConfig.CHECKS,
+        "url": _secret_or_string,
+        "digest": _boolean,
+    }
+
+    def takes_digest(self) -> bool:
+        return self.digest
 
     def log_name(self) -> str:
         """`webhook:<where the secret is>`, or a digest of a literal URL (it may hold a token)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,6 +19,9 @@ WEBHOOKS_DOWN = "WebhooksDown"
 WATCHDOG = "Watchdog"  # the heartbeat: always firing (Alertmanager's convention)
 
 RECEIVER = "trunkwatch-sns"  # the SNS topic's receiver name, in messages and in the API
+# What a receiver's matchers call the GitHub login of a commit the alert blames: routing
+# only, never a label (the culprit may change within an episode; a label names the alert).
+ROUTE_AUTHOR = "author"
 
 FIRING = "firing"
 RESOLVED = "resolved"
@@ -103,6 +107,11 @@ class FailingJob:
         )
 
 
+def blamed_authors(jobs: Iterable[FailingJob]) -> tuple[str, ...]:
+    """The GitHub logins of the jobs' culprits (not a suspect's), in order, each once."""
+    return tuple(dict.fromkeys(job.culprit.author for job in jobs if job.blamed and job.culprit.author))
+
+
 def fingerprint(labels: dict[str, str]) -> str:
     """Prometheus' LabelSet fingerprint: FNV-1a 64 over sorted `name 0xFF value 0xFF`.
 
@@ -138,6 +147,21 @@ class Alert:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.labels)
+
+    @property
+    def authors(self) -> tuple[str, ...]:
+        """The GitHub logins of the commits it blames: its culprit's (`culprit_author`; a job
+        alert), or its jobs' culprits' (a trunk-level alert); none for a suspect not to blame."""
+        if self.jobs:
+            return blamed_authors(self.jobs.values())
+        author = self.annotations.get("culprit_author", "")
+        return (author,) if author else ()
+
+    def routing_labels(self) -> list[dict[str, str]]:
+        """What a receiver's matchers match: the labels with ROUTE_AUTHOR, once per author it
+        blames (a receiver takes the alert when its matchers match any one), or the labels
+        alone (the author matching as empty)."""
+        return [{**self.labels, ROUTE_AUTHOR: author} for author in self.authors] or [dict(self.labels)]
 
     def webhook_form(self) -> dict[str, Any]:
         """One entry of an Alertmanager webhook's `alerts` list."""

@@ -7,6 +7,7 @@ four-valued cell the rule reads. Pure functions only.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -60,6 +61,13 @@ AGENT_FAILURE = "agent failure: "
 
 MAX_FAILURE_LINES = 3
 MAX_FAILURE_LINE_CHARS = 200
+LINE_ID_CHARS = 16
+
+
+def line_ids(lines: Iterable[str]) -> frozenset[str]:
+    """Short ids of failure lines (each one's hash): whether two failures share a line, told
+    where the lines themselves would not fit (a job episode's item stays under 1 KB)."""
+    return frozenset(hashlib.sha256(line.encode()).hexdigest()[:LINE_ID_CHARS] for line in lines)
 
 
 @functools.lru_cache(maxsize=65536)  # a trunk's few thousand names, on every commit of a page

@@ -335,6 +335,8 @@ class RuleConfig(_Checked):
     # The trunk's cap on reruns planned in any hour: one dependency breakage pages a whole job
     # family (about 10 jobs, 2 reruns each) at once.
     reruns_per_hour: int = 20
+    # The UTC hour from which a day's digest (design.md §4.4) is sent, the next day.
+    digest_hour: int = 0
 
     CHECKS: ClassVar[dict[str, Check]] = {
         "failures_to_open": _integer(1),
@@ -355,6 +357,7 @@ class RuleConfig(_Checked):
         "dashboard_url": _optional(_string),
         "confirm": _choice("off", "rerun"),
         "reruns_per_hour": _integer(1, 1000),
+        "digest_hour": _integer(0, 23),
     }
 
     @property
@@ -506,6 +509,11 @@ class ReceiverConfig(_Checked):
     matchers: tuple[str, ...] = ()
 
     CHECKS: ClassVar[dict[str, Check]] = {"type": _nonempty, "matchers": _items(_matcher)}
+
+    def takes_digest(self) -> bool:
+        """Whether the receiver is sent the daily digest (design.md §4.4): a type that can
+        carry it has a `digest` key to opt in."""
+        return False
 
 
 # A receiver type's name -> its configuration class (the registry in channels/).

@@ -23,6 +23,9 @@ class JobEpisode:
     starts_at: datetime
     ends_at: datetime | None  # None: still failing
     culprit: str  # the culprit commit's sha
+    culprit_seq: int | None = None  # its place on the branch
+    verdict: str = ""  # the culprit's verdict (confirm: rerun)
+    failure_line_ids: frozenset[str] = frozenset()  # its failure lines' (cells.line_ids)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Links into the status page that the backend puts into alert annotations.
 
 `silence_url` opens the page's silence form prefilled with the alert's identifying labels,
-in the filter syntax of Alertmanager's own UI:
+in the filter syntax of Alertmanager's own UI (`trunk_url`, a trunk's own view):
 
     <base>/#/silences/new?filter=%7Balertname%3D%22TrunkJobFailing%22%2Crepo%3D%22...%22%7D
 
@@ -37,3 +37,11 @@ def silence_url(base_url: str, labels: Mapping[str, str]) -> str:
     """
     query = urllib.parse.quote(matcher_filter(labels), safe="")
     return f"{base_url.rstrip('/')}/#/silences/new?filter={query}"
+
+
+def trunk_url(base_url: str, trunk_id: str) -> str:
+    """The status page's view of one trunk (its grid and 30-day history); none without an
+    http(s) base URL."""
+    if not base_url.startswith(("http://", "https://")):
+        return ""
+    return f"{base_url.rstrip('/')}/#/trunk?id={urllib.parse.quote(trunk_id, safe='')}"

@@ -175,6 +175,90 @@ def _walk(verdict: Iterator[StoredCell], rule: RuleConfig) -> _Walk:
     return walked
 
 
+# A breakage fixed before it could page failed at least this many commits of a job in a row.
+FIXED_MIN_FAILURES = 2
+
+
+@dataclass(frozen=True)
+class FixedRun:
+    """A job's run of failing commits that a pass on a newer commit ended (design.md §3.7):
+    a breakage fixed before the rule could page it, unless that run fired (`overlaps` the
+    range of the job's alert)."""
+
+    failures: tuple[StoredCell, ...]  # newest first, at least FIXED_MIN_FAILURES
+    fix: StoredCell  # the first commit that passed after them
+    last_pass: StoredCell | None  # the pass before them; None: a failure of another cause, or none read
+    failure_lines: tuple[str, ...] = ()  # the lines its failures share (where they have lines)
+
+    @property
+    def culprit(self) -> StoredCell:
+        return self.failures[-1]
+
+    def overlaps(self, first_seq: int, last_seq: int) -> bool:
+        """Whether the run shares a commit with the range `first_seq`..`last_seq` (an alert's
+        first and newest failure: the run fired)."""
+        return first_seq <= self.failures[0].seq and last_seq >= self.culprit.seq
+
+
+def breakage_run(failures: Iterable[StoredCell]) -> tuple[StoredCell, ...]:
+    """The leading failures (newest first, consecutive failing commits) that one breakage can
+    explain: each shares a failure line with the others, so that two flaky failures in a row
+    are not one; a failure without any (a lost runner, a timeout) ends the run."""
+    run = _Run()
+    for cell in failures:
+        if not run.takes(cell):
+            break
+    return tuple(run.cells)
+
+
+def fixed_run(cells: Iterable[StoredCell], changed_from: int | None) -> FixedRun | None:
+    """The newest run of at least FIXED_MIN_FAILURES failing commits (a `breakage_run`) below
+    the job's newest passes, ended by the first of them: the run a pass fixed. `cells` come
+    newest first (pending and no-data cells are skipped, flaky counts as a pass); the
+    failures at the job's newest end, if any, are not ended and are stepped over.
+    `changed_from` is the lowest seq among the cells changed since the job was last judged
+    (None: not known): a run whose fix is older than every change was there before, so the
+    walk stops at a pass older than it, reading no further than the decision needs."""
+    fix: StoredCell | None = None
+    run = _Run()
+    for cell in cells:
+        if cell.state not in _VERDICT_STATES:
+            continue
+        if cell.state != CellState.FAIL:
+            if fix is not None and run.cells:
+                return run.fixed(fix, last_pass=cell)
+            if changed_from is not None and cell.seq < changed_from:
+                return None
+            fix = cell
+        elif fix is not None and not run.takes(cell):
+            # A failure of another cause (a flaky one) below the run: no pass bounds its start.
+            return run.fixed(fix, last_pass=None)
+        # (A failure above every pass is the job's newest: nothing ended it.)
+    return run.fixed(fix, last_pass=None) if fix is not None else None
+
+
+@dataclass
+class _Run:
+    """Failures of one breakage, newest first, as a walk meets them."""
+
+    cells: list[StoredCell] = field(default_factory=list)
+    shared: set[str] | None = None  # the failure lines they all share (None: no cell yet)
+
+    def takes(self, cell: StoredCell) -> bool:
+        lines = set(cell.failure_lines)
+        common = lines if self.shared is None else self.shared & lines
+        if not common:
+            return False
+        self.shared = common
+        self.cells.append(cell)
+        return True
+
+    def fixed(self, fix: StoredCell, last_pass: StoredCell | None) -> FixedRun | None:
+        if len(self.cells) < FIXED_MIN_FAILURES:
+            return None
+        return FixedRun(tuple(self.cells), fix, last_pass, tuple(sorted(self.shared or ())))
+
+
 def in_window(seq: int | None, recent_seqs: Sequence[int], rule: RuleConfig) -> bool:
     """Whether a job whose newest cell is at `seq` is not stale: it has a cell among the
     trunk's newest `stale_after_commits` commits that ran any job (or there are none yet)."""

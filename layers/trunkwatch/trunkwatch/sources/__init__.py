@@ -27,6 +27,14 @@ REGISTRY = {
     "github": ("trunkwatch.sources.github", "GitHubSource"),
     "buildkite": ("trunkwatch.sources.buildkite", "BuildkiteSource"),
 }
+# The sources whose failed jobs carry failure lines (the HUD's `failureLines`).
+FAILURE_LINES = frozenset({"hud"})
+
+
+def reports_failure_lines(trunk: TrunkConfig) -> bool:
+    """Whether the trunk's failing cells carry failure lines: its source reports them, and no
+    webhook deliveries (which carry none) feed it."""
+    return trunk.source in FAILURE_LINES and not trunk.webhook
 
 
 def module_of(trunk: TrunkConfig) -> ModuleType:
@@ -51,4 +59,4 @@ def job_link(trunk: TrunkConfig, job: str, run_url: str) -> str:
     return str(module_of(trunk).job_link(trunk, job, run_url))
 
 
-__all__ = ["REGISTRY", "job_link", "make_source", "trunk_link"]
+__all__ = ["FAILURE_LINES", "REGISTRY", "job_link", "make_source", "reports_failure_lines", "trunk_link"]

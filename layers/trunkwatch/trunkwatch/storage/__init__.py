@@ -19,6 +19,7 @@ one partition per job.
 | job cell         | `CELLS#<repo>#<branch>#<job>`    | `<seq:08d>`                | cell         |
 | alert            | `ALERTS#<repo>#<branch>`         | `<alertname>#<job or ->`   | alert        |
 | job episode      | `EPISODES#<repo>#<branch>`       | `<starts_at>#<job>`        | episode      |
+| fixed breakage   | `FIXED#<repo>#<branch>`          | `<culprit sha>#<job>`      | fixed        |
 | notification log | `LOG#<repo>#<branch>`            | `<receiver>#<fingerprint>` | notification |
 | rejection        | `LOG#<repo>#<branch>`            | `REJECTED#<receiver>#<fingerprint>` | rejection |
 | acknowledgement  | `ACKS#<repo>#<branch>`           | `<fingerprint>`            | ack          |
@@ -36,10 +37,12 @@ Expiry (`expires_at`, epoch seconds), set by each kind's writer: commits and cel
 except while last sent firing; rejections `retention` after the rejection; acknowledgements
 `retention` after their episode ended, never while live; webhook shards, runs and held job
 reports SHARD_TTL (30 days) after their write; job episodes EPISODE_RETENTION (31 days) after
-they resolved, never while firing; ticks TICK_TTL after their poll; silences and their audit
-records `endsAt` + 120 h; reruns `retention` after they were planned. Trunk items and
-alerts never expire (one per trunk or job). `LOG#heartbeat` holds the heartbeat's
-notification logs (design.md §4.2) and its rejections.
+they resolved, never while firing; fixed breakages EPISODE_RETENTION after they were
+detected; ticks TICK_TTL after their poll; silences and their audit records `endsAt` + 120 h;
+reruns `retention` after they were planned. Trunk items and alerts never expire (one per
+trunk or job). `LOG#heartbeat` holds the heartbeat's notification logs (design.md §4.2) and
+its rejections; a trunk's `LOG#` partition also holds the daily digest's entry per receiver
+(§4.4), under the digest's own fingerprint.
 
 `seq` is the commit's position on the branch's first-parent history (grows with newer
 commits, with gaps where pushes arrived out of order: `app/ledger.py`), so one Query

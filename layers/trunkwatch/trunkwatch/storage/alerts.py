@@ -1,9 +1,11 @@
 """Stored alerts of a trunk (TrunkJobFailing items) in DynamoDB and the trunk's failing set,
 written together in one transaction so K (design.md §3.3) never disagrees with the alert
-items; an alert that starts firing or resolves writes its episode in the same transaction."""
+items; an alert that starts firing or resolves writes its episode in the same transaction.
+Beside them, the breakages fixed before they could page (design.md §3.7)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -12,11 +14,12 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.domain.alerts import FIRING, JOB_FAILING
+from trunkwatch.domain.cells import line_ids
 from trunkwatch.domain.clock import format_time
 from trunkwatch.storage import keys
 from trunkwatch.storage.errors import Conflict
-from trunkwatch.storage.items import AlertItem, CommitRefMap, EpisodeItem, TrunkStateItem
-from trunkwatch.storage.records import EPISODE_RETENTION, CommitRef, Episode, JobAlert
+from trunkwatch.storage.items import AlertItem, CommitRefMap, EpisodeItem, FixedItem, TrunkStateItem
+from trunkwatch.storage.records import EPISODE_RETENTION, CommitRef, Episode, FixedEpisode, JobAlert
 from trunkwatch.storage.table import BoundModels
 
 
@@ -74,7 +77,36 @@ def episode_item(model: type[EpisodeItem], trunk_id: str, alert: JobAlert) -> Ep
         starts_at=alert.starts_at,
         ends_at=alert.ends_at,
         culprit=_ref_map(alert.culprit),
+        verdict=alert.culprit_verdict,
+        failure_line_ids=sorted(line_ids(alert.failure_lines)) or None,
         expires_at=alert.ends_at + EPISODE_RETENTION if alert.ends_at is not None else None,
+    )
+
+
+def _fixed_item(model: type[FixedItem], trunk_id: str, episode: FixedEpisode) -> FixedItem:
+    return model(
+        keys.fixed(trunk_id),
+        keys.fixed_episode(episode.culprit.sha, episode.job),
+        job=episode.job,
+        culprit=_ref_map(episode.culprit),
+        fix=_ref_map(episode.fix),
+        last_pass=_ref_map(episode.last_pass) if episode.last_pass is not None else None,
+        failed_commits=episode.failed_commits,
+        failure_lines=list(episode.failure_lines) or None,
+        detected_at=episode.detected_at,
+        expires_at=episode.detected_at + EPISODE_RETENTION,
+    )
+
+
+def _fixed(item: FixedItem) -> FixedEpisode:
+    return FixedEpisode(
+        job=str(item.job),
+        culprit=_ref(item.culprit),
+        fix=_ref(item.fix),
+        failed_commits=int(item.failed_commits),
+        detected_at=item.detected_at,
+        last_pass=_ref(item.last_pass) if item.last_pass is not None else None,
+        failure_lines=tuple(str(line) for line in item.failure_lines or ()),
     )
 
 
@@ -83,6 +115,7 @@ class DynamoAlerts:
         self.alerts = table.model(AlertItem)
         self.episode_items = table.model(EpisodeItem)
         self.trunk_states = table.model(TrunkStateItem)
+        self.fixed_items = table.model(FixedItem)
         self.connection = table.connection
 
     def job_alert(self, trunk_id: str, job: str) -> JobAlert | None:
@@ -143,7 +176,34 @@ class DynamoAlerts:
         """The trunk's episodes still firing or resolved at or after `since`, by start (the
         partition holds only what TTL has not removed yet: about a month)."""
         return [
-            Episode(str(item.job), item.starts_at, item.ends_at, _ref(item.culprit))
+            Episode(
+                str(item.job),
+                item.starts_at,
+                item.ends_at,
+                _ref(item.culprit),
+                item.verdict,
+                tuple(item.failure_line_ids or ()),
+            )
             for item in self.episode_items.query(keys.episodes(trunk_id))
             if item.ends_at is None or item.ends_at >= since
         ]
+
+    def fixed(self, trunk_id: str) -> list[FixedEpisode]:
+        """The trunk's breakages fixed before they could page (the partition holds those TTL
+        has not removed yet: about a month), by culprit sha, then job."""
+        return [_fixed(item) for item in self.fixed_items.query(keys.fixed(trunk_id))]
+
+    def save_fixed(
+        self, trunk_id: str, episode: FixedEpisode, supersedes: Sequence[FixedEpisode] = ()
+    ) -> None:
+        """Write the episode (replacing the one of its job and culprit) and delete those it
+        supersedes, all or nothing."""
+        item = _fixed_item(self.fixed_items, trunk_id, episode)
+        if not supersedes:
+            item.save()
+            return
+        with TransactWrite(connection=self.connection) as transaction:
+            transaction.save(item)
+            for old in supersedes:
+                key = keys.fixed_episode(old.culprit.sha, old.job)
+                transaction.delete(self.fixed_items(keys.fixed(trunk_id), key))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
+from pynamodb.exceptions import PutError
+
 from trunkwatch.domain.cells import CellState, Commit, StoredCell
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CellItem
@@ -43,9 +45,23 @@ class DynamoCells:
         self.cells = table.model(CellItem)
 
     def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
+        """Results in batches; a pending cell alone, on the condition that its item holds no
+        result (a batch write takes no condition)."""
+        pending = []
         with self.cells.batch_write() as batch:
             for write in writes:
-                batch.save(cell_item(self.cells, trunk_id, write, retention))
+                if write.cell.state == CellState.PENDING:
+                    pending.append(write)
+                else:
+                    batch.save(cell_item(self.cells, trunk_id, write, retention))
+        for write in pending:
+            try:
+                cell_item(self.cells, trunk_id, write, retention).save(
+                    condition=CellItem.sk.does_not_exist() | (CellItem.state == CellState.PENDING.value)
+                )
+            except PutError as err:
+                if err.cause_response_code != "ConditionalCheckFailedException":
+                    raise
 
     def newest_seq(self, trunk_id: str, job: str) -> int | None:
         """The seq of the job's newest stored cell (None before its first)."""

@@ -45,6 +45,8 @@ class TrunkStateItem(BaseItem, discriminator="trunk"):
 
     # Jobs with a firing TrunkJobFailing: K of design.md §3.3, kept with atomic ADD/DELETE.
     failing = UnicodeSetAttribute(null=True)
+    # Jobs whose newest failures have not paged (design.md §3.7), kept the same way.
+    unpaged = UnicodeSetAttribute(null=True)
     # Seqs of the newest commits that ran any job (for staleness), newest first.
     recent_seqs = JSONAttribute(null=True)
     # Polls and webhook groups whose ticks have not settled, as `poll@opened-at` (one ADD
@@ -207,7 +209,23 @@ class EpisodeItem(BaseItem, discriminator="episode"):
     starts_at = UTCDateTimeAttribute()
     ends_at = UTCDateTimeAttribute(null=True)
     culprit = CommitRefMap()
+    verdict = UnicodeAttribute(null=True)  # the alert's culprit_verdict then
+    failure_line_ids = JSONAttribute(null=True)  # the alert's failure lines' ids then
     expires_at = TTLAttribute(null=True)
+
+
+class FixedItem(BaseItem, discriminator="fixed"):
+    """A breakage of one job fixed before it could page (`records.FixedEpisode`); it expires
+    EPISODE_RETENTION after it was detected."""
+
+    job = UnicodeAttribute()
+    culprit = CommitRefMap()
+    fix = CommitRefMap()
+    last_pass = CommitRefMap(null=True)
+    failed_commits = NumberAttribute()
+    failure_lines = JSONAttribute(null=True)
+    detected_at = UTCDateTimeAttribute()
+    expires_at = TTLAttribute()
 
 
 class RerunItem(BaseItem, discriminator="rerun"):

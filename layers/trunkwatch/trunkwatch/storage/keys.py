@@ -64,6 +64,16 @@ def episode(starts_at: str, job: str) -> str:
     return f"{starts_at}#{job}"
 
 
+def fixed(trunk_id: str) -> str:
+    """A trunk's breakages fixed before they could page: one Query reads its month."""
+    return f"FIXED#{trunk_id}"
+
+
+def fixed_episode(culprit_sha: str, job: str) -> str:
+    """One per job and culprit: recording it again replaces it."""
+    return f"{culprit_sha}#{job}"
+
+
 def reruns(trunk_id: str) -> str:
     return f"RERUNS#{trunk_id}"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from pynamodb.exceptions import PutError, UpdateError
+from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 
 from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.alerts import FIRING
@@ -79,6 +79,13 @@ class DynamoLogs:
         """The receiver's log entries of the trunk, by fingerprint."""
         query = self.logs.query(keys.logs(trunk_id), NotificationLog.sk.startswith(keys.log_prefix(receiver)))
         return {str(item.fingerprint): _entry(item) for item in query}
+
+    def entry(self, trunk_id: str, receiver: str, fingerprint: str) -> LogEntry | None:
+        """One entry (the daily digest's: one GetItem, not the receiver's whole log)."""
+        try:
+            return _entry(self.logs.get(keys.logs(trunk_id), keys.log(receiver, fingerprint)))
+        except DoesNotExist:
+            return None
 
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None:
         """Write the entry; one last sent firing never expires (its resolution is still due),

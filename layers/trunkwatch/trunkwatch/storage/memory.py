@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from trunkwatch.domain.acks import Acknowledgement
-from trunkwatch.domain.cells import Commit, JobRun, StoredCell, job_key
+from trunkwatch.domain.cells import CellState, Commit, JobRun, StoredCell, job_key
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.shards import Shard, ShardReport, merge
 from trunkwatch.storage.errors import Conflict
@@ -27,6 +27,7 @@ from trunkwatch.storage.records import (
     CellWrite,
     CommitMark,
     Episode,
+    FixedEpisode,
     Group,
     JobAlert,
     Lease,
@@ -98,6 +99,10 @@ class MemoryTrunks:
 
     def record_delivery(self, trunk_id: str, at: datetime) -> None:
         self.stored_state(trunk_id).last_delivery_at = at
+
+    def mark_unpaged(self, trunk_id: str, job: str, unpaged: bool) -> None:
+        jobs = self.stored_state(trunk_id).unpaged
+        (jobs.add if unpaged else jobs.discard)(job)
 
     def open_poll(self, trunk_id: str, poll: str, at: datetime, delivered: bool = False) -> None:
         state = self.stored_state(trunk_id)
@@ -192,7 +197,11 @@ class MemoryCells:
     def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
         for write in writes:
             cell, commit = write.cell, write.commit
-            self._cells.setdefault((trunk_id, cell.job), {})[write.seq] = StoredCell(
+            stored = self._cells.setdefault((trunk_id, cell.job), {})
+            held = stored.get(write.seq)
+            if cell.state == CellState.PENDING and held is not None and held.state != CellState.PENDING:
+                continue  # as DynamoDB's conditional put: a pending cell never over a result
+            stored[write.seq] = StoredCell(
                 seq=write.seq,
                 state=cell.state,
                 commit=replace(commit, title=commit.title[:TITLE_MAX], autoreverted_by=None),
@@ -213,6 +222,7 @@ class MemoryAlerts:
         self._alerts: dict[str, dict[str, JobAlert]] = {}
         self._trunks = trunks  # the failing set lives in the trunk's state
         self._episodes: dict[str, dict[tuple[datetime, str], Episode]] = {}
+        self._fixed: dict[str, dict[tuple[str, str], FixedEpisode]] = {}
 
     def job_alert(self, trunk_id: str, job: str) -> JobAlert | None:
         return self._alerts.get(trunk_id, {}).get(job)
@@ -238,6 +248,18 @@ class MemoryAlerts:
         stored = self._episodes.get(trunk_id, {})
         by_start = [stored[key] for key in sorted(stored)]
         return [e for e in by_start if e.ends_at is None or e.ends_at >= since]
+
+    def fixed(self, trunk_id: str) -> list[FixedEpisode]:
+        stored = self._fixed.get(trunk_id, {})
+        return [stored[key] for key in sorted(stored, key="#".join)]  # as DynamoDB sorts the keys
+
+    def save_fixed(
+        self, trunk_id: str, episode: FixedEpisode, supersedes: Sequence[FixedEpisode] = ()
+    ) -> None:
+        stored = self._fixed.setdefault(trunk_id, {})
+        for old in supersedes:
+            stored.pop((old.culprit.sha, old.job), None)
+        stored[(episode.culprit.sha, episode.job)] = episode
 
 
 class MemoryTicks:
@@ -349,6 +371,9 @@ class MemoryLogs:
 
     def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]:
         return copy.deepcopy(self._entries.get((trunk_id, receiver), {}))
+
+    def entry(self, trunk_id: str, receiver: str, fingerprint: str) -> LogEntry | None:
+        return copy.deepcopy(self._entries.get((trunk_id, receiver), {}).get(fingerprint))
 
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None:
         self._entries.setdefault((trunk_id, entry.receiver), {})[entry.fingerprint] = copy.deepcopy(entry)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trunkwatch.domain.cells import Cell, Commit, StoredCell
+from trunkwatch.domain.cells import Cell, Commit, StoredCell, line_ids
 
 # Tick barriers and webhook groups (see `ticks.py` for the protocol they follow).
 TICK_TTL = timedelta(days=2)
@@ -35,6 +35,9 @@ class TrunkState:
 
     # Jobs with a firing TrunkJobFailing: K of design.md §3.3.
     failing: set[str] = field(default_factory=set)
+    # Jobs whose newest failures (two or more commits, one breakage) have not paged: a pass
+    # on one is judged, to find the breakage it fixed (design.md §3.7).
+    unpaged: set[str] = field(default_factory=set)
     # Seqs of the newest commits that ran any job (for staleness), newest first.
     recent_seqs: list[int] = field(default_factory=list)
     # Polls (and webhook groups) whose ticks have not settled yet, with when each opened: a
@@ -165,10 +168,37 @@ class Episode:
     starts_at: datetime
     ends_at: datetime | None
     culprit: CommitRef
+    verdict: str | None = None  # the alert's culprit_verdict when it was written (confirm: rerun)
+    failure_line_ids: tuple[str, ...] = ()  # the alert's failure lines' (`line_ids`) then
 
     @classmethod
     def of(cls, alert: JobAlert) -> Episode:
-        return cls(alert.job, alert.starts_at, alert.ends_at, alert.culprit)
+        return cls(
+            alert.job,
+            alert.starts_at,
+            alert.ends_at,
+            alert.culprit,
+            alert.culprit_verdict,
+            tuple(sorted(line_ids(alert.failure_lines))),
+        )
+
+
+@dataclass(frozen=True)
+class FixedEpisode:
+    """A breakage of one job fixed before it could page (design.md §3.7): its run of
+    `failed_commits` failing commits from the culprit (the first) to the fix (the first
+    commit that passed after them), when the evaluator first recorded it (`detected_at`),
+    the pass before the run (None: not known) and the failure lines its failures share. One
+    per job and culprit, kept EPISODE_RETENTION after it was detected: the status page's
+    history and the daily digest (§4.4) read them."""
+
+    job: str
+    culprit: CommitRef
+    fix: CommitRef
+    failed_commits: int
+    detected_at: datetime
+    last_pass: CommitRef | None = None
+    failure_lines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

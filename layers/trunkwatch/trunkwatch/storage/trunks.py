@@ -31,6 +31,7 @@ class DynamoTrunks:
             return TrunkState()
         return TrunkState(
             failing={str(job) for job in item.failing or ()},
+            unpaged={str(job) for job in item.unpaged or ()},
             recent_seqs=[int(seq) for seq in item.recent_seqs or []],
             unsettled=dict(_unsettled_entry(str(entry)) for entry in item.unsettled or ()),
             last_poll_ok_at=item.last_poll_ok_at,
@@ -96,6 +97,11 @@ class DynamoTrunks:
     def record_delivery(self, trunk_id: str, at: datetime) -> None:
         """A delivery wrote results (one that opens a group records it with the group)."""
         update_state(self.states, trunk_id, [TrunkStateItem.last_delivery_at.set(at)])
+
+    def mark_unpaged(self, trunk_id: str, job: str, unpaged: bool) -> None:
+        """Add the job to the trunk's unpaged set, or remove it (atomic, as the failing set)."""
+        change = TrunkStateItem.unpaged.add if unpaged else TrunkStateItem.unpaged.delete
+        update_state(self.states, trunk_id, [change({job})])
 
     def job_names(self, trunk_id: str) -> list[str]:
         try:

@@ -609,6 +609,37 @@
     return svg;
   }
 
+  // The breakages fixed before anyone was paged: not pages, not flakiness; newest first.
+  function fixedTable(history) {
+    const fixed = history.fixedBeforePage.slice().sort((a, b) => b.detectedAt.localeCompare(a.detectedAt));
+    if (!fixed.length) return el("p", { class: "muted small fixed-none", text: "None in the last 30 days." });
+    const rows = fixed.map((f) =>
+      el(
+        "tr",
+        { "data-culprit": f.culprit.sha },
+        el("td", {}, timeEl(f.detectedAt, f.detectedAt.slice(0, 10))),
+        el(
+          "td",
+          {},
+          el("span", { class: "mono", text: f.culprit.sha.slice(0, 12) }),
+          f.culprit.pr ? " #" + f.culprit.pr : "",
+          " ",
+          el("span", { class: "commit-title", text: f.culprit.title || "" }),
+          f.culprit.author ? [" by ", el("span", { class: "author", text: f.culprit.author })] : null,
+        ),
+        el("td", { text: f.failedCommits + " commits" }),
+        el("td", {}, "fixed by ", el("span", { class: "mono", text: f.fix.sha.slice(0, 12) }), " after " + humanDuration(f.brokenForSeconds * 1000)),
+        el("td", { title: f.jobs.join("\n"), text: f.jobs.length === 1 ? f.jobs[0] : f.jobs.length + " jobs" }),
+      ),
+    );
+    return el(
+      "table",
+      { class: "fixed" },
+      el("thead", {}, el("tr", {}, ["Recorded", "Culprit", "Failed", "Fix", "Jobs"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows),
+    );
+  }
+
   function renderHistory(history) {
     const days = history.hoursBrokenPerDay.map((d) => ({ label: d.day, value: d.hours }));
     const weeks = history.pagesPerWeek.map((w) => ({ label: w.week, value: w.pages }));
@@ -632,6 +663,7 @@
       figure("Episodes", "(culprit commit to fix)", episodePlot(history)),
       figure("Pages per week", "(trunk-level alert starting to fire; weeks from Monday)", barPlot("pages-plot", "Pages per week", weeks, maxPages, "", 1)),
       figure("Time to fix", "(each fixed episode; median and worst)", fixPlot(history)),
+      figure("Fixed before a page", "(breakages of two or more commits a pass fixed before the rule could page; not counted as pages)", fixedTable(history)),
     );
   }
 
@@ -712,6 +744,7 @@
       row("verdict", el("span", { class: "verdict", text: ann.culprit_verdict + reason }));
     }
     if (ann.culprit_range) row("range", el("span", { class: "mono", text: ann.culprit_range }));
+    if (ann.culprit_authors) row("authors", el("span", { class: "author", text: ann.culprit_authors }));
     if (ann.failing_jobs) {
       const jobs = ann.failing_jobs.split("\n").filter(Boolean);
       row("failing jobs", el("ul", { class: "jobs" }, jobs.map((j) => el("li", { class: "mono", text: j }))));
