@@ -100,7 +100,7 @@ class DayFigures:
     hud_window: int = 0
     wall_s: float = 0.0
     # (items, bytes) per kind in the table after the day: the cost's notification logs,
-    # alerts, idempotency records and the trunk's own items.
+    # alerts and the trunk's own items.
     stored: dict[str, list[int]] = field(default_factory=dict)
 
 

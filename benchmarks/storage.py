@@ -3,12 +3,12 @@ adds times how long it stays (its TTL, plus the days DynamoDB takes to delete an
 which is billed until then).
 
 Measured: the bytes a commit adds (its cells and commit item) and a tick item's bytes, on the
-full-scale cycle; the notification logs, idempotency records, alert items and the trunk's own
+full-scale cycle; the notification logs, alert items and the trunk's own
 items the simulated day leaves in its table; a silence's and its audit records' bytes, from
 the items the API writes. Assumed (stated in the basis): how many silences a day are made and
 how long they last. Cells and commits stay the rule's default `retention` after the commit's
-time; a resolved alert's logs the same after their last write; ticks TICK_TTL; idempotency
-records the notifier's 7 days; silences their `endsAt` + 120 h; job episodes (the status
+time; a resolved alert's logs the same after their last write; ticks TICK_TTL; silences
+their `endsAt` + 120 h; job episodes (the status
 page's history) EPISODE_RETENTION after they resolved, as many a day as the simulated day
 wrote. Alert items and the trunk's items never expire: at most one alert item per job column.
 """
@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 from benchmarks.evaluator import Cycle
 from benchmarks.usage import item_bytes
-from trunkwatch.domain.config import IDEMPOTENCY_TTL, RuleConfig
+from trunkwatch.domain.config import RuleConfig
 from trunkwatch.silences.matchers import Matcher
 from trunkwatch.silences.model import Silence
 from trunkwatch.silences.store import RETENTION as SILENCE_RETENTION
@@ -73,7 +73,6 @@ def steady_state(
     silence_bytes = _silence_bytes()
     alerts, alert_bytes = day_stored.get("alert", [0, 0])
     logs, log_bytes = per_day("notification")
-    keys, key_bytes = per_day("idempotency")
     episodes, episode_bytes = per_day("episode")
     parts: dict[str, tuple[float, float]] = {
         # (items, bytes)
@@ -88,10 +87,6 @@ def steady_state(
             (ticks_per_day + 2 * commits_per_day) * days(TICK_TTL) * cycle.tick_bytes,
         ),
         "notification_logs": (logs * days(retention), log_bytes * days(retention)),
-        "idempotency": (
-            keys * days(IDEMPOTENCY_TTL),
-            key_bytes * days(IDEMPOTENCY_TTL),
-        ),
         "episodes": (episodes * days(EPISODE_RETENTION), episode_bytes * days(EPISODE_RETENTION)),
         "alerts": (float(job_columns), job_columns * alert_bytes / alerts if alerts else 0.0),
         "trunk": (
@@ -115,7 +110,6 @@ def steady_state(
             "cells_and_commits_per_commit": cycle.stored_bytes_per_commit,
             "tick": cycle.tick_bytes,
             "notification_log": round(log_bytes / logs, 1) if logs else 0.0,
-            "idempotency": round(key_bytes / keys, 1) if keys else 0.0,
             "alert": round(alert_bytes / alerts, 1) if alerts else 0.0,
             "episode": round(episode_bytes / episodes, 1) if episodes else 0.0,
             **silence_bytes,
@@ -123,8 +117,7 @@ def steady_state(
         basis=(
             f"cells and commits {retention / DAY:g} days (retention), resolved alerts' logs the "
             f"same, ticks {TICK_TTL / DAY:g} days, job episodes {EPISODE_RETENTION / DAY:g} days after "
-            f"they resolved, idempotency records "
-            f"{IDEMPOTENCY_TTL / DAY:g} days, each plus {TTL_DELETION_LAG / DAY:g} days until "
+            f"they resolved, each plus {TTL_DELETION_LAG / DAY:g} days until "
             f"DynamoDB deletes it; one alert item per job column; {SILENCES_PER_DAY} silences a day "
             f"assumed, each lasting {SILENCE_LASTS / timedelta(hours=1):g} h and kept 120 h more"
         ),

@@ -314,13 +314,13 @@ def _read_units(size: int, consistent: bool) -> float:
 
 
 def stored_by_kind(region: str, table_name: str) -> dict[str, tuple[int, int]]:
-    """(items, bytes) of the table's items per `kind` (Powertools' idempotency records have
-    none: `idempotency`), with the 100 bytes of overhead per item that storage is billed for."""
+    """(items, bytes) of the table's items per `kind`, with the 100 bytes of overhead per item
+    that storage is billed for."""
     table = _table(region, table_name)
     found: dict[str, tuple[int, int]] = {}
     for partition in table.items.values():
         for item in partition.values():
-            kind = item.attrs["kind"].value if "kind" in item.attrs else "idempotency"
+            kind = item.attrs["kind"].value
             count, size = found.get(kind, (0, 0))
             found[kind] = (count + 1, size + item.size() + STORAGE_OVERHEAD_BYTES)
     return found

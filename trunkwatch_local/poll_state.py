@@ -1,5 +1,5 @@
 """What `trunkwatch poll` keeps between runs: the table's items (alerts and what was sent of
-them, the trunks' state, cells and commits, ticks, silences, idempotency records), in
+them, the trunks' state, cells and commits, ticks, silences), in
 DynamoDB JSON, in a state file. Each run puts them back into its fresh table before its
 tick (its stream pump moved past the records that writes) and writes them out again after
 it, so a second run sends only what is new (from cron: a page once, then reminders at

@@ -31,7 +31,6 @@ from trunkwatch.domain.config import Deployment, to_json
 from trunkwatch.domain.digest import KIND as DIGEST_KIND
 from trunkwatch.storage.port import Storage
 from trunkwatch.storage.records import GROUP_WINDOW
-from trunkwatch_local import idempotency_clock
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.queue_pump import merged
@@ -142,7 +141,6 @@ class LocalRuntime:
         self.failed_deliveries = 0  # webhook invocations that died (GitHub does not redeliver)
         self._crashes_recovered = 0  # crashes the schedule's recovery ticks have run after
         self.schedule_period = timedelta(minutes=1)  # the deployment's, once started
-        self._idempotency_clock: Any = None  # Powertools' idempotency on `clock` while started
         self.wiring: Wiring = self.stack.wiring
         # How often the deployed schedule polls (the dispatcher's schedule in the template).
         self.poll_period = timedelta(
@@ -189,8 +187,6 @@ class LocalRuntime:
         if self.chaos is not None:
             self._chaos_installed = self.chaos.installed()
             self._chaos_installed.__enter__()
-        self._idempotency_clock = idempotency_clock.simulated(self.clock.now)
-        self._idempotency_clock.__enter__()
         self.sqs = boto3.client("sqs")
         self.dynamodb = boto3.client("dynamodb")
         self.topic_arn = self.stack.topic_arn
@@ -215,9 +211,6 @@ class LocalRuntime:
                 self.chaos.stats.failed_deliveries = self.failed_deliveries
                 self._chaos_installed.__exit__(None, None, None)
                 self._chaos_installed = None
-            if self._idempotency_clock is not None:
-                self._idempotency_clock.__exit__(None, None, None)
-                self._idempotency_clock = None
         finally:
             self.stack.stop()  # empties the account and puts the environment back
 
@@ -306,7 +299,7 @@ class LocalRuntime:
 
         edge = self.stack.handler("notifier").edge
         with self.lock:
-            return due(edge.storage(), self.clock.now(), edge.settings, edge.deployment())
+            return due(edge.storage(), edge.clock, edge.settings, edge.deployment())
 
     def scheduled_event(self, function: str) -> dict[str, Any]:
         return scheduled_event(f"{NAME}-{function}", self.clock.now())

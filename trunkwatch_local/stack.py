@@ -9,8 +9,8 @@ webhook secret; the configuration file, which the deployed functions find in the
 ConfigLayer under /opt, is written to a directory of its own standing for /opt. The
 functions' items are kept by the in-memory store (`store="memory"`, the default:
 `memory_stream`, whose cells and ticks record the stream records the pump delivers), the
-table holding only the notifier's idempotency records; or, with `store="dynamodb"`, in the
-table, with its stream and TTL as the template defines them.
+table staying empty; or, with `store="dynamodb"`, in the table, with its stream and TTL as
+the template defines them.
 
 `handler` loads a function's handler module from its file, the way Lambda loads it in a
 new container, and gives its edge (`app/settings.Edge`) the stack's clock (and the memory
@@ -171,8 +171,8 @@ class LocalStack:
         dynamodb, sqs, sns = boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("sns")
         self.table_name = self.name  # the template leaves the name to CloudFormation
         if self.store == "memory":
-            # The items are in memory; the table holds only what the handlers write past
-            # the storage port (the notifier's Powertools idempotency records), unstreamed.
+            # The items are in memory; the table (which the functions' environment names)
+            # stays empty, unstreamed.
             dynamodb.create_table(
                 TableName=self.table_name,
                 KeySchema=table["KeySchema"],

@@ -32,7 +32,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         on_settled_tick(
             edge.storage(),
             str(tick["trunk"]),
-            edge.clock.now(),
+            edge.clock,
             edge.settings,
             edge.deployment(),
             remaining_s,

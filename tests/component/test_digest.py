@@ -174,18 +174,18 @@ def test_a_digest_whose_notifier_died_goes_at_the_next_sweep_once() -> None:
 
 # (call, seed): each seed's draw dies before or after the call.
 CRASHES = [
-    ("sns.Publish", 1),  # before: nothing sent
-    ("sns.Publish", 3),  # after: sent, nothing recorded: once more (the duplicate SNS allows)
-    ("dynamodb.UpdateItem", 1),  # before Powertools records it done: once more, as above
-    ("dynamodb.UpdateItem", 2),  # after: sent and recorded, the log not written: not again
+    ("sns.Publish", 3),  # before: nothing sent
+    ("sns.Publish", 1),  # after: sent, nothing recorded: once more (the duplicate SNS allows)
+    ("storage.logs.advance", 1),  # before the log records it: once more, as above
+    ("storage.logs.advance", 2),  # after: sent and recorded: not again
 ]
 
 
 @pytest.mark.parametrize(("call", "seed"), CRASHES)
 def test_a_digest_whose_notifier_dies_while_sending_it_is_sent_once(call: str, seed: int) -> None:
     """The notifier dies at the midnight sweep's `call`: before or after its publish (nothing
-    sent, or sent and not recorded), before or after Powertools records the delivery done
-    (its UpdateItem). The next sweep sends the 18th's digest if it did not go, and only then:
+    sent, or sent and not recorded), before or after its log entry advances under the
+    delivery's claim. The next sweep sends the 18th's digest if it did not go, and only then:
     once, but where the crash came right after the publish and before that record (the one
     duplicate SNS allows, design.md §4)."""
     hud = HudServer()

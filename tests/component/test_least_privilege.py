@@ -168,7 +168,8 @@ def test_the_webhook_and_the_notifier_may_not_write_what_the_others_write(
 ) -> None:
     """The leading-key conditions hold something back: the alerts, silences and reruns the
     evaluator, the API and ingest write are denied to the internet-facing webhook, and the
-    cells, ticks and trunk state to the notifier, which deletes idempotency records only."""
+    cells, ticks and trunk state to the notifier, which deletes nothing (its claims are its
+    notification logs' entries)."""
     writes = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"}
     others = {
         request
@@ -186,17 +187,21 @@ def test_the_webhook_and_the_notifier_may_not_write_what_the_others_write(
     put = "dynamodb:PutItem"
     assert not allows(roles["ApiFunction"], TableRequest(put, frozenset({"LOG#pytorch/pytorch#main"})))
     delete = "dynamodb:DeleteItem"
-    assert not allows(
-        roles["NotifierFunction"], TableRequest(delete, frozenset({"CELLS#pytorch/pytorch#main#j"}))
-    )
-    assert allows(roles["NotifierFunction"], TableRequest(delete, frozenset({"IDEMPOTENCY"})))
+    for partition in ("CELLS#pytorch/pytorch#main#j", "LOG#pytorch/pytorch#main", "IDEMPOTENCY"):
+        assert not allows(roles["NotifierFunction"], TableRequest(delete, frozenset({partition})))
+    assert not allows(roles["NotifierFunction"], TableRequest(put, frozenset({"IDEMPOTENCY"})))
 
 
 def test_the_evaluator_deletes_only_superseded_fixed_breakages(roles: dict[str, Any]) -> None:
     delete = "dynamodb:DeleteItem"
     evaluator = roles["EvaluatorFunction"]
     assert allows(evaluator, TableRequest(delete, frozenset({"FIXED#pytorch/pytorch#main"})))
-    for key in ("CELLS#pytorch/pytorch#main#j", "ALERTS#pytorch/pytorch#main", "SILENCE", "IDEMPOTENCY"):
+    for key in (
+        "CELLS#pytorch/pytorch#main#j",
+        "ALERTS#pytorch/pytorch#main",
+        "SILENCE",
+        "LOG#pytorch/pytorch#main",
+    ):
         assert not allows(evaluator, TableRequest(delete, frozenset({key})))
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,6 +19,8 @@ from trunkwatch.channels.webhook import subject
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import RECEIVER, AlertView, FailingJob
 from trunkwatch.domain.dedup import Decision, LogState, decide
+from trunkwatch.storage.memory import memory_storage
+from trunkwatch.storage.port import Storage
 
 
 def message(view: AlertView, decision: Decision, external_url: str) -> dict[str, Any]:
@@ -288,6 +292,7 @@ def test_a_resolution_sent_from_the_log_names_each_jobs_culprit(
     from trunkwatch.app import notify
     from trunkwatch.app.settings import Settings
     from trunkwatch.domain.alerts import Links
+    from trunkwatch.domain.clock import SimulatedClock
     from trunkwatch.domain.config import RuleConfig, TrunkConfig
 
     level = view(
@@ -315,6 +320,7 @@ def test_a_resolution_sent_from_the_log_names_each_jobs_culprit(
             RuleConfig(),
             Links("http://api"),
             now,
+            SimulatedClock(now),
             settings,
             lambda: 60.0,
         )
@@ -335,12 +341,13 @@ def test_a_delivery_left_in_progress_by_a_dead_invocation_blocks_only_its_own_bu
     from trunkwatch.app import notify
     from trunkwatch.app.settings import Settings
     from trunkwatch.domain.alerts import Links
+    from trunkwatch.domain.clock import SimulatedClock
     from trunkwatch.domain.config import RuleConfig, TrunkConfig
-    from trunkwatch_local import idempotency_clock
 
     class Died(BaseException):  # what ends a Lambda mid-call: nothing catches it
         pass
 
+    clock = SimulatedClock(NOW)
     sent: list[datetime] = []
 
     class Receiver:
@@ -350,16 +357,14 @@ def test_a_delivery_left_in_progress_by_a_dead_invocation_blocks_only_its_own_bu
             return True
 
         def send(self, notification: Notification) -> None:
-            sent.append(now)
+            sent.append(clock.now())
             if len(sent) == 1:
                 raise Died  # the message went out; the invocation died before recording it
 
     monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: [view()])
-    now = NOW
 
     def tick(at: datetime) -> notify.TickResult:
-        nonlocal now
-        now = at
+        clock.set(at)
         settings = Settings.from_environ([])
         tick = notify.Tick(
             aws["storage"],
@@ -367,18 +372,108 @@ def test_a_delivery_left_in_progress_by_a_dead_invocation_blocks_only_its_own_bu
             RuleConfig(),
             Links("http://api"),
             at,
+            clock,
             settings,
             lambda: 60.0,
         )
         return notify.notify_trunk(tick, [], [Receiver()])
 
-    with idempotency_clock.simulated(lambda: now):
-        with pytest.raises(Died):
-            tick(NOW)
-        within_budget = tick(NOW + timedelta(seconds=notify.DELIVERY_BUDGET_S - 1))
-        assert (within_budget.deferred, within_budget.failed, within_budget.sent) == (1, 0, [])
-        after_budget = tick(NOW + timedelta(seconds=notify.DELIVERY_BUDGET_S + 1))
-        assert [row["status"] for row in after_budget.sent] == ["firing"]
-        assert not tick(NOW + timedelta(minutes=1)).sent  # confirmed sent: never again
+    with pytest.raises(Died):
+        tick(NOW)
+    within_budget = tick(NOW + timedelta(seconds=notify.DELIVERY_BUDGET_S - 1))
+    assert (within_budget.deferred, within_budget.failed, within_budget.sent) == (1, 0, [])
+    after_budget = tick(NOW + timedelta(seconds=notify.DELIVERY_BUDGET_S))
+    assert [row["status"] for row in after_budget.sent] == ["firing"]
+    assert not tick(NOW + timedelta(minutes=1)).sent  # confirmed sent: never again
     # Sent twice: the one duplicate a publish hidden by a crash costs, and no more.
-    assert sent == [NOW, NOW + timedelta(seconds=notify.DELIVERY_BUDGET_S + 1)]
+    assert sent == [NOW, NOW + timedelta(seconds=notify.DELIVERY_BUDGET_S)]
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def store(request: pytest.FixtureRequest) -> Storage:
+    if request.param == "memory":
+        return memory_storage()
+    stored: Storage = request.getfixturevalue("aws")["storage"]
+    return stored
+
+
+class _Receiver:
+    """Takes every alert; `during_send` runs inside its first send (another invocation)."""
+
+    name = "receiver"
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.during_send: Callable[[], None] | None = None
+
+    def accepts(self, labels: dict[str, str]) -> bool:
+        return True
+
+    def send(self, notification: Notification) -> None:
+        self.sent.append(notification.status)
+        if self.during_send is not None:
+            during, self.during_send = self.during_send, None
+            during()
+
+
+def _tick(storage: Storage, receiver: _Receiver, at: datetime = NOW) -> Any:
+    from trunkwatch.app import notify
+    from trunkwatch.app.settings import Settings
+    from trunkwatch.domain.alerts import Links
+    from trunkwatch.domain.clock import SimulatedClock
+    from trunkwatch.domain.config import RuleConfig, TrunkConfig
+
+    trunk, settings = TrunkConfig(repo="pytorch/pytorch"), Settings.from_environ([])
+    tick = notify.Tick(
+        storage, trunk, RuleConfig(), Links("http://api"), at, SimulatedClock(at), settings, lambda: 60.0
+    )
+    return notify.notify_trunk(tick, [], [receiver])
+
+
+def test_a_tick_meeting_a_delivery_under_way_leaves_it_to_that_delivery(
+    store: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two invocations on one transition: the second runs while the first is sending."""
+    from trunkwatch.app import notify
+
+    monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: [view()])
+    receiver = _Receiver()
+    concurrent: list[Any] = []
+    receiver.during_send = lambda: concurrent.append(_tick(store, receiver, NOW + timedelta(seconds=1)))
+    first = _tick(store, receiver)
+    assert [row["status"] for row in first.sent] == ["firing"]
+    assert (concurrent[0].deferred, concurrent[0].sent) == (1, [])
+    assert receiver.sent == ["firing"]  # once
+    assert not _tick(store, receiver, NOW + timedelta(minutes=1)).sent
+
+
+def test_a_tick_that_read_the_log_before_another_delivery_claims_nothing(
+    store: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second invocation reads the log, the first delivers and records the transition,
+    then the second tries to claim it at the seq it read."""
+    from trunkwatch.app import notify
+
+    monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: [view()])
+    receiver = _Receiver()
+    first: list[Any] = []
+
+    class LateClaims:
+        def __init__(self, logs: Any) -> None:
+            self.logs = logs
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.logs, name)
+
+        def claim(self, *args: Any) -> bool:
+            if not first:
+                first.append(_tick(store, receiver))  # delivers and records it meanwhile
+            claimed: bool = self.logs.claim(*args)
+            return claimed
+
+    late = _tick(
+        dataclasses.replace(store, logs=LateClaims(store.logs)), receiver, NOW + timedelta(seconds=1)
+    )
+    assert [row["status"] for row in first[0].sent] == ["firing"]
+    assert (late.deferred, late.sent) == (1, [])
+    assert receiver.sent == ["firing"]  # once

@@ -17,7 +17,6 @@ import pytest
 from tests.support.aws import record_stream_batches, table_items
 from tests.support.scenarios import SCENARIOS
 from trunkwatch.domain.clock import format_time
-from trunkwatch.storage.keys import IDEMPOTENCY
 from trunkwatch_local import apigw
 from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.receiver_servers import SlackServer
@@ -320,10 +319,10 @@ def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubServer) 
         published = []
         for message in replay_into(session, replay):
             published.append(message)
-            # After every message the log and the idempotency records are lost: only the
-            # marker on the pull request keeps the comment from being posted again.
+            # After every message the notification log is lost: only the marker on the pull
+            # request keeps the comment from being posted again.
             for entry in table_items():
-                if entry.get("kind", {}).get("S") == "notification" or entry["pk"]["S"] == IDEMPOTENCY:
+                if entry.get("kind", {}).get("S") == "notification":
                     session.runtime.dynamodb.delete_item(
                         TableName="trunkwatch-local", Key={"pk": entry["pk"], "sk": entry["sk"]}
                     )

@@ -31,6 +31,7 @@ from trunkwatch.storage.records import (
     Episode,
     FixedEpisode,
     JobAlert,
+    Lease,
     LogEntry,
     Pointer,
     Rejection,
@@ -722,6 +723,59 @@ def test_log_entries_per_receiver(storage: Storage) -> None:
     assert logs.entry(TRUNK, "sns", "f3") is None and logs.entry(TRUNK, "sns-3", "f1") is None
 
 
+def lease(claim_id: str, seconds: int = 20) -> Lease:
+    return Lease(claim_id, NOW + timedelta(seconds=seconds))
+
+
+def test_a_log_entry_is_claimed_by_one_delivery_at_a_time(storage: Storage) -> None:
+    logs = storage.logs
+    new = LogEntry("sns", "f1", "TrunkJobFailing", job=JOB)
+    assert logs.claim(TRUNK, new, lease("a"), NOW, RETENTION)
+    assert logs.of_receiver(TRUNK, "sns") == {"f1": dataclasses.replace(new, lease=lease("a"))}
+    # A second claim is refused while the lease is live, whoever asks.
+    assert not logs.claim(TRUNK, new, lease("b"), NOW + timedelta(seconds=19), RETENTION)
+    # Only the holder advances it.
+    sent = dataclasses.replace(new, seq=1, last_status="firing", last_sent_at=NOW)
+    assert not logs.advance(TRUNK, sent, lease("b"), NOW, RETENTION)
+    assert logs.of_receiver(TRUNK, "sns")["f1"].seq == 0
+    assert logs.advance(TRUNK, sent, lease("a"), NOW, RETENTION)
+    assert logs.of_receiver(TRUNK, "sns") == {"f1": sent}  # recorded, the lease cleared
+    assert not logs.advance(TRUNK, sent, lease("a"), NOW, RETENTION)  # once
+    # A claim holds only at the seq it read.
+    assert not logs.claim(TRUNK, new, lease("c"), NOW, RETENTION)
+    assert logs.claim(TRUNK, sent, lease("c"), NOW, RETENTION)
+    assert logs.of_receiver(TRUNK, "sns")["f1"] == dataclasses.replace(sent, lease=lease("c"))
+    assert logs.of_receiver(TRUNK, "sns-2") == {}  # another receiver's log: untouched
+
+
+def test_an_expired_lease_is_taken_over_and_its_holder_records_nothing(storage: Storage) -> None:
+    logs = storage.logs
+    entry = LogEntry("sns", "f1", "TrunkBroken", seq=2, last_status="firing", last_sent_at=NOW)
+    logs.save(TRUNK, entry, NOW, RETENTION)
+    assert not logs.claim(TRUNK, dataclasses.replace(entry, seq=0), lease("a"), NOW, RETENTION)  # stored
+    assert logs.claim(TRUNK, entry, lease("dead"), NOW, RETENTION)
+    later = NOW + timedelta(seconds=20)  # the lease has passed: its invocation died
+    assert logs.claim(TRUNK, entry, lease("b", seconds=40), later, RETENTION)
+    resolved = dataclasses.replace(entry, seq=3, last_status="resolved", last_sent_at=later)
+    assert not logs.advance(TRUNK, resolved, lease("dead"), later, RETENTION)
+    logs.release(TRUNK, entry, lease("dead"))  # not its lease any more: no change
+    assert logs.of_receiver(TRUNK, "sns")["f1"].lease == lease("b", seconds=40)
+    assert logs.advance(TRUNK, resolved, lease("b", seconds=40), later, RETENTION)
+    assert logs.of_receiver(TRUNK, "sns") == {"f1": resolved}
+
+
+def test_a_released_claim_leaves_the_entry_as_it_was(storage: Storage) -> None:
+    logs = storage.logs
+    entry = LogEntry("slack:a", "f1", "TrunkBroken", seq=1, last_status="firing", held_by=["s-1"])
+    logs.save(TRUNK, entry, NOW, RETENTION)
+    assert logs.claim(TRUNK, entry, lease("a"), NOW, RETENTION)
+    logs.release(TRUNK, entry, lease("a"))
+    assert logs.of_receiver(TRUNK, "slack:a") == {"f1": entry}
+    assert logs.claim(TRUNK, entry, lease("b"), NOW, RETENTION)  # free again at once
+    logs.release(TRUNK, LogEntry("slack:a", "f9", "TrunkBroken"), lease("b"))  # no such entry
+    assert logs.of_receiver(TRUNK, "slack:a")["f1"].lease == lease("b")
+
+
 def rejection(receiver: str, fingerprint: str, status: str = "resolved") -> Rejection:
     answer = "GitHub issues receiver g: PATCH /repos/a/b/issues/7 answered 422: Validation Failed"
     return Rejection(receiver, fingerprint, "TrunkBroken", None, status, status, NOW, answer)
@@ -779,6 +833,24 @@ def test_a_live_acknowledgement_never_expires_and_an_ended_one_after_the_retenti
     ended = NOW + timedelta(hours=2)
     logs.end_ack(TRUNK, ack("f1"), ended, RETENTION)
     assert expiry() == str(int((ended + RETENTION).timestamp()))
+
+
+def test_a_claim_types_a_new_entry_and_keeps_a_firing_one_from_expiring(aws: dict) -> None:
+    logs = aws["storage"].logs
+
+    def stored(fingerprint: str) -> dict[str, Any]:
+        key = {"pk": {"S": keys.logs(TRUNK)}, "sk": {"S": keys.log("sns", fingerprint)}}
+        item: dict[str, Any] = boto3.client("dynamodb").get_item(TableName=aws["table"], Key=key)["Item"]
+        return item
+
+    assert logs.claim(TRUNK, LogEntry("sns", "f1", "TrunkBroken"), lease("a"), NOW, RETENTION)
+    new = stored("f1")
+    assert new["kind"] == {"S": "notification"}  # what the stream's filters and Queries read
+    assert new[TTL_ATTRIBUTE] == {"N": str(int((NOW + RETENTION).timestamp()))}  # if never advanced
+    firing = LogEntry("sns", "f2", "TrunkBroken", seq=1, last_status="firing")
+    logs.save(TRUNK, firing, NOW, RETENTION)
+    assert logs.claim(TRUNK, firing, lease("b"), NOW, RETENTION)
+    assert TTL_ATTRIBUTE not in stored("f2")  # its resolution is still due
 
 
 # --- silences -----------------------------------------------------------------------------

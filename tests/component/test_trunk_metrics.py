@@ -17,6 +17,7 @@ from trunkwatch.app import notify
 from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, SECONDS_SINCE_GOOD_POLL
 from trunkwatch.domain.alerts import Links
+from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch_local.hud_server import HudServer
 
@@ -64,7 +65,14 @@ def _notify_one_failing_job(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(notify, "trunk_views", lambda *args, **kwargs: [job, level])
     trunk = TrunkConfig(repo="pytorch/pytorch")
     tick = notify.Tick(
-        aws["storage"], trunk, RuleConfig(), Links("http://api"), NOW, Settings.from_environ([]), lambda: 60.0
+        aws["storage"],
+        trunk,
+        RuleConfig(),
+        Links("http://api"),
+        NOW,
+        SimulatedClock(NOW),
+        Settings.from_environ([]),
+        lambda: 60.0,
     )
     notify.notify_trunk(tick, [], [])
 

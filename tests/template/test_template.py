@@ -30,7 +30,6 @@ from tests.support.iam import statements as _statements
 from tests.support.iam import translated_resources
 from tests.support.paths import ROOT
 from trunkwatch.app.configuration import load_configuration
-from trunkwatch.app.notify import IDEMPOTENCY_EXPIRY_ATTRIBUTE
 from trunkwatch.app.settings import PIPELINE, Edge
 from trunkwatch.domain.config import parse_duration
 from trunkwatch.storage import keys
@@ -507,7 +506,6 @@ def test_every_expiring_item_expires_through_the_tables_ttl(resources: dict[str,
     for model in expiring:
         (attribute,) = [a for a in model.get_attributes().values() if isinstance(a, TTLAttribute)]
         assert attribute.attr_name == ttl["AttributeName"] == TTL_ATTRIBUTE, model.__name__
-    assert ttl["AttributeName"] == IDEMPOTENCY_EXPIRY_ATTRIBUTE
     # A TTL deletion is a REMOVE record: it wakes neither the evaluator nor the notifier.
     for function in ("EvaluatorFunction", "NotifierFunction"):
         (pattern,) = _stream_mapping(resources, function)["FilterCriteria"]["Filters"]
@@ -576,7 +574,7 @@ def test_stream_readers_read_only_the_tables_stream(resources: dict[str, Any], f
     [
         ("IngestFunction", {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"}),
         ("EvaluatorFunction", {"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}),
-        ("NotifierFunction", {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}),
+        ("NotifierFunction", {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"}),
         ("ApiFunction", {"GetItem", "BatchGetItem", "Query", "PutItem"}),
         ("AuthorizerFunction", set()),
         (
@@ -799,7 +797,7 @@ def test_the_webhook_reads_and_writes_only_the_partitions_a_delivery_is_written_
     resources: dict[str, Any],
 ) -> None:
     """Leading keys from storage/keys.py: the internet-facing function never touches alerts,
-    notification logs, silences, reruns or idempotency records."""
+    notification logs, silences or reruns."""
     statements = [s for s in _statements(resources["WebhookFunctionRole"]) if "Condition" in s]
     (table,) = [s for s in _statements(resources["WebhookFunctionRole"]) if TABLE_ARN in _resources_of(s)]
     assert statements == [table]
@@ -816,17 +814,14 @@ def test_the_webhook_reads_and_writes_only_the_partitions_a_delivery_is_written_
     assert "ForAllValues:StringLike" in table["Condition"]
 
 
-def test_the_notifier_writes_logs_and_idempotency_records_and_deletes_only_the_latter(
+def test_the_notifier_writes_only_logs_and_acknowledgements_and_deletes_nothing(
     resources: dict[str, Any],
 ) -> None:
+    """A delivery's claim is its notification log entry: the notifier needs no partition of
+    its own, and nothing it writes is ever deleted but by TTL."""
     role = resources["NotifierFunctionRole"]
     table = {s["Sid"]: s for s in _statements(role) if TABLE_ARN in _resources_of(s)}
-    assert set(table) == {
-        "TableRead",
-        "WriteLogsAndIdempotency",
-        "WriteAcknowledgements",
-        "DeleteIdempotencyRecords",
-    }
+    assert set(table) == {"TableRead", "WriteNotificationLogs", "WriteAcknowledgements"}
     assert set(_actions(table["TableRead"])) == {
         "dynamodb:GetItem",
         "dynamodb:BatchGetItem",
@@ -844,19 +839,12 @@ def test_the_notifier_writes_logs_and_idempotency_records_and_deletes_only_the_l
         keys.SILENCES,
         _partition(keys.logs(TRUNK_ID)),
         _partition(keys.acks(TRUNK_ID)),
-        keys.IDEMPOTENCY,
     ]
     assert set(_actions(table["WriteAcknowledgements"])) == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
     assert _leading_keys(table["WriteAcknowledgements"]) == [_partition(keys.acks(TRUNK_ID))]
-    assert set(_actions(table["WriteLogsAndIdempotency"])) == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
-    assert _leading_keys(table["WriteLogsAndIdempotency"]) == [
-        _partition(keys.logs(TRUNK_ID)),
-        keys.IDEMPOTENCY,
-    ]
-    assert _actions(table["DeleteIdempotencyRecords"]) == ["dynamodb:DeleteItem"]
-    assert table["DeleteIdempotencyRecords"]["Condition"] == {
-        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [keys.IDEMPOTENCY]}
-    }
+    assert set(_actions(table["WriteNotificationLogs"])) == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+    assert _leading_keys(table["WriteNotificationLogs"]) == [_partition(keys.logs(TRUNK_ID))]
+    assert not any("dynamodb:DeleteItem" in _actions(statement) for statement in _statements(role))
 
 
 def test_the_evaluator_deletes_only_in_the_fixed_breakages_partition(resources: dict[str, Any]) -> None:

@@ -2,9 +2,9 @@
 it (the stack's SNS topic always, a receiver with `digest: true`) is sent every day's digest
 of the trunk its notification log says is due, exactly once.
 
-The stages are an alert's (budget, deliver through Powertools idempotency keyed on the
-receiver, the digest's fingerprint and the log's transition number, then log), on an entry
-of the receiver's own in the trunk's log partition, which holds the start of the last day
+The stages are an alert's (budget, claim the log entry at its transition number, deliver,
+then advance it under the claim), on an entry of the receiver's own in the trunk's log
+partition, which holds the start of the last day
 sent (`starts_at`); so a digest whose notifier died, or whose receiver failed, goes at the
 next sweep, and a retried batch or two concurrent sweeps cannot send it twice. A receiver met
 for the first time is anchored there (nothing sent): its first digest is the next due day's,
@@ -31,6 +31,7 @@ from trunkwatch.app.notify import (
     budget_left,
     deliver_once,
     delivery_deadline,
+    record,
 )
 from trunkwatch.channels.base import ChannelError, DigestChannel, DigestNotification
 from trunkwatch.domain.alerts import fingerprint
@@ -38,14 +39,14 @@ from trunkwatch.domain.config import ReceiverConfig, TrunkConfig
 from trunkwatch.domain.digest import KIND, Digest, FixedJob, daily_digest, day_start, due_days, latest_due
 from trunkwatch.domain.history import JobEpisode
 from trunkwatch.domain.rule import trunk_alertname
-from trunkwatch.storage.records import EPISODE_RETENTION, LogEntry, Rejection
+from trunkwatch.storage.records import EPISODE_RETENTION, Lease, LogEntry, Rejection
 
 DIGEST_NAME = "DailyDigest"  # its log entries' and rejections' `alertname`: no alert's
 SENT = "digest"  # its log entries' `last_status`
 
 
 def digest_fingerprint(trunk: TrunkConfig) -> str:
-    """The trunk's digest's id in the logs and the idempotency keys (no alert has its labels)."""
+    """The trunk's digest's id in the logs (no alert has its labels)."""
     return fingerprint({"kind": KIND, "repo": trunk.repo, "branch": trunk.branch})
 
 
@@ -89,14 +90,14 @@ def send_digests(tick: Tick, channels: Sequence[DigestChannel]) -> TickResult:
             )
             send = functools.partial(channel.send_digest, notification)
             try:
-                refused = deliver_once(channel.name, mark, DIGEST_NAME, int(entry.seq) + 1, send, beat)
+                lease, refused = deliver_once(entry, DIGEST_NAME, send, beat)
+                _log(entry, day, beat, refused, lease)
             except DeliveryInProgress:
                 result.deferred += 1
                 break
             except ChannelError:
                 result.failed += 1
                 break
-            _log(entry, day, beat, refused)
             if refused is not None:
                 result.rejected += 1
             else:
@@ -114,9 +115,9 @@ def _anchor(tick: Tick, receiver: str, mark: str) -> None:
     tick.storage.logs.save(tick.trunk.trunk_id, anchored, tick.now, tick.rule.retention)
 
 
-def _log(entry: LogEntry, day: date, beat: Round, refused: str | None) -> None:
+def _log(entry: LogEntry, day: date, beat: Round, refused: str | None, lease: Lease) -> None:
     """The day's digest is done with: sent, or refused for good (kept as a rejection, written
-    first, as an alert's)."""
+    first, as an alert's); the entry advances under the delivery's lease."""
     if refused is not None:
         rejection = Rejection(
             entry.receiver, entry.fingerprint, DIGEST_NAME, None, SENT, day.isoformat(), beat.now, refused
@@ -126,7 +127,7 @@ def _log(entry: LogEntry, day: date, beat: Round, refused: str | None) -> None:
     entry.last_status = SENT
     entry.last_sent_at = beat.now
     entry.starts_at = day_start(day)
-    beat.storage.logs.save(beat.log, entry, beat.now, beat.retention)
+    record(entry, lease, beat)
 
 
 @dataclass

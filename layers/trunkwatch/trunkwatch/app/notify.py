@@ -3,21 +3,24 @@ alerts to every receiver, exactly once per receiver.
 
 Stages per receiver, as in Alertmanager's notify pipeline: its matchers pick the alerts
 (route), silences and inhibition hold them (mute), its own notification log decides what is
-due (dedup), and delivery goes through Powertools idempotency keyed on (receiver,
-fingerprint, the log's sequence number + 1), so a retried batch, a duplicate stream record
-or a concurrent tick cannot deliver it twice. A delivery's in-progress record blocks others
-for its own time budget only (DELIVERY_BUDGET_S, not the function's timeout): one left by an
-invocation that died is taken over by the next tick after that, and meeting one is not a
-failure (the receiver's messages wait for the next tick). The log is the ledger: what is due
-is derived from the alerts and what the log says was sent, so whatever a dead invocation or
-a dead-lettered batch left unsent goes out with the next settled tick, at the latest the next
-sweep's. A delivery that fails deletes its idempotency
-record and leaves the log as it was: the next tick tries again, and the receiver's later
-messages wait behind it, in order (retry). A message the receiver refuses for good
-(ChannelRejected) is recorded in the log as rejected, with the receiver's answer, and the
-next ones go on: one bad message cannot jam a receiver. The log entry is advanced only after
-the delivery (log). Failures and rejections are counted service-wide (the alarms' metrics)
-and per receiver (dimension `receiver`).
+due (dedup), and the log entry is also the delivery's claim: before sending, a conditional
+write leases the entry, only if it is still at the sequence number read and no live lease
+holds it; after sending, a conditional write advances it (the transition recorded, its
+sequence number one more, the lease cleared) only while this delivery's lease holds it. So a
+retried batch, a duplicate stream record or a concurrent tick cannot deliver a transition
+twice. A lease lasts the delivery's own time budget (DELIVERY_BUDGET_S, not the function's
+timeout), on the handler's clock: one left by an invocation that died is taken over by the
+next tick after that, and meeting a live one is not a failure (the receiver's messages wait
+for the next tick). The one duplicate left: a message sent by an invocation that died
+before advancing the log goes out again once its lease has passed. The log is the ledger:
+what is due is derived from the alerts and what the log says was sent, so whatever a dead
+invocation or a dead-lettered batch left unsent goes out with the next settled tick, at the
+latest the next sweep's. A delivery that fails releases its lease and leaves the log as it
+was: the next tick tries again, and the receiver's later messages wait behind it, in order
+(retry). A message the receiver refuses for good (ChannelRejected) is recorded in the log as
+rejected, with the receiver's answer, and the next ones go on: one bad message cannot jam a
+receiver (log). Failures and rejections are counted service-wide (the alarms' metrics) and
+per receiver (dimension `receiver`).
 
 An acknowledged alert (design.md §4.3) gets no reminders; a receiver that takes
 acknowledgements (`Acknowledging`) is told of one once, as a transition of its own before
@@ -36,8 +39,8 @@ for the next tick, untouched (budget).
 
 from __future__ import annotations
 
-import functools
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -57,35 +60,24 @@ from trunkwatch.domain import acks as acknowledgements
 from trunkwatch.domain import alerts
 from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
-from trunkwatch.domain.config import (
-    IDEMPOTENCY_TTL,
-    Deployment,
-    HeartbeatConfig,
-    ReceiverConfig,
-    RuleConfig,
-    TrunkConfig,
-)
+from trunkwatch.domain.clock import Clock
+from trunkwatch.domain.config import Deployment, HeartbeatConfig, ReceiverConfig, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import VERDICT_ANNOTATION, Decision, LogState, decide, holders
 from trunkwatch.silences import Silence
-from trunkwatch.storage import keys
-from trunkwatch.storage.keys import TTL_ATTRIBUTE
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import LogEntry, Rejection, is_sweep_tick
+from trunkwatch.storage.records import Lease, LogEntry, Rejection, is_sweep_tick
 
 logger = Logger(child=True)
 metrics = Metrics()
 
-IDEMPOTENCY_TTL_S = int(IDEMPOTENCY_TTL.total_seconds())
-# Powertools writes the record's expiry (epoch seconds) here: the table's TTL attribute.
-IDEMPOTENCY_EXPIRY_ATTRIBUTE = TTL_ATTRIBUTE
 # A delivery starts only with this much time left; each ends FINISH_RESERVE_S before the
 # budget does, leaving time to write the log and report the stream batch.
 DELIVERY_RESERVE_S = 10.0
 FINISH_RESERVE_S = 5.0
-# One delivery's own budget: its requests end FINISH_RESERVE_S before it, and its in-progress
-# record blocks another delivery of the same transition no longer than this. A publish that
-# succeeded in an invocation that died before recording it is sent again after this: the one
-# duplicate no design avoids with SNS (standard topics do not deduplicate).
+# One delivery's own budget: its requests end FINISH_RESERVE_S before it, and its lease on
+# the log entry blocks another delivery of the same transition no longer than this. A publish
+# that succeeded in an invocation that died before recording it is sent again after this: the
+# one duplicate no design avoids with SNS (standard topics do not deduplicate).
 DELIVERY_BUDGET_S = 20.0
 # The heartbeat's log partition (`LOG#heartbeat`: no trunk's id, which is `owner/name#branch`).
 HEARTBEAT_LOG = "heartbeat"
@@ -119,8 +111,8 @@ class TickResult:
 @dataclass(frozen=True)
 class Round:
     """What the receivers' passes over a set of alerts share: where their logs are, how often
-    a firing alert is repeated, how long a resolved one's log is kept, and the tick's clock,
-    links and time budget."""
+    a firing alert is repeated, how long a resolved one's log is kept, and the tick's time
+    (`now`, what dedup decides on; `clock`, what leases are taken on), links and time budget."""
 
     storage: Storage
     log: str  # the logs' partition: the trunk's id, or HEARTBEAT_LOG
@@ -128,7 +120,7 @@ class Round:
     retention: timedelta
     links: Links
     now: datetime
-    settings: Settings  # they name the table of the idempotency records
+    clock: Clock
     remaining_s: RemainingSeconds
 
 
@@ -141,6 +133,7 @@ class Tick:
     rule: RuleConfig
     links: Links
     now: datetime
+    clock: Clock
     settings: Settings
     remaining_s: RemainingSeconds
 
@@ -153,7 +146,7 @@ class Tick:
             rule.retention,
             self.links,
             self.now,
-            self.settings,
+            self.clock,
             self.remaining_s,
         )
 
@@ -190,7 +183,7 @@ def notify_trunk(tick: Tick, silences: Sequence[Silence], channels: Sequence[Cha
 def send_heartbeat(
     heartbeat: HeartbeatConfig,
     storage: Storage,
-    now: datetime,
+    clock: Clock,
     settings: Settings,
     remaining_s: RemainingSeconds,
 ) -> TickResult:
@@ -199,8 +192,8 @@ def send_heartbeat(
     from trunkwatch.app.receivers import receiver_channels
 
     links = Links(settings.api_url, settings.dashboard_url)
-    every = heartbeat.every
-    beat = Round(storage, HEARTBEAT_LOG, every, HEARTBEAT_RETENTION, links, now, settings, remaining_s)
+    every, now = heartbeat.every, clock.now()
+    beat = Round(storage, HEARTBEAT_LOG, every, HEARTBEAT_RETENTION, links, now, clock, remaining_s)
     views = [AlertView(watchdog_alert(links, every, now), HEARTBEAT_LOG)]
     result = TickResult(HEARTBEAT_LOG)
     for channel in receiver_channels(heartbeat.receivers):
@@ -234,16 +227,14 @@ def _notify_receiver(
                 return
             notification = _notification(channel, alert, decision, tick)
             try:
-                refused = _deliver(
-                    channel, notification, _sender(channel, notification), int(entry.seq) + 1, tick
-                )
+                lease, refused = deliver_once(entry, alert.name, _sender(channel, notification), tick)
+                _log(entry, view, decision, tick, refused, lease)
             except DeliveryInProgress:
                 result.deferred += 1
                 return  # another invocation holds it (or held it and died): the next tick retries
             except ChannelError:
                 result.failed += 1
                 return  # this receiver is failing: its later transitions wait for the retry too
-            _log(entry, view, decision, tick, refused)
             result.done(channel.name, alert.name, decision, refused)
 
 
@@ -278,18 +269,19 @@ def _told(entry: LogEntry | None) -> bool:
     return entry is not None and entry.last_status == alerts.FIRING
 
 
-def due(storage: Storage, now: datetime, settings: Settings, deployment: Deployment) -> int:
-    """How many transitions the trunks' receivers have due at `now`: what the next settled
-    tick would try to send (a failed or throttled delivery's retry, say). Sends nothing."""
+def due(storage: Storage, clock: Clock, settings: Settings, deployment: Deployment) -> int:
+    """How many transitions the trunks' receivers have due now: what the next settled tick
+    would try to send (a failed or throttled delivery's retry, say). Sends nothing."""
     from trunkwatch.silences import store
 
+    now = clock.now()
     silences = store.active(storage.silences, now)
     channels = channels_for(settings, deployment)
     links = Links(settings.api_url, settings.dashboard_url)
     count = 0
     for trunk in deployment.trunks:
         rule = deployment.rule_for(trunk)
-        tick = Tick(storage, trunk, rule, links, now, settings, lambda: DELIVERY_BUDGET_S).round()
+        tick = Tick(storage, trunk, rule, links, now, clock, settings, lambda: DELIVERY_BUDGET_S).round()
         acks = storage.logs.acks(trunk.trunk_id)
         views = trunk_views(storage, trunk, rule, silences, links, now, include_resolved=True, acks=acks)
         acked = acknowledgements.live_by_fingerprint(acks)
@@ -363,43 +355,24 @@ class DeliveryInProgress(Exception):
     """The transition's delivery is in progress elsewhere, or was until its invocation died."""
 
 
-@dataclass(frozen=True)
-class _DeliveryBudget:
-    """What Powertools reads from a Lambda context to time an in-progress record out: here
-    the delivery's own budget, not the invocation's time left."""
-
-    seconds: float
-
-    def get_remaining_time_in_millis(self) -> int:
-        return int(self.seconds * 1000)
-
-
-def _deliver(
-    channel: Channel, notification: Notification, send: Callable[[], None], seq: int, tick: Round
-) -> str | None:
-    alert = notification.alert
-    return deliver_once(channel.name, alert.fingerprint, alert.name, seq, send, tick)
-
-
 def deliver_once(
-    receiver: str, fingerprint: str, alertname: str, seq: int, send: Callable[[], None], tick: Round
-) -> str | None:
-    """Call `send` once per (receiver, fingerprint, seq), whatever retries and redeliveries
-    happen: None once sent, or why the receiver refused it for good (sending it again cannot
-    help). Any other ChannelError is raised: nothing is recorded, and the next tick (at the
-    latest the next sweep) tries again."""
-    from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
-
-    deliver = _idempotent(tick.settings.table_name, tick.settings.endpoint_url)
-    _idempotency_config().register_lambda_context(_DeliveryBudget(_budget_s(tick)))
-    transition = {"receiver": receiver, "fingerprint": fingerprint, "seq": seq}
-    where = {"receiver": receiver, "fingerprint": fingerprint}
-    try:
-        deliver(transition=transition, send=send)
-    except IdempotencyAlreadyInProgressError as err:
+    entry: LogEntry, alertname: str, send: Callable[[], None], tick: Round
+) -> tuple[Lease, str | None]:
+    """Claim the transition after `entry` (lease the entry at the seq read), then `send` it:
+    the lease to record it under (`record`), and None once sent or why the receiver refused
+    it for good (sending it again cannot help). Raises DeliveryInProgress when another
+    delivery holds the entry or has advanced it. Any other failure releases the lease and is
+    raised: nothing is recorded, and the next tick (at the latest the next sweep) tries again."""
+    logs, receiver = tick.storage.logs, entry.receiver
+    where = {"receiver": receiver, "fingerprint": entry.fingerprint}
+    now = tick.clock.now()
+    lease = Lease(uuid.uuid4().hex, now + timedelta(seconds=_budget_s(tick)))
+    if not logs.claim(tick.log, entry, lease, now, tick.retention):
         logger.warning("delivery in progress elsewhere; retried at the next tick", extra={**where})
         metrics.add_metric(name="NotificationsInProgress", unit=MetricUnit.Count, value=1)
-        raise DeliveryInProgress(str(err)) from err
+        raise DeliveryInProgress(f"{receiver}: {entry.fingerprint} is claimed")
+    try:
+        send()
     except ChannelRejected as err:
         logger.error(
             "delivery rejected by the receiver; recorded as rejected, not retried",
@@ -407,14 +380,30 @@ def deliver_once(
         )
         metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
         _per_receiver("NotificationsRejected", receiver)
-        return str(err)
-    except ChannelError as err:
+        return lease, str(err)
+    except Exception as err:
+        logs.release(tick.log, entry, lease)
+        if not isinstance(err, ChannelError):
+            raise
         logger.error("delivery failed; retried at the next tick", extra={**where, "error": str(err)})
         metrics.add_metric(name="NotificationErrors", unit=MetricUnit.Count, value=1)
         _per_receiver("NotificationErrors", receiver)
         raise
     metrics.add_metric(name="NotificationsSent", unit=MetricUnit.Count, value=1)
-    return None
+    return lease, None
+
+
+def record(entry: LogEntry, lease: Lease, tick: Round) -> None:
+    """Write `entry`, the delivered transition recorded (its seq one more), under the
+    delivery's lease; DeliveryInProgress if another delivery took the lease over (the message
+    went out, and that delivery sends it again)."""
+    if not tick.storage.logs.advance(tick.log, entry, lease, tick.now, tick.retention):
+        logger.warning(
+            "delivery's lease taken over before it was recorded; the other delivery sends it again",
+            extra={"receiver": entry.receiver, "fingerprint": entry.fingerprint},
+        )
+        metrics.add_metric(name="NotificationsInProgress", unit=MetricUnit.Count, value=1)
+        raise DeliveryInProgress(f"{entry.receiver}: {entry.fingerprint} was taken over")
 
 
 def _per_receiver(name: str, receiver: str) -> None:
@@ -426,13 +415,15 @@ def _per_receiver(name: str, receiver: str) -> None:
         metric.add_dimension(name="receiver", value=receiver)
 
 
-def _log(entry: LogEntry, view: AlertView, decision: Decision, tick: Round, refused: str | None) -> None:
+def _log(
+    entry: LogEntry, view: AlertView, decision: Decision, tick: Round, refused: str | None, lease: Lease
+) -> None:
     """The transition is done with: sent, or refused for good (`refused`: the receiver's
     answer), which the log keeps beside the entry as a rejection, written first: a crash
-    between the two leaves the transition due, and its retry writes both. The entry keeps
-    what a resolution sent from it needs: labels, annotations and each failing job with its
-    streak and culprit, as data. An acknowledgement told leaves the last message's time (the
-    reminders' clock) as it was."""
+    between the two leaves the transition due, and its retry writes both. The entry advances
+    under the delivery's lease (`record`). It keeps what a resolution sent from it needs:
+    labels, annotations and each failing job with its streak and culprit, as data. An
+    acknowledgement told leaves the last message's time (the reminders' clock) as it was."""
     alert = view.alert
     if refused is not None:
         rejection = Rejection(
@@ -457,7 +448,7 @@ def _log(entry: LogEntry, view: AlertView, decision: Decision, tick: Round, refu
     entry.labels = alert.labels
     entry.annotations = alert.annotations
     entry.held_by = None
-    tick.storage.logs.save(tick.log, entry, tick.now, tick.retention)
+    record(entry, lease, tick)
 
 
 def _resolved_from_log(
@@ -495,39 +486,6 @@ def _logged_jobs(entry: LogEntry) -> dict[str, FailingJob]:
     return {str(job): FailingJob.from_data(data) for job, data in entry.jobs.items()}
 
 
-@functools.cache
-def _idempotency_config() -> Any:
-    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
-
-    return IdempotencyConfig(
-        event_key_jmespath="[receiver, fingerprint, seq]", expires_after_seconds=IDEMPOTENCY_TTL_S
-    )
-
-
-@functools.cache
-def _idempotent(table: str, endpoint: str | None) -> Callable[..., Any]:
-    """The idempotent delivery for one table (cached per warm container; the endpoint is part
-    of the key because boto3 reads it from the environment when the client is made)."""
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, idempotent_function
-
-    persistence = DynamoDBPersistenceLayer(
-        table_name=table,
-        key_attr="pk",
-        sort_key_attr="sk",
-        static_pk_value=keys.IDEMPOTENCY,
-        expiry_attr=IDEMPOTENCY_EXPIRY_ATTRIBUTE,
-    )
-
-    @idempotent_function(
-        data_keyword_argument="transition", persistence_store=persistence, config=_idempotency_config()
-    )
-    def deliver(transition: dict[str, Any], send: Callable[[], None]) -> dict[str, Any]:
-        send()
-        return {"receiver": transition["receiver"]}
-
-    return deliver
-
-
 def channels_for(settings: Settings, deployment: Deployment) -> list[Channel]:
     """The stack's SNS topic, then each configured receiver."""
     from trunkwatch.app.receivers import receiver_channels
@@ -544,7 +502,7 @@ def receivers_for(settings: Settings, deployment: Deployment) -> list[ReceiverCo
 def on_settled_tick(
     storage: Storage,
     trunk_id: str,
-    now: datetime,
+    clock: Clock,
     settings: Settings,
     deployment: Deployment,
     remaining_s: RemainingSeconds,
@@ -555,18 +513,19 @@ def on_settled_tick(
     digest and the heartbeat if they are due."""
     from trunkwatch.silences import store
 
+    now = clock.now()
     trunk = deployment.trunk(trunk_id)
     result = None
     if trunk is None:
         logger.warning("tick of a trunk no longer configured", extra={"trunk": trunk_id})
     else:
         links = Links(settings.api_url, settings.dashboard_url)
-        tick = Tick(storage, trunk, deployment.rule_for(trunk), links, now, settings, remaining_s)
+        tick = Tick(storage, trunk, deployment.rule_for(trunk), links, now, clock, settings, remaining_s)
         result = notify_trunk(tick, store.active(storage.silences, now), channels_for(settings, deployment))
         if is_sweep_tick(tick_id):
             from trunkwatch.app.digest import digest_channels, send_digests
 
             send_digests(tick, digest_channels(receivers_for(settings, deployment)))
     if is_sweep_tick(tick_id) and deployment.heartbeat is not None:
-        send_heartbeat(deployment.heartbeat, storage, now, settings, remaining_s)
+        send_heartbeat(deployment.heartbeat, storage, clock, settings, remaining_s)
     return result

@@ -4,7 +4,7 @@ first commit on which the job failed N times in a row, with the failure lines an
 With confirmation by reruns (`culprit_verdict` on the alert), only a `confirmed` culprit is
 commented on: at the update that confirms it, never on an unconfirmed suspect.
 
-One comment per episode. The notification log and the idempotency key already give one
+One comment per episode. The notification log (each delivery's claim) already gives one
 delivery per transition; reminders, updates and resolutions are delivered but post nothing
 (the author was told once). GitHub itself is the state against a lost log: each comment
 carries a hidden marker with the alert's fingerprint and startsAt, and the pull request's

@@ -293,11 +293,6 @@ class TeamRoute(_Checked):
     CHECKS: ClassVar[dict[str, Check]] = {"match": _regex, "team": _nonempty}
 
 
-# How long the notifier remembers a delivery (its idempotency records' expiry); a retention
-# must outlast it.
-IDEMPOTENCY_TTL = timedelta(days=7)
-
-
 def _hours(value: timedelta) -> str:
     return f"{value.total_seconds() / 3600:g}h"
 
@@ -371,11 +366,9 @@ class RuleConfig(_Checked):
 
     def _check(self) -> None:
         # A firing job's newest failure is younger than max_failure_age, so a longer retention
-        # never takes a cell the rule fires on; a notification log outlives the idempotency
-        # records of its deliveries, so a log written anew never reuses a live key.
-        floor = max(self.max_failure_age, IDEMPOTENCY_TTL)
-        if self.retention <= floor:
-            message = f"must be longer than {_hours(floor)} (both max_failure_age and 7 days)"
+        # never takes a cell the rule fires on.
+        if self.retention <= self.max_failure_age:
+            message = f"must be longer than max_failure_age ({_hours(self.max_failure_age)})"
             raise _Invalid([("retention", message)])
 
     def in_scope(self, job: str) -> bool:

@@ -31,16 +31,14 @@ one partition per job.
 | held job report  | `RUN#<repo>#<branch>#<run id>`   | `HELD#<job name>#<attempt>#<status>` | held |
 | silence          | `SILENCE`                        | `<uuid>`                   | silence      |
 | silence audit    | `SILENCE#AUDIT`                  | `<time>#<uuid>#<action>`   | audit        |
-| idempotency      | `IDEMPOTENCY`                    | `<hash of the transition>` | (Powertools) |
 
 Expiry (`expires_at`, epoch seconds), set by each kind's writer: commits and cells the rule's
 `retention` after the commit's time; notification logs `retention` after their last write,
 except while last sent firing; rejections `retention` after the rejection; acknowledgements
-`retention` after their episode ended, never while live; webhook shards,
-runs and held job reports SHARD_TTL (30 days) after their write; job episodes
-EPISODE_RETENTION (31 days) after they resolved, never while firing; fixed breakages
-EPISODE_RETENTION after they were detected; ticks TICK_TTL after their poll; idempotency
-records after the notifier's 7 days; silences and their audit records `endsAt` + 120 h;
+`retention` after their episode ended, never while live; webhook shards, runs and held job
+reports SHARD_TTL (30 days) after their write; job episodes EPISODE_RETENTION (31 days) after
+they resolved, never while firing; fixed breakages EPISODE_RETENTION after they were
+detected; ticks TICK_TTL after their poll; silences and their audit records `endsAt` + 120 h;
 reruns `retention` after they were planned. Trunk items and alerts never expire (one per
 trunk or job). `LOG#heartbeat` holds the heartbeat's notification logs (design.md §4.2) and
 its rejections; a trunk's `LOG#` partition also holds the daily digest's entry per receiver

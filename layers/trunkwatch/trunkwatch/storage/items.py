@@ -281,7 +281,7 @@ class NotificationLog(BaseItem, discriminator="notification"):
     fingerprint = UnicodeAttribute(default="")
     alertname = UnicodeAttribute()
     job = UnicodeAttribute(null=True)
-    seq = NumberAttribute(default=0)  # transitions sent so far; the idempotency key's part
+    seq = NumberAttribute(default=0)  # transitions sent so far; a claim holds only at the seq it read
     last_status = UnicodeAttribute(null=True)  # firing | resolved | None (never sent)
     last_sent_at = UTCDateTimeAttribute(null=True)
     starts_at = UTCDateTimeAttribute(null=True)
@@ -290,6 +290,9 @@ class NotificationLog(BaseItem, discriminator="notification"):
     labels = JSONAttribute(null=True)  # as last sent: a trunk-level alert resolves from these
     annotations = JSONAttribute(null=True)
     acknowledged = UnicodeAttribute(null=True)  # the acknowledgement last told (its time)
+    # The lease of a delivery under way (records.Lease): its claim's id and end.
+    claim_id = UnicodeAttribute(null=True)
+    claimed_until = UTCDateTimeAttribute(null=True)
     # None while it was last sent firing (its resolution is still to be sent), else the last
     # write + the rule's retention.
     expires_at = TTLAttribute(null=True)

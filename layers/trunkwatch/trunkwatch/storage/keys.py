@@ -121,8 +121,6 @@ SOURCE = "SOURCE"
 SEQ = "SEQ"
 SILENCES = "SILENCE"
 SILENCE_AUDIT = "SILENCE#AUDIT"
-IDEMPOTENCY = "IDEMPOTENCY"
 
-# DynamoDB's TTL attribute (epoch seconds) of every kind that expires, Powertools' idempotency
-# records included.
+# DynamoDB's TTL attribute (epoch seconds) of every kind that expires.
 TTL_ATTRIBUTE = "expires_at"

@@ -1,9 +1,11 @@
-"""Notification logs in DynamoDB: per receiver and alert fingerprint, what was last sent;
-beside them, the messages receivers refused for good; and, in a partition of their own, the
-alerts' acknowledgements."""
+"""Notification logs in DynamoDB: per receiver and alert fingerprint, what was last sent and
+the lease of a delivery under way (conditional writes of the entry's own item); beside them,
+the messages receivers refused for good; and, in a partition of their own, the alerts'
+acknowledgements."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
@@ -12,7 +14,7 @@ from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.alerts import FIRING
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import AckItem, NotificationLog, RejectionItem
-from trunkwatch.storage.records import LogEntry, Rejection
+from trunkwatch.storage.records import Lease, LogEntry, Rejection
 from trunkwatch.storage.table import BoundModels
 
 
@@ -31,6 +33,9 @@ def _entry(item: NotificationLog) -> LogEntry:
         labels=dict(item.labels) if item.labels is not None else None,
         annotations=dict(item.annotations) if item.annotations is not None else None,
         acknowledged=item.acknowledged,
+        lease=Lease(str(item.claim_id), item.claimed_until)
+        if item.claim_id is not None and item.claimed_until is not None
+        else None,
     )
 
 
@@ -85,7 +90,64 @@ class DynamoLogs:
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None:
         """Write the entry; one last sent firing never expires (its resolution is still due),
         any other expires `retention` after this write."""
-        self.logs(
+        self._item(trunk_id, entry, now, retention).save()
+
+    def claim(
+        self, trunk_id: str, entry: LogEntry, lease: Lease, now: datetime, retention: timedelta
+    ) -> bool:
+        """Lease the entry if it is still at the seq read and no live lease holds it."""
+        log = NotificationLog
+        at_seq = log.seq == entry.seq
+        if entry.seq == 0:
+            at_seq = log.sk.does_not_exist() | at_seq
+        unleased = log.claimed_until.does_not_exist() | (log.claimed_until <= now)
+        identity = [log.receiver.set(entry.receiver), log.fingerprint.set(entry.fingerprint)]
+        identity += [log.alertname.set(entry.alertname), log.seq.set(entry.seq)]
+        if entry.job is not None:
+            identity.append(log.job.set(entry.job))
+        if entry.last_status != FIRING:  # as `save` would: only a firing one never expires
+            identity.append(log.expires_at.set(now + retention))
+        lease_it = [log.claim_id.set(lease.claim_id), log.claimed_until.set(lease.until)]
+        try:
+            self.logs.upsert(
+                keys.logs(trunk_id),
+                keys.log(entry.receiver, entry.fingerprint),
+                actions=[*identity, *lease_it],
+                condition=at_seq & unleased,
+            )
+        except UpdateError as err:
+            if _lost_race(err):
+                return False
+            raise
+        return True
+
+    def advance(
+        self, trunk_id: str, entry: LogEntry, lease: Lease, now: datetime, retention: timedelta
+    ) -> bool:
+        """Write the entry, its lease cleared, while `lease` holds it."""
+        item = self._item(trunk_id, replace(entry, lease=None), now, retention)
+        try:
+            item.save(condition=NotificationLog.claim_id == lease.claim_id)
+        except PutError as err:
+            if _lost_race(err):
+                return False
+            raise
+        return True
+
+    def release(self, trunk_id: str, entry: LogEntry, lease: Lease) -> None:
+        """Clear the lease while it is `lease`; one taken over since stays."""
+        try:
+            self.logs(keys.logs(trunk_id), keys.log(entry.receiver, entry.fingerprint)).update(
+                actions=[NotificationLog.claim_id.remove(), NotificationLog.claimed_until.remove()],
+                condition=NotificationLog.claim_id == lease.claim_id,
+            )
+        except UpdateError as err:
+            if not _lost_race(err):
+                raise
+
+    def _item(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> NotificationLog:
+        lease = entry.lease
+        return self.logs(
             keys.logs(trunk_id),
             keys.log(entry.receiver, entry.fingerprint),
             receiver=entry.receiver,
@@ -101,8 +163,10 @@ class DynamoLogs:
             labels=entry.labels,
             annotations=entry.annotations,
             acknowledged=entry.acknowledged,
+            claim_id=lease.claim_id if lease is not None else None,
+            claimed_until=lease.until if lease is not None else None,
             expires_at=None if entry.last_status == FIRING else now + retention,
-        ).save()
+        )
 
     def rejected(self, trunk_id: str) -> list[Rejection]:
         """The trunk's rejections, by receiver and fingerprint (one Query of their prefix)."""

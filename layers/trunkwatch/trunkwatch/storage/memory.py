@@ -30,6 +30,7 @@ from trunkwatch.storage.records import (
     FixedEpisode,
     Group,
     JobAlert,
+    Lease,
     LogEntry,
     Pointer,
     Rejection,
@@ -376,6 +377,37 @@ class MemoryLogs:
 
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None:
         self._entries.setdefault((trunk_id, entry.receiver), {})[entry.fingerprint] = copy.deepcopy(entry)
+
+    def claim(
+        self, trunk_id: str, entry: LogEntry, lease: Lease, now: datetime, retention: timedelta
+    ) -> bool:
+        entries = self._entries.setdefault((trunk_id, entry.receiver), {})
+        current = entries.get(entry.fingerprint) or LogEntry(
+            entry.receiver, entry.fingerprint, entry.alertname, entry.job
+        )
+        if current.seq != entry.seq or (current.lease is not None and current.lease.live(now)):
+            return False
+        entries[entry.fingerprint] = replace(current, lease=lease)
+        return True
+
+    def advance(
+        self, trunk_id: str, entry: LogEntry, lease: Lease, now: datetime, retention: timedelta
+    ) -> bool:
+        if not self._leased(trunk_id, entry, lease):
+            return False
+        self._entries[(trunk_id, entry.receiver)][entry.fingerprint] = replace(
+            copy.deepcopy(entry), lease=None
+        )
+        return True
+
+    def release(self, trunk_id: str, entry: LogEntry, lease: Lease) -> None:
+        if self._leased(trunk_id, entry, lease):
+            entries = self._entries[(trunk_id, entry.receiver)]
+            entries[entry.fingerprint] = replace(entries[entry.fingerprint], lease=None)
+
+    def _leased(self, trunk_id: str, entry: LogEntry, lease: Lease) -> bool:
+        stored = self._entries.get((trunk_id, entry.receiver), {}).get(entry.fingerprint)
+        return stored is not None and stored.lease is not None and stored.lease.claim_id == lease.claim_id
 
     def rejected(self, trunk_id: str) -> list[Rejection]:
         stored = self._rejections.get(trunk_id, {})

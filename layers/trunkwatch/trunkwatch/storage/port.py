@@ -24,6 +24,7 @@ from trunkwatch.storage.records import (
     FixedEpisode,
     Group,
     JobAlert,
+    Lease,
     LogEntry,
     Pointer,
     Rejection,
@@ -147,6 +148,14 @@ class Runs(Protocol):
 class Logs(Protocol):
     """Notification logs: per trunk, receiver and alert fingerprint, what was last sent.
 
+    An entry is also the claim on its next delivery. `claim` leases it (`lease`, with the
+    delivery's id and end) only if it is still at `entry.seq` (an entry never stored: 0) and
+    holds no lease live at `now` (one that has passed is taken over): False otherwise, and
+    nothing changes. `advance` writes `entry` (the delivery recorded, its seq one more) and
+    clears the lease only while `lease` holds it (False: it was taken over); `release` clears
+    it, the entry otherwise unchanged, on the same condition. A claimed entry never stored
+    before expires `retention` after the claim unless advanced.
+
     Beside them, the alerts' acknowledgements, one per fingerprint: `add_ack` stores one
     unless a live one is there (False: the first stands), `end_ack` ends the live one read
     (`ack`, by its time) unless it changed since; an ended one expires after `retention`."""
@@ -154,6 +163,13 @@ class Logs(Protocol):
     def of_receiver(self, trunk_id: str, receiver: str) -> dict[str, LogEntry]: ...
     def entry(self, trunk_id: str, receiver: str, fingerprint: str) -> LogEntry | None: ...
     def save(self, trunk_id: str, entry: LogEntry, now: datetime, retention: timedelta) -> None: ...
+    def claim(
+        self, trunk_id: str, entry: LogEntry, lease: Lease, now: datetime, retention: timedelta
+    ) -> bool: ...
+    def advance(
+        self, trunk_id: str, entry: LogEntry, lease: Lease, now: datetime, retention: timedelta
+    ) -> bool: ...
+    def release(self, trunk_id: str, entry: LogEntry, lease: Lease) -> None: ...
     # Messages receivers refused for good: the latest per receiver and alert, for `retention`.
     def rejected(self, trunk_id: str) -> list[Rejection]: ...  # by receiver, then fingerprint
     def save_rejection(self, trunk_id: str, rejection: Rejection, retention: timedelta) -> None: ...

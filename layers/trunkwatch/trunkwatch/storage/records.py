@@ -224,16 +224,30 @@ class RerunRecord:
     tries: int = 0
 
 
+@dataclass(frozen=True)
+class Lease:
+    """A delivery's claim on a log entry: one invocation's, by its id, until `until` (the
+    delivery's time budget after the claim). One that has passed may be taken over."""
+
+    claim_id: str
+    until: datetime
+
+    def live(self, now: datetime) -> bool:
+        return now < self.until
+
+
 @dataclass
 class LogEntry:
     """What was last sent for one alert fingerprint to one receiver (Alertmanager's
-    notification log: each receiver keeps its own)."""
+    notification log: each receiver keeps its own), and the lease of a delivery under way.
+    The entry is the delivery's claim: a delivery starts by leasing it at the `seq` it read,
+    and ends by advancing it under that lease (design.md §4)."""
 
     receiver: str
     fingerprint: str
     alertname: str
     job: str | None = None
-    seq: int = 0  # transitions sent so far; the idempotency key's part
+    seq: int = 0  # transitions sent so far; a claim holds only at the seq it read
     last_status: str | None = None  # firing | resolved | None (never sent)
     last_sent_at: datetime | None = None
     starts_at: datetime | None = None
@@ -244,6 +258,7 @@ class LogEntry:
     labels: dict[str, str] | None = None  # as last sent: a trunk-level alert resolves from these
     annotations: dict[str, str] | None = None
     acknowledged: str | None = None  # the acknowledgement last told (Acknowledgement.key)
+    lease: Lease | None = None  # the delivery under way, if any (live or not)
 
 
 @dataclass(frozen=True)
