@@ -52,7 +52,7 @@ def replayed(replay: Replay, server: PagerDutyServer, session: Session) -> list[
 def sns_actions(published: Iterable[Published]) -> dict[str, list[str]]:
     """Each fingerprint's SNS messages as the PagerDuty actions they call for, in order."""
     found: dict[str, list[str]] = {}
-    for message in published:
+    for message in (m for m in published if not m.is_digest):  # a digest is never a page
         found.setdefault(message.attributes["fingerprint"], []).append(ACTIONS[message.message["status"]])
     return found
 
