@@ -271,13 +271,14 @@ class LocalRuntime:
         while quiet < RECOVERY_TICKS:
             at += self.schedule_period
             if before is not None and at >= before:
-                break
+                break  # the next event comes first: the recovery goes on after it
             crashes = len(self.chaos.stats.crashes)
             self.tick(at)
             self.chaos.stats.recovery_ticks.append(at)
             quiet = 0 if len(self.chaos.stats.crashes) > crashes else quiet + 1
             yield at
-        self._crashes_recovered = len(self.chaos.stats.crashes)
+        else:
+            self._crashes_recovered = len(self.chaos.stats.crashes)
 
     def delivery_ticks(self, after: datetime) -> Iterator[datetime]:
         """After a replay's last event: schedule ticks one period apart while a receiver has

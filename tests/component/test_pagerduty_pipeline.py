@@ -184,7 +184,8 @@ def test_pagerduty_loses_nothing_when_invocations_die(name: str, seed: int, rate
     assert {key: _once(actions) for key, actions in got.items()} == {
         key: _once(actions) for key, actions in sent.items()
     }
-    assert sorted(published_row(m.as_json())["status"] for m in published) == sorted(
+    alerts = (m for m in published if not m.is_digest)  # ticks past midnight send the day's digest
+    assert sorted(published_row(m.as_json())["status"] for m in alerts) == sorted(
         row["status"] for row in expected_messages(SCENARIOS / name)
     )
     for dedup_key, alert in server.alerts.items():
