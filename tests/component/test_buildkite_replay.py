@@ -46,6 +46,8 @@ def _verdicts(published: list[dict[str, Any]]) -> list[tuple[str, str, str | Non
     """Each message's time, status, job and what it says of the culprit (verdict included)."""
     said = []
     for message in published:
+        if message["message"].get("kind") == "digest":
+            continue  # the day's digest: no alert
         alert = message["message"]["alerts"][0]
         culprit = {k: v for k, v in alert["annotations"].items() if k.startswith("culprit")}
         said.append((message["at"], message["message"]["status"], alert["labels"].get("job"), culprit))

@@ -89,11 +89,11 @@ def test_record_failing_mid_batch_is_retried_without_duplicates(
     real = evaluate.evaluate_job
     failures = {"left": 3}
 
-    def flaky_evaluate(pk: str, job: str, *args: Any) -> Any:
+    def flaky_evaluate(pk: str, job: str, *args: Any, **kwargs: Any) -> Any:
         if job == BROKEN and failures["left"]:
             failures["left"] -= 1
             raise RuntimeError("injected evaluation failure")
-        return real(pk, job, *args)
+        return real(pk, job, *args, **kwargs)
 
     monkeypatch.setattr(evaluate, "evaluate_job", flaky_evaluate)
     sent = run_until(runtime, hud, trunk, 7)
