@@ -93,10 +93,8 @@ def triage(
     if name not in EVENTS and name != "ping":
         return _answer(202, f"ignored: event {name!r} is not ingested")
     body = _body(event)
-    if body is None:
-        return _answer(400, "the body is not valid base64")
-    if len(body) > MAX_BODY_BYTES:
-        return _answer(413, f"payload over {MAX_BODY_BYTES} bytes")
+    if not isinstance(body, bytes):
+        return body
     if not _signed(body, headers.get("x-hub-signature-256", ""), secrets.github()):
         logger.warning("webhook delivery refused: bad or missing signature", extra={"event": name})
         return _answer(401, "bad or missing X-Hub-Signature-256")
@@ -139,10 +137,8 @@ def _triage_buildkite(
     if name not in BUILDKITE_EVENTS and name != "ping":
         return _answer(202, f"ignored: event {name!r} is not ingested")
     body = _body(event)
-    if body is None:
-        return _answer(400, "the body is not valid base64")
-    if len(body) > MAX_BODY_BYTES:
-        return _answer(413, f"payload over {MAX_BODY_BYTES} bytes")
+    if not isinstance(body, bytes):
+        return body
     refused = _buildkite_refusal(body, headers, token(), now)
     if refused:
         logger.warning("webhook delivery refused: " + refused, extra={"event": name})
@@ -211,14 +207,19 @@ def _report(delivery_id: str, result: DeliveryResult) -> None:
     logger.info("webhook delivery", extra={"delivery": delivery_id, **fields})
 
 
-def _body(event: dict[str, Any]) -> bytes | None:
+def _body(event: dict[str, Any]) -> bytes | dict[str, Any]:
+    """The request's body, or the answer refusing it (not base64, or too large)."""
     raw = event.get("body") or ""
     if not event.get("isBase64Encoded"):
-        return str(raw).encode()
-    try:
-        return base64.b64decode(str(raw), validate=True)
-    except (binascii.Error, ValueError):
-        return None
+        body = str(raw).encode()
+    else:
+        try:
+            body = base64.b64decode(str(raw), validate=True)
+        except (binascii.Error, ValueError):
+            return _answer(400, "the body is not valid base64")
+    if len(body) > MAX_BODY_BYTES:
+        return _answer(413, f"payload over {MAX_BODY_BYTES} bytes")
+    return body
 
 
 def _signed(body: bytes, signature: str, secret: str) -> bool:
