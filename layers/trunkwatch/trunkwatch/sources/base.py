@@ -7,10 +7,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trunkwatch.domain.cells import Commit, JobRun
+from trunkwatch.domain.clock import format_time
 
 if TYPE_CHECKING:
     from trunkwatch.domain.config import TrunkConfig
     from trunkwatch.net.http import HttpClient
+    from trunkwatch.net.rest import RateLimited
 
 
 def base_url(trunk: TrunkConfig, default: str) -> str:
@@ -74,3 +76,22 @@ class SourceClass(Protocol):
     poll's deadline and limits."""
 
     def __call__(self, trunk: TrunkConfig, token: str | None, http: HttpClient | None) -> Source: ...
+
+
+def rate_limit_error(message: str, until: datetime, now: datetime) -> SourceError:
+    """A poll's rate limit, as its caller logs and counts it."""
+    return SourceError(
+        "rate_limited", f"{message}; no request before {format_time(until)}", (until - now).total_seconds()
+    )
+
+
+def stopped_by(limit: RateLimited, state: dict[str, Any], now: datetime, requests: int) -> Snapshot:
+    """The snapshot of a poll a rate limit stopped: nothing new, and no request before the
+    limit allows (kept in the state as `not_before`)."""
+    until = limit.until(now)
+    return Snapshot(
+        commits=[],
+        state={**state, "not_before": format_time(until)},
+        http_requests=requests,
+        rate_limited=rate_limit_error(str(limit), until, now),
+    )

@@ -74,7 +74,14 @@ from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.net.buildkite import DEFAULT_API_URL, WEB_URL, Buildkite
 from trunkwatch.net.http import HttpClient, HttpError
 from trunkwatch.net.rest import OutOfTime, Page, RateLimited
-from trunkwatch.sources.base import CommitResult, Snapshot, SourceError, base_url
+from trunkwatch.sources.base import (
+    CommitResult,
+    Snapshot,
+    SourceError,
+    base_url,
+    rate_limit_error,
+    stopped_by,
+)
 from trunkwatch.sources.shape import Shape, parsed
 
 STATE_VERSION = 1
@@ -184,7 +191,7 @@ class BuildkiteSource:
     def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
         self.rate_limited = None
         if "not_before" in state and now < (held := parse_time(state["not_before"])):
-            self.rate_limited = _rate_limited(f"Buildkite rate limit held for {self.pipeline}", held, now)
+            self.rate_limited = rate_limit_error(f"Buildkite rate limit held for {self.pipeline}", held, now)
             return Snapshot(commits=[], state=state, rate_limited=self.rate_limited)
         deadline = time.monotonic() + self.budget_s if self.budget_s is not None else None
         api = Buildkite(self._http, base_url(self.trunk, DEFAULT_API_URL), self._token, deadline)
@@ -194,14 +201,9 @@ class BuildkiteSource:
         except OutOfTime:
             return Snapshot(commits=[], state=state, http_requests=api.requests)
         except RateLimited as err:
-            until = err.until(now)
-            self.rate_limited = _rate_limited(str(err), until, now)
-            return Snapshot(
-                commits=[],
-                state={**state, "not_before": format_time(until)},
-                http_requests=api.requests,
-                rate_limited=self.rate_limited,
-            )
+            snapshot = stopped_by(err, state, now, api.requests)
+            self.rate_limited = snapshot.rate_limited
+            return snapshot
         except HttpError as err:
             raise SourceError(err.kind, str(err)) from None
         pages = {url: record for listing in listings for url, record in listing.pages.items()}
@@ -416,13 +418,6 @@ def _pr_number(pull_request: Any) -> int | None:
 def commit_of(record: list[Any]) -> Commit:
     sha, at, title, author, pr, url = record
     return Commit(sha=sha, time=parse_time(at), title=title, author=author, pr=pr, url=url)
-
-
-def _rate_limited(message: str, until: datetime, now: datetime) -> SourceError:
-    """The poll's rate limit, as its caller logs and counts it."""
-    return SourceError(
-        "rate_limited", f"{message}; no request before {format_time(until)}", (until - now).total_seconds()
-    )
 
 
 def trunk_link(trunk: TrunkConfig) -> str:

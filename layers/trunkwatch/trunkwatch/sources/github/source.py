@@ -81,7 +81,14 @@ from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.net.github import DEFAULT_API_URL, GitHub, GitHubError, OutOfTime, RateLimited
 from trunkwatch.net.http import HttpClient, HttpError
-from trunkwatch.sources.base import CommitResult, Snapshot, SourceError, base_url
+from trunkwatch.sources.base import (
+    CommitResult,
+    Snapshot,
+    SourceError,
+    base_url,
+    rate_limit_error,
+    stopped_by,
+)
 from trunkwatch.sources.github.models import (
     CommitItem,
     Job,
@@ -185,7 +192,7 @@ class GitHubSource:
         if deadline is None and self.budget_s is not None:
             deadline = time.monotonic() + self.budget_s
         if "not_before" in state and now < (held := parse_time(state["not_before"])):
-            self.rate_limited = _rate_limited(f"GitHub rate limit held for {self.trunk.repo}", held, now)
+            self.rate_limited = rate_limit_error(f"GitHub rate limit held for {self.trunk.repo}", held, now)
             return Snapshot(commits=[], state=state, http_requests=0, rate_limited=self.rate_limited)
         api = GitHub(self._http, base_url(self.trunk, DEFAULT_API_URL), self._token, deadline)
         try:
@@ -203,14 +210,9 @@ class GitHubSource:
             self.out_of_time = err
             return Snapshot(commits=[], state=state, http_requests=api.requests)
         except RateLimited as err:
-            until = err.until(now)
-            self.rate_limited = _rate_limited(str(err), until, now)
-            return Snapshot(
-                commits=[],
-                state={**state, "not_before": format_time(until)},
-                http_requests=api.requests,
-                rate_limited=self.rate_limited,
-            )
+            snapshot = stopped_by(err, state, now, api.requests)
+            self.rate_limited = snapshot.rate_limited
+            return snapshot
 
         window = [_commit(record) for record in commits["list"]]
         delivered_before = {
@@ -229,7 +231,7 @@ class GitHubSource:
                 delivered_now.add(run.id)
         except RateLimited as err:
             not_before = err.until(now)
-            self.rate_limited = _rate_limited(str(err), not_before, now)
+            self.rate_limited = rate_limit_error(str(err), not_before, now)
         except OutOfTime as err:
             self.out_of_time = err
 
@@ -393,13 +395,6 @@ def _jobs(api: GitHub, url: str) -> Iterator[Job]:
     """Every job of a jobs listing, across its pages."""
     for page in api.pages(url):
         yield from parsed(page, _JOBS).jobs
-
-
-def _rate_limited(message: str, until: datetime, now: datetime) -> SourceError:
-    """The poll's rate limit, as its caller logs and counts it."""
-    return SourceError(
-        "rate_limited", f"{message}; no request before {format_time(until)}", (until - now).total_seconds()
-    )
 
 
 def _workflow_job(run: _Run, started: bool, url: str) -> list[JobRun]:
