@@ -32,9 +32,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from trunkwatch.domain.cells import StoredCell
+from trunkwatch.domain.cells import CellWrite, StoredCell
 from trunkwatch.storage.port import Cells, Storage
-from trunkwatch.storage.records import CellWrite
 
 REPOSITORY_HISTORY = (
     Path(__file__).resolve().parents[1]

@@ -69,7 +69,7 @@ from trunkwatch.app.settings import WEBHOOK_SECRET_CACHE_SECONDS
 from trunkwatch.domain import alerts
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
-from trunkwatch.storage.records import GROUP_WINDOW
+from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch_local.runtime import LocalRuntime, Published
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring

@@ -22,12 +22,13 @@ from datetime import UTC, datetime, timedelta
 from benchmarks.evaluator import Cycle
 from benchmarks.usage import item_bytes
 from trunkwatch.domain.config import RuleConfig
+from trunkwatch.domain.episodes import EPISODE_RETENTION
+from trunkwatch.domain.ticks import TICK_TTL
 from trunkwatch.silences.matchers import Matcher
 from trunkwatch.silences.model import Silence
 from trunkwatch.silences.store import RETENTION as SILENCE_RETENTION
 from trunkwatch.silences.store import audit_record, silence_record
 from trunkwatch.storage.items import SilenceAuditItem, SilenceItem
-from trunkwatch.storage.records import EPISODE_RETENTION, TICK_TTL
 from trunkwatch.storage.silences import audit_item, silence_item
 
 GB = 1e9

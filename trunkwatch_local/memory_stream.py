@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from trunkwatch.domain.cells import CellWrite
 from trunkwatch.domain.clock import Clock
+from trunkwatch.domain.ticks import TICK_TTL, Group
 from trunkwatch.storage import keys
 from trunkwatch.storage.cells import cell_item
 from trunkwatch.storage.items import CellItem, TickItem
 from trunkwatch.storage.memory import MemoryCells, MemoryTicks, MemoryTrunks, memory_storage
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import TICK_TTL, CellWrite, Group
 
 SHARD = "shardId-00000000000000000000-memory"
 Image = dict[str, Any]  # an item in DynamoDB JSON

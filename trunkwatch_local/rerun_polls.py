@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from trunkwatch.app.confirm import waits_for_request
-from trunkwatch.storage.records import RerunRecord
+from trunkwatch.domain.reruns import RerunRecord
 
 
 def next_rerun_poll(

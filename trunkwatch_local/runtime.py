@@ -29,8 +29,8 @@ from aws_lambda_powertools import Metrics
 from trunkwatch.domain.clock import SimulatedClock, format_time
 from trunkwatch.domain.config import Deployment, to_json
 from trunkwatch.domain.digest import KIND as DIGEST_KIND
+from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local.chaos import Chaos, InvocationDied
 from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.queue_pump import merged

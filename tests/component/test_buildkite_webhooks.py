@@ -23,9 +23,9 @@ from trunkwatch.app.delivery import WebhookSecrets, handle_request
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import Deployment, load_deployment
+from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.replay import ReplayError, parse_replay, read_replay
 from trunkwatch_local.session import run_replay

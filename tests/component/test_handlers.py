@@ -15,10 +15,9 @@ from pytest_httpserver import HTTPServer
 from tests.support.aws import TABLE, running_stack, set_clock, table_items
 from tests.support.hud import grid
 from tests.support.paths import ROOT
-from trunkwatch.domain.cells import Cell, CellState, Commit
+from trunkwatch.domain.cells import Cell, CellState, CellWrite, Commit
 from trunkwatch.storage import keys
 from trunkwatch.storage.dynamodb import open_table
-from trunkwatch.storage.records import CellWrite
 from trunkwatch_local.runtime import LambdaContext
 
 

@@ -7,9 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from trunkwatch.app import stream
-from trunkwatch.domain.cells import Cell, CellState, Commit
+from trunkwatch.domain.cells import Cell, CellState, CellWrite, Commit
 from trunkwatch.domain.clock import SimulatedClock
-from trunkwatch.storage.records import CellWrite
 from trunkwatch_local.memory_stream import MemoryStream, MemoryStreams, streamed_storage
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.template import find_template

@@ -11,38 +11,26 @@ import boto3
 import pytest
 
 from trunkwatch.domain.acks import Acknowledgement
-from trunkwatch.domain.cells import Cell, CellState, Commit, line_ids
+from trunkwatch.domain.cells import Cell, CellState, CellWrite, Commit, line_ids
 from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.commits import CommitMark, Pointer, StoredCommit
+from trunkwatch.domain.episodes import EPISODE_RETENTION, Episode, FixedEpisode
+from trunkwatch.domain.job_alerts import CommitRef, JobAlert
+from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
+from trunkwatch.domain.reruns import RerunRecord
+from trunkwatch.domain.runs import RunRecord
 from trunkwatch.domain.shards import ShardReport
+from trunkwatch.domain.silences import SilenceAudit, SilenceRecord, StoredMatcher
+from trunkwatch.domain.ticks import GROUP_WINDOW
+from trunkwatch.domain.trunk_state import TrunkState
 from trunkwatch.storage import keys
 from trunkwatch.storage.dynamodb import open_table
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.items import TrunkStateItem
 from trunkwatch.storage.keys import TTL_ATTRIBUTE
+from trunkwatch.storage.limits import TITLE_MAX
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import (
-    EPISODE_RETENTION,
-    GROUP_WINDOW,
-    TITLE_MAX,
-    CellWrite,
-    CommitMark,
-    CommitRef,
-    Episode,
-    FixedEpisode,
-    JobAlert,
-    Lease,
-    LogEntry,
-    Pointer,
-    Rejection,
-    RerunRecord,
-    RunRecord,
-    SilenceAudit,
-    SilenceRecord,
-    StoredCommit,
-    StoredMatcher,
-    TrunkState,
-)
 
 TRUNK = "pytorch/pytorch#main"
 NOW = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)

@@ -15,8 +15,8 @@ from tests.support.aws import TABLE, table_items
 from trunkwatch.app.delivery import MAX_BODY_BYTES, WebhookSecrets, handle_request
 from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import Deployment, load_deployment
+from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch.storage.dynamodb import open_table
-from trunkwatch.storage.records import GROUP_WINDOW
 from trunkwatch_local.function_url import function_url_event
 
 NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)

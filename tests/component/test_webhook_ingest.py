@@ -14,12 +14,12 @@ from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, trunk_of
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.config import load_deployment
+from trunkwatch.domain.job_alerts import CommitRef, JobAlert
 from trunkwatch.domain.shards import ShardReport
 from trunkwatch.sources.base import CommitResult, Snapshot
 from trunkwatch.sources.webhook import PayloadError
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import CommitRef, JobAlert
 
 NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)
 A, B = "a" * 40, "b" * 40

@@ -28,7 +28,7 @@ from tests.peers.test_status_page import (  # noqa: F401 - `browser` is a fixtur
 from tests.support.peers import ROOT
 from tests.support.trunks import BROKEN, BROKEN_JOB, COMMITS, FIXED, QUIET, Trunks, three_trunks
 from trunkwatch.domain.clock import format_time
-from trunkwatch.storage.records import Rejection
+from trunkwatch.domain.notification_log import Rejection
 from trunkwatch_local import apigw
 
 pytestmark = pytest.mark.slow

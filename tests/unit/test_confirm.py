@@ -15,12 +15,13 @@ from trunkwatch.app.confirm import (
     runner_of,
 )
 from trunkwatch.domain.cells import Commit, JobRun
+from trunkwatch.domain.commits import StoredCommit
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.job_alerts import CommitRef, JobAlert
 from trunkwatch.domain.verdict import Verdict
 from trunkwatch.sources.base import CommitResult
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import CommitRef, JobAlert, StoredCommit
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -17,8 +17,9 @@ from tests.unit.test_rule import NOW, cells, recent
 from trunkwatch.app.fixed import recording
 from trunkwatch.domain.cells import StoredCell
 from trunkwatch.domain.config import rule_config
+from trunkwatch.domain.episodes import FixedEpisode
+from trunkwatch.domain.job_alerts import CommitRef
 from trunkwatch.domain.rule import breakage_run, fixed_run, judge_job
-from trunkwatch.storage.records import CommitRef, FixedEpisode
 
 LINE = "FAILED test/test_nn.py::TestNN::test_conv6"
 

@@ -19,12 +19,13 @@ from trunkwatch.app import ledger
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.webhook import ingest_delivery, trunk_of
 from trunkwatch.domain.cells import CellState, Commit, JobRun, merge_codes
+from trunkwatch.domain.commits import Pointer, StoredCommit
 from trunkwatch.domain.config import load_deployment
+from trunkwatch.domain.runs import RunRecord
 from trunkwatch.sources import webhook
 from trunkwatch.sources.base import CommitResult, Snapshot
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import Pointer, RunRecord, StoredCommit
 
 NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)
 X, A, B, C = "0" * 39 + "9", "a" * 40, "b" * 40, "c" * 40

@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from trunkwatch.app.confirm import MAX_TRIES
-from trunkwatch.storage.records import RerunRecord
+from trunkwatch.domain.reruns import RerunRecord
 from trunkwatch_local.rerun_polls import next_rerun_poll
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)

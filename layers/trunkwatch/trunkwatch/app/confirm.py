@@ -25,6 +25,8 @@ from datetime import datetime, timedelta
 
 from trunkwatch.domain.cells import CellState, JobRun, agent_failure, job_key, shard_state
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.job_alerts import CommitRef, JobAlert
+from trunkwatch.domain.reruns import RerunRecord
 from trunkwatch.domain.verdict import (
     ConfirmedAlert,
     Decision,
@@ -43,7 +45,6 @@ from trunkwatch.domain.verdict import (
 )
 from trunkwatch.sources.base import CommitResult
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import CommitRef, JobAlert, RerunRecord
 
 HOUR = timedelta(hours=1)
 COMMITS_READ = 200  # newest commit items read to count a range's commits (ingest's COMMITS_KEPT)

@@ -37,9 +37,10 @@ from trunkwatch.channels.base import ChannelError, DigestChannel, DigestNotifica
 from trunkwatch.domain.alerts import fingerprint
 from trunkwatch.domain.config import ReceiverConfig, TrunkConfig
 from trunkwatch.domain.digest import KIND, Digest, FixedJob, daily_digest, day_start, due_days, latest_due
+from trunkwatch.domain.episodes import EPISODE_RETENTION
 from trunkwatch.domain.history import JobEpisode
+from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
 from trunkwatch.domain.rule import trunk_alertname
-from trunkwatch.storage.records import EPISODE_RETENTION, Lease, LogEntry, Rejection
 
 DIGEST_NAME = "DailyDigest"  # its log entries' and rejections' `alertname`: no alert's
 SENT = "digest"  # its log entries' `last_status`

@@ -30,6 +30,7 @@ from trunkwatch.app import fixed, stream
 from trunkwatch.app.confirm import Judgement, culprit_decision
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
+from trunkwatch.domain.job_alerts import CommitRef, JobAlert
 from trunkwatch.domain.rule import (
     JobVerdict,
     clock_may_change_verdict,
@@ -38,10 +39,10 @@ from trunkwatch.domain.rule import (
     judge_job,
     may_change_verdict,
 )
+from trunkwatch.domain.trunk_state import TrunkState
 from trunkwatch.domain.verdict import Verdict
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import CommitRef, JobAlert, TrunkState
 
 JOB_WINDOW = 100  # cells of one job the rule may walk back through
 PAGE_SIZE = 8  # cells per Query page: a passing job's verdict needs the first few

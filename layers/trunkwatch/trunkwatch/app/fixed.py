@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 from trunkwatch import sources
 from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.domain.episodes import FixedEpisode
+from trunkwatch.domain.job_alerts import CommitRef, JobAlert
 from trunkwatch.domain.rule import FIXED_MIN_FAILURES, FixedRun, JobVerdict, breakage_run, fixed_run
-from trunkwatch.storage.records import CommitRef, FixedEpisode, JobAlert
 
 if TYPE_CHECKING:  # the evaluator imports this module when it judges a job
     from trunkwatch.app.evaluate import TrunkReads

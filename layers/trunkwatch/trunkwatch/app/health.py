@@ -14,10 +14,11 @@ from trunkwatch.domain.cells import ABSENT_CODE, CellState
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import Deployment, TrunkConfig
 from trunkwatch.domain.digest import FixedBreakage, FixedJob, fixed_breakages
+from trunkwatch.domain.episodes import HISTORY_DAYS, Episode, FixedEpisode
 from trunkwatch.domain.history import History, JobEpisode, history
+from trunkwatch.domain.job_alerts import CommitRef, JobAlert
 from trunkwatch.domain.rule import source_down, trunk_alertname
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import HISTORY_DAYS, CommitRef, Episode, FixedEpisode, JobAlert
 
 GRID_COMMITS = 30  # rows: the trunk's newest commits
 GRID_JOBS = 25  # columns at most: firing jobs first

@@ -28,11 +28,12 @@ from typing import Any
 
 from trunkwatch.app import ledger
 from trunkwatch.app.confirm import RequestRerun, advance_reruns, requests_waiting
-from trunkwatch.domain.cells import ABSENT_CODE, Cell, Commit, build_cells
+from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellWrite, Commit, build_cells
+from trunkwatch.domain.commits import StoredCommit
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
+from trunkwatch.domain.trunk_state import TrunkState
 from trunkwatch.sources.base import CommitResult, Snapshot, Source
 from trunkwatch.storage.port import Storage, Trunks
-from trunkwatch.storage.records import CellWrite, StoredCommit, TrunkState
 
 COMMITS_KEPT = 200  # commit items read back per poll: well over any source window
 SCOPE = "trunkwatch_scope"  # kept beside the source's own state: the job scope it was read for

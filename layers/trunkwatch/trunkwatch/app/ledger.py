@@ -54,9 +54,9 @@ from datetime import timedelta
 from typing import Protocol
 
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, changed_columns, merge_codes
+from trunkwatch.domain.commits import Pointer, StoredCommit
 from trunkwatch.domain.config import RuleConfig
 from trunkwatch.storage.port import Commits, Storage, Trunks
-from trunkwatch.storage.records import Pointer, StoredCommit
 
 FIRST_SEQ = 1_000_000  # room below for commits that show up older than the first poll's
 GAP = 1_000  # room left below a commit placed before its parent, for the parent's push

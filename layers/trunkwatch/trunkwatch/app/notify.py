@@ -63,9 +63,10 @@ from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
 from trunkwatch.domain.clock import Clock
 from trunkwatch.domain.config import Deployment, HeartbeatConfig, ReceiverConfig, RuleConfig, TrunkConfig
 from trunkwatch.domain.dedup import VERDICT_ANNOTATION, Decision, LogState, decide, holders
+from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
+from trunkwatch.domain.ticks import is_sweep_tick
 from trunkwatch.silences import Silence
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import Lease, LogEntry, Rejection, is_sweep_tick
 
 logger = Logger(child=True)
 metrics = Metrics()

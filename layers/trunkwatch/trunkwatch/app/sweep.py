@@ -15,6 +15,7 @@ tick, and counts it (`TicksSettledBySweep`, which raises an alarm)."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -24,8 +25,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from trunkwatch import sources
 from trunkwatch.app.evaluate import TrunkReads, evaluate_job, rejudge_firing
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
+from trunkwatch.domain.ticks import SWEEP_TICK_PREFIX
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import sweep_tick_id
 
 # A poll's tick settles seconds after it opens, retries included; the sweep waits for a
 # younger one and settles an older one itself.
@@ -33,6 +34,10 @@ SETTLE_BOUND = timedelta(minutes=2)
 
 logger = Logger(child=True)
 metrics = Metrics()
+
+
+def sweep_tick_id(at: datetime) -> str:
+    return f"{SWEEP_TICK_PREFIX}{at.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
 
 
 @dataclass

@@ -23,12 +23,13 @@ from trunkwatch.domain.alerts import (
 from trunkwatch.domain.cells import workflow_of
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
+from trunkwatch.domain.job_alerts import CommitRef, JobAlert
 from trunkwatch.domain.links import silence_url
 from trunkwatch.domain.rule import source_down, trunk_alertname
+from trunkwatch.domain.trunk_state import TrunkState
 from trunkwatch.domain.verdict import Verdict, verdict_words
 from trunkwatch.silences import Silence
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import CommitRef, JobAlert, TrunkState
 
 MAX_FAILURE_LINES_CHARS = 1500
 

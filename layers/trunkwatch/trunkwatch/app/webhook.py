@@ -28,23 +28,20 @@ from trunkwatch.domain.cells import (
     WORKFLOW_JOB,
     Cell,
     CellState,
+    CellWrite,
     Commit,
     build_cells,
     job_key,
 )
+from trunkwatch.domain.commits import StoredCommit
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.rule import in_window, may_change_verdict
+from trunkwatch.domain.runs import RunRecord
 from trunkwatch.domain.shards import ShardReport, merge, sharded
+from trunkwatch.domain.ticks import Group
+from trunkwatch.domain.trunk_state import LAST_DELIVERY_PRECISION, TrunkState
 from trunkwatch.sources import buildkite_webhook, webhook
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import (
-    LAST_DELIVERY_PRECISION,
-    CellWrite,
-    Group,
-    RunRecord,
-    StoredCommit,
-    TrunkState,
-)
 
 WEB_URL = "https://github.com"
 

@@ -238,3 +238,15 @@ def build_cells(sha: str, runs: Iterable[JobRun], cancelled: str = "nodata") -> 
             failure_lines=tuple(line[:MAX_FAILURE_LINE_CHARS] for line in lines[:MAX_FAILURE_LINES]),
         )
     return cells
+
+
+@dataclass(frozen=True)
+class CellWrite:
+    """A cell to store on commit `seq`, written by `poll` (its tick counts it); `prior_seq` is
+    the job's newest cell before that poll, if known."""
+
+    cell: Cell
+    commit: Commit
+    seq: int
+    poll: str
+    prior_seq: int | None = None

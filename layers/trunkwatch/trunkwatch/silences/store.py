@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.silences import SilenceAudit, SilenceRecord, StoredMatcher
 from trunkwatch.silences.matchers import Matcher, SilenceError
 from trunkwatch.silences.model import (
     ACTIVE,
@@ -25,7 +26,6 @@ from trunkwatch.silences.model import (
 )
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.port import Silences
-from trunkwatch.storage.records import SilenceAudit, SilenceRecord, StoredMatcher
 
 if TYPE_CHECKING:
     from trunkwatch.silences.postable import PostableSilence

@@ -1,5 +1,5 @@
 """Storage: one port (`port.py`: a small interface per aggregate, taking and returning the
-records of `records.py`), implemented on DynamoDB (`dynamodb.py`: one table, PynamoDB models,
+domain's records: `domain/`), implemented on DynamoDB (`dynamodb.py`: one table, PynamoDB models,
 one module per aggregate) and in memory (`memory.py`). A function's edge builds its `Storage`
 and passes it down; nothing above this package sees PynamoDB. Every key is built in
 `keys.py`; no other package touches the models' keys or the table directly.

@@ -16,10 +16,11 @@ from pynamodb.transactions import TransactWrite
 from trunkwatch.domain.alerts import FIRING, JOB_FAILING
 from trunkwatch.domain.cells import line_ids
 from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.episodes import EPISODE_RETENTION, Episode, FixedEpisode
+from trunkwatch.domain.job_alerts import CommitRef, JobAlert
 from trunkwatch.storage import keys
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.items import AlertItem, CommitRefMap, EpisodeItem, FixedItem, TrunkStateItem
-from trunkwatch.storage.records import EPISODE_RETENTION, CommitRef, Episode, FixedEpisode, JobAlert
 from trunkwatch.storage.table import BoundModels
 
 

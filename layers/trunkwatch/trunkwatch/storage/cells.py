@@ -7,10 +7,10 @@ from datetime import timedelta
 
 from pynamodb.exceptions import PutError
 
-from trunkwatch.domain.cells import CellState, Commit, StoredCell
+from trunkwatch.domain.cells import CellState, CellWrite, Commit, StoredCell
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CellItem
-from trunkwatch.storage.records import TITLE_MAX, CellWrite
+from trunkwatch.storage.limits import TITLE_MAX
 from trunkwatch.storage.table import BoundModels
 
 

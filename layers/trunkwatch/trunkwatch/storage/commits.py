@@ -14,9 +14,9 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.domain.cells import Commit
+from trunkwatch.domain.commits import CommitMark, Pointer, StoredCommit
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import CommitItem, CommitPointer
-from trunkwatch.storage.records import CommitMark, Pointer, StoredCommit
 from trunkwatch.storage.table import BoundModels
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"

@@ -202,7 +202,7 @@ class AlertItem(BaseItem, discriminator="alert"):
 
 
 class EpisodeItem(BaseItem, discriminator="episode"):
-    """A job alert's episode (`records.Episode`), written with the alert when it fires and
+    """A job alert's episode (`domain.episodes.Episode`), written with the alert when it fires and
     when it resolves; it expires EPISODE_RETENTION after it resolved, never while firing."""
 
     job = UnicodeAttribute()
@@ -215,7 +215,7 @@ class EpisodeItem(BaseItem, discriminator="episode"):
 
 
 class FixedItem(BaseItem, discriminator="fixed"):
-    """A breakage of one job fixed before it could page (`records.FixedEpisode`); it expires
+    """A breakage of one job fixed before it could page (`domain.episodes.FixedEpisode`); it expires
     EPISODE_RETENTION after it was detected."""
 
     job = UnicodeAttribute()
@@ -229,7 +229,7 @@ class FixedItem(BaseItem, discriminator="fixed"):
 
 
 class RerunItem(BaseItem, discriminator="rerun"):
-    """A rerun a job alert's episode asked for (records.RerunRecord)."""
+    """A rerun a job alert's episode asked for (`domain.reruns.RerunRecord`)."""
 
     job = UnicodeAttribute()
     episode = UTCDateTimeAttribute()
@@ -290,7 +290,7 @@ class NotificationLog(BaseItem, discriminator="notification"):
     labels = JSONAttribute(null=True)  # as last sent: a trunk-level alert resolves from these
     annotations = JSONAttribute(null=True)
     acknowledged = UnicodeAttribute(null=True)  # the acknowledgement last told (its time)
-    # The lease of a delivery under way (records.Lease): its claim's id and end.
+    # The lease of a delivery under way (`domain.notification_log.Lease`): its claim's id and end.
     claim_id = UnicodeAttribute(null=True)
     claimed_until = UTCDateTimeAttribute(null=True)
     # None while it was last sent firing (its resolution is still to be sent), else the last

@@ -12,9 +12,9 @@ from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 
 from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.alerts import FIRING
+from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import AckItem, NotificationLog, RejectionItem
-from trunkwatch.storage.records import Lease, LogEntry, Rejection
 from trunkwatch.storage.table import BoundModels
 
 

@@ -15,33 +15,21 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from trunkwatch.domain.acks import Acknowledgement
-from trunkwatch.domain.cells import CellState, Commit, JobRun, StoredCell, job_key
+from trunkwatch.domain.cells import CellState, CellWrite, Commit, JobRun, StoredCell, job_key
 from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.commits import CommitMark, Pointer, StoredCommit
+from trunkwatch.domain.episodes import Episode, FixedEpisode
+from trunkwatch.domain.job_alerts import JobAlert
+from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
+from trunkwatch.domain.reruns import RerunRecord
+from trunkwatch.domain.runs import RunRecord
 from trunkwatch.domain.shards import Shard, ShardReport, merge
+from trunkwatch.domain.silences import SilenceAudit, SilenceRecord
+from trunkwatch.domain.ticks import Group, group_bucket
+from trunkwatch.domain.trunk_state import TrunkState
 from trunkwatch.storage.errors import Conflict
+from trunkwatch.storage.limits import ERROR_MAX, LAST_OK_PRECISION, TITLE_MAX
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import (
-    ERROR_MAX,
-    LAST_OK_PRECISION,
-    TITLE_MAX,
-    CellWrite,
-    CommitMark,
-    Episode,
-    FixedEpisode,
-    Group,
-    JobAlert,
-    Lease,
-    LogEntry,
-    Pointer,
-    Rejection,
-    RerunRecord,
-    RunRecord,
-    SilenceAudit,
-    SilenceRecord,
-    StoredCommit,
-    TrunkState,
-    group_bucket,
-)
 
 
 @dataclass

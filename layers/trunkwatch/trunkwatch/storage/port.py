@@ -1,5 +1,5 @@
-"""The storage port: one small interface per aggregate, taking and returning the records of
-`records.py`, and the `Storage` bundle a function's edge builds once and passes down.
+"""The storage port: one small interface per aggregate, taking and returning the domain's
+records (`domain/`), and the `Storage` bundle a function's edge builds once and passes down.
 
 Conditional writes that lose a race are part of the contract: a compare-and-set returns
 False (the caller reads again), a version-checked save raises `errors.Conflict`. The job
@@ -15,26 +15,17 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from trunkwatch.domain.acks import Acknowledgement
-from trunkwatch.domain.cells import Commit, JobRun, StoredCell
+from trunkwatch.domain.cells import CellWrite, Commit, JobRun, StoredCell
+from trunkwatch.domain.commits import CommitMark, Pointer, StoredCommit
+from trunkwatch.domain.episodes import Episode, FixedEpisode
+from trunkwatch.domain.job_alerts import JobAlert
+from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
+from trunkwatch.domain.reruns import RerunRecord
+from trunkwatch.domain.runs import RunRecord
 from trunkwatch.domain.shards import ShardReport
-from trunkwatch.storage.records import (
-    CellWrite,
-    CommitMark,
-    Episode,
-    FixedEpisode,
-    Group,
-    JobAlert,
-    Lease,
-    LogEntry,
-    Pointer,
-    Rejection,
-    RerunRecord,
-    RunRecord,
-    SilenceAudit,
-    SilenceRecord,
-    StoredCommit,
-    TrunkState,
-)
+from trunkwatch.domain.silences import SilenceAudit, SilenceRecord
+from trunkwatch.domain.ticks import Group
+from trunkwatch.domain.trunk_state import TrunkState
 
 
 class Trunks(Protocol):

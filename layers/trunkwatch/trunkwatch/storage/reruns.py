@@ -9,10 +9,10 @@ from datetime import datetime, timedelta
 from pynamodb.exceptions import PutError
 
 from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.reruns import RerunRecord
 from trunkwatch.domain.verdict import RerunStatus
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import RerunItem
-from trunkwatch.storage.records import RerunRecord
 from trunkwatch.storage.table import BoundModels
 
 _OPEN = (RerunStatus.PENDING.value, RerunStatus.REQUEST_FAILED.value)

@@ -8,10 +8,11 @@ from datetime import datetime
 
 from pynamodb.exceptions import DoesNotExist
 
+from trunkwatch.domain.runs import RunRecord
 from trunkwatch.domain.shards import ShardReport
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import HeldReportItem, RunItem
-from trunkwatch.storage.records import SHARD_TTL, RunRecord
+from trunkwatch.storage.limits import SHARD_TTL
 from trunkwatch.storage.table import BoundModels
 
 

@@ -12,7 +12,7 @@ from trunkwatch.domain.cells import JobRun, job_key
 from trunkwatch.domain.shards import Attempt, Shard, ShardReport, merge
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import ShardItem
-from trunkwatch.storage.records import SHARD_TTL
+from trunkwatch.storage.limits import SHARD_TTL
 from trunkwatch.storage.table import BoundModels
 
 

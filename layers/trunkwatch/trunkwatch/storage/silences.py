@@ -10,10 +10,10 @@ from pynamodb.exceptions import DoesNotExist, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.silences import SilenceAudit, SilenceRecord, StoredMatcher
 from trunkwatch.storage import keys
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.items import MatcherMap, SilenceAuditItem, SilenceItem
-from trunkwatch.storage.records import SilenceAudit, SilenceRecord, StoredMatcher
 from trunkwatch.storage.table import BoundModels
 
 

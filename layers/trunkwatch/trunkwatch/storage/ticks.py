@@ -24,9 +24,9 @@ from datetime import datetime, timedelta
 
 from pynamodb.exceptions import UpdateError
 
+from trunkwatch.domain.ticks import TICK_TTL, Group, group_bucket
 from trunkwatch.storage import keys, trunks
 from trunkwatch.storage.items import BaseItem, TickCount, TickItem, TrunkStateItem
-from trunkwatch.storage.records import TICK_TTL, Group, group_bucket
 from trunkwatch.storage.table import BoundModels
 
 

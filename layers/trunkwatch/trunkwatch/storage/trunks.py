@@ -9,9 +9,10 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist, UpdateError
 from pynamodb.expressions.update import Action
 
+from trunkwatch.domain.trunk_state import TrunkState
 from trunkwatch.storage import keys
 from trunkwatch.storage.items import JobIndex, SourceState, TrunkStateItem
-from trunkwatch.storage.records import ERROR_MAX, LAST_OK_PRECISION, TrunkState
+from trunkwatch.storage.limits import ERROR_MAX, LAST_OK_PRECISION
 from trunkwatch.storage.table import BoundModels
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
