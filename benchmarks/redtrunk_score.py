@@ -103,7 +103,7 @@ from benchmarks.redtrunk import DAYS, RedTrunk
 from tests.support.timeline import Timeline, write
 from trunkwatch.domain.cells import job_key
 from trunkwatch.domain.config import RuleConfig
-from trunkwatch.domain.verdict import Verdict
+from trunkwatch.domain.verdict import CulpritVerdict
 
 SEED = 100
 QUICK_DAYS = 3
@@ -539,14 +539,14 @@ def verdict_scores(
     for episode in found:
         kind, right = _episode(scorer, episode.page)
         breaker = scorer.kind(episode.page)[1]
-        final = episode.verdicts[-1][1] if episode.verdicts else Verdict.UNCONFIRMED.value
+        final = episode.verdicts[-1][1] if episode.verdicts else CulpritVerdict.UNCONFIRMED.value
         by_kind[kind][final] += 1
         due = episode.page.at + VERDICT_AFTER
         if episode.end is None or episode.end > due:
             then = [v for at, v, _ in episode.verdicts if at <= due]
-            verdict = then[-1] if then else Verdict.UNCONFIRMED.value
-            confirmed_right = verdict == Verdict.CONFIRMED and any(
-                v == Verdict.CONFIRMED and scorer.index(sha) == breaker
+            verdict = then[-1] if then else CulpritVerdict.UNCONFIRMED.value
+            confirmed_right = verdict == CulpritVerdict.CONFIRMED and any(
+                v == CulpritVerdict.CONFIRMED and scorer.index(sha) == breaker
                 for at, v, sha in episode.verdicts
                 if at <= due
             )
@@ -554,7 +554,7 @@ def verdict_scores(
         wrong = [
             sha
             for _, v, sha in episode.verdicts
-            if v == Verdict.CONFIRMED and (breaker is None or scorer.index(sha) != breaker)
+            if v == CulpritVerdict.CONFIRMED and (breaker is None or scorer.index(sha) != breaker)
         ]
         if wrong:
             innocent_confirmed.append(wrong[0])
@@ -576,7 +576,7 @@ def verdict_scores(
         "episodes": len(found),
         "by_kind": {kind: dict(sorted(counts.items())) for kind, counts in sorted(by_kind.items())},
         "by_kind_at_3h": {kind: dict(sorted(counts.items())) for kind, counts in sorted(at_3h.items())},
-        "environmental_at_3h_share": _share(environmental, Verdict.ENVIRONMENTAL.value),
+        "environmental_at_3h_share": _share(environmental, CulpritVerdict.ENVIRONMENTAL.value),
         "confirmed_right_at_3h_share": _share(code, "confirmed (right commit)"),
         "confirmed_right_at_3h_share_of_right_pages": _share(
             at_3h.get("code", Counter[str]()), "confirmed (right commit)"

@@ -18,12 +18,12 @@ from trunkwatch.channels.sns import SNS_MAX_BYTES, SUBJECT_MAX, SnsReceiver, pub
 from trunkwatch.channels.webhook import subject
 from trunkwatch.domain import alerts
 from trunkwatch.domain.alerts import RECEIVER, AlertView, FailingJob
-from trunkwatch.domain.dedup import Decision, LogState, decide
+from trunkwatch.domain.dedup import DueNotification, LogState, due_notification
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
 
 
-def message(view: AlertView, decision: Decision, external_url: str) -> dict[str, Any]:
+def message(view: AlertView, decision: DueNotification, external_url: str) -> dict[str, Any]:
     return publish_arguments(
         Notification(view.alert, decision.status, decision.reason, external_url, RECEIVER)
     )
@@ -35,30 +35,30 @@ FIRED = LogState(last_status="firing", last_sent_at=NOW - HOUR)
 @pytest.mark.parametrize(
     ("alert", "log", "expected"),
     [
-        (view(), LogState(), Decision("firing", "firing")),
+        (view(), LogState(), DueNotification("firing", "firing")),
         (view(), FIRED, None),  # already sent, reminder not due
-        (view(), LogState("firing", NOW - 4 * HOUR), Decision("firing", "reminder")),
+        (view(), LogState("firing", NOW - 4 * HOUR), DueNotification("firing", "reminder")),
         (view(silenced=["s1"]), LogState(), None),  # held while silenced
         (view(inhibited=["fp"]), LogState(), None),  # held while inhibited
-        (view(), LogState(held_by=("silence s1",)), Decision("firing", "silence s1 expired")),
-        (view(), LogState(held_by=("inhibited by fp",)), Decision("firing", "inhibition ended")),
-        (view("resolved"), FIRED, Decision("resolved", "resolved")),
+        (view(), LogState(held_by=("silence s1",)), DueNotification("firing", "silence s1 expired")),
+        (view(), LogState(held_by=("inhibited by fp",)), DueNotification("firing", "inhibition ended")),
+        (view("resolved"), FIRED, DueNotification("resolved", "resolved")),
         (view("resolved"), LogState(), None),  # never sent as firing: nothing to resolve
         (view("resolved", silenced=["s1"]), FIRED, None),  # held until the silence ends
     ],
 )
-def test_decisions(alert: AlertView, log: LogState, expected: Decision | None) -> None:
-    assert decide(alert, log, NOW, 4 * HOUR) == expected
+def test_decisions(alert: AlertView, log: LogState, expected: DueNotification | None) -> None:
+    assert due_notification(alert, log, NOW, 4 * HOUR) == expected
 
 
 def test_repeat_interval_zero_disables_reminders() -> None:
-    assert decide(view(), LogState("firing", NOW - 100 * HOUR), NOW, timedelta(0)) is None
+    assert due_notification(view(), LogState("firing", NOW - 100 * HOUR), NOW, timedelta(0)) is None
 
 
 def test_trunk_alert_update_names_jobs_that_started_and_stopped() -> None:
     trunk = view(jobs={"a": failing(), "c": failing()})
     log = LogState("firing", NOW - HOUR, jobs=("a", "b"))
-    assert decide(trunk, log, NOW, 4 * HOUR) == Decision(
+    assert due_notification(trunk, log, NOW, 4 * HOUR) == DueNotification(
         "firing", "update; started failing: c; stopped failing: b"
     )
 
@@ -67,11 +67,14 @@ def test_a_decided_verdict_is_an_update_of_the_same_alert() -> None:
     judged = view()
     judged.alert.annotations["culprit_verdict"] = "environmental"
     unconfirmed = LogState("firing", NOW - HOUR, verdict="unconfirmed")
-    expected = Decision("firing", "update; environmental: the last green commit fails too")
-    assert decide(judged, unconfirmed, NOW, 4 * HOUR) == expected
-    assert decide(judged, LogState("firing", NOW - HOUR, verdict="environmental"), NOW, 4 * HOUR) is None
+    expected = DueNotification("firing", "update; environmental: the last green commit fails too")
+    assert due_notification(judged, unconfirmed, NOW, 4 * HOUR) == expected
+    assert (
+        due_notification(judged, LogState("firing", NOW - HOUR, verdict="environmental"), NOW, 4 * HOUR)
+        is None
+    )
     judged.alert.annotations["culprit_verdict"] = "unconfirmed"  # still waiting: nothing to tell
-    assert decide(judged, LogState("firing", NOW - HOUR), NOW, 4 * HOUR) is None
+    assert due_notification(judged, LogState("firing", NOW - HOUR), NOW, 4 * HOUR) is None
 
 
 def test_trunk_badly_broken_tells_each_inhibited_jobs_decided_verdict() -> None:
@@ -82,13 +85,15 @@ def test_trunk_badly_broken_tells_each_inhibited_jobs_decided_verdict() -> None:
     trunk = view(jobs={"a": confirmed, "b": flaky, "c": failing()})
     trunk.alert.labels["alertname"] = "TrunkBadlyBroken"  # it holds the jobs' own alerts back
     log = LogState("firing", NOW - HOUR, jobs=("a", "b", "c"), job_verdicts=(("a", "unconfirmed"),))
-    assert decide(trunk, log, NOW, 4 * HOUR) == Decision("firing", "update; culprit confirmed: a; flaky: b")
+    assert due_notification(trunk, log, NOW, 4 * HOUR) == DueNotification(
+        "firing", "update; culprit confirmed: a; flaky: b"
+    )
     trunk.alert.labels["alertname"] = "TrunkBroken"  # the jobs' alerts tell it themselves
-    assert decide(trunk, log, NOW, 4 * HOUR) is None
+    assert due_notification(trunk, log, NOW, 4 * HOUR) is None
     told = LogState(
         "firing", NOW - HOUR, jobs=("a", "b", "c"), job_verdicts=(("a", "confirmed"), ("b", "flaky"))
     )
-    assert decide(trunk, told, NOW, 4 * HOUR) is None
+    assert due_notification(trunk, told, NOW, 4 * HOUR) is None
 
 
 def webhook(published: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +104,7 @@ def webhook(published: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_message_is_an_alertmanager_webhook() -> None:
-    published = message(view(), Decision("firing", "firing"), "http://api")
+    published = message(view(), DueNotification("firing", "firing"), "http://api")
     body = webhook(published)
     assert body["version"] == "4" and body["status"] == "firing" and body["notification_reason"] == "firing"
     assert set(body) >= {
@@ -145,7 +150,7 @@ def test_subject_is_short_and_on_one_line() -> None:
 def test_oversized_body_is_truncated_not_rejected() -> None:
     big = view(summary="s")
     big.alert.annotations["failure_lines"] = "E" * (400 * 1024)
-    published = message(big, Decision("firing", "firing"), "")
+    published = message(big, DueNotification("firing", "firing"), "")
     assert len(published["Message"].encode()) < SNS_MAX_BYTES
     body = webhook(published)
     assert body["alerts"][0]["annotations"]["failure_lines"].endswith("[truncated]")
@@ -163,7 +168,9 @@ def test_team_filter_policy_routes_only_that_teams_alerts(aws: dict[str, Any]) -
         Attributes={"FilterPolicy": json.dumps({"team": ["team-a"]})},
     )
     for team in ("team-a", "team-b", "team-a"):
-        sns.publish(TopicArn=aws["topic"], **message(view(team=team), Decision("firing", "firing"), ""))
+        sns.publish(
+            TopicArn=aws["topic"], **message(view(team=team), DueNotification("firing", "firing"), "")
+        )
     received = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, MessageAttributeNames=["All"])[
         "Messages"
     ]

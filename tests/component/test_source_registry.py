@@ -15,7 +15,7 @@ from trunkwatch import sources
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.config import ConfigError, TrunkConfig, load_deployment
 from trunkwatch.net.http import HttpClient
-from trunkwatch.sources.base import CommitResult, Snapshot, base_url
+from trunkwatch.sources.base import CommitRuns, Snapshot, base_url
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 DEFAULT_URL = "https://static.invalid"
@@ -30,7 +30,7 @@ class StaticSource:
     def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
         return Snapshot(
             [
-                CommitResult(
+                CommitRuns(
                     Commit(f"{n:040x}", now - timedelta(minutes=10 * n), f"change {n}", "dev", 100 + n),
                     (JobRun("build", "failure", url=f"{trunk_link(self.trunk)}/runs/{n}"),),
                 )

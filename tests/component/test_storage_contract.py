@@ -13,9 +13,9 @@ import pytest
 from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.cells import Cell, CellState, CellWrite, Commit, line_ids
 from trunkwatch.domain.clock import format_time
-from trunkwatch.domain.commits import CommitMark, Pointer, StoredCommit
+from trunkwatch.domain.commits import RevertMark, ShaPointer, StoredCommit
 from trunkwatch.domain.episodes import EPISODE_RETENTION, Episode, FixedEpisode
-from trunkwatch.domain.job_alerts import CommitRef, JobAlert
+from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
 from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
 from trunkwatch.domain.reruns import RerunRecord
 from trunkwatch.domain.runs import RunRecord
@@ -143,7 +143,7 @@ def test_commits_by_seq_and_by_sha(storage: Storage) -> None:
         commit(3).sha: 3,
     }
     assert commits.seqs_of(TRUNK, []) == {} and commits.pointers(TRUNK, []) == {}
-    assert commits.pointers(TRUNK, [commit(2).sha, "f" * 40]) == {commit(2).sha: Pointer(2)}
+    assert commits.pointers(TRUNK, [commit(2).sha, "f" * 40]) == {commit(2).sha: ShaPointer(2)}
 
 
 def test_a_commit_is_placed_only_at_a_free_seq_and_once(storage: Storage) -> None:
@@ -151,7 +151,7 @@ def test_a_commit_is_placed_only_at_a_free_seq_and_once(storage: Storage) -> Non
     assert commits.place(TRUNK, StoredCommit(5, commit(5)), RETENTION, None)
     assert not commits.place(TRUNK, StoredCommit(5, commit(6)), RETENTION, None)  # seq taken
     assert not commits.place(TRUNK, StoredCommit(7, commit(5)), RETENTION, None)  # placed already
-    assert not commits.place(TRUNK, StoredCommit(7, commit(5)), RETENTION, Pointer())  # not as read
+    assert not commits.place(TRUNK, StoredCommit(7, commit(5)), RETENTION, ShaPointer())  # not as read
     assert commits.get(TRUNK, 5) == StoredCommit(5, commit(5), "")
     assert commits.get(TRUNK, 7) is None and commits.seqs_of(TRUNK, [commit(6).sha]) == {}
 
@@ -161,8 +161,8 @@ def test_a_commit_placed_before_its_parent_bounds_it(storage: Storage) -> None:
     parent, child = commit(1), commit(2)
     assert commits.place(TRUNK, StoredCommit(1000, child), RETENTION, None, (parent.sha, None))
     assert commits.pointers(TRUNK, [parent.sha, child.sha]) == {
-        parent.sha: Pointer(child=1000),
-        child.sha: Pointer(1000),
+        parent.sha: ShaPointer(child=1000),
+        child.sha: ShaPointer(1000),
     }
     assert commits.seqs_of(TRUNK, [parent.sha]) == {}  # not placed yet
     # Another child of the same parent, planned from the parent as it was before: refused.
@@ -170,8 +170,8 @@ def test_a_commit_placed_before_its_parent_bounds_it(storage: Storage) -> None:
     assert commits.get(TRUNK, 2000) is None and commits.pointers(TRUNK, [commit(3).sha]) == {}
     # The parent, planned without the child's bound: refused; with it: placed, bound kept.
     assert not commits.place(TRUNK, StoredCommit(999, parent), RETENTION, None)
-    assert commits.place(TRUNK, StoredCommit(999, parent), RETENTION, Pointer(child=1000))
-    assert commits.pointers(TRUNK, [parent.sha]) == {parent.sha: Pointer(999, 1000)}
+    assert commits.place(TRUNK, StoredCommit(999, parent), RETENTION, ShaPointer(child=1000))
+    assert commits.pointers(TRUNK, [parent.sha]) == {parent.sha: ShaPointer(999, 1000)}
     assert commits.seqs_of(TRUNK, [parent.sha, child.sha]) == {parent.sha: 999, child.sha: 1000}
 
 
@@ -198,8 +198,8 @@ def test_a_revert_mark_is_read_live(storage: Storage) -> None:
     place(storage, StoredCommit(1, commit(1)), StoredCommit(2, commit(2, autoreverted_by="r")))
     assert commits.autoreverted(TRUNK, [1, 2, 3]) == {2: "r"}
     assert commits.autoreverted(TRUNK, []) == {}
-    assert commits.mark(TRUNK, 1) == CommitMark(None)
-    assert commits.mark(TRUNK, 2) == CommitMark("r")
+    assert commits.mark(TRUNK, 1) == RevertMark(None)
+    assert commits.mark(TRUNK, 2) == RevertMark("r")
     assert commits.mark(TRUNK, 3) is None
 
 
@@ -252,7 +252,7 @@ def test_a_pending_cell_never_replaces_a_result(storage: Storage) -> None:
 
 
 def alert(job: str = JOB, **changes: object) -> JobAlert:
-    ref = CommitRef(seq=1, sha=commit(1).sha, time=commit(1).time, title="commit 1", pr=1, job_url="run")
+    ref = AlertCommit(seq=1, sha=commit(1).sha, time=commit(1).time, title="commit 1", pr=1, job_url="run")
     return dataclasses.replace(
         JobAlert(job=job, status="firing", starts_at=NOW, streak=2, first_fail=ref, newest_fail=ref),
         **changes,
@@ -272,7 +272,7 @@ def test_an_alert_keeps_its_culprit_verdict(storage: Storage) -> None:
 def test_an_alert_keeps_a_culprit_confirmed_by_a_sibling_and_its_episode_names_it(storage: Storage) -> None:
     # The job did not run on the commit that broke it (seq 0): the alert names it as culprit
     # while its first failure (seq 1) stays what the walk found.
-    skipped = CommitRef(seq=0, sha="b" * 40, time=NOW - timedelta(hours=1), title="commit 0", pr=7)
+    skipped = AlertCommit(seq=0, sha="b" * 40, time=NOW - timedelta(hours=1), title="commit 0", pr=7)
     saved = storage.alerts.save_with_failing_set(
         TRUNK, alert(culprit_verdict="confirmed", confirmed_culprit=skipped), now_firing=True
     )
@@ -360,7 +360,7 @@ def test_anepisode_item_is_at_most_one_write_unit(aws: dict) -> None:
     from trunkwatch.storage.items import EpisodeItem
 
     sha = "f" * 40
-    culprit = CommitRef(
+    culprit = AlertCommit(
         seq=12345678,
         sha=sha,
         time=NOW,
@@ -418,8 +418,10 @@ def test_an_episode_keeps_its_failure_lines(storage: Storage) -> None:
 
 
 def fixed(job: str = JOB, culprit: int = 1, **changes: object) -> FixedEpisode:
-    def ref(n: int) -> CommitRef:
-        return CommitRef(seq=n, sha=commit(n).sha, time=commit(n).time, title=f"commit {n}", author="a", pr=n)
+    def ref(n: int) -> AlertCommit:
+        return AlertCommit(
+            seq=n, sha=commit(n).sha, time=commit(n).time, title=f"commit {n}", author="a", pr=n
+        )
 
     return dataclasses.replace(
         FixedEpisode(

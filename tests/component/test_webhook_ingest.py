@@ -14,9 +14,9 @@ from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.webhook import DeliveryResult, ingest_delivery, trunk_of
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.config import load_deployment
-from trunkwatch.domain.job_alerts import CommitRef, JobAlert
+from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
 from trunkwatch.domain.shards import ShardReport
-from trunkwatch.sources.base import CommitResult, Snapshot
+from trunkwatch.sources.base import CommitRuns, Snapshot
 from trunkwatch.sources.webhook import PayloadError
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
@@ -132,7 +132,7 @@ def test_only_a_cell_that_may_change_its_verdict_joins_a_group(storage: Storage)
     assert quiet.cells_written == 2 and quiet.group is None  # both passes (the job, its run) fresh
     assert cells(storage)[("pull / linux-jammy / build", B)] == "pass"
     assert job(C, "failure", 3).group is not None  # a failure may start a run
-    ref = CommitRef(seq=3, sha=C, time=NOW, title="c", pr=None, job_url="run")
+    ref = AlertCommit(seq=3, sha=C, time=NOW, title="c", pr=None, job_url="run")
     alert = JobAlert("pull / linux-jammy / build", "firing", NOW, 3, ref, ref)
     storage.alerts.save_with_failing_set(TRUNK.trunk_id, alert, now_firing=True)
     assert job(D, "success", 4).group is not None  # a pass on a firing job may resolve it
@@ -426,14 +426,12 @@ def test_the_poll_finds_nothing_new_after_the_deliveries_and_vice_versa(storage:
         JobRun(name=f"pull / {SHARD_1}", conclusion="failure"),
         JobRun(name=f"pull / {SHARD_2}", conclusion="success"),
     )
-    polled = poll_trunk(storage, TRUNK, RULE, _Snapshots(Snapshot([CommitResult(commit, runs)])), NOW)
+    polled = poll_trunk(storage, TRUNK, RULE, _Snapshots(Snapshot([CommitRuns(commit, runs)])), NOW)
     assert polled.cells_written == 0
     # The poll saw a new job first: the delivery of it writes nothing.
     more = (*runs, JobRun(name="lint / lintrunner", conclusion="success"))
     assert (
-        poll_trunk(
-            storage, TRUNK, RULE, _Snapshots(Snapshot([CommitResult(commit, more)])), NOW
-        ).cells_written
+        poll_trunk(storage, TRUNK, RULE, _Snapshots(Snapshot([CommitRuns(commit, more)])), NOW).cells_written
         == 1
     )
     late = webhooks.workflow_job(A, "lintrunner", workflow="lint", job_id=3)

@@ -18,7 +18,7 @@ from trunkwatch.channels.pagerduty import alert_event
 from trunkwatch.channels.slack import acknowledgement_message, slack_message
 from trunkwatch.domain.acks import Acknowledgement, is_ack_comment, note_of, over
 from trunkwatch.domain.alerts import AlertView
-from trunkwatch.domain.dedup import Decision, LogState, decide
+from trunkwatch.domain.dedup import DueNotification, LogState, due_notification
 from trunkwatch.silences import Matcher, Silence
 from trunkwatch_local.replay import ReplayError, parse_replay
 
@@ -35,32 +35,40 @@ def acked(status: str = "firing", **changes: object) -> AlertView:
 
 
 def test_an_acknowledged_alert_gets_no_reminder() -> None:
-    assert decide(view(), REMINDER_DUE, NOW, REPEAT) == Decision("firing", "reminder")
-    assert decide(acked(), REMINDER_DUE, NOW, REPEAT) is None
-    assert decide(acked(), REMINDER_DUE, NOW, REPEAT, tells_acks=True) == Decision("firing", "acknowledged")
+    assert due_notification(view(), REMINDER_DUE, NOW, REPEAT) == DueNotification("firing", "reminder")
+    assert due_notification(acked(), REMINDER_DUE, NOW, REPEAT) is None
+    assert due_notification(acked(), REMINDER_DUE, NOW, REPEAT, tells_acks=True) == DueNotification(
+        "firing", "acknowledged"
+    )
     told = dataclasses.replace(REMINDER_DUE, acknowledged=ACK.key)
-    assert decide(acked(), told, NOW, REPEAT, tells_acks=True) is None  # told once, and no reminder
+    assert due_notification(acked(), told, NOW, REPEAT, tells_acks=True) is None  # told once, and no reminder
 
 
 def test_the_acknowledgement_is_told_after_the_first_page_and_before_the_resolution() -> None:
     # Never sent yet: the page first, the acknowledgement at the receiver's next decision.
-    assert decide(acked(), LogState(), NOW, REPEAT, tells_acks=True) == Decision("firing", "firing")
+    assert due_notification(acked(), LogState(), NOW, REPEAT, tells_acks=True) == DueNotification(
+        "firing", "firing"
+    )
     fired = LogState("firing", NOW - HOUR)
-    assert decide(acked("resolved"), fired, NOW, REPEAT, tells_acks=True) == Decision(
+    assert due_notification(acked("resolved"), fired, NOW, REPEAT, tells_acks=True) == DueNotification(
         "firing", "acknowledged"
     )
     told = dataclasses.replace(fired, acknowledged=ACK.key)
-    assert decide(acked("resolved"), told, NOW, REPEAT, tells_acks=True) == Decision("resolved", "resolved")
-    assert decide(acked("resolved"), fired, NOW, REPEAT) == Decision("resolved", "resolved")  # SNS, say
+    assert due_notification(acked("resolved"), told, NOW, REPEAT, tells_acks=True) == DueNotification(
+        "resolved", "resolved"
+    )
+    assert due_notification(acked("resolved"), fired, NOW, REPEAT) == DueNotification(
+        "resolved", "resolved"
+    )  # SNS, say
 
 
 def test_an_acknowledged_alert_still_tells_its_updates_and_a_held_one_nothing() -> None:
     trunk = acked(alert=dataclasses.replace(view().alert, jobs={"a": failing(), "c": failing()}))
     log = LogState("firing", NOW - HOUR, jobs=("a", "b"), acknowledged=ACK.key)
-    assert decide(trunk, log, NOW, REPEAT, tells_acks=True) == Decision(
+    assert due_notification(trunk, log, NOW, REPEAT, tells_acks=True) == DueNotification(
         "firing", "update; started failing: c; stopped failing: b"
     )
-    assert decide(acked(silenced_by=["s1"]), REMINDER_DUE, NOW, REPEAT, tells_acks=True) is None
+    assert due_notification(acked(silenced_by=["s1"]), REMINDER_DUE, NOW, REPEAT, tells_acks=True) is None
 
 
 def test_a_new_acknowledgement_of_the_next_episode_is_told_again() -> None:
@@ -68,7 +76,9 @@ def test_a_new_acknowledgement_of_the_next_episode_is_told_again() -> None:
     shown = acked()
     shown.acknowledgement = later
     told_before = LogState("firing", NOW - HOUR, acknowledged=ACK.key)
-    assert decide(shown, told_before, NOW, REPEAT, tells_acks=True) == Decision("firing", "acknowledged")
+    assert due_notification(shown, told_before, NOW, REPEAT, tells_acks=True) == DueNotification(
+        "firing", "acknowledged"
+    )
 
 
 @pytest.mark.parametrize(

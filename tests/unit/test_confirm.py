@@ -8,18 +8,18 @@ from datetime import UTC, datetime, timedelta
 
 from trunkwatch.app.confirm import (
     MAX_TRIES,
-    Judgement,
+    AlertVerdict,
     advance_reruns,
-    culprit_decision,
+    confirm_culprit,
     requests_waiting,
     runner_of,
 )
 from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.commits import StoredCommit
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
-from trunkwatch.domain.job_alerts import CommitRef, JobAlert
-from trunkwatch.domain.verdict import Verdict
-from trunkwatch.sources.base import CommitResult
+from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
+from trunkwatch.domain.verdict import CulpritVerdict
+from trunkwatch.sources.base import CommitRuns
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
 
@@ -30,14 +30,14 @@ RULE = RuleConfig(confirm="rerun", reruns_per_hour=6)
 JOB = "pull / test (default, linux.2xlarge)"
 SHARD = "pull / test (default, 1, 2, linux.2xlarge)"
 OTHER_SHARD = "pull / test (default, 2, 2, linux.2xlarge)"
-LAST_PASS = CommitRef(10, "a" * 40, NOW - timedelta(hours=3))
-CULPRIT = CommitRef(11, "c" * 40, NOW - timedelta(hours=2))
+LAST_PASS = AlertCommit(10, "a" * 40, NOW - timedelta(hours=3))
+CULPRIT = AlertCommit(11, "c" * 40, NOW - timedelta(hours=2))
 LINES = ("FAILED test/test_ops.py::test_x",)
 
 
 def _alert(
-    first_fail: CommitRef = CULPRIT,
-    last_pass: CommitRef | None = LAST_PASS,
+    first_fail: AlertCommit = CULPRIT,
+    last_pass: AlertCommit | None = LAST_PASS,
     *,
     job: str = JOB,
     episode: datetime | None = None,
@@ -50,15 +50,15 @@ def _alert(
 
 
 def _decide(storage: Storage, job: str = JOB, rule: RuleConfig = RULE, now: datetime = NOW) -> str:
-    decision = culprit_decision(storage, TRUNK.trunk_id, rule, _alert(job=job), now).decision
+    decision = confirm_culprit(storage, TRUNK.trunk_id, rule, _alert(job=job), now).decision
     return f"{decision.verdict.value}: {decision.reason}"
 
 
-def _commit(ref: CommitRef, *runs: JobRun) -> CommitResult:
-    return CommitResult(Commit(ref.sha, ref.time), runs, complete=True)
+def _commit(ref: AlertCommit, *runs: JobRun) -> CommitRuns:
+    return CommitRuns(Commit(ref.sha, ref.time), runs, complete=True)
 
 
-def _snapshot(last_pass: str, culprit: str, last_id: int = 1, culprit_id: int = 2) -> list[CommitResult]:
+def _snapshot(last_pass: str, culprit: str, last_id: int = 1, culprit_id: int = 2) -> list[CommitRuns]:
     """The job's two shards on the last pass and the culprit; the first shard as given."""
     return [
         _commit(
@@ -127,10 +127,10 @@ def test_ingest_requests_the_failing_shard_and_its_namesake_on_the_last_pass() -
     assert _decide(storage).startswith("unconfirmed: waiting for the last pass and culprit reruns")
 
 
-OLDER = CommitRef(9, "9" * 40, NOW - timedelta(hours=4))
+OLDER = AlertCommit(9, "9" * 40, NOW - timedelta(hours=4))
 
 
-def _without_the_failing_shard(older: str | None, older_id: int = 3) -> list[CommitResult]:
+def _without_the_failing_shard(older: str | None, older_id: int = 3) -> list[CommitRuns]:
     """Newest first: the culprit, the last pass where only the other shard ran, and an older
     commit where the failing shard ended `older` (None: it did not run there either)."""
     shard = (JobRun(SHARD, older, job_id=older_id),) if older else ()
@@ -182,9 +182,9 @@ def test_the_failing_shard_is_rerun_where_it_last_passed_and_never_confirms() ->
 
 def test_newer_attempts_bring_each_verdict() -> None:
     cases = {
-        ("success", "failure"): Verdict.CONFIRMED,
-        ("failure", "failure"): Verdict.ENVIRONMENTAL,
-        ("success", "success"): Verdict.FLAKY,
+        ("success", "failure"): CulpritVerdict.CONFIRMED,
+        ("failure", "failure"): CulpritVerdict.ENVIRONMENTAL,
+        ("success", "success"): CulpritVerdict.FLAKY,
     }
     for (last_pass, culprit), verdict in cases.items():
         storage = memory_storage()
@@ -203,11 +203,11 @@ def test_a_run_that_moved_past_its_flaky_suspect_says_its_start_was_not_rerun() 
     _decide(storage)
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "success", 1001, 1002), Requests(), NOW + HOUR)
-    later = CommitRef(12, "d" * 40, CULPRIT.time + HOUR)
+    later = AlertCommit(12, "d" * 40, CULPRIT.time + HOUR)
     alert = _alert(later, CULPRIT, episode=CULPRIT.time)
-    moved = culprit_decision(storage, TRUNK.trunk_id, RULE, alert, NOW + HOUR).decision
+    moved = confirm_culprit(storage, TRUNK.trunk_id, RULE, alert, NOW + HOUR).decision
     assert (moved.verdict, moved.reason) == (
-        Verdict.FLAKY,
+        CulpritVerdict.FLAKY,
         f"the culprit {CULPRIT.sha[:12]} passes on rerun; the run now starts at {'d' * 12}, not rerun",
     )
     assert _decide(storage, now=NOW + HOUR) == f"flaky: the culprit {CULPRIT.sha[:12]} passes on rerun"
@@ -247,24 +247,24 @@ def test_a_newer_attempt_already_running_is_waited_for_not_rerun() -> None:
 
 def test_a_range_with_commits_the_job_did_not_run_on_is_not_confirmed() -> None:
     storage = memory_storage()
-    gap = CommitRef(13, CULPRIT.sha, CULPRIT.time)  # seq 12 between the last pass and it
+    gap = AlertCommit(13, CULPRIT.sha, CULPRIT.time)  # seq 12 between the last pass and it
     storage.commits.place(TRUNK.trunk_id, _stored(12, "b" * 40), RULE.retention, None)
-    decide = culprit_decision(storage, TRUNK.trunk_id, RULE, _alert(gap), NOW).decision
+    decide = confirm_culprit(storage, TRUNK.trunk_id, RULE, _alert(gap), NOW).decision
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
     later = NOW + timedelta(hours=1)
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure", 1001, 1002), Requests(), later)
-    decision = culprit_decision(storage, TRUNK.trunk_id, RULE, _alert(gap), later).decision
-    assert decide.verdict == Verdict.UNCONFIRMED
+    decision = confirm_culprit(storage, TRUNK.trunk_id, RULE, _alert(gap), later).decision
+    assert decide.verdict == CulpritVerdict.UNCONFIRMED
     assert (
-        decision.verdict == Verdict.UNCONFIRMED
+        decision.verdict == CulpritVerdict.UNCONFIRMED
         and "did not run on the 1 commit between them" in decision.reason
     )
 
 
-def _gap_confirmed_by_reruns(storage: Storage) -> CommitRef:
+def _gap_confirmed_by_reruns(storage: Storage) -> AlertCommit:
     """The job's reruns confirm its range (the last pass passes, the first failure fails
     again), a range with a commit (seq 12) it did not run on; returns its first failure."""
-    gap = CommitRef(13, CULPRIT.sha, CULPRIT.time, job_url="https://github.com/job/13")
+    gap = AlertCommit(13, CULPRIT.sha, CULPRIT.time, job_url="https://github.com/job/13")
     storage.commits.place(TRUNK.trunk_id, _stored(12, "b" * 40), RULE.retention, None)
     _judge(storage, gap, NOW)
     advance_reruns(storage, TRUNK, RULE, _snapshot("success", "failure"), Requests(), NOW)
@@ -273,12 +273,12 @@ def _gap_confirmed_by_reruns(storage: Storage) -> CommitRef:
 
 
 def _judge(
-    storage: Storage, first_fail: CommitRef, now: datetime, lines: tuple[str, ...] = LINES
-) -> Judgement:
-    return culprit_decision(storage, TRUNK.trunk_id, RULE, _alert(first_fail, lines=lines), now)
+    storage: Storage, first_fail: AlertCommit, now: datetime, lines: tuple[str, ...] = LINES
+) -> AlertVerdict:
+    return confirm_culprit(storage, TRUNK.trunk_id, RULE, _alert(first_fail, lines=lines), now)
 
 
-SKIPPED = CommitRef(
+SKIPPED = AlertCommit(
     12, "b" * 40, NOW - timedelta(hours=2, minutes=30), pr=12, job_url="https://github.com/job/12"
 )
 SIBLING = JobAlert(
@@ -296,11 +296,11 @@ SIBLING = JobAlert(
 def test_a_sibling_confirmed_on_a_commit_the_job_skipped_names_it() -> None:
     storage = memory_storage()
     gap = _gap_confirmed_by_reruns(storage)
-    assert _judge(storage, gap, NOW + HOUR).decision.verdict == Verdict.UNCONFIRMED
+    assert _judge(storage, gap, NOW + HOUR).decision.verdict == CulpritVerdict.UNCONFIRMED
     storage.alerts.save_with_failing_set(TRUNK.trunk_id, SIBLING, now_firing=True)
     judged = _judge(storage, gap, NOW + HOUR)
-    assert judged.decision.verdict == Verdict.CONFIRMED
-    assert judged.culprit == CommitRef(12, "b" * 40, SKIPPED.time, pr=12)  # no run of this job on it
+    assert judged.decision.verdict == CulpritVerdict.CONFIRMED
+    assert judged.culprit == AlertCommit(12, "b" * 40, SKIPPED.time, pr=12)  # no run of this job on it
     assert f"which reruns of {SIBLING.job} confirm broke the same test" in judged.decision.reason
     # Failing another way, it is not the sibling's breakage.
     assert _judge(storage, gap, NOW + HOUR, ("FAILED test/test_nn.py::test_y",)).culprit is None
@@ -338,13 +338,13 @@ def _stored(seq: int, sha: str) -> StoredCommit:
 def test_without_failure_lines_beside_other_jobs_on_its_runner_it_is_environmental() -> None:
     """A runner outage: jobs on one runner type fail without failure lines at the same time."""
     storage = memory_storage()
-    ref = CommitRef(11, CULPRIT.sha, CULPRIT.time)
+    ref = AlertCommit(11, CULPRIT.sha, CULPRIT.time)
     peer = JobAlert("trunk / test (slow, linux.2xlarge)", "firing", NOW, 3, ref, ref)
     other_runner = JobAlert("trunk / test (slow, linux.g5.4xlarge)", "firing", NOW, 3, ref, ref)
     for alert in (peer, other_runner):
         storage.alerts.save_with_failing_set(TRUNK.trunk_id, alert, now_firing=True)
-    decision = culprit_decision(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW).decision
-    assert decision.verdict == Verdict.ENVIRONMENTAL
+    decision = confirm_culprit(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW).decision
+    assert decision.verdict == CulpritVerdict.ENVIRONMENTAL
     assert decision.reason == "no failure lines while 1 other job(s) on linux.2xlarge failed at the same time"
     assert _decide(storage).startswith("unconfirmed: ")  # with failure lines: reruns decide
     assert runner_of("lint / lintrunner") == "" and runner_of(JOB) == "linux.2xlarge"
@@ -354,11 +354,11 @@ def test_on_a_trunk_whose_failures_carry_no_lines_missing_lines_tell_nothing() -
     """A GitHub- or Buildkite-fed trunk: no failure has lines, so jobs of one runner type
     failing together are no sign of an outage; reruns decide."""
     storage = memory_storage()
-    ref = CommitRef(11, CULPRIT.sha, CULPRIT.time)
+    ref = AlertCommit(11, CULPRIT.sha, CULPRIT.time)
     peer = JobAlert("trunk / test (slow, linux.2xlarge)", "firing", NOW, 3, ref, ref)
     storage.alerts.save_with_failing_set(TRUNK.trunk_id, peer, now_firing=True)
-    decision = culprit_decision(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW, lines=False).decision
-    assert decision.verdict == Verdict.UNCONFIRMED
+    decision = confirm_culprit(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW, lines=False).decision
+    assert decision.verdict == CulpritVerdict.UNCONFIRMED
 
 
 def test_a_culprit_whose_failure_is_a_failed_retry_is_not_rerun() -> None:

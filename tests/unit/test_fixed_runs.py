@@ -18,7 +18,7 @@ from trunkwatch.app.fixed import recording
 from trunkwatch.domain.cells import StoredCell
 from trunkwatch.domain.config import rule_config
 from trunkwatch.domain.episodes import FixedEpisode
-from trunkwatch.domain.job_alerts import CommitRef
+from trunkwatch.domain.job_alerts import AlertCommit
 from trunkwatch.domain.rule import breakage_run, fixed_run, judge_job
 
 LINE = "FAILED test/test_nn.py::TestNN::test_conv6"
@@ -168,8 +168,8 @@ def test_a_run_overlapping_an_alerts_range_fired() -> None:
 
 
 def recorded(job_key: str, culprit: int, fix: int, failed: int, detected_hours: int = 0) -> FixedEpisode:
-    def ref(n: int) -> CommitRef:
-        return CommitRef(seq=n, sha=f"sha{n}", time=NOW - timedelta(hours=10 - n))
+    def ref(n: int) -> AlertCommit:
+        return AlertCommit(seq=n, sha=f"sha{n}", time=NOW - timedelta(hours=10 - n))
 
     return FixedEpisode(job_key, ref(culprit), ref(fix), failed, NOW + timedelta(hours=detected_hours))
 

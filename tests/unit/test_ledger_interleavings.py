@@ -19,11 +19,11 @@ from trunkwatch.app import ledger
 from trunkwatch.app.ingest import poll_trunk
 from trunkwatch.app.webhook import ingest_delivery, trunk_of
 from trunkwatch.domain.cells import CellState, Commit, JobRun, merge_codes
-from trunkwatch.domain.commits import Pointer, StoredCommit
+from trunkwatch.domain.commits import ShaPointer, StoredCommit
 from trunkwatch.domain.config import load_deployment
 from trunkwatch.domain.runs import RunRecord
 from trunkwatch.sources import webhook
-from trunkwatch.sources.base import CommitResult, Snapshot
+from trunkwatch.sources.base import CommitRuns, Snapshot
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
 
@@ -78,14 +78,14 @@ def job(sha: str, name: str, workflow: str, conclusion: str) -> interleave.Write
 
 
 class _Source:
-    def __init__(self, results: list[CommitResult]) -> None:
+    def __init__(self, results: list[CommitRuns]) -> None:
         self.results = results
 
     def poll(self, state: dict[str, Any], now: datetime) -> Snapshot:
         return Snapshot(list(self.results))
 
 
-def poll(*results: CommitResult) -> interleave.Writer:
+def poll(*results: CommitRuns) -> interleave.Writer:
     return lambda storage: poll_trunk(storage, TRUNK, RULE, _Source(list(results)), NOW)
 
 
@@ -177,7 +177,7 @@ def test_a_poll_and_a_delivery_adding_new_job_columns(complete: bool) -> None:
         JobRun("pull / new-by-poll", "failure"),
         JobRun("lint / (workflow)", "success"),
     )
-    polled = poll(CommitResult(commit_of(X, [X]), runs, complete))
+    polled = poll(CommitRuns(commit_of(X, [X]), runs, complete))
 
     def check(result: dict[str, Any]) -> None:
         states = decoded(result, X)
@@ -191,7 +191,7 @@ def test_a_poll_and_a_delivery_adding_new_job_columns(complete: bool) -> None:
 
 
 def test_a_poll_and_a_delivery_with_different_results_of_one_job() -> None:
-    polled = poll(CommitResult(commit_of(X, [X]), (JobRun("pull / x", "failure"),), complete=False))
+    polled = poll(CommitRuns(commit_of(X, [X]), (JobRun("pull / x", "failure"),), complete=False))
 
     def check(result: dict[str, Any]) -> None:
         # Whichever wrote last, its cell is the one the state string records.
@@ -206,7 +206,7 @@ def test_a_poll_and_a_delivery_with_different_results_of_one_job() -> None:
 def test_a_delivery_pending_while_a_poll_finds_the_result() -> None:
     shard = "x (default, {}, 2, linux)"
     runs = tuple(JobRun(f"pull / {shard.format(n)}", "success") for n in (1, 2))
-    polled = poll(CommitResult(commit_of(X, [X]), runs, complete=False))
+    polled = poll(CommitRuns(commit_of(X, [X]), runs, complete=False))
 
     def check(result: dict[str, Any]) -> None:
         (seq,) = seqs(result).values()
@@ -237,17 +237,15 @@ def test_two_pushes_delivered_out_of_order_keep_branch_order() -> None:
 
 
 def test_a_poll_and_a_push_placing_the_same_commit() -> None:
-    x = CommitResult(commit_of(X, [X]), (), complete=False)
-    a = CommitResult(
-        Commit(A, NOW - timedelta(minutes=1), "A from the poll"), (JobRun("pull / x", "failure"),)
-    )
+    x = CommitRuns(commit_of(X, [X]), (), complete=False)
+    a = CommitRuns(Commit(A, NOW - timedelta(minutes=1), "A from the poll"), (JobRun("pull / x", "failure"),))
     polled = poll(a, x)
 
     def check(result: dict[str, Any]) -> None:
         placed = seqs(result)
         assert len(result["commits"]) == 2 and placed[X] < placed[A]
         assert decoded(result, A) == {"pull / x": "F"}
-        assert result["pointers"][A] == Pointer(placed[A])
+        assert result["pointers"][A] == ShaPointer(placed[A])
 
     assert_every_interleaving_is_serial([polled, push([A], X)], check)
 
@@ -256,9 +254,9 @@ def test_a_poll_placing_a_chain_and_an_early_push_of_its_head_place_it_once() ->
     # B's push is delivered before A is placed (B goes GAP above the top, as A's child)
     # while the poll places A then B. The poll's placement of B must fail on the pointer it
     # read (B unplaced), whatever B's push did since: each commit at one seq, in branch order.
-    a = CommitResult(commit_of(A, [A, B]), (JobRun("pull / x", "failure"),), complete=False)
-    b = CommitResult(commit_of(B, [B]), (JobRun("pull / x", "success"),), complete=False)
-    polled = poll(b, a, CommitResult(commit_of(X, [X]), (), complete=False))
+    a = CommitRuns(commit_of(A, [A, B]), (JobRun("pull / x", "failure"),), complete=False)
+    b = CommitRuns(commit_of(B, [B]), (JobRun("pull / x", "success"),), complete=False)
+    polled = poll(b, a, CommitRuns(commit_of(X, [X]), (), complete=False))
 
     def check(result: dict[str, Any]) -> None:
         placed = seqs(result)
@@ -274,7 +272,7 @@ def test_a_poll_and_a_delivery_giving_commits_their_first_jobs_keep_both_recent(
         push([A, B], X)(storage)
         return storage
 
-    polled = poll(CommitResult(commit_of(A, [A, B]), (JobRun("pull / x", "failure"),), complete=False))
+    polled = poll(CommitRuns(commit_of(A, [A, B]), (JobRun("pull / x", "failure"),), complete=False))
 
     def check(result: dict[str, Any]) -> None:
         placed = seqs(result)
@@ -298,14 +296,17 @@ def test_a_chain_of_pushes_keeps_branch_order_whatever_order_they_arrive_in(orde
 def test_plan_numbers_between_placed_neighbours() -> None:
     plan = ledger.plan_seqs
     # After the parent, below the child placed first, GAP above the top for a lone child.
-    assert plan(["a", "b"], "p", {"p": Pointer(10), "b": Pointer(child=500)}, set(), 10) == {"a": 11, "b": 12}
-    assert plan(["a"], "p", {"a": Pointer(child=500)}, set(), 500) == {"a": 499}
+    assert plan(["a", "b"], "p", {"p": ShaPointer(10), "b": ShaPointer(child=500)}, set(), 10) == {
+        "a": 11,
+        "b": 12,
+    }
+    assert plan(["a"], "p", {"a": ShaPointer(child=500)}, set(), 500) == {"a": 499}
     assert plan(["a"], "p", {}, set(), 10) == {"a": 10 + ledger.GAP}
     assert plan(["a"], None, {}, set(), 10) == {"a": 11}
     # Older than the first placed one: below it; taken seqs are skipped.
-    assert plan(["a", "b", "c"], None, {"c": Pointer(20)}, {19}, 20) == {"a": 17, "b": 18}
+    assert plan(["a", "b", "c"], None, {"c": ShaPointer(20)}, {19}, 20) == {"a": 17, "b": 18}
     # No room between parent and child: numbered as it arrives.
-    assert plan(["a"], "p", {"p": Pointer(10), "a": Pointer(child=11)}, {11}, 11) == {"a": 12}
+    assert plan(["a"], "p", {"p": ShaPointer(10), "a": ShaPointer(child=11)}, {11}, 11) == {"a": 12}
 
 
 def test_merge_applies_a_writers_changes_onto_what_is_stored() -> None:
@@ -349,10 +350,10 @@ def test_a_job_found_pending_while_its_result_is_written_keeps_the_result(pendin
         assert result["cells"][("pull / y", seq)][0] == CellState.FAIL
 
     if pending_by == "poll":
-        pending = poll(CommitResult(commit_of(X, [X]), (JobRun("pull / y", None),), complete=False))
+        pending = poll(CommitRuns(commit_of(X, [X]), (JobRun("pull / y", None),), complete=False))
         finished = job(X, "y", "pull", "failure")
     else:
         queued = webhooks.workflow_job(X, "y", workflow="pull", conclusion=None, status="queued")
         pending = deliver("workflow_job", queued)
-        finished = poll(CommitResult(commit_of(X, [X]), (JobRun("pull / y", "failure"),), complete=False))
+        finished = poll(CommitRuns(commit_of(X, [X]), (JobRun("pull / y", "failure"),), complete=False))
     assert assert_every_interleaving_is_serial([pending, finished], check, CELL_WRITES) > 10

@@ -14,11 +14,11 @@ from trunkwatch.domain.cells import CellState, Commit
 from trunkwatch.domain.config import rule_config
 from trunkwatch.domain.rule import (
     StoredCell,
-    clock_may_change_verdict,
+    clock_may_change_judgement,
     extend_firing_run,
     in_window,
     judge_job,
-    may_change_verdict,
+    may_change_judgement,
     trunk_alertname,
 )
 
@@ -70,8 +70,8 @@ def recent(history: str) -> list[int]:
     ],
 )
 def test_streaks(history: str, firing: bool, streak: int) -> None:
-    verdict = judge_job("job", cells(history), recent(history), rule_config({}), NOW)
-    assert (verdict.firing, verdict.streak) == (firing, streak)
+    judgement = judge_job("job", cells(history), recent(history), rule_config({}), NOW)
+    assert (judgement.firing, judgement.streak) == (firing, streak)
 
 
 def test_passes_to_close_gives_hysteresis() -> None:
@@ -89,24 +89,24 @@ def test_failures_to_open_is_configurable() -> None:
 
 
 def test_culprit_is_first_failure_after_last_pass() -> None:
-    verdict = judge_job("job", cells("FFFPP"), recent("FFFPP"), rule_config({}), NOW)
-    assert verdict.culprit is not None
-    assert verdict.culprit.first_fail.commit.sha == "sha103"
-    assert verdict.culprit.last_pass is not None and verdict.culprit.last_pass.commit.sha == "sha102"
-    assert not verdict.culprit.clipped
+    judgement = judge_job("job", cells("FFFPP"), recent("FFFPP"), rule_config({}), NOW)
+    assert judgement.culprit is not None
+    assert judgement.culprit.first_fail.commit.sha == "sha103"
+    assert judgement.culprit.last_pass is not None and judgement.culprit.last_pass.commit.sha == "sha102"
+    assert not judgement.culprit.clipped
 
 
 def test_culprit_skips_nodata_between_run_and_pass() -> None:
-    verdict = judge_job("job", cells("FFFnP"), recent("FFFnP"), rule_config({}), NOW)
-    assert verdict.culprit is not None and verdict.culprit.last_pass is not None
-    assert verdict.culprit.last_pass.commit.sha == "sha101"
+    judgement = judge_job("job", cells("FFFnP"), recent("FFFnP"), rule_config({}), NOW)
+    assert judgement.culprit is not None and judgement.culprit.last_pass is not None
+    assert judgement.culprit.last_pass.commit.sha == "sha101"
 
 
 def test_culprit_clipped_when_window_has_no_pass() -> None:
-    verdict = judge_job("job", cells("FFFF"), recent("FFFF"), rule_config({}), NOW)
-    assert verdict.firing and verdict.culprit is not None
-    assert verdict.culprit.clipped
-    assert verdict.culprit.first_fail.commit.sha == "sha101"
+    judgement = judge_job("job", cells("FFFF"), recent("FFFF"), rule_config({}), NOW)
+    assert judgement.firing and judgement.culprit is not None
+    assert judgement.culprit.clipped
+    assert judgement.culprit.first_fail.commit.sha == "sha101"
 
 
 def test_streak_older_than_max_failure_age_does_not_open() -> None:
@@ -119,14 +119,16 @@ def test_removed_job_resolves_as_stale() -> None:
     history = "FFF"
     # The trunk moved on five commits that ran other jobs; this job has no cell on them.
     newer = [200, 199, 198, 197, 196]
-    verdict = judge_job("job", cells(history), newer + recent(history), rule_config({}), NOW)
-    assert verdict.stale and not verdict.firing
+    judgement = judge_job("job", cells(history), newer + recent(history), rule_config({}), NOW)
+    assert judgement.stale and not judgement.firing
 
 
 def test_pending_cell_keeps_job_fresh() -> None:
     history = "....FFF"
-    verdict = judge_job("job", cells(history), recent(history), rule_config({"stale_after_commits": 3}), NOW)
-    assert not verdict.stale and verdict.firing
+    judgement = judge_job(
+        "job", cells(history), recent(history), rule_config({"stale_after_commits": 3}), NOW
+    )
+    assert not judgement.stale and judgement.firing
 
 
 @pytest.mark.parametrize(("history", "needed"), [("PFFFFFFFF", 1), ("FFFPFFFFF", 4), (".nFFFFPFF", 7)])
@@ -164,10 +166,10 @@ def test_source_down_fires_once_failures_last_source_down_after() -> None:
 
 
 @pytest.mark.parametrize("passes_to_close", [1, 2])
-def test_a_change_judged_unable_to_alter_the_verdict_never_does(passes_to_close: int) -> None:
+def test_a_change_judged_unable_to_alter_the_judgement_never_does(passes_to_close: int) -> None:
     """Every history of 5 commits (the stale window is the newest 2 of 6 trunk commits), every
-    change of one cell, for a job that is not firing: whenever `may_change_verdict` says no,
-    judging the job before and after gives the same verdict."""
+    change of one cell, for a job that is not firing: whenever `may_change_judgement` says no,
+    judging the job before and after gives the same judgement."""
     rule = rule_config({"stale_after_commits": 2, "passes_to_close": passes_to_close})
     window = recent("------")  # the trunk's newest 6 commits ran jobs
     codes = "FPf.n-"
@@ -183,7 +185,7 @@ def test_a_change_judged_unable_to_alter_the_verdict_never_does(passes_to_close:
             old = STATES.get(history[position])
             for new_code in "FPf.n":
                 changed = history[:position] + new_code + history[position + 1 :]
-                if changed == history or may_change_verdict(old, STATES[new_code], False, fresh_before):
+                if changed == history or may_change_judgement(old, STATES[new_code], False, fresh_before):
                     continue
                 skipped += 1
                 after = judge_job("job", cells(changed + "-"), window, rule, NOW)
@@ -192,10 +194,10 @@ def test_a_change_judged_unable_to_alter_the_verdict_never_does(passes_to_close:
 
 
 @pytest.mark.parametrize("passes_to_close", [1, 2])
-def test_a_firing_job_the_clock_cannot_change_keeps_its_verdict(passes_to_close: int) -> None:
+def test_a_firing_job_the_clock_cannot_change_keeps_its_judgement(passes_to_close: int) -> None:
     """Every history of 6 commits that fires, judged later (up to a day) on a trunk whose
-    newest commits moved on (0 to 4 more): whenever `clock_may_change_verdict` says no for
-    the newest failure the verdict records, judging it again gives the same verdict."""
+    newest commits moved on (0 to 4 more): whenever `clock_may_change_judgement` says no for
+    the newest failure the alert records, judging it again gives the same judgement."""
     rule = rule_config(
         {"stale_after_commits": 3, "passes_to_close": passes_to_close, "max_failure_age": "6h"}
     )
@@ -211,7 +213,7 @@ def test_a_firing_job_the_clock_cannot_change_keeps_its_verdict(passes_to_close:
         ):
             window = [seq + moved_on for seq in recent(history)]
             now = NOW + later
-            if clock_may_change_verdict(newest_fail.seq, newest_fail.commit.time, window, rule, now):
+            if clock_may_change_judgement(newest_fail.seq, newest_fail.commit.time, window, rule, now):
                 continue
             skipped += 1
             after = judge_job("job", stored, window, rule, now)
@@ -225,7 +227,7 @@ def test_an_extended_firing_run_gives_the_full_walks_alert(passes_to_close: int)
     cell) and any one cell above the alert's newest failure or that failure changed (to every
     state, or no cell): whenever
     `extend_firing_run` extends the stored run, the alert it gives (the stored culprit, the
-    streak counted on from the stored one, the newest failure, the URLs, the verdict) is the
+    streak counted on from the stored one, the newest failure, the URLs, the judgement) is the
     one the full walk gives; it never extends past a pass or flaky cell or a lost failure."""
     rule = rule_config(
         {"stale_after_commits": 3, "passes_to_close": passes_to_close, "max_failure_age": "2h"}
@@ -286,16 +288,16 @@ def test_an_extended_firing_run_gives_the_full_walks_alert(passes_to_close: int)
         (CellState.PASS, CellState.FLAKY, True, False, True),
     ],
 )
-def test_which_changes_may_change_a_jobs_verdict(
+def test_which_changes_may_change_a_jobs_judgement(
     old: CellState | None, new: CellState, fresh_before: bool, quiet: bool, firing: bool
 ) -> None:
-    """`quiet`: whether the change may change the verdict of a job that is not firing;
+    """`quiet`: whether the change may change the judgement of a job that is not firing;
     `firing`: of a firing job (always, but for a new commit's pending cell)."""
-    assert may_change_verdict(old, new, False, fresh_before) is quiet
-    assert may_change_verdict(old, new, True, fresh_before) is firing
+    assert may_change_judgement(old, new, False, fresh_before) is quiet
+    assert may_change_judgement(old, new, True, fresh_before) is firing
 
 
-def test_a_new_pending_cell_never_changes_a_firing_jobs_verdict() -> None:
+def test_a_new_pending_cell_never_changes_a_firing_jobs_judgement() -> None:
     """Every firing history of 6 commits, with a new commit on top whose run of the job is
     pending (the trunk's window moves on with it): judged the same."""
     rule = rule_config({"stale_after_commits": 3, "max_failure_age": "6h"})
@@ -304,7 +306,7 @@ def test_a_new_pending_cell_never_changes_a_firing_jobs_verdict() -> None:
         before = judge_job("job", cells(history), recent(history), rule, NOW)
         if not before.firing:
             continue
-        assert not may_change_verdict(None, CellState.PENDING, True, True)
+        assert not may_change_judgement(None, CellState.PENDING, True, True)
         # The same cells (same seqs and commit times) under a newer pending one.
         on_top = cells("." + history, newest_age=timedelta(minutes=30))
         after = judge_job("job", on_top, recent("." + history), rule, NOW)

@@ -8,13 +8,13 @@ from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.verdict import (
     MAX_RERUNS_PER_EPISODE,
     ConfirmedAlert,
+    CulpritVerdict,
     Evidence,
     Rerun,
     RerunRequest,
     RerunStatus,
     Role,
     Suspect,
-    Verdict,
     confirming_sibling,
     decide,
     plan_reruns,
@@ -36,45 +36,45 @@ REFUSED = Rerun(RerunStatus.REQUEST_FAILED, "403 Resource not accessible by inte
     ("last_pass", "culprit", "failed_retry", "verdict", "reason"),
     [
         # Both reruns agree with the alert.
-        (OK, FAIL, False, Verdict.CONFIRMED, "fails again on rerun"),
+        (OK, FAIL, False, CulpritVerdict.CONFIRMED, "fails again on rerun"),
         # A failed retry stands in for a culprit rerun there is not...
-        (OK, None, True, Verdict.CONFIRMED, "fails again on its retry"),
-        (OK, REFUSED, True, Verdict.CONFIRMED, "fails again on its retry"),
+        (OK, None, True, CulpritVerdict.CONFIRMED, "fails again on its retry"),
+        (OK, REFUSED, True, CulpritVerdict.CONFIRMED, "fails again on its retry"),
         # ...but a pending one is waited for (no flip from confirmed to flaky).
-        (OK, PENDING, True, Verdict.UNCONFIRMED, "waiting for the culprit rerun"),
+        (OK, PENDING, True, CulpritVerdict.UNCONFIRMED, "waiting for the culprit rerun"),
         # The last pass fails too: environmental, whatever the culprit does.
-        (FAIL, FAIL, False, Verdict.ENVIRONMENTAL, "fails on rerun too"),
-        (FAIL, None, False, Verdict.ENVIRONMENTAL, "fails on rerun too"),
-        (FAIL, PENDING, True, Verdict.ENVIRONMENTAL, "fails on rerun too"),
+        (FAIL, FAIL, False, CulpritVerdict.ENVIRONMENTAL, "fails on rerun too"),
+        (FAIL, None, False, CulpritVerdict.ENVIRONMENTAL, "fails on rerun too"),
+        (FAIL, PENDING, True, CulpritVerdict.ENVIRONMENTAL, "fails on rerun too"),
         # Disagreement: the last pass fails and the culprit passes: not the culprit.
-        (FAIL, OK, False, Verdict.ENVIRONMENTAL, "the culprit passes on rerun (intermittent"),
+        (FAIL, OK, False, CulpritVerdict.ENVIRONMENTAL, "the culprit passes on rerun (intermittent"),
         # The culprit passes on rerun: flaky, even after a failed retry (the newer result).
-        (OK, OK, False, Verdict.FLAKY, "passes on rerun"),
-        (PENDING, OK, False, Verdict.FLAKY, "passes on rerun"),
-        (None, OK, True, Verdict.FLAKY, "its first failure was a failed retry"),
+        (OK, OK, False, CulpritVerdict.FLAKY, "passes on rerun"),
+        (PENDING, OK, False, CulpritVerdict.FLAKY, "passes on rerun"),
+        (None, OK, True, CulpritVerdict.FLAKY, "its first failure was a failed retry"),
         # Nothing decisive yet.
-        (OK, PENDING, False, Verdict.UNCONFIRMED, "waiting for the culprit rerun"),
-        (PENDING, FAIL, False, Verdict.UNCONFIRMED, "waiting for the last pass rerun"),
-        (PENDING, PENDING, False, Verdict.UNCONFIRMED, "waiting for the last pass and culprit reruns"),
-        (PENDING, None, True, Verdict.UNCONFIRMED, "waiting for the last pass rerun"),
-        (None, None, False, Verdict.UNCONFIRMED, "no rerun requested"),
-        (None, FAIL, False, Verdict.UNCONFIRMED, "no rerun requested"),
-        (OK, None, False, Verdict.UNCONFIRMED, "no rerun requested"),
+        (OK, PENDING, False, CulpritVerdict.UNCONFIRMED, "waiting for the culprit rerun"),
+        (PENDING, FAIL, False, CulpritVerdict.UNCONFIRMED, "waiting for the last pass rerun"),
+        (PENDING, PENDING, False, CulpritVerdict.UNCONFIRMED, "waiting for the last pass and culprit reruns"),
+        (PENDING, None, True, CulpritVerdict.UNCONFIRMED, "waiting for the last pass rerun"),
+        (None, None, False, CulpritVerdict.UNCONFIRMED, "no rerun requested"),
+        (None, FAIL, False, CulpritVerdict.UNCONFIRMED, "no rerun requested"),
+        (OK, None, False, CulpritVerdict.UNCONFIRMED, "no rerun requested"),
         # A request that failed is named, before anything pending.
-        (REFUSED, PENDING, False, Verdict.UNCONFIRMED, "last pass rerun could not be requested: 403"),
-        (OK, REFUSED, False, Verdict.UNCONFIRMED, "culprit rerun could not be requested: 403"),
-        (PENDING, Rerun(RerunStatus.REQUEST_FAILED), False, Verdict.UNCONFIRMED, "unknown error"),
+        (REFUSED, PENDING, False, CulpritVerdict.UNCONFIRMED, "last pass rerun could not be requested: 403"),
+        (OK, REFUSED, False, CulpritVerdict.UNCONFIRMED, "culprit rerun could not be requested: 403"),
+        (PENDING, Rerun(RerunStatus.REQUEST_FAILED), False, CulpritVerdict.UNCONFIRMED, "unknown error"),
     ],
 )
 def test_decide_from_reruns(
-    last_pass: Rerun | None, culprit: Rerun | None, failed_retry: bool, verdict: Verdict, reason: str
+    last_pass: Rerun | None, culprit: Rerun | None, failed_retry: bool, verdict: CulpritVerdict, reason: str
 ) -> None:
     decision = decide(
         SUSPECT, Evidence(last_pass=last_pass, culprit=culprit, culprit_failed_retry=failed_retry)
     )
     assert decision.verdict == verdict
     assert reason in decision.reason
-    assert decision.blames_culprit == (verdict == Verdict.CONFIRMED)
+    assert decision.blames_culprit == (verdict == CulpritVerdict.CONFIRMED)
 
 
 def test_confirmation_off_is_unconfirmed_whatever_the_evidence() -> None:
@@ -82,14 +82,14 @@ def test_confirmation_off_is_unconfirmed_whatever_the_evidence() -> None:
         last_pass=OK, culprit=FAIL, confirmation=False, no_failure_lines=True, runner_peers_failing=3
     )
     decision = decide(SUSPECT, evidence)
-    assert decision.verdict == Verdict.UNCONFIRMED
+    assert decision.verdict == CulpritVerdict.UNCONFIRMED
     assert decision.reason == "confirmation by reruns is off"
 
 
 def test_runner_outage_pattern_decides_only_without_rerun_results() -> None:
     outage = {"no_failure_lines": True, "runner_peers_failing": 4, "runner": "windows.4xlarge"}
     decision = decide(SUSPECT, Evidence(**outage))
-    assert decision.verdict == Verdict.ENVIRONMENTAL
+    assert decision.verdict == CulpritVerdict.ENVIRONMENTAL
     assert (
         decision.reason == "no failure lines while 4 other job(s) on windows.4xlarge failed at the same time"
     )
@@ -100,20 +100,20 @@ def test_runner_outage_pattern_decides_only_without_rerun_results() -> None:
     # Pending reruns: the pattern decides meanwhile.
     assert (
         decide(SUSPECT, Evidence(last_pass=PENDING, culprit=PENDING, **outage)).verdict
-        == Verdict.ENVIRONMENTAL
+        == CulpritVerdict.ENVIRONMENTAL
     )
     # Reruns that decide beat it: the outage was over, the code broke the job.
-    assert decide(SUSPECT, Evidence(last_pass=OK, culprit=FAIL, **outage)).verdict == Verdict.CONFIRMED
-    assert decide(SUSPECT, Evidence(culprit=OK, **outage)).verdict == Verdict.FLAKY
+    assert decide(SUSPECT, Evidence(last_pass=OK, culprit=FAIL, **outage)).verdict == CulpritVerdict.CONFIRMED
+    assert decide(SUSPECT, Evidence(culprit=OK, **outage)).verdict == CulpritVerdict.FLAKY
 
 
 def test_an_agent_failure_is_environmental_whatever_reruns_say() -> None:
     for reruns in ({}, {"last_pass": OK, "culprit": FAIL}, {"culprit": OK}):
         decision = decide(SUSPECT, Evidence(agent_failure="agent_stop", **reruns))
-        assert decision.verdict == Verdict.ENVIRONMENTAL and not decision.blames_culprit
+        assert decision.verdict == CulpritVerdict.ENVIRONMENTAL and not decision.blames_culprit
         assert decision.reason == "the CI's agent failed the job (agent_stop), not its code"
     off = Evidence(agent_failure="agent_stop", confirmation=False)
-    assert decide(SUSPECT, off).verdict == Verdict.UNCONFIRMED
+    assert decide(SUSPECT, off).verdict == CulpritVerdict.UNCONFIRMED
 
 
 @pytest.mark.parametrize(
@@ -124,13 +124,13 @@ def test_an_agent_failure_is_environmental_whatever_reruns_say() -> None:
     ],
 )
 def test_no_runner_outage_without_both_signs(evidence: Evidence) -> None:
-    assert decide(SUSPECT, evidence).verdict == Verdict.UNCONFIRMED
+    assert decide(SUSPECT, evidence).verdict == CulpritVerdict.UNCONFIRMED
 
 
 def test_clipped_run() -> None:
     assert decide(CLIPPED, Evidence()).reason == "no last pass in the window to rerun"
-    assert decide(CLIPPED, Evidence(culprit=FAIL)).verdict == Verdict.UNCONFIRMED
-    assert decide(CLIPPED, Evidence(culprit=OK)).verdict == Verdict.FLAKY
+    assert decide(CLIPPED, Evidence(culprit=FAIL)).verdict == CulpritVerdict.UNCONFIRMED
+    assert decide(CLIPPED, Evidence(culprit=OK)).verdict == CulpritVerdict.FLAKY
     # A failed request still comes first in the reason.
     assert "could not be requested" in decide(CLIPPED, Evidence(culprit=REFUSED)).reason
 
@@ -205,11 +205,11 @@ def test_reruns_confirm_a_range_not_a_commit_the_job_skipped() -> None:
     three may have broken it, so no pull request is blamed."""
     gapped = Suspect(JOB, culprit_sha="c" * 40, last_pass_sha="a" * 40, unrun_between=2)
     decision = decide(gapped, Evidence(last_pass=OK, culprit=FAIL))
-    assert decision.verdict == Verdict.UNCONFIRMED and not decision.blames_culprit
+    assert decision.verdict == CulpritVerdict.UNCONFIRMED and not decision.blames_culprit
     assert "did not run on the 2 commits between them" in decision.reason
     # What clears the culprit still does.
-    assert decide(gapped, Evidence(last_pass=FAIL, culprit=FAIL)).verdict == Verdict.ENVIRONMENTAL
-    assert decide(gapped, Evidence(last_pass=OK, culprit=OK)).verdict == Verdict.FLAKY
+    assert decide(gapped, Evidence(last_pass=FAIL, culprit=FAIL)).verdict == CulpritVerdict.ENVIRONMENTAL
+    assert decide(gapped, Evidence(last_pass=OK, culprit=OK)).verdict == CulpritVerdict.FLAKY
 
 
 LINE = "FAILED test/test_ops.py::TestCommon::test_x"
@@ -219,7 +219,7 @@ SIBLING = ConfirmedAlert("pull / test (crossref, linux.2xlarge)", 11, "b" * 40, 
 def test_a_sibling_names_the_commit_of_the_range_the_job_skipped() -> None:
     gapped = Suspect(JOB, culprit_sha="c" * 40, last_pass_sha="a" * 40, unrun_between=1)
     decision = decide(gapped, Evidence(last_pass=OK, culprit=FAIL, sibling=SIBLING))
-    assert decision.verdict == Verdict.CONFIRMED and decision.culprit_sha == "b" * 40
+    assert decision.verdict == CulpritVerdict.CONFIRMED and decision.culprit_sha == "b" * 40
     assert decision.reason == (
         f"the last pass {'a' * 12} passes on rerun and the first failure {'c' * 12} fails again on "
         f"rerun; the job did not run on {'b' * 12}, which reruns of {SIBLING.job} confirm broke the "
@@ -227,13 +227,16 @@ def test_a_sibling_names_the_commit_of_the_range_the_job_skipped() -> None:
     )
     # The sibling confirms the first failure itself: the commits before it are cleared.
     own = decide(gapped, Evidence(last_pass=OK, culprit=FAIL, sibling=replace(SIBLING, culprit_sha="c" * 40)))
-    assert own.verdict == Verdict.CONFIRMED and own.culprit_sha == "c" * 40  # the sibling's, as judged
+    assert own.verdict == CulpritVerdict.CONFIRMED and own.culprit_sha == "c" * 40  # the sibling's, as judged
     assert own.reason.endswith(
         f"; the job did not run on the 1 commit before it; the first failure, which reruns of {SIBLING.job} "
         "confirm broke the same test"
     )
     # The job's own reruns still decide first: a sibling never overrides them.
-    for last_pass, culprit, verdict in ((FAIL, FAIL, Verdict.ENVIRONMENTAL), (OK, OK, Verdict.FLAKY)):
+    for last_pass, culprit, verdict in (
+        (FAIL, FAIL, CulpritVerdict.ENVIRONMENTAL),
+        (OK, OK, CulpritVerdict.FLAKY),
+    ):
         assert decide(gapped, Evidence(last_pass, culprit, sibling=SIBLING)).verdict == verdict
     assert decide(gapped, Evidence(last_pass=OK, culprit=PENDING, sibling=SIBLING)).culprit_sha is None
     # Without a gap the job's own culprit is confirmed, whatever a sibling says.

@@ -3,8 +3,8 @@ re-running the job on the last pass and on the culprit (domain/verdict.py).
 
 Two halves, each where its data is:
 
-- the evaluator (`culprit_decision`), when it stores a firing alert, reads the episode's
-  records (and what else the verdict needs), decides the verdict from them alone (`judge`),
+- the evaluator (`confirm_culprit`), when it stores a firing alert, reads the episode's
+  records (and what else the verdict needs), decides the verdict from them alone (`alert_verdict`),
   then plans the reruns the episode still wants (`plan_reruns`, within the episode's 2 and
   the trunk's hourly cap) as records without a request, counted as planned in the verdict;
 - ingest (`advance_reruns`), which holds the source's snapshot with the CI's job ids, sends
@@ -25,25 +25,25 @@ from datetime import datetime, timedelta
 
 from trunkwatch.domain.cells import CellState, JobRun, agent_failure, job_key, shard_state
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
-from trunkwatch.domain.job_alerts import CommitRef, JobAlert
+from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
 from trunkwatch.domain.reruns import RerunRecord
 from trunkwatch.domain.verdict import (
     ConfirmedAlert,
-    Decision,
+    CulpritVerdict,
     Evidence,
     Plan,
     Rerun,
     RerunStatus,
     Role,
     Suspect,
-    Verdict,
+    VerdictDecision,
     confirming_sibling,
     decide,
     plan_reruns,
     shard_last_pass,
     shard_to_rerun,
 )
-from trunkwatch.sources.base import CommitResult
+from trunkwatch.sources.base import CommitRuns
 from trunkwatch.storage.port import Storage
 
 HOUR = timedelta(hours=1)
@@ -60,7 +60,7 @@ FAILED_RETRY = "its failure is already a failed retry"
 RequestRerun = Callable[[JobRun], "str | None"]
 
 
-def culprit_decision(
+def confirm_culprit(
     storage: Storage,
     trunk_id: str,
     rule: RuleConfig,
@@ -69,9 +69,9 @@ def culprit_decision(
     *,
     plan: bool = True,
     lines: bool = True,
-) -> Judgement:
+) -> AlertVerdict:
     """The verdict on the culprit of `alert`'s episode: what it reads (gathered), the
-    decision from that alone (`judge`), then the reruns the episode still wants, planned
+    decision from that alone (`alert_verdict`), then the reruns the episode still wants, planned
     (unless `plan` is False: the episode is over). `lines`: the trunk's failures carry failure
     lines; where none do, a failure without them is no sign of an outage."""
     records = storage.reruns.of_episode(trunk_id, alert.job, alert.starts_at)
@@ -83,19 +83,19 @@ def culprit_decision(
         else None
     )
     planned = planned_records(alert, suspect, wanted, now)
-    judgement = judge(alert, suspect, [*records, *planned], firing, wanted, lines)
+    verdict = alert_verdict(alert, suspect, [*records, *planned], firing, wanted, lines)
     for record in planned:
         storage.reruns.add(trunk_id, record, rule.retention)
-    return judgement
+    return verdict
 
 
 @dataclass(frozen=True)
-class Judgement:
+class AlertVerdict:
     """A job alert's verdict, and the culprit a sibling's reruns confirm for it
-    (`JobAlert.confirmed_culprit`; None when its own reruns judge its first failure)."""
+    (`JobAlert.confirmed_culprit`; None when its own reruns decide on its first failure)."""
 
-    decision: Decision
-    culprit: CommitRef | None = None
+    decision: VerdictDecision
+    culprit: AlertCommit | None = None
 
 
 def suspect_of(alert: JobAlert, records: list[RerunRecord], unrun: int) -> Suspect:
@@ -146,14 +146,14 @@ def _reads_firing(alert: JobAlert, suspect: Suspect, records: list[RerunRecord],
     return range_broke and alert.last_pass is not None
 
 
-def judge(
+def alert_verdict(
     alert: JobAlert,
     suspect: Suspect,
     records: list[RerunRecord],
     firing: list[JobAlert] | None,
     wanted: Plan,
     lines: bool = True,
-) -> Judgement:
+) -> AlertVerdict:
     """The verdict on `suspect` from the episode's rerun `records` (those planned now
     included) and the trunk's `firing` alerts (None: not read, `_reads_firing`), saying why
     nothing could be planned (`wanted`: the hourly cap, a clipped range)."""
@@ -166,23 +166,23 @@ def judge(
     )
     decision = decide(suspect, _evidence(alert, records, firing, sibling, lines))
     if not records and wanted.skipped:
-        decision = Decision(
+        decision = VerdictDecision(
             decision.verdict, "; ".join(dict.fromkeys(reason for _, reason in wanted.skipped))
         )
-    if decision.verdict == Verdict.FLAKY and suspect.culprit_sha != first_fail.sha:
+    if decision.verdict == CulpritVerdict.FLAKY and suspect.culprit_sha != first_fail.sha:
         # The flaky suspect's rerun passed: the run now starts later, at a commit not rerun.
         reason = f"{decision.reason}; the run now starts at {first_fail.sha[:12]}, not rerun"
         decision = replace(decision, reason=reason)
     if sibling is None or decision.culprit_sha is None:
-        return Judgement(decision)
+        return AlertVerdict(decision)
     culprit, reason = named[sibling]
     if sibling.job == alert.job:
         # Named by a sibling before: its reason (which sibling) stands.
         decision = replace(decision, reason=reason)
     if sibling.culprit_sha == first_fail.sha:
-        return Judgement(decision, first_fail)
+        return AlertVerdict(decision, first_fail)
     # The job did not run on the culprit: named as the sibling names it, without a run.
-    return Judgement(decision, replace(culprit, job_url=""))
+    return AlertVerdict(decision, replace(culprit, job_url=""))
 
 
 def _reruns(records: list[RerunRecord]) -> dict[Role, Rerun]:
@@ -217,13 +217,13 @@ def _evidence(
     )
 
 
-def _confirmed_culprits(job: str, firing: list[JobAlert]) -> dict[ConfirmedAlert, tuple[CommitRef, str]]:
+def _confirmed_culprits(job: str, firing: list[JobAlert]) -> dict[ConfirmedAlert, tuple[AlertCommit, str]]:
     """Other jobs' confirmed culprits, and this job's own once a sibling named it (so that
     it stands when the sibling resolves first), with the reason each was confirmed for."""
     return {
         ConfirmedAlert(alert.job, ref.seq, ref.sha, alert.failure_lines): (ref, alert.verdict_reason)
         for alert in firing
-        if alert.culprit_verdict == Verdict.CONFIRMED
+        if alert.culprit_verdict == CulpritVerdict.CONFIRMED
         and (ref := alert.confirmed_culprit if alert.job == job else alert.culprit) is not None
     }
 
@@ -291,7 +291,7 @@ def advance_reruns(
     storage: Storage,
     trunk: TrunkConfig,
     rule: RuleConfig,
-    commits: Iterable[CommitResult],
+    commits: Iterable[CommitRuns],
     request: RequestRerun,
     now: datetime,
 ) -> int:

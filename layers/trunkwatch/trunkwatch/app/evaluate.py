@@ -27,26 +27,26 @@ from aws_lambda_powertools import Logger
 
 from trunkwatch import sources
 from trunkwatch.app import fixed, stream
-from trunkwatch.app.confirm import Judgement, culprit_decision
+from trunkwatch.app.confirm import AlertVerdict, confirm_culprit
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
-from trunkwatch.domain.job_alerts import CommitRef, JobAlert
+from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
 from trunkwatch.domain.rule import (
-    JobVerdict,
-    clock_may_change_verdict,
+    JobJudgement,
+    clock_may_change_judgement,
     extend_firing_run,
     in_window,
     judge_job,
-    may_change_verdict,
+    may_change_judgement,
 )
 from trunkwatch.domain.trunk_state import TrunkState
-from trunkwatch.domain.verdict import Verdict
+from trunkwatch.domain.verdict import CulpritVerdict
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.port import Storage
 
 JOB_WINDOW = 100  # cells of one job the rule may walk back through
-PAGE_SIZE = 8  # cells per Query page: a passing job's verdict needs the first few
-# A firing job's verdict walks its whole run of failures (to the pass before it, the culprit's
+PAGE_SIZE = 8  # cells per Query page: a passing job's judgement needs the first few
+# A firing job's judgement walks its whole run of failures (to the pass before it, the culprit's
 # bound), which lasts days on a real trunk: one page for the window instead of a dozen.
 FIRING_PAGE_SIZE = JOB_WINDOW
 VERSION_RETRIES = 3
@@ -101,21 +101,21 @@ def evaluate_job(
     oldest_change: int | None = None,
     *,
     lines: bool,
-) -> JobVerdict:
+) -> JobJudgement:
     """Judge `job` from its stored cells and store the resulting alert state. `oldest_change`
     is the lowest seq among the job's cells that changed since its last judgement (None:
     not known); when it is above a firing alert's newest failure, only the cells above that
     failure are read. `lines`: the trunk's failures carry failure lines
     (`sources.reports_failure_lines`), so that a failure without them tells something."""
     for attempt in range(VERSION_RETRIES):
-        verdict = _extended(trunk, job, rule, now, reads, oldest_change)
-        if verdict is None:
+        judgement = _extended(trunk, job, rule, now, reads, oldest_change)
+        if judgement is None:
             page_size = FIRING_PAGE_SIZE if reads.failing(job) else PAGE_SIZE
             stored = reads.storage.cells.newest_first(trunk, job, JOB_WINDOW, page_size)
-            verdict = judge_job(job, stored, reads.recent_seqs, rule, now)
+            judgement = judge_job(job, stored, reads.recent_seqs, rule, now)
         try:
-            _store_verdict(trunk, verdict, rule, now, reads, lines)
-            return verdict
+            _store_judgement(trunk, judgement, rule, now, reads, lines)
+            return judgement
         except Conflict:
             # Another evaluation of the same job won the race: re-read and re-judge.
             reads.forget()
@@ -126,7 +126,7 @@ def evaluate_job(
 
 def _extended(
     trunk: str, job: str, rule: RuleConfig, now: datetime, reads: TrunkReads, oldest_change: int | None
-) -> JobVerdict | None:
+) -> JobJudgement | None:
     """The firing run extended by the cells above its alert's newest failure, when no cell at
     or below that failure changed (None: the whole walk decides)."""
     if oldest_change is None or not reads.failing(job):
@@ -167,12 +167,12 @@ class BatchEvaluation:
     oldest_change: dict[tuple[str, str], int | None]  # oldest_changes() of the batch
     reads: dict[str, TrunkReads] = field(default_factory=dict)
     judged: set[tuple[str, str]] = field(default_factory=set)
-    unchanged: int = 0  # records that could not change their job's verdict
+    unchanged: int = 0  # records that could not change their job's judgement
 
     def cell(self, image: dict[str, Any], old_image: dict[str, Any]) -> None:
         """Evaluate the job of one record's new image (once per job per batch: the
         evaluation reads every stored cell, so a second record of the job adds nothing),
-        unless the change cannot alter the job's verdict (no read at all)."""
+        unless the change cannot alter the job's judgement (no read at all)."""
         trunk_id, job = str(image["trunk"]), str(image["job"])
         if (trunk_id, job) in self.judged:
             return
@@ -188,15 +188,15 @@ class BatchEvaluation:
         fresh_before = prior is not None and in_window(int(prior), reads.recent_seqs, rule)
         # A job whose newest failures have not paged is judged like a firing one: a pass may fix it.
         watched = reads.failing(job) or fixed.unpaged(reads, job)
-        if not may_change_verdict(old, CellState(image["state"]), watched, fresh_before):
+        if not may_change_judgement(old, CellState(image["state"]), watched, fresh_before):
             self.unchanged += 1
             return
         changed_from = self.oldest_change.get((trunk_id, job))
-        verdict = evaluate_job(
+        judgement = evaluate_job(
             trunk_id, job, rule, self.now, reads, changed_from, lines=sources.reports_failure_lines(trunk)
         )
         self.judged.add((trunk_id, job))
-        fixed.after_judgement(trunk, verdict, self.now, reads, changed_from, JOB_WINDOW, PAGE_SIZE)
+        fixed.after_judgement(trunk, judgement, self.now, reads, changed_from, JOB_WINDOW, PAGE_SIZE)
 
     def settle(self, records: list[dict[str, Any]], failed: set[str]) -> list[str]:
         """Count the records Lambda will not redeliver (those before the first failure)
@@ -234,7 +234,7 @@ class BatchEvaluation:
 
     def rejudge_firing(self, trunk_id: str) -> int:
         """Re-judge the trunk's firing jobs that this invocation has not judged and whose
-        verdict the clock may have changed (failure age, staleness); returns how many."""
+        judgement the clock may have changed (failure age, staleness); returns how many."""
         trunk = self.deployment.trunk(trunk_id)
         if trunk is None:
             return 0
@@ -253,7 +253,7 @@ def rejudge_firing(
     lines: bool,
 ) -> int:
     """Re-judge the firing jobs of `trunk` at `now` (but those in `judged`, adding them) whose
-    verdict the clock may have changed; the others' cells are not read. Returns how many."""
+    judgement the clock may have changed; the others' cells are not read. Returns how many."""
     rejudged = 0
     for alert in reads.storage.alerts.of_trunk(trunk, firing_only=True):
         if (trunk, alert.job) in judged or not _clock_may_change(alert, rule, now, reads):
@@ -267,26 +267,26 @@ def rejudge_firing(
 def _clock_may_change(alert: JobAlert, rule: RuleConfig, now: datetime, reads: TrunkReads) -> bool:
     """Also an alert whose culprit is not confirmed yet: a rerun's result may have come in
     (one that changes no cell, like a culprit failing again, causes no evaluation)."""
-    if rule.confirms and alert.culprit_verdict in (None, Verdict.UNCONFIRMED):
+    if rule.confirms and alert.culprit_verdict in (None, CulpritVerdict.UNCONFIRMED):
         return True
     newest_fail = alert.newest_fail
-    return clock_may_change_verdict(newest_fail.seq, newest_fail.time, reads.recent_seqs, rule, now)
+    return clock_may_change_judgement(newest_fail.seq, newest_fail.time, reads.recent_seqs, rule, now)
 
 
-def _store_verdict(
-    trunk: str, verdict: JobVerdict, rule: RuleConfig, now: datetime, reads: TrunkReads, lines: bool
+def _store_judgement(
+    trunk: str, judgement: JobJudgement, rule: RuleConfig, now: datetime, reads: TrunkReads, lines: bool
 ) -> None:
-    if not verdict.firing and not reads.failing(verdict.job):
+    if not judgement.firing and not reads.failing(judgement.job):
         return  # nothing fires and nothing is open to resolve: no alert read at all
-    stored = reads.alert(verdict.job)
+    stored = reads.alert(judgement.job)
     was_firing = stored is not None and stored.status == "firing"
-    if not verdict.firing:
+    if not judgement.firing:
         if stored is not None and was_firing:
             _resolve(trunk, stored, rule, now, reads, lines)
         return
-    alert = firing_alert(verdict, stored)
+    alert = firing_alert(judgement, stored)
     if rule.confirms:
-        alert = _with_verdict(culprit_decision(reads.storage, trunk, rule, alert, now, lines=lines), alert)
+        alert = _with_verdict(confirm_culprit(reads.storage, trunk, rule, alert, now, lines=lines), alert)
     if was_firing and alert == stored:
         return
     # Only when the alert is written anyway: a copy that outlives the culprit's commit item.
@@ -304,55 +304,56 @@ def _resolve(
     resolved = replace(stored, status="resolved", ends_at=now)
     if rule.confirms and stored.culprit_verdict is not None:
         # The results that ended it (a culprit passing on rerun) are its last verdict.
-        judged = culprit_decision(reads.storage, trunk, rule, stored, now, plan=False, lines=lines)
-        resolved = _with_verdict(judged, resolved)
+        verdict = confirm_culprit(reads.storage, trunk, rule, stored, now, plan=False, lines=lines)
+        resolved = _with_verdict(verdict, resolved)
     reads.remember(reads.storage.alerts.save_with_failing_set(trunk, resolved, now_firing=False))
 
 
-def firing_alert(verdict: JobVerdict, stored: JobAlert | None) -> JobAlert:
-    """The alert a firing `verdict` makes of the `stored` one (None: none yet); what it does
+def firing_alert(judgement: JobJudgement, stored: JobAlert | None) -> JobAlert:
+    """The alert a firing `judgement` makes of the `stored` one (None: none yet); what it does
     not judge (the culprit's verdict, its revert) stays as stored. A stored firing alert is
     the same episode: it keeps its start, and its culprit once the cells that showed it are
     gone (`_kept_culprit`)."""
-    culprit = verdict.culprit
+    culprit = judgement.culprit
     assert culprit is not None
-    first_fail, newest_fail = CommitRef.of(culprit.first_fail), CommitRef.of(verdict.failures[0])
+    first_fail, newest_fail = AlertCommit.of(culprit.first_fail), AlertCommit.of(judgement.failures[0])
     alert = replace(
-        stored or JobAlert(verdict.job, "firing", first_fail.time, verdict.streak, first_fail, newest_fail),
+        stored
+        or JobAlert(judgement.job, "firing", first_fail.time, judgement.streak, first_fail, newest_fail),
         status="firing",
         starts_at=first_fail.time,
         ends_at=None,
-        streak=verdict.streak,
+        streak=judgement.streak,
         first_fail=first_fail,
-        last_pass=CommitRef.of(culprit.last_pass) if culprit.last_pass else None,
+        last_pass=AlertCommit.of(culprit.last_pass) if culprit.last_pass else None,
         newest_fail=newest_fail,
-        failure_lines=verdict.failures[0].failure_lines,
-        failing_urls=tuple(verdict.failing_urls[:10]),
+        failure_lines=judgement.failures[0].failure_lines,
+        failing_urls=tuple(judgement.failing_urls[:10]),
     )
     if stored is None or stored.status != "firing":
         return alert
-    return _kept_culprit(stored, verdict, replace(alert, starts_at=stored.starts_at))
+    return _kept_culprit(stored, judgement, replace(alert, starts_at=stored.starts_at))
 
 
-def _kept_culprit(stored: JobAlert, verdict: JobVerdict, alert: JobAlert) -> JobAlert:
+def _kept_culprit(stored: JobAlert, judgement: JobJudgement, alert: JobAlert) -> JobAlert:
     """The episode keeps its culprit once the cells that showed it are gone (expired, or
     beyond JOB_WINDOW): a walk that ran out of cells (no last pass) and starts no earlier
     than the stored first failure cannot see where the run began, so the stored range
     stands and the streak counts on from it."""
-    assert verdict.culprit is not None
-    if not verdict.culprit.clipped or stored.first_fail.seq > verdict.culprit.first_fail.seq:
+    assert judgement.culprit is not None
+    if not judgement.culprit.clipped or stored.first_fail.seq > judgement.culprit.first_fail.seq:
         return alert
-    newer = sum(1 for cell in verdict.failures if cell.seq > stored.newest_fail.seq)
+    newer = sum(1 for cell in judgement.failures if cell.seq > stored.newest_fail.seq)
     return replace(
         alert, first_fail=stored.first_fail, last_pass=stored.last_pass, streak=stored.streak + newer
     )
 
 
-def _with_verdict(judged: Judgement, alert: JobAlert) -> JobAlert:
+def _with_verdict(verdict: AlertVerdict, alert: JobAlert) -> JobAlert:
     """`alert` saying the verdict on its culprit."""
     return replace(
         alert,
-        culprit_verdict=judged.decision.verdict.value,
-        verdict_reason=judged.decision.reason,
-        confirmed_culprit=judged.culprit,
+        culprit_verdict=verdict.decision.verdict.value,
+        verdict_reason=verdict.decision.reason,
+        confirmed_culprit=verdict.culprit,
     )

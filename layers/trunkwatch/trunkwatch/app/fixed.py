@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from trunkwatch import sources
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.domain.episodes import FixedEpisode
-from trunkwatch.domain.job_alerts import CommitRef, JobAlert
-from trunkwatch.domain.rule import FIXED_MIN_FAILURES, FixedRun, JobVerdict, breakage_run, fixed_run
+from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
+from trunkwatch.domain.rule import FIXED_MIN_FAILURES, FixedRun, JobJudgement, breakage_run, fixed_run
 
 if TYPE_CHECKING:  # the evaluator imports this module when it judges a job
     from trunkwatch.app.evaluate import TrunkReads
@@ -36,7 +36,7 @@ def unpaged(reads: TrunkReads, job: str) -> bool:
 
 def after_judgement(
     trunk: TrunkConfig,
-    verdict: JobVerdict,
+    judgement: JobJudgement,
     now: datetime,
     reads: TrunkReads,
     changed_from: int | None,
@@ -48,21 +48,21 @@ def after_judgement(
     known); `window`, `page_size`: how the evaluator reads a job's cells."""
     if not sources.reports_failure_lines(trunk):
         return None  # two failing commits without lines may as well be two flaky failures
-    head = () if verdict.firing else breakage_run(verdict.failures)
-    _mark(reads, verdict.job, len(head) >= FIXED_MIN_FAILURES)
-    if verdict.firing or not _may_have_ended_a_run(verdict, changed_from):
+    head = () if judgement.firing else breakage_run(judgement.failures)
+    _mark(reads, judgement.job, len(head) >= FIXED_MIN_FAILURES)
+    if judgement.firing or not _may_have_ended_a_run(judgement, changed_from):
         return None
-    cells = reads.storage.cells.newest_first(trunk.trunk_id, verdict.job, window, page_size)
+    cells = reads.storage.cells.newest_first(trunk.trunk_id, judgement.job, window, page_size)
     run = fixed_run(cells, changed_from)
-    if run is None or _fired(run, reads.alert(verdict.job)):
+    if run is None or _fired(run, reads.alert(judgement.job)):
         return None
     episode = FixedEpisode(
-        job=verdict.job,
-        culprit=CommitRef.of(run.culprit),
-        fix=CommitRef.of(run.fix),
+        job=judgement.job,
+        culprit=AlertCommit.of(run.culprit),
+        fix=AlertCommit.of(run.fix),
         failed_commits=len(run.failures),
         detected_at=now,
-        last_pass=CommitRef.of(run.last_pass) if run.last_pass is not None else None,
+        last_pass=AlertCommit.of(run.last_pass) if run.last_pass is not None else None,
         failure_lines=run.failure_lines,
     )
     alerts = reads.storage.alerts
@@ -72,11 +72,11 @@ def after_judgement(
     return written
 
 
-def _may_have_ended_a_run(verdict: JobVerdict, changed_from: int | None) -> bool:
+def _may_have_ended_a_run(judgement: JobJudgement, changed_from: int | None) -> bool:
     """A change among the job's newest failures ended no run below them (one found before
     is recorded already); any other change may have: a pass above them, or a failure
     below the job's newest passes."""
-    newest = verdict.failures
+    newest = judgement.failures
     return changed_from is None or not newest or changed_from < newest[-1].seq
 
 

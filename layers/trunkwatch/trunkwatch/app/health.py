@@ -16,7 +16,7 @@ from trunkwatch.domain.config import Deployment, TrunkConfig
 from trunkwatch.domain.digest import FixedBreakage, FixedJob, fixed_breakages
 from trunkwatch.domain.episodes import HISTORY_DAYS, Episode, FixedEpisode
 from trunkwatch.domain.history import History, JobEpisode, history
-from trunkwatch.domain.job_alerts import CommitRef, JobAlert
+from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
 from trunkwatch.domain.rule import source_down, trunk_alertname
 from trunkwatch.storage.port import Storage
 
@@ -54,7 +54,7 @@ def _firing(storage: Storage, deployment: Deployment, trunk: TrunkConfig) -> lis
     return [a for a in storage.alerts.of_trunk(trunk.trunk_id, firing_only=True) if rule.in_scope(a.job)]
 
 
-def _commit(ref: CommitRef) -> dict[str, Any]:
+def _commit(ref: AlertCommit) -> dict[str, Any]:
     return {
         "seq": ref.seq,
         "sha": ref.sha,

@@ -32,7 +32,7 @@ from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellWrite, Commit, build_
 from trunkwatch.domain.commits import StoredCommit
 from trunkwatch.domain.config import RuleConfig, TrunkConfig
 from trunkwatch.domain.trunk_state import TrunkState
-from trunkwatch.sources.base import CommitResult, Snapshot, Source
+from trunkwatch.sources.base import CommitRuns, Snapshot, Source
 from trunkwatch.storage.port import Storage, Trunks
 
 COMMITS_KEPT = 200  # commit items read back per poll: well over any source window
@@ -106,7 +106,7 @@ class PollPlan:
     """What a snapshot asks of the ledger: the commits to store (newest first) and their
     cells (by sha, by job)."""
 
-    commits: list[CommitResult]
+    commits: list[CommitRuns]
     cells: dict[str, dict[str, Cell]]
 
     @property

@@ -54,7 +54,7 @@ from datetime import timedelta
 from typing import Protocol
 
 from trunkwatch.domain.cells import ABSENT_CODE, Cell, CellState, Commit, changed_columns, merge_codes
-from trunkwatch.domain.commits import Pointer, StoredCommit
+from trunkwatch.domain.commits import ShaPointer, StoredCommit
 from trunkwatch.domain.config import RuleConfig
 from trunkwatch.storage.port import Commits, Storage, Trunks
 
@@ -253,7 +253,7 @@ def place_chain(
     placed: list[str] = []
     while True:
         unread = [sha for sha in [parent, *(c.sha for c in chain)] if sha is not None and sha not in known]
-        pointers = {sha: Pointer(seq) for sha, seq in known.items()}
+        pointers = {sha: ShaPointer(seq) for sha, seq in known.items()}
         pointers.update(commits.pointers(trunk_id, unread) if unread else {})
         plan = plan_seqs([c.sha for c in chain], parent, pointers, used, top)
         for previous, commit in zip([parent, *(c.sha for c in chain)], chain, strict=False):
@@ -269,16 +269,16 @@ def place_chain(
                     used.add(seq)
                 break
             placed.append(commit.sha)
-            pointers[commit.sha] = Pointer(seq, seen.child if seen is not None else None)
+            pointers[commit.sha] = ShaPointer(seq, seen.child if seen is not None else None)
             if link is not None:
-                pointers[link[0]] = Pointer(child=seq)
+                pointers[link[0]] = ShaPointer(child=seq)
         else:
             seqs = {sha: p.seq for sha, p in pointers.items() if p.seq is not None}
             return {c.sha: seqs[c.sha] for c in chain}, placed
 
 
 def plan_seqs(
-    chain: list[str], parent: str | None, pointers: Mapping[str, Pointer], taken: set[int], top: int
+    chain: list[str], parent: str | None, pointers: Mapping[str, ShaPointer], taken: set[int], top: int
 ) -> dict[str, int]:
     """Seqs for the unplaced commits of `chain` (oldest first), as the module docstring says."""
     used = taken | {p.seq for p in pointers.values() if p.seq is not None}

@@ -62,7 +62,7 @@ from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
 from trunkwatch.domain.clock import Clock
 from trunkwatch.domain.config import Deployment, HeartbeatConfig, ReceiverConfig, RuleConfig, TrunkConfig
-from trunkwatch.domain.dedup import VERDICT_ANNOTATION, Decision, LogState, decide, holders
+from trunkwatch.domain.dedup import VERDICT_ANNOTATION, DueNotification, LogState, due_notification, holders
 from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
 from trunkwatch.domain.ticks import is_sweep_tick
 from trunkwatch.silences import Silence
@@ -100,7 +100,7 @@ class TickResult:
     rejected: int = 0
     deferred: int = 0  # receivers left for the next tick: the time budget was spent
 
-    def done(self, receiver: str, alertname: str, decision: Decision, refused: str | None) -> None:
+    def done(self, receiver: str, alertname: str, decision: DueNotification, refused: str | None) -> None:
         """A transition done with: sent, or refused for good."""
         if refused is not None:
             self.rejected += 1
@@ -220,7 +220,7 @@ def _notify_receiver(
             _mute(entry, view, tick)
             continue
         for _ in range(TRANSITIONS_PER_TICK):
-            decision = decide(view, _log_state(entry), tick.now, tick.repeat_interval, tells_acks)
+            decision = due_notification(view, _log_state(entry), tick.now, tick.repeat_interval, tells_acks)
             if decision is None:
                 break
             if not budget_left(channel.name, tick):
@@ -289,7 +289,7 @@ def due(storage: Storage, clock: Clock, settings: Settings, deployment: Deployme
         for channel in channels:
             tells_acks = isinstance(channel, Acknowledging)
             count += sum(
-                decide(view, _log_state(entry), now, tick.repeat_interval, tells_acks) is not None
+                due_notification(view, _log_state(entry), now, tick.repeat_interval, tells_acks) is not None
                 for view, entry in _routed(channel, tick, views, acked)
                 if not view.suppressed
             )
@@ -335,7 +335,7 @@ def budget_left(receiver: str, tick: Round) -> bool:
     return False
 
 
-def _notification(channel: Channel, alert: Alert, decision: Decision, tick: Round) -> Notification:
+def _notification(channel: Channel, alert: Alert, decision: DueNotification, tick: Round) -> Notification:
     """The transition as the receiver gets it, to be delivered before its budget ends."""
     return Notification(
         alert, decision.status, decision.reason, tick.links.api_url, channel.name, delivery_deadline(tick)
@@ -417,7 +417,12 @@ def _per_receiver(name: str, receiver: str) -> None:
 
 
 def _log(
-    entry: LogEntry, view: AlertView, decision: Decision, tick: Round, refused: str | None, lease: Lease
+    entry: LogEntry,
+    view: AlertView,
+    decision: DueNotification,
+    tick: Round,
+    refused: str | None,
+    lease: Lease,
 ) -> None:
     """The transition is done with: sent, or refused for good (`refused`: the receiver's
     answer), which the log keeps beside the entry as a rejection, written first: a crash

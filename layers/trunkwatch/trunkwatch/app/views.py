@@ -23,11 +23,11 @@ from trunkwatch.domain.alerts import (
 from trunkwatch.domain.cells import workflow_of
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
-from trunkwatch.domain.job_alerts import CommitRef, JobAlert
+from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
 from trunkwatch.domain.links import silence_url
 from trunkwatch.domain.rule import source_down, trunk_alertname
 from trunkwatch.domain.trunk_state import TrunkState
-from trunkwatch.domain.verdict import Verdict, verdict_words
+from trunkwatch.domain.verdict import CulpritVerdict, verdict_words
 from trunkwatch.silences import Silence
 from trunkwatch.storage.port import Storage
 
@@ -179,7 +179,7 @@ def job_alert(
     }
     first, last_pass, newest = item.culprit, item.last_pass, item.newest_fail
     # An environmental or flaky verdict blames no commit: the suspect is named, not as culprit.
-    blamed = item.culprit_verdict not in (Verdict.ENVIRONMENTAL, Verdict.FLAKY)
+    blamed = item.culprit_verdict not in (CulpritVerdict.ENVIRONMENTAL, CulpritVerdict.FLAKY)
     verdict = (
         [
             f"Verdict: {verdict_words(item.culprit_verdict)}"
@@ -287,7 +287,7 @@ def _present(annotations: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in annotations.items() if v}
 
 
-def _summary(ref: CommitRef) -> CommitSummary:
+def _summary(ref: AlertCommit) -> CommitSummary:
     return CommitSummary(ref.sha, ref.title, int(ref.pr) if ref.pr else None, ref.author, ref.time)
 
 

@@ -5,7 +5,7 @@ A delivery about a webhook-fed trunk is stored through the same records as a pol
 item's state string (one code per job column of the trunk's job index) says what is stored, a
 cell item is written only where the merged state changes, and the tick barrier (here a group
 of the deliveries of the same instant, see `storage/ticks.py`) settles before the notifier
-runs; a cell that cannot change its job's verdict (a pass on a job not failing, the
+runs; a cell that cannot change its job's judgement (a pass on a job not failing, the
 evaluator's own test) joins no group. Whichever of poll and delivery sees a result first
 writes it; the other then finds the commit's state string unchanged and writes nothing.
 Commits, job columns and state codes are written through the ledger the poll uses too
@@ -35,7 +35,7 @@ from trunkwatch.domain.cells import (
 )
 from trunkwatch.domain.commits import StoredCommit
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
-from trunkwatch.domain.rule import in_window, may_change_verdict
+from trunkwatch.domain.rule import in_window, may_change_judgement
 from trunkwatch.domain.runs import RunRecord
 from trunkwatch.domain.shards import ShardReport, merge, sharded
 from trunkwatch.domain.ticks import Group
@@ -287,7 +287,7 @@ def _describe(storage: Storage, trunk_id: str, pushed: list[Commit]) -> None:
 @dataclass(frozen=True)
 class Written:
     """A cell item written, and the group tick it counts towards (None: it joined none, as
-    it cannot change its job's verdict)."""
+    it cannot change its job's judgement)."""
 
     group: Group | None
 
@@ -321,8 +321,8 @@ def _record_cells(
 
 class _DeliveryCells:
     """A delivery's cell items (`ledger.CellWriter`). Each joins its instant's delivery group
-    only if it may change its job's verdict, as the evaluator judges that
-    (`may_change_verdict`): a pass on a job that is not failing changes nothing to notify,
+    only if it may change its job's judgement, as the evaluator judges that
+    (`may_change_judgement`): a pass on a job that is not failing changes nothing to notify,
     so it costs no tick write. The trunk's state is read (consistently) before the first,
     so a job that began firing just now joins; should it begin firing later, the evaluator
     judges the cell all the same and the next settled tick (at the latest the schedule's
@@ -351,7 +351,7 @@ class _DeliveryCells:
         old = None if change.old == ABSENT_CODE else CellState.of_code(change.old)
         fresh_before = prior is not None and in_window(prior, state.recent_seqs, rule)
         group = None
-        if may_change_verdict(old, cell.state, cell.job in state.failing, fresh_before):
+        if may_change_judgement(old, cell.state, cell.job in state.failing, fresh_before):
             group = self.storage.ticks.join_group(self.trunk_id, 1, self.now)
         write = CellWrite(cell, change.commit, change.seq, group.id if group else "", prior)
         self.storage.cells.save_all(self.trunk_id, [write], rule.retention)

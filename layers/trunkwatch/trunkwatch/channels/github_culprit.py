@@ -24,7 +24,7 @@ from trunkwatch.channels.transport import client, delivering
 from trunkwatch.domain import alerts
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import Check, ReceiverConfig, TokenRef, _nested, _nonempty, _optional
-from trunkwatch.domain.verdict import VERDICT_UPDATES, Verdict
+from trunkwatch.domain.verdict import VERDICT_UPDATES, CulpritVerdict
 from trunkwatch.net.github import DEFAULT_API_URL, GitHub
 from trunkwatch.net.http import DEFAULT_TIMEOUT_S
 
@@ -46,9 +46,9 @@ def first_notice(notification: Notification) -> bool:
     verdict = notification.alert.annotations.get("culprit_verdict")
     if verdict is None:
         return not notification.reason.startswith("update")
-    return verdict == Verdict.CONFIRMED and (
+    return verdict == CulpritVerdict.CONFIRMED and (
         not notification.reason.startswith("update")
-        or notification.reason == f"update; {VERDICT_UPDATES[Verdict.CONFIRMED]}"
+        or notification.reason == f"update; {VERDICT_UPDATES[CulpritVerdict.CONFIRMED]}"
     )
 
 

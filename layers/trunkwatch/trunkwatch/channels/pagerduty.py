@@ -34,7 +34,7 @@ from trunkwatch.domain.config import (
     _pattern,
     _secret_or_string,
 )
-from trunkwatch.domain.verdict import Verdict, verdict_words
+from trunkwatch.domain.verdict import CulpritVerdict, verdict_words
 from trunkwatch.net.http import DEFAULT_TIMEOUT_S, Response, parse_json
 
 DEFAULT_URL = "https://events.pagerduty.com"
@@ -179,7 +179,7 @@ def confirms_culprit(notification: Notification) -> bool:
     alert = notification.alert
     return (
         alert.name == alerts.JOB_FAILING
-        and alert.annotations.get("culprit_verdict") == Verdict.CONFIRMED
+        and alert.annotations.get("culprit_verdict") == CulpritVerdict.CONFIRMED
         and first_notice(notification)
     )
 

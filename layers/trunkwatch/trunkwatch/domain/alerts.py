@@ -9,7 +9,7 @@ from typing import Any
 
 from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.clock import format_time, parse_time
-from trunkwatch.domain.verdict import Verdict
+from trunkwatch.domain.verdict import CulpritVerdict
 
 JOB_FAILING = "TrunkJobFailing"
 TRUNK_BROKEN = "TrunkBroken"
@@ -39,7 +39,8 @@ def plural(count: int, noun: str) -> str:
 
 @dataclass(frozen=True)
 class CommitSummary:
-    """A commit as an alert names it."""
+    """A commit as a message tells it (a trunk-level alert's culprits, the digest), kept as
+    data in the notification log; a job alert keeps its own `AlertCommit`."""
 
     sha: str
     title: str
@@ -88,7 +89,7 @@ class FailingJob:
     @property
     def blamed(self) -> bool:
         """Whether the commit is named as culprit: not when the verdict clears it."""
-        return self.verdict not in (Verdict.ENVIRONMENTAL, Verdict.FLAKY)
+        return self.verdict not in (CulpritVerdict.ENVIRONMENTAL, CulpritVerdict.FLAKY)
 
     def detail(self) -> str:
         """The job's line in the trunk-level alert's description, after `- <job>: `."""

@@ -18,7 +18,7 @@ class StoredCommit:
 
 
 @dataclass(frozen=True)
-class Pointer:
+class ShaPointer:
     """A commit's by-sha pointer: its `seq` once placed, and `child`, the seq of its child
     when that was placed first (a push delivered before its parent's push)."""
 
@@ -27,7 +27,7 @@ class Pointer:
 
 
 @dataclass(frozen=True)
-class CommitMark:
+class RevertMark:
     """What a stored commit item says about its revert (it exists: it has not expired)."""
 
     autoreverted_by: str | None

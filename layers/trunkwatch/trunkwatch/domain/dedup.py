@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from trunkwatch.domain import alerts
 from trunkwatch.domain.acks import ACKNOWLEDGED
 from trunkwatch.domain.alerts import AlertView
-from trunkwatch.domain.verdict import VERDICT_UPDATES, Verdict
+from trunkwatch.domain.verdict import VERDICT_UPDATES, CulpritVerdict
 
 VERDICT_ANNOTATION = "culprit_verdict"
 
@@ -29,14 +29,14 @@ class LogState:
 
 
 @dataclass(frozen=True)
-class Decision:
+class DueNotification:
     status: str  # firing | resolved
     reason: str
 
 
-def decide(
+def due_notification(
     view: AlertView, log: LogState, now: datetime, repeat_interval: timedelta, tells_acks: bool = False
-) -> Decision | None:
+) -> DueNotification | None:
     """None when nothing is due; suppressed alerts are held (decided again next tick). An
     acknowledgement stops reminders only; a receiver that `tells_acks` is told of it once,
     before anything else due (its resolution in the same tick included)."""
@@ -45,27 +45,27 @@ def decide(
         return None
     ack = view.acknowledgement
     if tells_acks and ack is not None and log.last_status == alerts.FIRING and log.acknowledged != ack.key:
-        return Decision(alerts.FIRING, ACKNOWLEDGED)
+        return DueNotification(alerts.FIRING, ACKNOWLEDGED)
     if alert.status == alerts.RESOLVED:
-        return Decision(alerts.RESOLVED, "resolved") if log.last_status == alerts.FIRING else None
+        return DueNotification(alerts.RESOLVED, "resolved") if log.last_status == alerts.FIRING else None
     if log.last_status != alerts.FIRING:
-        return Decision(alerts.FIRING, _released(log.held_by) or "firing")
+        return DueNotification(alerts.FIRING, _released(log.held_by) or "firing")
     if alert.jobs and tuple(sorted(alert.jobs)) != log.jobs:
         started = sorted(set(alert.jobs) - set(log.jobs))
         stopped = sorted(set(log.jobs) - set(alert.jobs))
         parts = ([f"started failing: {', '.join(started)}"] if started else []) + (
             [f"stopped failing: {', '.join(stopped)}"] if stopped else []
         )
-        return Decision(alerts.FIRING, "update; " + "; ".join(parts))
+        return DueNotification(alerts.FIRING, "update; " + "; ".join(parts))
     # TrunkBadlyBroken holds its jobs' alerts back (inhibition): it tells their verdicts.
     badly = alert.name == alerts.TRUNK_BADLY_BROKEN
     if badly and (changed := _verdicts_changed(alert, dict(log.job_verdicts))):
-        return Decision(alerts.FIRING, "update; " + "; ".join(changed))
+        return DueNotification(alerts.FIRING, "update; " + "; ".join(changed))
     verdict = alert.annotations.get(VERDICT_ANNOTATION, "")
     if verdict != log.verdict and verdict in VERDICT_UPDATES:
-        return Decision(alerts.FIRING, f"update; {VERDICT_UPDATES[Verdict(verdict)]}")
+        return DueNotification(alerts.FIRING, f"update; {VERDICT_UPDATES[CulpritVerdict(verdict)]}")
     if ack is None and repeat_interval and log.last_sent_at and now - log.last_sent_at >= repeat_interval:
-        return Decision(alerts.FIRING, "reminder")
+        return DueNotification(alerts.FIRING, "reminder")
     return None
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from trunkwatch.domain.cells import line_ids
-from trunkwatch.domain.job_alerts import CommitRef, JobAlert
+from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
 
 # How long a resolved episode is kept after it ended: the status page's 30-day history, plus
 # a day so an episode that ended just inside the window is never expired under it.
@@ -25,7 +25,7 @@ class Episode:
     job: str
     starts_at: datetime
     ends_at: datetime | None
-    culprit: CommitRef
+    culprit: AlertCommit
     verdict: str | None = None  # the alert's culprit_verdict when it was written (confirm: rerun)
     failure_line_ids: tuple[str, ...] = ()  # the alert's failure lines' (`line_ids`) then
 
@@ -51,9 +51,9 @@ class FixedEpisode:
     history and the daily digest (§4.4) read them."""
 
     job: str
-    culprit: CommitRef
-    fix: CommitRef
+    culprit: AlertCommit
+    fix: AlertCommit
     failed_commits: int
     detected_at: datetime
-    last_pass: CommitRef | None = None
+    last_pass: AlertCommit | None = None
     failure_lines: tuple[str, ...] = ()

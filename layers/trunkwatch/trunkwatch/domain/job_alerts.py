@@ -9,7 +9,7 @@ from trunkwatch.domain.cells import StoredCell
 
 
 @dataclass(frozen=True)
-class CommitRef:
+class AlertCommit:
     """A commit as an alert names it, with the job's run on it."""
 
     seq: int
@@ -22,7 +22,7 @@ class CommitRef:
     job_url: str = ""
 
     @classmethod
-    def of(cls, cell: StoredCell) -> CommitRef:
+    def of(cls, cell: StoredCell) -> AlertCommit:
         c = cell.commit
         return cls(cell.seq, c.sha, c.time, c.title, c.author, c.pr, c.url, cell.url)
 
@@ -37,9 +37,9 @@ class JobAlert:
     status: str  # firing | resolved
     starts_at: datetime
     streak: int
-    first_fail: CommitRef
-    newest_fail: CommitRef
-    last_pass: CommitRef | None = None
+    first_fail: AlertCommit
+    newest_fail: AlertCommit
+    last_pass: AlertCommit | None = None
     ends_at: datetime | None = None
     failure_lines: tuple[str, ...] = ()
     failing_urls: tuple[str, ...] = ()
@@ -51,10 +51,10 @@ class JobAlert:
     verdict_reason: str = ""
     # The culprit reruns confirmed when the job did not run on it (a sibling job's reruns
     # name it, domain/verdict.confirming_sibling); None: the first failure is the culprit.
-    confirmed_culprit: CommitRef | None = None
+    confirmed_culprit: AlertCommit | None = None
     version: int | None = None
 
     @property
-    def culprit(self) -> CommitRef:
+    def culprit(self) -> AlertCommit:
         """The commit the alert names as culprit (or suspect)."""
         return self.confirmed_culprit or self.first_fail

@@ -1,6 +1,6 @@
 """The consecutive-failure rule (design.md §3.2, §3.3): pure functions of stored cells and the clock.
 
-The verdict for a job depends only on its cells and `now`, never on the order in which
+The judgement of a job depends only on its cells and `now`, never on the order in which
 cells arrived, so re-delivered or reordered stream records cannot change it.
 """
 
@@ -14,7 +14,7 @@ from datetime import datetime
 from trunkwatch.domain.cells import CellState, StoredCell
 from trunkwatch.domain.config import RuleConfig
 
-_VERDICT_STATES = {CellState.PASS, CellState.FLAKY, CellState.FAIL}
+_JUDGED_STATES = {CellState.PASS, CellState.FLAKY, CellState.FAIL}
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Culprit:
 
 
 @dataclass(frozen=True)
-class JobVerdict:
+class JobJudgement:
     job: str
     firing: bool
     # Fails in the run that qualifies (or the ongoing run when none qualifies).
@@ -54,7 +54,7 @@ def judge_job(
     recent_seqs: Sequence[int],
     rule: RuleConfig,
     now: datetime,
-) -> JobVerdict:
+) -> JobJudgement:
     """Decide whether `job` is failing on trunk.
 
     `cells` are the job's stored cells, newest commit first; the walk takes only as many as
@@ -66,7 +66,7 @@ def judge_job(
     # Cells come newest first, so the job has a cell in the window iff its newest one is.
     stale = not in_window(newest.seq if newest else None, recent_seqs, rule)
     walked = _walk(
-        (c for c in itertools.chain([newest] if newest else [], cells) if c.state in _VERDICT_STATES), rule
+        (c for c in itertools.chain([newest] if newest else [], cells) if c.state in _JUDGED_STATES), rule
     )
     failures = walked.qualifying if walked.qualifying is not None else walked.ongoing
     culprit = None
@@ -75,7 +75,7 @@ def judge_job(
         culprit = Culprit(first_fail=failures[-1], last_pass=last_pass)
     newest_fail = walked.newest_fail
     too_old = newest_fail is not None and now - newest_fail.commit.time >= rule.max_failure_age
-    return JobVerdict(
+    return JobJudgement(
         job=job,
         firing=walked.qualifying is not None and not too_old and not stale,
         streak=len(failures),
@@ -94,8 +94,8 @@ def extend_firing_run(
     recent_seqs: Sequence[int],
     rule: RuleConfig,
     now: datetime,
-) -> JobVerdict | None:
-    """A firing job's verdict from its newest cells down to the newest failure its alert
+) -> JobJudgement | None:
+    """A firing job's judgement from its newest cells down to the newest failure its alert
     records (`newest_fail_seq`, with the run's job URLs `stored_urls`), valid only when none
     of its cells at or below that seq changed since the alert was derived. If every pass,
     flaky or fail cell above it fails and it still fails, the run that fired has only grown:
@@ -108,7 +108,7 @@ def extend_firing_run(
     stale = not in_window(newest.seq if newest else None, recent_seqs, rule)
     failures: list[StoredCell] = []
     for cell in itertools.chain([newest] if newest else [], cells):
-        if cell.state not in _VERDICT_STATES:
+        if cell.state not in _JUDGED_STATES:
             continue
         # A pass or flaky cell above the failure ends the run; a cell below it means the
         # failure no longer fails (or is gone): either way the whole walk decides.
@@ -122,7 +122,7 @@ def extend_firing_run(
     too_old = now - failures[0].commit.time >= rule.max_failure_age
     # The stored URLs start with the newest failure's own, which `failures` ends with.
     older_urls = tuple(stored_urls[1:] if failures[-1].url else stored_urls)
-    return JobVerdict(
+    return JobJudgement(
         job=job,
         firing=not too_old and not stale,
         streak=len(failures),
@@ -143,7 +143,7 @@ class _Walk:
     newest_fail: StoredCell | None = None
 
 
-def _walk(verdict: Iterator[StoredCell], rule: RuleConfig) -> _Walk:
+def _walk(cells: Iterator[StoredCell], rule: RuleConfig) -> _Walk:
     """Walk newest to oldest: the first run of `failures_to_open` fails that comes before
     any run of `passes_to_close` passes (TestGrid-style hysteresis), and the ongoing run.
     Stops at the first cell that settles both."""
@@ -151,7 +151,7 @@ def _walk(verdict: Iterator[StoredCell], rule: RuleConfig) -> _Walk:
     run: list[StoredCell] = []
     passes = 0
     at_head = True
-    for cell in verdict:
+    for cell in cells:
         if cell.state == CellState.FAIL:
             walked.newest_fail = walked.newest_fail or cell
             if passes:
@@ -222,7 +222,7 @@ def fixed_run(cells: Iterable[StoredCell], changed_from: int | None) -> FixedRun
     fix: StoredCell | None = None
     run = _Run()
     for cell in cells:
-        if cell.state not in _VERDICT_STATES:
+        if cell.state not in _JUDGED_STATES:
             continue
         if cell.state != CellState.FAIL:
             if fix is not None and run.cells:
@@ -266,11 +266,11 @@ def in_window(seq: int | None, recent_seqs: Sequence[int], rule: RuleConfig) -> 
     return not window or (seq is not None and seq >= window[-1])
 
 
-def may_change_verdict(old: CellState | None, new: CellState, firing: bool, fresh_before: bool) -> bool:
+def may_change_judgement(old: CellState | None, new: CellState, firing: bool, fresh_before: bool) -> bool:
     """Whether a cell going from `old` (None: a new cell) to `new` can change its job's
-    verdict; when it cannot, the evaluator reads nothing. For a job that is not firing:
+    judgement; when it cannot, the evaluator reads nothing. For a job that is not firing:
     a pass, flaky or pending cell can only end runs of failures, never start one, so the
-    verdict stays unless the change removes a pass or flaky cell (runs may merge) or the new
+    judgement stays unless the change removes a pass or flaky cell (runs may merge) or the new
     cell ends the job's staleness (`fresh_before`: it already had a cell in the window).
     A firing job is re-judged on every change but a new pending cell (a commit whose run has
     not finished): the walk skips it and a firing job is in the window already."""
@@ -286,7 +286,7 @@ def may_change_verdict(old: CellState | None, new: CellState, firing: bool, fres
 _NEVER_FAILING = {CellState.PENDING, CellState.PASS, CellState.FLAKY}
 
 
-def clock_may_change_verdict(
+def clock_may_change_judgement(
     newest_fail_seq: int,
     newest_fail_time: datetime,
     recent_seqs: Sequence[int],

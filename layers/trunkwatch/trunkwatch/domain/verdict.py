@@ -33,7 +33,7 @@ caused (`cells.AGENT_FAILURE`: Buildkite's `signal_reason`, an expired job) is
    (the reason says so) and no pull request is blamed, unless another job of the trunk
    confirms one of them (`confirming_sibling`): its own reruns confirmed a culprit inside
    the range and it fails with a failure line this job shows too. That commit is then the
-   culprit (`Decision.culprit_sha`): the job's reruns confirm the range broke it, the
+   culprit (`VerdictDecision.culprit_sha`): the job's reruns confirm the range broke it, the
    sibling's which commit of the range broke that test.
 4. Rerun results beat the evidence without reruns. Only when the reruns decide nothing, a
    failure without failure lines while other jobs on the same runner type fail without lines
@@ -67,7 +67,7 @@ from trunkwatch.domain.cells import CellState
 MAX_RERUNS_PER_EPISODE = 2
 
 
-class Verdict(StrEnum):
+class CulpritVerdict(StrEnum):
     CONFIRMED = "confirmed"
     ENVIRONMENTAL = "environmental"
     FLAKY = "flaky"
@@ -139,37 +139,37 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class Decision:
-    verdict: Verdict
+class VerdictDecision:
+    verdict: CulpritVerdict
     reason: str
     # The commit a sibling's reruns confirm as culprit (`Evidence.sibling`), when they decide;
-    # None: the suspect's culprit, as the job's own reruns judge it.
+    # None: the suspect's culprit, as the job's own reruns decide on it.
     culprit_sha: str | None = None
 
     @property
     def blames_culprit(self) -> bool:
-        return self.verdict == Verdict.CONFIRMED
+        return self.verdict == CulpritVerdict.CONFIRMED
 
 
 VERDICT_WORDS = {
-    Verdict.CONFIRMED: "culprit confirmed by reruns",
-    Verdict.ENVIRONMENTAL: "environmental, no commit to blame",
-    Verdict.FLAKY: "flaky, the failure does not follow the code",
-    Verdict.UNCONFIRMED: "culprit not confirmed yet",
+    CulpritVerdict.CONFIRMED: "culprit confirmed by reruns",
+    CulpritVerdict.ENVIRONMENTAL: "environmental, no commit to blame",
+    CulpritVerdict.FLAKY: "flaky, the failure does not follow the code",
+    CulpritVerdict.UNCONFIRMED: "culprit not confirmed yet",
 }
 
 # The reason of the update notification a verdict sends (Alertmanager's notification reason).
 VERDICT_UPDATES = {
-    Verdict.CONFIRMED: "culprit confirmed",
-    Verdict.ENVIRONMENTAL: "environmental: the last green commit fails too",
-    Verdict.FLAKY: "flaky",
+    CulpritVerdict.CONFIRMED: "culprit confirmed",
+    CulpritVerdict.ENVIRONMENTAL: "environmental: the last green commit fails too",
+    CulpritVerdict.FLAKY: "flaky",
 }
 
 
 def verdict_words(verdict: str) -> str:
     """The verdict as people read it; an unknown value as it is."""
     try:
-        return VERDICT_WORDS[Verdict(verdict)]
+        return VERDICT_WORDS[CulpritVerdict(verdict)]
     except ValueError:
         return verdict
 
@@ -182,13 +182,14 @@ def _short(sha: str | None) -> str:
     return (sha or "")[:12]
 
 
-def decide(suspect: Suspect, evidence: Evidence) -> Decision:
+def decide(suspect: Suspect, evidence: Evidence) -> VerdictDecision:
     """The verdict on `suspect` from `evidence` (the module docstring's rules, in order)."""
     if not evidence.confirmation:
-        return Decision(Verdict.UNCONFIRMED, "confirmation by reruns is off")
+        return VerdictDecision(CulpritVerdict.UNCONFIRMED, "confirmation by reruns is off")
     if evidence.agent_failure:
-        return Decision(
-            Verdict.ENVIRONMENTAL, f"the CI's agent failed the job ({evidence.agent_failure}), not its code"
+        return VerdictDecision(
+            CulpritVerdict.ENVIRONMENTAL,
+            f"the CI's agent failed the job ({evidence.agent_failure}), not its code",
         )
     last, culprit = evidence.last_pass, evidence.culprit
     last_status = last.status if last else None
@@ -199,12 +200,15 @@ def decide(suspect: Suspect, evidence: Evidence) -> Decision:
             if culprit_status == RerunStatus.SUCCESS
             else ""
         )
-        return Decision(
-            Verdict.ENVIRONMENTAL, f"the last pass {_short(suspect.last_pass_sha)} fails on rerun too{also}"
+        return VerdictDecision(
+            CulpritVerdict.ENVIRONMENTAL,
+            f"the last pass {_short(suspect.last_pass_sha)} fails on rerun too{also}",
         )
     if culprit_status == RerunStatus.SUCCESS:
         retried = " (its first failure was a failed retry)" if evidence.culprit_failed_retry else ""
-        return Decision(Verdict.FLAKY, f"the culprit {_short(suspect.culprit_sha)} passes on rerun{retried}")
+        return VerdictDecision(
+            CulpritVerdict.FLAKY, f"the culprit {_short(suspect.culprit_sha)} passes on rerun{retried}"
+        )
     culprit_fails = culprit_status == RerunStatus.FAILURE or (
         evidence.culprit_failed_retry and culprit_status != RerunStatus.PENDING
     )
@@ -218,33 +222,33 @@ def decide(suspect: Suspect, evidence: Evidence) -> Decision:
                 else f"the job did not run on the {plural(suspect.unrun_between, 'commit')} before it; the"
                 " first failure, which"
             )
-            return Decision(
-                Verdict.CONFIRMED,
+            return VerdictDecision(
+                CulpritVerdict.CONFIRMED,
                 f"the last pass {_short(suspect.last_pass_sha)} passes on rerun and the first failure "
                 f"{_short(suspect.culprit_sha)} fails again {how}; {named} reruns of {sibling.job} "
                 "confirm broke the same test",
                 culprit_sha=sibling.culprit_sha,
             )
         if suspect.unrun_between:
-            return Decision(
-                Verdict.UNCONFIRMED,
+            return VerdictDecision(
+                CulpritVerdict.UNCONFIRMED,
                 f"the last pass passes on rerun and the culprit fails again {how}, but the job did "
                 f"not run on the {plural(suspect.unrun_between, 'commit')} between them: any of the "
                 "range may have broken it",
             )
-        return Decision(
-            Verdict.CONFIRMED,
+        return VerdictDecision(
+            CulpritVerdict.CONFIRMED,
             f"the last pass {_short(suspect.last_pass_sha)} passes on rerun and the culprit "
             f"{_short(suspect.culprit_sha)} fails again {how}",
         )
     if evidence.no_failure_lines and evidence.runner_peers_failing > 0:
         on = f" on {evidence.runner}" if evidence.runner else " on the same runner type"
-        return Decision(
-            Verdict.ENVIRONMENTAL,
+        return VerdictDecision(
+            CulpritVerdict.ENVIRONMENTAL,
             f"no failure lines while {evidence.runner_peers_failing} other job(s){on} failed "
             "at the same time",
         )
-    return Decision(Verdict.UNCONFIRMED, _unconfirmed_reason(suspect, evidence))
+    return VerdictDecision(CulpritVerdict.UNCONFIRMED, _unconfirmed_reason(suspect, evidence))
 
 
 def confirming_sibling(

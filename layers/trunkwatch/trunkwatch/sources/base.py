@@ -34,7 +34,7 @@ class SourceError(Exception):
 
 
 @dataclass(frozen=True)
-class CommitResult:
+class CommitRuns:
     """One trunk commit and the job runs the source reported for it.
 
     `complete` means `runs` is every job of the commit (a job key missing from it has no
@@ -51,7 +51,7 @@ class CommitResult:
 class Snapshot:
     """A source's view of the trunk, newest commit first, plus the source state to keep."""
 
-    commits: list[CommitResult]
+    commits: list[CommitRuns]
     # Opaque, JSON-serialisable state the source wants back next poll (ETags, run versions).
     state: dict[str, Any] = field(default_factory=dict)
     http_requests: int = 0

@@ -75,7 +75,7 @@ from trunkwatch.net.buildkite import DEFAULT_API_URL, WEB_URL, Buildkite
 from trunkwatch.net.http import HttpClient, HttpError
 from trunkwatch.net.rest import OutOfTime, Page, RateLimited
 from trunkwatch.sources.base import (
-    CommitResult,
+    CommitRuns,
     Snapshot,
     SourceError,
     base_url,
@@ -234,7 +234,7 @@ class BuildkiteSource:
         }
         return Snapshot(
             commits=[
-                CommitResult(commit_of(record), tuple(runs.get(record[0], ())), complete=False)
+                CommitRuns(commit_of(record), tuple(runs.get(record[0], ())), complete=False)
                 for record in window
             ],
             state=new_state,

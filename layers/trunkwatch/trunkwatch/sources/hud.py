@@ -23,7 +23,7 @@ from trunkwatch.domain.cells import Commit, JobRun
 from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.net.http import HttpClient, HttpError, retry_after_seconds, says_rate_limited
-from trunkwatch.sources.base import CommitResult, Snapshot, SourceError, base_url
+from trunkwatch.sources.base import CommitRuns, Snapshot, SourceError, base_url
 
 DEFAULT_URL = "https://hud.pytorch.org"
 TOKEN_HEADER = "x-hud-internal-bot"  # noqa: S105 - a header name
@@ -81,7 +81,7 @@ class HudSource:
         return Snapshot(commits=commits, state={**state, BODY_DIGEST: digest}, http_requests=requests)
 
 
-def parse_grid(body: Any) -> list[CommitResult]:
+def parse_grid(body: Any) -> list[CommitRuns]:
     """Validate a HUD response and turn it into commit results, newest first."""
     if not isinstance(body, dict):
         raise SourceError("malformed", "HUD response is not a JSON object")
@@ -115,7 +115,7 @@ def parse_grid(body: Any) -> list[CommitResult]:
         runs = tuple(
             _job_run(name, cell, f"{where}.jobs") for name, cell in zip(names, jobs, strict=True) if cell
         )
-        results.append(CommitResult(commit=commit, runs=runs, complete=True))
+        results.append(CommitRuns(commit=commit, runs=runs, complete=True))
     return results
 
 

@@ -99,7 +99,7 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 class Shape(Generic[T]):
-    """A response shape: `Shape(list[CommitItem]).parse(json_value)`."""
+    """A response shape: `Shape(list[CommitListEntry]).parse(json_value)`."""
 
     def __init__(self, kind: Any) -> None:
         self.kind = kind

@@ -17,15 +17,15 @@ from trunkwatch.domain.alerts import FIRING, JOB_FAILING
 from trunkwatch.domain.cells import line_ids
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.episodes import EPISODE_RETENTION, Episode, FixedEpisode
-from trunkwatch.domain.job_alerts import CommitRef, JobAlert
+from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
 from trunkwatch.storage import keys
 from trunkwatch.storage.errors import Conflict
-from trunkwatch.storage.items import AlertItem, CommitRefMap, EpisodeItem, FixedItem, TrunkStateItem
+from trunkwatch.storage.items import AlertCommitMap, AlertItem, EpisodeItem, FixedItem, TrunkStateItem
 from trunkwatch.storage.table import BoundModels
 
 
-def _ref(stored: CommitRefMap) -> CommitRef:
-    return CommitRef(
+def _ref(stored: AlertCommitMap) -> AlertCommit:
+    return AlertCommit(
         seq=int(stored.seq),
         sha=str(stored.sha),
         time=stored.time,
@@ -37,8 +37,8 @@ def _ref(stored: CommitRefMap) -> CommitRef:
     )
 
 
-def _ref_map(ref: CommitRef) -> CommitRefMap:
-    return CommitRefMap(
+def _ref_map(ref: AlertCommit) -> AlertCommitMap:
+    return AlertCommitMap(
         seq=ref.seq,
         sha=ref.sha,
         time=ref.time,

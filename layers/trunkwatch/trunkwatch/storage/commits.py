@@ -14,9 +14,9 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from trunkwatch.domain.cells import Commit
-from trunkwatch.domain.commits import CommitMark, Pointer, StoredCommit
+from trunkwatch.domain.commits import RevertMark, ShaPointer, StoredCommit
 from trunkwatch.storage import keys
-from trunkwatch.storage.items import CommitItem, CommitPointer
+from trunkwatch.storage.items import CommitItem, ShaPointerItem
 from trunkwatch.storage.table import BoundModels
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
@@ -63,7 +63,7 @@ def _item(model: type[CommitItem], trunk_id: str, stored: StoredCommit, retentio
 class DynamoCommits:
     def __init__(self, table: BoundModels) -> None:
         self.commits = table.model(CommitItem)
-        self.pointer_items = table.model(CommitPointer)
+        self.pointer_items = table.model(ShaPointerItem)
         self.connection = table.connection
 
     def newest(self, trunk_id: str, limit: int) -> list[StoredCommit]:
@@ -76,7 +76,7 @@ class DynamoCommits:
         except DoesNotExist:
             return None
 
-    def mark(self, trunk_id: str, seq: int) -> CommitMark | None:
+    def mark(self, trunk_id: str, seq: int) -> RevertMark | None:
         """The revert mark of the commit at `seq`, None once it has expired. The projection
         holds `seq`: with `autoreverted_by` alone, an unreverted commit would read as none."""
         try:
@@ -85,7 +85,7 @@ class DynamoCommits:
             )
         except DoesNotExist:
             return None
-        return CommitMark(item.autoreverted_by)
+        return RevertMark(item.autoreverted_by)
 
     def autoreverted(self, trunk_id: str, seqs: Iterable[int]) -> dict[int, str]:
         """Which of these commits the source reports as already reverted, and by what. Read
@@ -105,8 +105,8 @@ class DynamoCommits:
         trunk_id: str,
         commit: StoredCommit,
         retention: timedelta,
-        seen: Pointer | None,
-        parent: tuple[str, Pointer | None] | None = None,
+        seen: ShaPointer | None,
+        parent: tuple[str, ShaPointer | None] | None = None,
     ) -> bool:
         """Save a new commit item and its pointer in one transaction (the port's `place`):
         False when a condition failed, the caller reads again."""
@@ -164,14 +164,14 @@ class DynamoCommits:
             raise
         return True
 
-    def pointers(self, trunk_id: str, shas: Iterable[str]) -> dict[str, Pointer]:
+    def pointers(self, trunk_id: str, shas: Iterable[str]) -> dict[str, ShaPointer]:
         """The pointers of those of `shas` that have one (placed, or bounding a child)."""
         wanted = sorted(set(shas))
         if not wanted:
             return {}
         found = self.pointer_items.batch_get([(keys.commit_sha(trunk_id, sha), keys.SEQ) for sha in wanted])
         return {
-            item.pk.rsplit("#", 1)[1]: Pointer(
+            item.pk.rsplit("#", 1)[1]: ShaPointer(
                 int(item.seq) if item.seq is not None else None,
                 int(item.child) if item.child is not None else None,
             )
@@ -183,10 +183,12 @@ class DynamoCommits:
         return {sha: seq for sha, p in self.pointers(trunk_id, shas).items() if (seq := p.seq) is not None}
 
 
-def _pointer_is(seen: Pointer | None) -> Condition:
+def _pointer_is(seen: ShaPointer | None) -> Condition:
     """A pointer still as read (None: there was none)."""
     if seen is None:
-        return CommitPointer.pk.does_not_exist()
-    seq = CommitPointer.seq.does_not_exist() if seen.seq is None else CommitPointer.seq == seen.seq
-    child = CommitPointer.child.does_not_exist() if seen.child is None else CommitPointer.child == seen.child
+        return ShaPointerItem.pk.does_not_exist()
+    seq = ShaPointerItem.seq.does_not_exist() if seen.seq is None else ShaPointerItem.seq == seen.seq
+    child = (
+        ShaPointerItem.child.does_not_exist() if seen.child is None else ShaPointerItem.child == seen.child
+    )
     return seq & child

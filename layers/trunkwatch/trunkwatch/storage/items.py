@@ -93,7 +93,7 @@ class CommitItem(BaseItem, discriminator="commit"):
     expires_at = TTLAttribute(null=True)
 
 
-class CommitPointer(BaseItem, discriminator="commit_sha"):
+class ShaPointerItem(BaseItem, discriminator="commit_sha"):
     """A trunk commit's seq by sha: how a webhook delivery finds the commit it is about. A
     commit not placed yet may have one holding only `child`: the seq its child was placed
     at first (its push was delivered before this commit's), the bound it is placed below."""
@@ -167,7 +167,7 @@ class CellItem(BaseItem, discriminator="cell"):
     expires_at = TTLAttribute(null=True)
 
 
-class CommitRefMap(MapAttribute[str, object]):
+class AlertCommitMap(MapAttribute[str, object]):
     seq = NumberAttribute()
     sha = UnicodeAttribute()
     time = UTCDateTimeAttribute()
@@ -186,9 +186,9 @@ class AlertItem(BaseItem, discriminator="alert"):
     starts_at = UTCDateTimeAttribute()
     ends_at = UTCDateTimeAttribute(null=True)
     streak = NumberAttribute()
-    first_fail = CommitRefMap()
-    last_pass = CommitRefMap(null=True)
-    newest_fail = CommitRefMap()
+    first_fail = AlertCommitMap()
+    last_pass = AlertCommitMap(null=True)
+    newest_fail = AlertCommitMap()
     failure_lines = JSONAttribute(null=True)
     failing_urls = JSONAttribute(null=True)
     # The culprit commit's `autoreverted_by` when the alert was last written: shown once the
@@ -197,7 +197,7 @@ class AlertItem(BaseItem, discriminator="alert"):
     # With `confirm: rerun`: the verdict on the culprit and why (domain/verdict.py).
     culprit_verdict = UnicodeAttribute(null=True)
     verdict_reason = UnicodeAttribute(null=True)
-    confirmed_culprit = CommitRefMap(null=True)
+    confirmed_culprit = AlertCommitMap(null=True)
     version = VersionAttribute()
 
 
@@ -208,7 +208,7 @@ class EpisodeItem(BaseItem, discriminator="episode"):
     job = UnicodeAttribute()
     starts_at = UTCDateTimeAttribute()
     ends_at = UTCDateTimeAttribute(null=True)
-    culprit = CommitRefMap()
+    culprit = AlertCommitMap()
     verdict = UnicodeAttribute(null=True)  # the alert's culprit_verdict then
     failure_line_ids = JSONAttribute(null=True)  # the alert's failure lines' ids then
     expires_at = TTLAttribute(null=True)
@@ -219,9 +219,9 @@ class FixedItem(BaseItem, discriminator="fixed"):
     EPISODE_RETENTION after it was detected."""
 
     job = UnicodeAttribute()
-    culprit = CommitRefMap()
-    fix = CommitRefMap()
-    last_pass = CommitRefMap(null=True)
+    culprit = AlertCommitMap()
+    fix = AlertCommitMap()
+    last_pass = AlertCommitMap(null=True)
     failed_commits = NumberAttribute()
     failure_lines = JSONAttribute(null=True)
     detected_at = UTCDateTimeAttribute()

@@ -17,7 +17,7 @@ from typing import Any
 from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.cells import CellState, CellWrite, Commit, JobRun, StoredCell, job_key
 from trunkwatch.domain.clock import format_time
-from trunkwatch.domain.commits import CommitMark, Pointer, StoredCommit
+from trunkwatch.domain.commits import RevertMark, ShaPointer, StoredCommit
 from trunkwatch.domain.episodes import Episode, FixedEpisode
 from trunkwatch.domain.job_alerts import JobAlert
 from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
@@ -121,7 +121,7 @@ class MemoryTrunks:
 class MemoryCommits:
     def __init__(self) -> None:
         self._commits: dict[str, dict[int, StoredCommit]] = {}
-        self._pointers: dict[str, dict[str, Pointer]] = {}
+        self._pointers: dict[str, dict[str, ShaPointer]] = {}
 
     def newest(self, trunk_id: str, limit: int) -> list[StoredCommit]:
         stored = self._commits.get(trunk_id, {})
@@ -130,9 +130,9 @@ class MemoryCommits:
     def get(self, trunk_id: str, seq: int) -> StoredCommit | None:
         return self._commits.get(trunk_id, {}).get(seq)
 
-    def mark(self, trunk_id: str, seq: int) -> CommitMark | None:
+    def mark(self, trunk_id: str, seq: int) -> RevertMark | None:
         stored = self.get(trunk_id, seq)
-        return None if stored is None else CommitMark(stored.commit.autoreverted_by)
+        return None if stored is None else RevertMark(stored.commit.autoreverted_by)
 
     def autoreverted(self, trunk_id: str, seqs: Iterable[int]) -> dict[int, str]:
         found = (self.get(trunk_id, seq) for seq in set(seqs))
@@ -143,8 +143,8 @@ class MemoryCommits:
         trunk_id: str,
         commit: StoredCommit,
         retention: timedelta,
-        seen: Pointer | None,
-        parent: tuple[str, Pointer | None] | None = None,
+        seen: ShaPointer | None,
+        parent: tuple[str, ShaPointer | None] | None = None,
     ) -> bool:
         stored = self._commits.setdefault(trunk_id, {})
         pointers = self._pointers.setdefault(trunk_id, {})
@@ -156,9 +156,9 @@ class MemoryCommits:
         ):
             return False
         stored[commit.seq] = commit
-        pointers[sha] = Pointer(commit.seq, seen.child if seen is not None else None)
+        pointers[sha] = ShaPointer(commit.seq, seen.child if seen is not None else None)
         if parent is not None:
-            pointers[parent[0]] = Pointer(child=commit.seq)
+            pointers[parent[0]] = ShaPointer(child=commit.seq)
         return True
 
     def save_states(self, trunk_id: str, seq: int, old: str, new: str, commit: Commit | None = None) -> bool:
@@ -170,7 +170,7 @@ class MemoryCommits:
         self._commits[trunk_id][seq] = replace(stored, states=new, commit=metadata)
         return True
 
-    def pointers(self, trunk_id: str, shas: Iterable[str]) -> dict[str, Pointer]:
+    def pointers(self, trunk_id: str, shas: Iterable[str]) -> dict[str, ShaPointer]:
         pointers = self._pointers.get(trunk_id, {})
         return {sha: pointers[sha] for sha in set(shas) if sha in pointers}
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.cells import CellWrite, Commit, JobRun, StoredCell
-from trunkwatch.domain.commits import CommitMark, Pointer, StoredCommit
+from trunkwatch.domain.commits import RevertMark, ShaPointer, StoredCommit
 from trunkwatch.domain.episodes import Episode, FixedEpisode
 from trunkwatch.domain.job_alerts import JobAlert
 from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
@@ -57,20 +57,20 @@ class Commits(Protocol):
 
     def newest(self, trunk_id: str, limit: int) -> list[StoredCommit]: ...
     def get(self, trunk_id: str, seq: int) -> StoredCommit | None: ...
-    def mark(self, trunk_id: str, seq: int) -> CommitMark | None: ...
+    def mark(self, trunk_id: str, seq: int) -> RevertMark | None: ...
     def autoreverted(self, trunk_id: str, seqs: Iterable[int]) -> dict[int, str]: ...
     def place(
         self,
         trunk_id: str,
         commit: StoredCommit,
         retention: timedelta,
-        seen: Pointer | None,
-        parent: tuple[str, Pointer | None] | None = None,
+        seen: ShaPointer | None,
+        parent: tuple[str, ShaPointer | None] | None = None,
     ) -> bool: ...
     def save_states(
         self, trunk_id: str, seq: int, old: str, new: str, commit: Commit | None = None
     ) -> bool: ...
-    def pointers(self, trunk_id: str, shas: Iterable[str]) -> dict[str, Pointer]: ...
+    def pointers(self, trunk_id: str, shas: Iterable[str]) -> dict[str, ShaPointer]: ...
     def seqs_of(self, trunk_id: str, shas: Iterable[str]) -> dict[str, int]: ...
 
 

@@ -34,7 +34,7 @@ class Parent:
 
 
 @dataclass(frozen=True)
-class CommitItem:
+class CommitListEntry:
     """One entry of `GET /repos/{owner}/{repo}/commits`."""
 
     sha: str

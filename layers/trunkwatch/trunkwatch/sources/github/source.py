@@ -82,7 +82,7 @@ from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.net.github import DEFAULT_API_URL, GitHub, GitHubError, OutOfTime, RateLimited
 from trunkwatch.net.http import HttpClient, HttpError
 from trunkwatch.sources.base import (
-    CommitResult,
+    CommitRuns,
     Snapshot,
     SourceError,
     base_url,
@@ -90,7 +90,7 @@ from trunkwatch.sources.base import (
     stopped_by,
 )
 from trunkwatch.sources.github.models import (
-    CommitItem,
+    CommitListEntry,
     Job,
     JobList,
     RunList,
@@ -108,7 +108,7 @@ _FAILED = frozenset({"failure", "timed_out", "startup_failure"})
 DEFAULT_BUDGET_S = 40.0
 _PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 
-_COMMITS: Shape[list[CommitItem]] = Shape(list[CommitItem])
+_COMMITS: Shape[list[CommitListEntry]] = Shape(list[CommitListEntry])
 _RUNS: Shape[RunList] = Shape(RunList)
 _JOBS: Shape[JobList] = Shape(JobList)
 _WORKFLOW: Shape[Workflow] = Shape(Workflow)
@@ -251,7 +251,7 @@ class GitHubSource:
         if not_before is not None:
             new_state["not_before"] = format_time(not_before)
         return Snapshot(
-            commits=[CommitResult(c, tuple(job_runs[c.sha]), complete=False) for c in window],
+            commits=[CommitRuns(c, tuple(job_runs[c.sha]), complete=False) for c in window],
             state=new_state,
             http_requests=api.requests,
             rate_limited=self.rate_limited,
@@ -426,9 +426,9 @@ def _changed_runs(
                 yield run
 
 
-def _first_parent(items: list[CommitItem]) -> list[CommitItem]:
+def _first_parent(items: list[CommitListEntry]) -> list[CommitListEntry]:
     by_sha = {item.sha: item for item in items}
-    chain: list[CommitItem] = []
+    chain: list[CommitListEntry] = []
     item = items[0] if items else None
     while item is not None and len(chain) < len(items):
         chain.append(item)
@@ -436,7 +436,7 @@ def _first_parent(items: list[CommitItem]) -> list[CommitItem]:
     return chain
 
 
-def _commit_record(item: CommitItem) -> list[Any]:
+def _commit_record(item: CommitListEntry) -> list[Any]:
     title = item.commit.message.split("\n", 1)[0].strip()
     pr = _PR_SUFFIX.search(title)
     if item.author is not None:
