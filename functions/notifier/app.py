@@ -8,7 +8,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from trunkwatch.app import settings, stream
-from trunkwatch.app.notify import on_settled_tick
+from trunkwatch.app.settled_tick import on_settled_tick
 from trunkwatch.tracing import traced
 
 logger = Logger()

@@ -77,7 +77,7 @@ def test_an_alert_of_no_trunk_is_published_without_empty_attributes() -> None:
 
 
 def test_the_notifier_imports_no_receiver_module_until_one_is_configured() -> None:
-    code = "import json, sys, trunkwatch.app.notify\nprint(json.dumps(sorted(sys.modules)))"
+    code = "import json, sys, trunkwatch.app.settled_tick\nprint(json.dumps(sorted(sys.modules)))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(json.loads(run.stdout))
     assert loaded.isdisjoint(

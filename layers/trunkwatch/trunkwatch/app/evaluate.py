@@ -28,6 +28,7 @@ from aws_lambda_powertools import Logger
 from trunkwatch import sources
 from trunkwatch.app import fixed, stream
 from trunkwatch.app.confirm import AlertVerdict, confirm_culprit
+from trunkwatch.app.trunk_reads import TrunkReads
 from trunkwatch.domain.cells import CellState
 from trunkwatch.domain.config import Deployment, RuleConfig
 from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
@@ -39,7 +40,6 @@ from trunkwatch.domain.rule import (
     judge_job,
     may_change_judgement,
 )
-from trunkwatch.domain.trunk_state import TrunkState
 from trunkwatch.domain.verdict import CulpritVerdict
 from trunkwatch.storage.errors import Conflict
 from trunkwatch.storage.port import Storage
@@ -52,44 +52,6 @@ FIRING_PAGE_SIZE = JOB_WINDOW
 VERSION_RETRIES = 3
 
 logger = Logger(child=True)
-
-
-@dataclass
-class TrunkReads:
-    """What one invocation reads once per trunk instead of once per cell: the trunk's state
-    (recent commits, failing jobs) and the alerts it needed."""
-
-    storage: Storage
-    trunk: str
-    _state: TrunkState | None = None
-    _alerts: dict[str, JobAlert | None] = field(default_factory=dict)
-
-    @property
-    def state(self) -> TrunkState:
-        if self._state is None:
-            self._state = self.storage.trunks.state(self.trunk, consistent=True)
-        return self._state
-
-    @property
-    def recent_seqs(self) -> list[int]:
-        return self.state.recent_seqs
-
-    def failing(self, job: str) -> bool:
-        return job in self.state.failing
-
-    def alert(self, job: str) -> JobAlert | None:
-        if job not in self._alerts:
-            self._alerts[job] = self.storage.alerts.job_alert(self.trunk, job)
-        return self._alerts[job]
-
-    def remember(self, alert: JobAlert) -> None:
-        self._alerts[alert.job] = alert
-        (self.state.failing.add if alert.status == "firing" else self.state.failing.discard)(alert.job)
-
-    def forget(self) -> None:
-        """After a lost race: read again."""
-        self._state = None
-        self._alerts.clear()
 
 
 def evaluate_job(

@@ -17,16 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from trunkwatch import sources
+from trunkwatch.app.trunk_reads import TrunkReads
 from trunkwatch.domain.config import TrunkConfig
 from trunkwatch.domain.episodes import FixedEpisode
 from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
 from trunkwatch.domain.rule import FIXED_MIN_FAILURES, FixedRun, JobJudgement, breakage_run, fixed_run
-
-if TYPE_CHECKING:  # the evaluator imports this module when it judges a job
-    from trunkwatch.app.evaluate import TrunkReads
 
 
 def unpaged(reads: TrunkReads, job: str) -> bool:

@@ -23,7 +23,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trunkwatch import sources
-from trunkwatch.app.evaluate import TrunkReads, evaluate_job, rejudge_firing
+from trunkwatch.app.evaluate import evaluate_job, rejudge_firing
+from trunkwatch.app.trunk_reads import TrunkReads
 from trunkwatch.domain.config import Deployment, RuleConfig, TrunkConfig
 from trunkwatch.domain.ticks import SWEEP_TICK_PREFIX
 from trunkwatch.storage.port import Storage
