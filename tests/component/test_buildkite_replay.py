@@ -19,21 +19,13 @@ from tests.support.scenarios import SCENARIOS, assert_publishes_expected
 from trunkwatch_local.replay import ReplayError, parse_replay, read_replay
 from trunkwatch_local.session import run_replay
 
-# A verdict the Buildkite form cannot reach: a sibling names which commit of a range broke a
-# job by a failure line both show, and Buildkite's builds listing carries no failure lines.
-NEEDS_FAILURE_LINES = frozenset({"sibling-confirms-a-skipped-commit"})
-
 
 def _confirms(path: Path) -> bool:
     header = json.loads(path.read_text().splitlines()[0])
     return (header.get("config") or {}).get("confirm") == "rerun"
 
 
-SCENARIO_FILES = [
-    p
-    for p in sorted(SCENARIOS.glob("*.jsonl"))
-    if not p.name.endswith(".expected.jsonl") and p.stem not in NEEDS_FAILURE_LINES
-]
+SCENARIO_FILES = [p for p in sorted(SCENARIOS.glob("*.jsonl")) if not p.name.endswith(".expected.jsonl")]
 
 
 def test_the_scenarios_have_a_buildkite_form_with_and_without_confirmation() -> None:

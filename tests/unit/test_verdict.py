@@ -260,7 +260,29 @@ def test_a_sibling_names_the_commit_of_the_range_the_job_skipped() -> None:
     ],
 )
 def test_confirming_sibling(confirmed: list[ConfirmedAlert], found: ConfirmedAlert | None) -> None:
-    assert confirming_sibling(10, 12, (LINE, "another line"), confirmed) == found
+    failing = ConfirmedAlert("pull / test (default, linux.2xlarge)", 12, "c" * 40, (LINE, "another line"))
+    assert confirming_sibling(10, 12, failing, confirmed) == found
+
+
+@pytest.mark.parametrize(
+    ("job", "found"),
+    [
+        # The same job in another configuration: one breakage fails both alike.
+        ("pull / test (default, linux.2xlarge)", SIBLING),
+        # Another job, or a name without a configuration: nothing says they fail alike.
+        ("pull / build (default, linux.2xlarge)", None),
+        ("trunk / test (default, linux.2xlarge)", None),
+        ("pull / test", None),
+        ("Distributed Tests", None),
+    ],
+)
+def test_without_failure_lines_a_sibling_is_the_job_in_another_configuration(
+    job: str, found: ConfirmedAlert | None
+) -> None:
+    failing, lineless = ConfirmedAlert(job, 12, "c" * 40, ()), replace(SIBLING, failure_lines=())
+    assert confirming_sibling(10, 12, failing, [lineless], lines=False) == (found and lineless)
+    # Where failures carry lines, a job without one shares none.
+    assert confirming_sibling(10, 12, failing, [SIBLING]) is None
 
 
 SHARDS = ("test (default, 1, 2, linux.2xlarge)", "test (default, 2, 2, linux.2xlarge)")

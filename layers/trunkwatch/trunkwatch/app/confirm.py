@@ -159,8 +159,9 @@ def alert_verdict(
     nothing could be planned (`wanted`: the hourly cap, a clipped range)."""
     named = _confirmed_culprits(alert.job, firing or [])
     last_pass, first_fail = alert.last_pass, alert.first_fail
+    failing = ConfirmedAlert(alert.job, first_fail.seq, first_fail.sha, alert.failure_lines)
     sibling = (
-        confirming_sibling(last_pass.seq, first_fail.seq, alert.failure_lines, named)
+        confirming_sibling(last_pass.seq, first_fail.seq, failing, named, lines)
         if last_pass is not None and named
         else None
     )

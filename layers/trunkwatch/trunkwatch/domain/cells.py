@@ -85,6 +85,13 @@ def job_key(job_name: str) -> str:
     return _FLEET.sub(r"\1", _SHARD.sub(r"\1", job_name))
 
 
+def configuration_free(key: str) -> str | None:
+    """`pull / linux-jammy / test (crossref, linux.2xlarge)` -> `pull / linux-jammy / test`:
+    a job key without the configuration it ends with in parentheses; None for a key without
+    one."""
+    return key.rpartition(" (")[0] if key.endswith(")") and " (" in key else None
+
+
 def agent_failure(lines: Iterable[str]) -> str | None:
     """The reason of an agent failure among a cell's failure lines (`AGENT_FAILURE`), if any."""
     return next((line.removeprefix(AGENT_FAILURE) for line in lines if line.startswith(AGENT_FAILURE)), None)

@@ -32,7 +32,8 @@ caused (`cells.AGENT_FAILURE`: Buildkite's `signal_reason`, an expired job) is
    did not run there), any of them may have broken it, so the verdict stays `unconfirmed`
    (the reason says so) and no pull request is blamed, unless another job of the trunk
    confirms one of them (`confirming_sibling`): its own reruns confirmed a culprit inside
-   the range and it fails with a failure line this job shows too. That commit is then the
+   the range and it fails alike (`fails_alike`: a failure line this job shows too, or, where
+   failures carry no lines, the same job in another configuration). That commit is then the
    culprit (`VerdictDecision.culprit_sha`): the job's reruns confirm the range broke it, the
    sibling's which commit of the range broke that test.
 4. Rerun results beat the evidence without reruns. Only when the reruns decide nothing, a
@@ -62,7 +63,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from trunkwatch.domain.cells import CellState
+from trunkwatch.domain.cells import CellState, configuration_free
 
 MAX_RERUNS_PER_EPISODE = 2
 
@@ -254,20 +255,31 @@ def decide(suspect: Suspect, evidence: Evidence) -> VerdictDecision:
 def confirming_sibling(
     last_pass_seq: int,
     first_fail_seq: int,
-    failure_lines: Iterable[str],
+    failing: ConfirmedAlert,
     confirmed: Iterable[ConfirmedAlert],
+    lines: bool = True,
 ) -> ConfirmedAlert | None:
     """The confirmed alert that names which commit of the range (`last_pass_seq`,
-    `first_fail_seq`] broke a job failing with `failure_lines`: one whose confirmed culprit
-    lies in the range and which shares a failure line with it. None when there is none, or
-    when such alerts name different commits (two breakages in the range: which one broke
-    this job is not known)."""
-    lines = set(failure_lines)
+    `first_fail_seq`] broke the `failing` job: one whose confirmed culprit lies in the range
+    and which fails alike (`fails_alike`). None when there is none, or when such alerts name
+    different commits (two breakages in the range: which one broke this job is not known).
+    `lines`: the trunk's failures carry failure lines."""
     found: dict[int, ConfirmedAlert] = {}
     for alert in confirmed:
-        if last_pass_seq < alert.culprit_seq <= first_fail_seq and lines.intersection(alert.failure_lines):
+        if last_pass_seq < alert.culprit_seq <= first_fail_seq and fails_alike(failing, alert, lines):
             found.setdefault(alert.culprit_seq, alert)
     return next(iter(found.values())) if len(found) == 1 else None
+
+
+def fails_alike(failing: ConfirmedAlert, other: ConfirmedAlert, lines: bool) -> bool:
+    """Whether two jobs' failures are one breakage's: they share a failure line; on a trunk
+    whose failures carry none, the two are one job in two configurations (`configuration_free`:
+    the same tests built the same way, which a breakage fails alike; a key without a
+    configuration has no such sibling)."""
+    if lines:
+        return bool(set(failing.failure_lines).intersection(other.failure_lines))
+    job = configuration_free(failing.job)
+    return job is not None and job == configuration_free(other.job)
 
 
 def _unconfirmed_reason(suspect: Suspect, evidence: Evidence) -> str:
