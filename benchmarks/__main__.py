@@ -1,6 +1,7 @@
 """`python -m benchmarks [--quick] [--out DIR]`: run every workload, write DIR/summary.json
-(default benchmarks/out) and print the table. No network but 127.0.0.1, except PyPI for
-building the layer (which falls back to an estimate without it).
+(default benchmarks/out) and print the page docs/performance.md would show for it. No
+network but 127.0.0.1, except PyPI for building the layer (which falls back to an estimate
+without it).
 
 `python -m benchmarks local_scale` (a PyTorch-sized trunk through the local runtime, about
 five minutes at most) and `python -m benchmarks github_budget` (a first GitHub poll at
@@ -53,11 +54,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks import budgets, report
+from benchmarks import budgets
 from benchmarks.buildkite_poll import buildkite_poll
 from benchmarks.chaos import chaos
 from benchmarks.cold_start import cold_start
 from benchmarks.cost import project, ticks_per_day
+from benchmarks.docs import render
 from benchmarks.end_to_end import run_day
 from benchmarks.evaluator import commit_cycle
 from benchmarks.github_budget import github_budget
@@ -299,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     summary["runs"] = {**{name: previous.get("runs", {}).get(name) for name in kept}, **runs}
     args.out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(summary, indent=2) + "\n")
-    print(report.render(summary))
+    print(render(summary))
     return 0
 
 

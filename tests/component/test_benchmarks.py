@@ -13,7 +13,6 @@ from benchmarks.__main__ import main
 from benchmarks.budgets import BUDGETS, ORG_BUDGETS
 from benchmarks.docs import render as render_page
 from benchmarks.github_trunk import serve_at
-from benchmarks.report import render
 from benchmarks.trunk import DAY_START, Day
 from benchmarks.usage import Meter
 from tests.support.aws import PLAIN_TABLE, padded_item
@@ -110,9 +109,9 @@ def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     monthly = storage["gb"] * (price["dynamodb_storage_gb_month"] + price["dynamodb_pitr_gb_month"])
     assert summary["cost"]["items_detail"]["dynamodb"]["storage"] == pytest.approx(monthly, abs=1e-4)
     assert summary["push"]["notifications"] > 0 and summary["push"]["deliveries"] > 0
-    table = render(summary)
-    assert "budgets" in table and "projected usage cost at PyTorch scale" in table
-    assert "table size in the steady state" in table
+    page = render_page(summary)
+    assert "## Budgets" in page and "projected usage cost at PyTorch scale" in page
+    assert "The table's steady-state size" in page
 
 
 def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None:
