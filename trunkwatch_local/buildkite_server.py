@@ -26,10 +26,8 @@ Every request is kept in `requests`.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import re
-import urllib.parse
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from trunkwatch.domain.clock import format_time, parse_time
-from trunkwatch_local.stand_in import JSON, Answer, Misbehaving, Request
+from trunkwatch_local.stand_in import JSON, Answer, Misbehaving, Request, json_answer, paged, weak_etag
 
 MAX_PER_PAGE = 100
 DEFAULT_PER_PAGE = 30
@@ -115,12 +113,6 @@ class BuildkiteServer(Misbehaving):
         with self.lock:
             return [retry.due for retries in self.retries.values() for retry in retries]
 
-    def take(self) -> list[Request]:
-        """The requests since the last take, forgotten here."""
-        with self.lock:
-            taken, self.requests = self.requests, []
-        return taken
-
     # --- answering -------------------------------------------------------------------------
     def respond(self, request: Request) -> Answer:
         if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
@@ -147,11 +139,7 @@ class BuildkiteServer(Misbehaving):
             self.window_start, self.used = now, 0
         self.used += 1
         if self.used > self.limit:
-            return (
-                429,
-                {**JSON, **self._limit_headers()},
-                json.dumps({"message": "Too many requests"}).encode(),
-            )
+            return json_answer(429, {"message": "Too many requests"}, self._limit_headers())
         return None
 
     def _limit_headers(self) -> dict[str, str]:
@@ -197,19 +185,9 @@ class BuildkiteServer(Misbehaving):
                 build = {**build, "jobs": [j for j in build.get("jobs", []) if not j.get("retried")]}
             builds.append(build)
         per_page = min(int(query.get("per_page", DEFAULT_PER_PAGE)), MAX_PER_PAGE)
-        page = int(query.get("page", 1))
-        last = max(1, -(-len(builds) // per_page))
-        body = json.dumps(builds[(page - 1) * per_page : page * per_page]).encode()
-
-        def url(n: int) -> str:
-            return f"{self.url}{request.path}?" + urllib.parse.urlencode({**query, "page": str(n)})
-
-        links = []
-        if page < last:
-            links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
-        if page > 1:
-            links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
-        return body, f'W/"{hashlib.sha256(body).hexdigest()[:32]}"', ", ".join(links)
+        page, links = paged(request, builds, per_page, self.url)
+        body = json.dumps(page).encode()
+        return body, weak_etag(body), links
 
     def served(self) -> list[dict[str, Any]]:
         """The builds as the API shows them now: no `rerun` keys; each retry as a new job."""
@@ -278,7 +256,7 @@ class BuildkiteServer(Misbehaving):
         self.retries.setdefault(number, []).append(retry)
         answer = copy.deepcopy(job)
         answer.update(id=new_id, state="scheduled", retried=False, retried_in_job_id=None)
-        return 200, {**JSON, **self._limit_headers()}, json.dumps(answer).encode()
+        return json_answer(200, answer, self._limit_headers())
 
 
 def _time(value: str | None) -> datetime | None:
@@ -286,4 +264,4 @@ def _time(value: str | None) -> datetime | None:
 
 
 def _error(status: int, message: str) -> Answer:
-    return status, JSON, json.dumps({"message": message}).encode()
+    return json_answer(status, {"message": message})

@@ -25,17 +25,15 @@ Every request is kept in `requests`; one it has no route for, in `unanswered` to
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
-import urllib.parse
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from trunkwatch_local.hud_server import HudServer
-from trunkwatch_local.stand_in import JSON, Answer, Misbehaving, Request
+from trunkwatch_local.stand_in import JSON, Answer, Misbehaving, Request, json_answer, paged, weak_etag
 
 REPO = "pytorch/pytorch"
 REPO_ID = 65600975
@@ -127,12 +125,6 @@ class GitHubServer(Misbehaving):
         """The Authorization header of every write."""
         return [r.headers.get("Authorization", "") for r in self.requests if r.method != "GET"]
 
-    def take(self) -> list[Request]:
-        """The requests since the last take, forgotten here."""
-        with self.lock:
-            taken, self.requests = self.requests, []
-        return taken
-
     def refuse(self, count: int) -> None:
         """Answer the next `count` requests 403, as GitHub does a token without the permission."""
         self.fail_next(count, 403, REFUSED)
@@ -154,13 +146,13 @@ class GitHubServer(Misbehaving):
             if self.budget <= 0:
                 assert self.limit_answer is not None
                 status, headers, said = self.limit_answer
-                return status, {**self._limit_headers(), **headers}, json.dumps(said).encode()
+                return json_answer(status, said, {**self._limit_headers(), **headers})
             self.budget -= 1
         if request.path in self.broken:
             return self.broken[request.path]
         if self.remaining <= 0:
             said = {"message": "API rate limit exceeded for user ID 101.", "documentation_url": DOCS}
-            return 403, {**JSON, **self._limit_headers()}, json.dumps(said).encode()
+            return json_answer(403, said, self._limit_headers())
         prefix = f"/repos/{self.repo}"
         path = request.path.replace(f"/repositories/{self.repo_id}/", f"{prefix}/", 1)
         found = None
@@ -172,7 +164,7 @@ class GitHubServer(Misbehaving):
             return _error(404, "Not Found")
         status, data, link = found
         body = json.dumps(data).encode() if data is not None else b""
-        headers = {**JSON, "ETag": f'W/"{hashlib.sha256(body).hexdigest()[:32]}"'}
+        headers = {**JSON, "ETag": weak_etag(body)}
         if link:
             headers["Link"] = link
         if request.method == "GET" and request.headers.get("If-None-Match") == headers["ETag"]:
@@ -275,22 +267,10 @@ class GitHubServer(Misbehaving):
     def _page(self, request: Request, items: list[Any], canonical: bool) -> tuple[list[Any], str]:
         """One page of `items`, and the Link header to the others (on the repository's id
         when `canonical`, as GitHub's Actions listings link)."""
-        query = request.query
-        per_page, page = _per_page(query), int(query.get("page", 1))
-        last = max(1, -(-len(items) // per_page))
         path = request.path
         if canonical:
             path = path.replace(f"/repos/{self.repo}/", f"/repositories/{self.repo_id}/", 1)
-
-        def url(n: int) -> str:
-            return f"{self.url}{path}?" + urllib.parse.urlencode({**query, "page": str(n)})
-
-        links = []
-        if page < last:
-            links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
-        if page > 1:
-            links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
-        return items[(page - 1) * per_page : page * per_page], ", ".join(links)
+        return paged(request, items, _per_page(request.query), self.url, path)
 
 
 def _per_page(query: dict[str, str]) -> int:
@@ -298,5 +278,4 @@ def _per_page(query: dict[str, str]) -> int:
 
 
 def _error(status: int, message: str) -> Answer:
-    body = {"message": message, "documentation_url": DOCS, "status": str(status)}
-    return status, JSON, json.dumps(body).encode()
+    return json_answer(status, {"message": message, "documentation_url": DOCS, "status": str(status)})

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from trunkwatch_local.stand_in import Answer, Request, StandInServer
+from trunkwatch_local.stand_in import JSON, Answer, Request, StandInServer, json_answer
 
-JSON = {"Content-Type": "application/json"}
 DEFAULT_RERUN = timedelta(hours=1)  # a rerun of a cell that says nothing about its duration
 ATTEMPT_ID_STEP = 10**13  # a newer attempt's job id: above every id of the replay's cells
 
@@ -42,11 +41,11 @@ class HudServer(StandInServer):
     def handle(self, request: Request) -> Answer:
         self.requests += 1
         if request.method != "GET" or not request.path.startswith("/api/hud/"):
-            return 404, JSON, b'{"error": "not found"}'
+            return json_answer(404, {"error": "not found"})
         if self.status != 200:
-            return self.status, JSON, json.dumps({"error": f"scripted status {self.status}"}).encode()
+            return json_answer(self.status, {"error": f"scripted status {self.status}"})
         if self.reruns:
-            return 200, JSON, json.dumps(self.served()).encode()
+            return json_answer(200, self.served())
         return 200, JSON, self.body
 
     def serve(self, snapshot: Any) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trunkwatch_local.stand_in import JSON, Answer, Misbehaving, Request
+from trunkwatch_local.stand_in import Answer, Misbehaving, Request, json_answer
 
 
 class SlackServer(Misbehaving):
@@ -97,7 +97,7 @@ class PagerDutyServer(Misbehaving):
 
     def respond(self, request: Request) -> Answer:
         if request.method != "POST" or request.path not in (PAGERDUTY_EVENTS, PAGERDUTY_CHANGES):
-            return _answer(404, {"status": "not found", "message": "no such endpoint"})
+            return json_answer(404, {"status": "not found", "message": "no such endpoint"})
         try:
             event = json.loads(request.body)
         except ValueError:
@@ -110,14 +110,14 @@ class PagerDutyServer(Misbehaving):
             return _invalid(errors)
         if self._throttled(str(event["routing_key"])):
             self.throttled += 1
-            return _answer(429, {"status": "throttled", "message": "too many events; retry later"})
+            return json_answer(429, {"status": "throttled", "message": "too many events; retry later"})
         if change:
             self.changes.append(event)
-            return _answer(202, {"status": "success", "message": "Change event processed"})
+            return json_answer(202, {"status": "success", "message": "Change event processed"})
         key = str(event.get("dedup_key") or uuid.uuid4().hex)
         self.events.append(event)
         self._apply(key, str(event["event_action"]))
-        return _answer(202, {"status": "success", "message": "Event processed", "dedup_key": key})
+        return json_answer(202, {"status": "success", "message": "Event processed", "dedup_key": key})
 
     def _throttled(self, routing_key: str) -> bool:
         now = self.clock()
@@ -141,12 +141,10 @@ class PagerDutyServer(Misbehaving):
         return [str(e["event_action"]) for e in self.events if e.get("dedup_key") == dedup_key]
 
 
-def _answer(status: int, body: dict[str, Any]) -> Answer:
-    return status, JSON, json.dumps(body).encode()
-
-
 def _invalid(errors: list[str]) -> Answer:
-    return _answer(400, {"status": "invalid event", "message": "Event object is invalid", "errors": errors})
+    return json_answer(
+        400, {"status": "invalid event", "message": "Event object is invalid", "errors": errors}
+    )
 
 
 def _event_errors(event: dict[str, Any]) -> list[str]:

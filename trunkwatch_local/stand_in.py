@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import urllib.parse
@@ -30,6 +31,34 @@ class Request:
     @property
     def query(self) -> dict[str, str]:
         return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.target).query))
+
+
+def json_answer(status: int, body: Any, headers: dict[str, str] | None = None) -> Answer:
+    """`body` as JSON with `status` (and `headers` beside the content type)."""
+    return status, {**JSON, **(headers or {})}, json.dumps(body).encode()
+
+
+def weak_etag(body: bytes) -> str:
+    return f'W/"{hashlib.sha256(body).hexdigest()[:32]}"'
+
+
+def paged(
+    request: Request, items: list[Any], per_page: int, base: str, path: str = ""
+) -> tuple[list[Any], str]:
+    """The page of `items` `request` asks for (`page`, from 1) and the `Link` header to the
+    others, at `base` + `path` (the request's path unless given), as GitHub and Buildkite page."""
+    query, page = request.query, int(request.query.get("page", 1))
+    last = max(1, -(-len(items) // per_page))
+
+    def url(n: int) -> str:
+        return f"{base}{path or request.path}?" + urllib.parse.urlencode({**query, "page": str(n)})
+
+    links = []
+    if page < last:
+        links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
+    if page > 1:
+        links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
+    return items[(page - 1) * per_page : page * per_page], ", ".join(links)
 
 
 class StandInServer:
@@ -94,6 +123,12 @@ class Misbehaving(StandInServer):
         with self.lock:
             self.failures, self.failure, self.message = count, failure, message
 
+    def take(self) -> list[Request]:
+        """The requests since the last take, forgotten here."""
+        with self.lock:
+            taken, self.requests = self.requests, []
+        return taken
+
     def handle(self, request: Request) -> Answer:
         with self.lock:
             self.requests.append(request)
@@ -102,7 +137,7 @@ class Misbehaving(StandInServer):
             self.failures -= 1
             if self.failure == GARBAGE:
                 return 200, JSON, b"<html>not json"
-            return int(self.failure), JSON, json.dumps({"message": self.message}).encode()
+            return json_answer(int(self.failure), {"message": self.message})
 
     def respond(self, request: Request) -> Answer:
         raise NotImplementedError
