@@ -11,7 +11,6 @@ process (the emulation is per process)."""
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -82,11 +81,10 @@ def due_by(at: datetime, died_at: list[datetime], period: timedelta) -> datetime
 
 def replay_with_chaos(scenario: str, seed: int, rate: float) -> Run:
     from trunkwatch_local.replay import read_replay
+    from trunkwatch_local.runtime import expected_rows
 
     path = SCENARIOS / scenario
-    expected_path = path.with_name(path.name.split(".jsonl")[0] + ".expected.jsonl")
-    expected = [json.loads(line) for line in expected_path.read_text().splitlines() if line.strip()]
-    return run_with_chaos(scenario, read_replay(path), expected, seed, rate)
+    return run_with_chaos(scenario, read_replay(path), expected_rows(path) or [], seed, rate)
 
 
 def run_with_chaos(

@@ -22,11 +22,9 @@ real history; for the full two-week one also total <= 60 s and ratio <= 1.5.
 from __future__ import annotations
 
 import dataclasses
-import json
 import resource
 import statistics
 import time
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -42,28 +40,6 @@ REPOSITORY_HISTORY = (
     / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
 )
 POLL_KINDS = ("hud", "hud_status")  # events that poll the source; ticks and silences are not polls
-SUMMARY_KEYS = ("at", "status", "alertname", "job", "priority", "team", "day")
-
-
-def expected_beside(path: Path) -> Path:
-    """`X.expected.jsonl` for `X.jsonl` or `X.jsonl.gz`."""
-    stem = path.name.removesuffix(".gz").removesuffix(".jsonl")
-    return path.with_name(f"{stem}.expected.jsonl")
-
-
-def summary_of(message: dict[str, Any]) -> tuple[Any, ...]:
-    """A published message (`Published.as_json()`) as the expected files list it."""
-    from trunkwatch_local.runtime import summary_row
-
-    line = summary_row(message)
-    return tuple(line.get(key) for key in SUMMARY_KEYS)
-
-
-def matches(published: list[dict[str, Any]], expected: Path) -> bool:
-    wanted = [json.loads(line) for line in expected.read_text().splitlines() if line.strip()]
-    return Counter(map(summary_of, published)) == Counter(
-        tuple(w.get(k) for k in SUMMARY_KEYS) for w in wanted
-    )
 
 
 def tenths(per_poll: list[float] | list[int]) -> tuple[float, float]:
@@ -103,6 +79,7 @@ class _CountedCells:
 
 def long_history(path: Path = REPOSITORY_HISTORY) -> dict[str, Any]:
     from trunkwatch_local.replay import read_replay
+    from trunkwatch_local.runtime import as_expected, expected_rows, summary_row
     from trunkwatch_local.session import Session, replay_steps
 
     started = time.perf_counter()
@@ -128,7 +105,7 @@ def long_history(path: Path = REPOSITORY_HISTORY) -> dict[str, Any]:
     wall_s = time.perf_counter() - started
     first, last = tenths(poll_s)
     first_reads, last_reads = tenths(poll_reads)
-    expected = expected_beside(path)
+    expected = expected_rows(path)
     return {
         "history": path.name,
         "polls": len(poll_s),
@@ -142,5 +119,7 @@ def long_history(path: Path = REPOSITORY_HISTORY) -> dict[str, Any]:
         "wall_s": round(wall_s, 1),
         "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "messages": len(published),
-        "matches_expected": matches(published, expected) if expected.exists() else None,
+        "matches_expected": None
+        if expected is None
+        else as_expected(map(summary_row, published)) == as_expected(expected),
     }

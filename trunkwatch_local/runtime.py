@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -38,6 +39,8 @@ from trunkwatch_local.schedule import period_seconds
 from trunkwatch_local.stack import ACCOUNT, NAME, REGION, LocalStack
 from trunkwatch_local.wiring import Wiring
 
+# What a published message and an expected file's row are compared by.
+SUMMARY_KEYS = ("at", "status", "alertname", "job", "priority", "team", "day")
 # What a function URL answers for a function that failed.
 DIED_ANSWER = {"statusCode": 502, "body": "Internal Server Error"}
 
@@ -110,6 +113,21 @@ def summary_row(message: dict[str, Any]) -> dict[str, Any]:
         }
     labels = body["alerts"][0]["labels"]
     return {"at": message["at"], "status": body["status"], "job": labels.get("job"), **labels}
+
+
+def expected_rows(replay_file: Path) -> list[dict[str, Any]] | None:
+    """The rows of a replay file's `<name>.expected.jsonl` (for `.jsonl` and `.jsonl.gz`
+    alike); None when it has none."""
+    expected = replay_file.with_name(replay_file.name.split(".jsonl")[0] + ".expected.jsonl")
+    if not expected.is_file():
+        return None
+    return [json.loads(line) for line in expected.read_text().splitlines() if line.strip()]
+
+
+def as_expected(rows: Iterable[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
+    """Rows (`summary_row`s or an expected file's) as they are compared: by SUMMARY_KEYS, the
+    messages of one time in any order."""
+    return Counter(tuple(row.get(key) for key in SUMMARY_KEYS) for row in rows)
 
 
 class LocalRuntime:

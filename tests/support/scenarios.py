@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.support.paths import TESTS
 from trunkwatch.domain.clock import format_time, parse_time
-from trunkwatch_local.runtime import is_digest, summary_row
+from trunkwatch_local.runtime import SUMMARY_KEYS, expected_rows, is_digest, summary_row
 
 SCENARIOS = TESTS / "scenarios"
 REAL_HISTORY = TESTS / "real-history" / "rust-toolstate-2018-04-first-112-polls.jsonl.gz"
@@ -43,8 +43,9 @@ def scenario_ending_now(scenario: Path, directory: Path, before: timedelta = tim
 
 def expected_messages(replay_file: Path) -> list[dict[str, Any]]:
     """The rows of the replay file's `<name>.expected.jsonl` (for `.jsonl` and `.jsonl.gz` alike)."""
-    expected = replay_file.with_name(replay_file.name.split(".jsonl")[0] + ".expected.jsonl")
-    return [json.loads(line) for line in expected.read_text().splitlines() if line.strip()]
+    rows = expected_rows(replay_file)
+    assert rows is not None, f"{replay_file.name} has no expected file"
+    return rows
 
 
 def published_row(message: dict[str, Any]) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def published_row(message: dict[str, Any]) -> dict[str, Any]:
 
 def summary(row: dict[str, Any]) -> tuple[object, ...]:
     """What an expected row and a published one are compared by (a digest: when, and its day)."""
-    return tuple(row.get(key) for key in ("at", "status", "alertname", "job", "priority", "team", "day"))
+    return tuple(row.get(key) for key in SUMMARY_KEYS)
 
 
 def assert_publishes_expected(replay_file: Path, published: list[dict[str, Any]]) -> None:
