@@ -1,83 +1,39 @@
-"""Workload `redtrunk`: the rule scored against a red trunk's ground truth, without and with
-culprit verdicts confirmed by reruns (issue #27).
+"""Workload `redtrunk`: the rule scored against a red trunk's ground truth (issue #27).
 
-`python -m benchmarks redtrunk [--quick] [--seed N]` generates a trunk with `benchmarks.redtrunk`
-(seed `SEED` unless given, two weeks; `--quick`: `QUICK_DAYS` days), replays it through the
-local runtime in a fresh process (`trunkwatch_local.session.run_replay`) and scores the SNS
-messages it publishes against its truth. `--replay PATH.jsonl.gz --truth PATH.truth.json.gz`
-does the same for a trunk in that format generated elsewhere: it is scored from its truth
-file alone (`Truth`), and its header's rule config is replaced by each run's.
-The two weeks cost about 5 minutes of CPU (679 polls of 25 commits x 60 jobs; 13 minutes of
-wall time on a busy two-core machine); `--quick` about a minute.
+`python -m benchmarks redtrunk [--quick] [--seed N]` generates a trunk (`benchmarks.redtrunk`,
+seed `SEED`, two weeks; `--quick`: `QUICK_DAYS` days), or takes `--replay PATH.jsonl.gz
+--truth PATH.truth.json.gz` made elsewhere (scored from its truth file alone, `Truth`, its
+header's rule config replaced by each run's), and replays it in a fresh process each way:
+`without_confirmation` (today's rule), `with_confirmation` (`"confirm": "rerun"`, reruns
+answered by the GitHub stand-in from the cells' `rerun` data), `pushed` (webhook deliveries
+alone, each job's result at its own finish time, `tests/support/timeline.py`, the schedule
+ticking every PUSHED_TICKS, on the in-memory store; its delay runs from the third failure's
+first report, so it has no poll interval) and `buildkite` (the trunk in Buildkite form,
+`buildkite_form`: tests/support/buildkite.py's converter, confirmed by job retries the
+Buildkite stand-in answers). The two weeks cost about 5 minutes of CPU; `--quick` a minute.
 
-A page is the first firing message of an alert's episode (reminders and updates are not
-pages). For a `TrunkJobFailing` page, its cells are the failing runs it lists: their URLs
-name the commit (`.../actions/runs/<commit index>/...`), each is a failing column of the
-page's job on it; its kind is the cause of its newest failing cell: `code` (a real
-breakage), `external` (a dependency breakage), `infra` (a runner outage) or `flaky`. Figures:
+A page is the first firing message of an alert's episode. A `TrunkJobFailing` page's cells
+are the failing runs it lists (their URLs name the commit), its kind the cause of its newest
+failing cell: `code`, `external` (a dependency), `infra` (a runner outage) or `flaky`.
+Figures (`score`): `pages_per_day` (job and trunk pages); `precision_code` and
+`precision_any_breakage` (job pages whose job was broken by code, or by anything, then);
+`recall_breaks_3plus` (breakages of 3+ commits with a job page on their cells);
+`delay_after_third_failure_s_p50` (the third failing result of the page's run to the page);
+`culprit_right` (code pages naming the breaking commit) and `innocent_prs_named` (pages
+naming a commit that broke nothing); `breakage_pages_per_breakage`;
+`jobs_paged_again_within_3h` (of the same job's resolution).
 
-- `pages_per_day`: job pages and trunk pages (`TrunkBroken`, `TrunkBadlyBroken`) a day;
-- `precision_code`: job pages whose job was really broken by code at that time;
-  `precision_any_breakage`: broken by code, a dependency or a runner outage;
-- `recall_breaks_3plus`: breakages lasting 3 or more commits with a job page whose failing
-  cells are that breakage's;
-- `delay_after_third_failure_s_p50`: from the moment the third failing result of the page's
-  run was in (the HUD shows it) to the page (includes up to one 30-minute poll);
-- `culprit_right`: code pages naming the breaking commit (`culprit_sha`);
-- `innocent_prs_named`: pages naming a commit that broke nothing (dependency, outage, flaky
-  failure, or a wrong commit of a real breakage), with the distinct commits;
-- `breakage_pages_per_breakage`: job pages of real breakages (code, dependency, outage) per
-  breakage they page (one per failing job of it at most, unless a job is paged again);
-- `jobs_paged_again_within_3h`: job pages within 3 hours of the same job's resolution.
+The confirmed runs add `verdicts` (`verdict_scores`, read from each job episode's
+`culprit_verdict` as its messages bring it): the last verdict and the one 3 hours after the
+page, by episode kind; the shares of environmental (dependency and outage) episodes told so,
+and of code episodes confirmed on the breaking commit, at 3 hours; the episodes confirming
+an innocent commit, or naming one only as an unconfirmed suspect; the reruns per episode.
 
-A third run, `pushed`, feeds the same trunk by webhook deliveries alone, as GitHub sends
-them: each commit's push and runs when it lands, each job queued then, its result at its
-own finish time (a retried job's first attempt failing, its retry queued a minute later
-and ending at the final result; `tests/support/timeline.py`), the schedule ticking every
-10 minutes; on the in-memory store. Its delay is from the third failure's first report (a
-retried failure's first attempt: the truth file of a trunk generated elsewhere does not say
-when that was, and the timeline puts it halfway to the final result), so it includes no poll
-interval.
-
-A fourth run, `buildkite`, replays the same trunk in Buildkite form with confirmation
-(`buildkite_form`: tests/support/buildkite.py's converter, the one the scenarios' Buildkite
-tests use: one build per commit, each cell a job of its name, a retried cell a failed job
-retried into its result, no failure lines, as Buildkite's listings have none), read by the
-`buildkite` source from the Buildkite stand-in, culprits confirmed by job retries the
-stand-in answers from the cells' `rerun` data; scored as the confirmed run is (a run's URL
-is the generator's, or for a job retried on Buildkite its build's, whose commit the
-conversion tells).
-
-The trunk is replayed twice: as it is (today's rule), and with `"config": {"confirm": "rerun"}`
-in its header (culprit verdicts confirmed by reruns, issue #27), whose reruns the local GitHub
-stand-in answers from the generator's `rerun` data. Both runs get the figures above; the
-confirmed one also `verdicts`, read from the messages the pipeline sent (each job episode's
-`culprit_verdict` as its updates bring it):
-
-- `by_kind` / `by_kind_at_3h`: each job episode's last verdict, and the one it had 3 hours
-  after its page (episodes still firing then: time for a rerun to finish), by episode kind;
-- `environmental_at_3h_share` (dependency and runner episodes) and `confirmed_right_at_3h_share`
-  (code episodes confirmed on the breaking commit: every code breakage's, also those whose
-  page named another commit), of those still firing 3 hours on;
-  `confirmed_right_at_3h_share_of_right_pages` the same of the code episodes whose page named
-  the breaking commit;
-- `innocent_prs_confirmed` (episodes with a `confirmed` message naming a commit that broke
-  nothing: what `github_culprit` would comment on) and `innocent_prs_unconfirmed` (episodes
-  whose page named an innocent commit only as an unconfirmed suspect);
-- `reruns` (requests GitHub accepted), `reruns_per_episode_mean` and `_max`.
-
-Every run also scores the daily digests it published (`digest`, design.md §4.4), against
-the code breakages that failed at least two consecutive commits of one of their jobs (the
-commits the job ran on, each failing by that breakage: `Truth.consecutive_failures`):
-
-- `breaks_2plus_unpaged`: those no page covered (no job page's failing cells are theirs, no
-  trunk page names their culprit for a job), and `..._in_digest`: those a digest's
-  `fixed_before_page` names by their culprit (`recall_unpaged_in_digest`); the others are
-  listed (`unpaged_missed`: breaking commit, its fix, and when its fix's pass finished,
-  against the last digest's day, after which no digest could tell it);
-- `entries_paged`: entries whose culprit a page covered (nothing in a digest may page);
-- `entries_innocent` and `innocent_per_week`: entries naming a commit that broke nothing
-  (no breakage's culprit), and `entries_repeated`: a culprit named again in a later digest.
+Every run also scores its daily digests (`digest_scores`, design.md §4.4) against the code
+breakages failing 2+ consecutive commits of a job (`Truth.consecutive_failures`): those no
+page covered, and of them those a digest's `fixed_before_page` names (the others listed with
+their fix's finish and the last digest's day); entries a page covered, entries naming an
+innocent commit (and per week), culprits named again in a later digest.
 """
 
 from __future__ import annotations
@@ -175,6 +131,12 @@ def replay(
             for retry in retries
         ]
     return rows, reruns, time.perf_counter() - started, digests
+
+
+def _replayed(path: Path, store: str = "memory") -> Any:
+    """`replay(path, store)` in a fresh process (clean memory, a run's own emulation)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(replay, (str(path), store))
 
 
 def paged_again(messages: list[dict[str, Any]], within: timedelta = REPAGE_WITHIN) -> int:
@@ -737,8 +699,7 @@ def pushed(history: Timeline, truth: Truth, path: Path) -> dict[str, Any]:
         ticks.append(at)
         at += PUSHED_TICKS
     write(path, history.header(), history.deliveries(ticks=ticks))
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        messages, _, replay_s, digests = pool.apply(replay, (str(path), "memory"))
+    messages, _, replay_s, digests = _replayed(path)
     # A retried failure is known when its first attempt fails, before its final result.
     failed_at: dict[tuple[int, str], datetime] = {}
     for report in history.reports:
@@ -753,8 +714,7 @@ def buildkite(source: Path, truth: Truth, path: Path) -> dict[str, Any]:
     confirmed by job retries the Buildkite stand-in answers from the cells' `rerun` data;
     replayed as the HUD form is, scored the same way."""
     builds = buildkite_form(source, path, truth, CONFIRM)
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        messages, reruns, replay_s, digests = pool.apply(replay, (str(path),))
+    messages, reruns, replay_s, digests = _replayed(path)
     result = {
         "replay_s": round(replay_s, 1),
         **score(truth, messages, snapshot_times(path), digests=digests, builds=builds),
@@ -777,12 +737,18 @@ def with_config(source: Path, target: Path, config: dict[str, Any] | None) -> No
     """A copy of the replay `source` whose header's rule `config` is the one given (none:
     today's rule), whatever the header had."""
     with gzip.open(source, "rt", encoding="utf-8") as reading:
-        header = json.loads(reading.readline() or "null")
-        if not isinstance(header, dict) or "repo" not in header:
-            raise ValueError(f"{source}: not a replay file (its first line is no header with a repo)")
+        header = _header(source, reading.readline(), config)
         with gzip.open(target, "wt", encoding="utf-8") as writing:
-            writing.write(json.dumps({**header, "config": config or {}}) + "\n")
+            writing.write(header + "\n")
             shutil.copyfileobj(reading, writing)
+
+
+def _header(source: Path, line: str, config: dict[str, Any] | None) -> str:
+    """The replay file's header `line` with the rule `config` given (none: today's rule)."""
+    header = json.loads(line or "null")
+    if not isinstance(header, dict) or "repo" not in header:
+        raise ValueError(f"{source}: not a replay file (its first line is no header with a repo)")
+    return json.dumps({**header, "config": config or {}})
 
 
 def buildkite_form(source: Path, target: Path, truth: Truth, config: dict[str, Any] | None) -> dict[int, int]:
@@ -794,10 +760,7 @@ def buildkite_form(source: Path, target: Path, truth: Truth, config: dict[str, A
     from tests.support.buildkite import buildkite_replay
 
     with gzip.open(source, "rt", encoding="utf-8") as reading:
-        header = json.loads(reading.readline() or "null")
-        if not isinstance(header, dict) or "repo" not in header:
-            raise ValueError(f"{source}: not a replay file (its first line is no header with a repo)")
-        lines = itertools.chain([json.dumps({**header, "config": config or {}})], reading)
+        lines = itertools.chain([_header(source, reading.readline(), config)], reading)
         numbers: dict[str, int] = {}
         with gzip.open(target, "wt", encoding="utf-8", compresslevel=1) as writing:
             for line in buildkite_replay(lines, numbers=numbers):
@@ -842,8 +805,7 @@ def redtrunk(
         for name, config in (("without_confirmation", None), ("with_confirmation", CONFIRM)):
             path = Path(tmp) / f"{name}.jsonl.gz"
             with_config(source, path, config)
-            with multiprocessing.get_context("spawn").Pool(1) as pool:
-                messages, reruns, replay_s, digests = pool.apply(replay, (str(path),))
+            messages, reruns, replay_s, digests = _replayed(path)
             result = {
                 "replay_s": round(replay_s, 1),
                 **score(truth, messages, snapshot_times(path), digests=digests),
