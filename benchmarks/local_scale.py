@@ -72,15 +72,26 @@ class ScaleRun:
 
 
 def _replay(columns: int, polls: int, progress: Any) -> None:
-    """In the child process: run the polls, sending progress ("ingest", seconds, max per pk,
-    items) after the first ingest step, ("evaluated", records) as the first drain goes,
-    ("poll", seconds, max per pk) after each poll and ("done", ScaleRun fields) at the end."""
+    """In the child process: run the polls, sending the run's figures so far ("progress",
+    ScaleRun fields) after the first ingest step, as the first drain goes and after each
+    poll, and ("done", ScaleRun fields) at the end."""
     from moto.dynamodb.models import dynamodb_backends
 
     from trunkwatch_local.hud_server import HudServer
     from trunkwatch_local.runtime import ACCOUNT, NAME, REGION, LocalRuntime
 
     day = day_of(columns)
+    run = ScaleRun(day.columns, day.window, polls=0, wall_s=0.0, peak_mb=0.0, max_items_per_partition_key=0)
+
+    poll_s: list[float] = []
+
+    def report(kind: str = "progress") -> None:
+        run.polls, run.wall_s = len(poll_s), round(sum(poll_s), 2)
+        run.first_poll_s = round(poll_s[0], 2) if poll_s else 0.0
+        run.incremental_poll_s_max = round(max(poll_s[1:], default=0.0), 2)
+        run.poll_s = [round(s, 2) for s in poll_s]
+        progress.put((kind, asdict(run)))
+
     hud = HudServer()
     with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
         runtime = LocalRuntime(store="dynamodb").start(deployment("hud", hud.url, day.window))
@@ -95,19 +106,15 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
             return Counter(item.to_json()["dynamodb"]["Keys"]["pk"]["S"] for item in new)
 
         invoke = runtime.pump.invoke
-        delivered = 0
 
         def counting_invoke(function: str, event: dict[str, Any]) -> Any:
-            nonlocal delivered
             result = invoke(function, event)
-            delivered += len(event["Records"])
             if not poll_s:
-                progress.put(("evaluated", delivered))
+                run.evaluator_records_first_poll += len(event["Records"])
+                report()
             return result
 
         runtime.pump.invoke = counting_invoke
-        poll_s: list[float] = []
-        worst = first_items = 0
         try:
             with peak_growth() as peak:
                 at = DAY_START
@@ -120,91 +127,58 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
                     runtime.queues.drain()  # ingest, on the dispatcher's poll message
                     ingested = writes()
                     if not poll_s:
-                        first_ingest = time.perf_counter() - started
-                        progress.put(("ingest", first_ingest, max(ingested.values(), default=0)))
+                        run.first_ingest_s = round(time.perf_counter() - started, 2)
+                        run.max_items_per_partition_key = max(ingested.values(), default=0)
+                        report()
                     runtime.pump.drain()
                     for scheduled in others:  # the evaluator's sweep, and the notifier it settles
                         runtime.invoke(scheduled, runtime.scheduled_event(scheduled))
                         runtime.pump.drain()
                     in_poll = ingested + writes()
                     if not poll_s:
-                        first_items, first_delivered = sum(in_poll.values()), delivered
+                        run.items_written_first_poll = sum(in_poll.values())
                     poll_s.append(time.perf_counter() - started)
-                    worst = max(worst, max(in_poll.values(), default=0))
-                    progress.put(("poll", poll_s[-1], worst))
+                    worst = max(run.max_items_per_partition_key, max(in_poll.values(), default=0))
+                    run.max_items_per_partition_key = worst
+                    report()
                     at += COMMIT_EVERY
         finally:
             runtime.stop()
             hud.stop()
-    run = ScaleRun(
-        job_columns=day.columns,
-        commits_per_page=day.window,
-        polls=len(poll_s),
-        wall_s=round(sum(poll_s), 2),
-        peak_mb=peak.mb,
-        max_items_per_partition_key=worst,
-        first_poll_s=round(poll_s[0], 2),
-        incremental_poll_s_max=round(max(poll_s[1:], default=0.0), 2),
-        first_ingest_s=round(first_ingest, 2),
-        items_written_first_poll=first_items,
-        evaluator_records_first_poll=first_delivered,
-        describe_stream_calls=runtime.pump.describe_calls,
-        poll_s=[round(s, 2) for s in poll_s],
-    )
-    progress.put(("done", asdict(run)))
+    run.peak_mb, run.describe_stream_calls = peak.mb, runtime.pump.describe_calls
+    report("done")
 
 
 def run_scale(columns: int, polls: int = 1 + INCREMENTAL_POLLS, cap_s: float | None = None) -> ScaleRun:
-    """`polls` ticks at `columns` job columns in a fresh process, stopped after `cap_s`."""
+    """`polls` ticks at `columns` job columns in a fresh process, stopped after `cap_s`: then
+    with the polls it finished, its wall time the cap (a lower bound)."""
     cap = cap_s if cap_s is not None else CAP_S.get(columns, 170.0)
     context = multiprocessing.get_context("spawn")
     progress = context.Queue()
     child = context.Process(target=_replay, args=(columns, polls, progress), daemon=True)
     started = time.monotonic()
     child.start()
-    poll_s: list[float] = []
-    worst = 0
-    first_ingest = 0.0
-    evaluated = 0
+    last = asdict(ScaleRun(day_of(columns).columns, WINDOW, 0, 0.0, 0.0, 0))
     try:
         while True:
             left = cap - (time.monotonic() - started)
             try:
-                message = progress.get(timeout=max(left, 0.01))
+                kind, last = progress.get(timeout=max(left, 0.01))
             except queue.Empty:
                 if left > 0 and child.is_alive():
                     continue
                 if not child.is_alive() and left > 0:
                     raise RuntimeError(f"local_scale at {columns} columns ended without a result") from None
                 break  # capped
-            if message[0] == "done":
-                return ScaleRun(**message[1])
-            if message[0] == "ingest":
-                first_ingest, worst = message[1], message[2]
-            elif message[0] == "evaluated":
-                evaluated = message[1]
-            else:
-                poll_s.append(message[1])
-                worst = message[2]
+            if kind == "done":
+                return ScaleRun(**last)
     finally:
         if child.is_alive():
             child.terminate()
         child.join(timeout=10)
     print(f"[bench] local_scale at {columns} columns: capped after {cap:g}s", file=sys.stderr, flush=True)
-    return ScaleRun(
-        job_columns=day_of(columns).columns,
-        commits_per_page=WINDOW,
-        polls=len(poll_s),
-        wall_s=round(cap, 2),
-        peak_mb=0.0,  # not measured: the run did not finish
-        max_items_per_partition_key=worst,
-        first_poll_s=round(poll_s[0], 2) if poll_s else 0.0,
-        incremental_poll_s_max=round(max(poll_s[1:], default=0.0), 2),
-        first_ingest_s=round(first_ingest, 2),
-        evaluator_records_first_poll=evaluated,
-        capped=True,
-        poll_s=[round(s, 2) for s in poll_s],
-    )
+    # The peak is not measured: the run did not finish.
+    return ScaleRun(**{**last, "wall_s": round(cap, 2), "peak_mb": 0.0, "capped": True})
 
 
 def local_scale(polls: int = 1 + INCREMENTAL_POLLS) -> dict[str, Any]:
