@@ -46,7 +46,9 @@ SOURCE_EVENTS = {
 }
 WEBHOOK_EVENTS = ("push", "workflow_run", "workflow_job")
 POLLED = frozenset({"hud", "hud_status", "buildkite", "buildkite_status"})  # each is a poll
-DELIVERIES = frozenset({"webhook", "buildkite_webhook"})
+# The events each kind of webhook delivery may carry.
+DELIVERY_EVENTS = {"webhook": WEBHOOK_EVENTS, "buildkite_webhook": tuple(sorted(BUILDKITE_EVENTS))}
+DELIVERIES = frozenset(DELIVERY_EVENTS)
 
 
 class ReplayError(ConfigError):
@@ -273,22 +275,14 @@ def _events(numbered: Iterable[tuple[int, str]], name: str, source: str) -> Iter
             isinstance(payload, bool) or not isinstance(payload, int) or not 100 <= payload <= 599
         ):
             raise ReplayError(f"{name}:{number}: {kind!r} must be an HTTP status code (100-599)")
-        if kind == "webhook" and (
+        if kind in DELIVERIES and (
             not isinstance(payload, dict)
-            or payload.get("event") not in WEBHOOK_EVENTS
+            or payload.get("event") not in DELIVERY_EVENTS[kind]
             or not isinstance(payload.get("payload"), dict)
             or set(payload) - {"event", "payload"}
         ):
-            shape = '{"event": ' + " | ".join(WEBHOOK_EVENTS) + ', "payload": {...}}'
-            raise ReplayError(f"{name}:{number}: 'webhook' must be {shape}")
-        if kind == "buildkite_webhook" and (
-            not isinstance(payload, dict)
-            or payload.get("event") not in BUILDKITE_EVENTS
-            or not isinstance(payload.get("payload"), dict)
-            or set(payload) - {"event", "payload"}
-        ):
-            shape = '{"event": ' + " | ".join(sorted(BUILDKITE_EVENTS)) + ', "payload": {...}}'
-            raise ReplayError(f"{name}:{number}: 'buildkite_webhook' must be {shape}")
+            shape = '{"event": ' + " | ".join(DELIVERY_EVENTS[kind]) + ', "payload": {...}}'
+            raise ReplayError(f"{name}:{number}: {kind!r} must be {shape}")
         if kind == "tick" and payload is not True:
             raise ReplayError(f"{name}:{number}: 'tick' must be true")
         ref = event.get("ref")
