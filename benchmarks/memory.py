@@ -32,7 +32,8 @@ class Peak:
     retained_mb: float = 0.0  # how much of that was still resident at the end
 
 
-def _kb(field: str) -> int:
+def status_kb(field: str) -> int:
+    """A figure of /proc/self/status, in kB (`VmRSS`, `VmHWM`)."""
     match = re.search(rf"^{field}:\s+(\d+) kB", _STATUS.read_text(), re.MULTILINE)
     if match is None:
         raise RuntimeError(f"{_STATUS} has no {field} (peak memory needs Linux /proc)")
@@ -53,11 +54,11 @@ def peak_growth() -> Iterator[Peak]:
     """Yields a Peak whose figures are set when the block ends."""
     _release_freed_memory()
     _CLEAR_REFS.write_text(_RESET_PEAK)
-    start = _kb("VmRSS")
+    start = status_kb("VmRSS")
     peak = Peak()
     try:
         yield peak
     finally:
-        peak.mb = round(max(0, _kb("VmHWM") - start) / 1024, 2)
+        peak.mb = round(max(0, status_kb("VmHWM") - start) / 1024, 2)
         _release_freed_memory()
-        peak.retained_mb = round(max(0, _kb("VmRSS") - start) / 1024, 2)
+        peak.retained_mb = round(max(0, status_kb("VmRSS") - start) / 1024, 2)

@@ -10,24 +10,17 @@ flat when days 2 to 7 stay level (day 1 includes the imports and the first page'
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
+
+from benchmarks.memory import status_kb
 
 PERIOD = timedelta(minutes=30)
 DAYS = 7
 START = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)
 BROKEN_JOB = "pull / linux-jammy-py3.10-gcc11 / test (default, 2, 3, linux.2xlarge)"
 COMMITS_PER_DAY = int(timedelta(days=1) / PERIOD)
-
-
-def _rss_mb() -> float:
-    match = re.search(r"^VmRSS:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.MULTILINE)
-    if match is None:
-        raise RuntimeError("the resident set needs Linux /proc")
-    return round(int(match[1]) / 1024, 1)
 
 
 def _outcome(job: str, index: int) -> str:
@@ -58,7 +51,7 @@ def serve_week() -> dict[str, Any]:
                 session.hud.serve(trunk.snapshot(now))
                 messages += len(session.serve_tick(now))
                 ticks += 1
-            rss_by_day.append(_rss_mb())
+            rss_by_day.append(round(status_kb("VmRSS") / 1024, 1))
     finally:
         session.stop()
     return {
