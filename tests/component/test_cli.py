@@ -161,7 +161,7 @@ def test_missing_required_option() -> None:
             {"trunks": [{"repo": "a/b"}], "receivers": [{"type": "opsgenie"}]},
             [
                 "receivers.0.type: unknown receiver type 'opsgenie' "
-                "(known: github_culprit, github_issues, pagerduty, slack, sns, webhook)"
+                "(known: github_culprit, github_issues, pagerduty, slack, sns, topic, webhook)"
             ],
         ),
         (

@@ -224,7 +224,7 @@ def test_a_bad_receiver_in_the_deployed_configuration_fails_at_load_naming_the_k
     assert isinstance(receiver, SlackReceiver)
 
     stack.configure(json.dumps(bad))  # read again: the file's text changed
-    known = "github_culprit, github_issues, pagerduty, slack, sns, webhook"
+    known = "github_culprit, github_issues, pagerduty, slack, sns, topic, webhook"
     said = f"receivers.1.type: unknown receiver type 'opsgenie' (known: {known})"
     with pytest.raises(ConfigError) as raised:
         edge.deployment()

@@ -365,3 +365,36 @@ def test_a_receiver_routes_on_the_culprits_author_and_slack_mentions_them() -> N
     for message in published:
         notes = message.message["commonAnnotations"]
         assert notes.get("culprit_author", notes.get("culprit_authors")) == "dev4"
+
+
+def _sent(published: list[Any]) -> list[tuple[str, str, str]]:
+    """Each published message's time, status (or kind) and alert name."""
+    return [
+        (m.at, m.message.get("status", m.message.get("kind", "")), m.attributes.get("alertname", ""))
+        for m in published
+    ]
+
+
+def test_the_stack_topic_is_a_receiver_the_configuration_narrows_or_turns_off() -> None:
+    """basic-break with a `topic` entry: matched, the stack's topic gets only the trunk-level
+    messages; turned off, it gets nothing while a Slack receiver gets every message the topic
+    would have."""
+    everything = list(run_replay(read_replay(SCENARIOS / "basic-break.jsonl"), store="memory"))
+    assert {m.attributes["alertname"] for m in everything} == {"TrunkJobFailing", "TrunkBroken"}
+
+    replay = read_replay(SCENARIOS / "basic-break.jsonl")
+    replay.receivers = [{"type": "topic", "matchers": ['alertname="TrunkBroken"']}]
+    narrowed = list(run_replay(replay, store="memory"))
+    assert _sent(narrowed) == [sent for sent in _sent(everything) if sent[2] == "TrunkBroken"]
+
+    slack = SlackServer()
+    try:
+        replay = read_replay(SCENARIOS / "basic-break.jsonl")
+        replay.receivers = [
+            {"type": "topic", "enabled": False},
+            {"type": "slack", "url": f"{slack.url}/services/T000/B000/XXXX"},
+        ]
+        assert list(run_replay(replay, store="memory")) == []
+    finally:
+        slack.stop()
+    assert slack_posts(slack) == sns_messages(everything)

@@ -59,7 +59,7 @@ def test_frozen_and_validated_on_construction() -> None:
             {"trunks": [TRUNK], "receivers": [{"type": "opsgenie"}]},
             [
                 "receivers.0.type: unknown receiver type 'opsgenie' "
-                "(known: github_culprit, github_issues, pagerduty, slack, sns, webhook)"
+                "(known: github_culprit, github_issues, pagerduty, slack, sns, topic, webhook)"
             ],
         ),
         ({"trunks": [TRUNK], "receivers": [{"url": "u"}]}, ["receivers.0.type: unknown receiver type None"]),
@@ -109,6 +109,19 @@ def test_frozen_and_validated_on_construction() -> None:
             {"trunks": [TRUNK], "heartbeat": {"receiver": "x", "receivers": [HEARTBEAT_RECEIVER]}},
             ["heartbeat.receiver: unknown key"],
         ),
+        (
+            {"trunks": [TRUNK], "receivers": [{"type": "topic"}, HEARTBEAT_RECEIVER, {"type": "topic"}]},
+            ["receivers.2: the stack's topic is listed twice"],
+        ),
+        (
+            {"trunks": [TRUNK], "receivers": [{"type": "topic", "enabled": False}]},
+            ["receivers.0.enabled: the stack's topic is turned off and no other receiver is listed"],
+        ),
+        (
+            {"trunks": [TRUNK], "heartbeat": {"receivers": [HEARTBEAT_RECEIVER, {"type": "topic"}]}},
+            ["heartbeat.receivers.1: the heartbeat goes to a dead man's switch, never to the stack's topic"],
+        ),
+        ({"trunks": [TRUNK], "receivers": [{"type": "topic", "topic_arn": "x"}]}, ["receivers.0.topic_arn"]),
         ({"trunks": [{**TRUNK, "config": {"confirm": "yes"}}]}, ["confirm", "'off' or 'rerun'"]),
         ({"trunks": [{**TRUNK, "config": {"reruns_per_hour": 0}}]}, ["reruns_per_hour", "greater than"]),
         (

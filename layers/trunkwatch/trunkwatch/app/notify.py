@@ -55,13 +55,20 @@ from trunkwatch.app.settings import Settings
 from trunkwatch.app.trunk_metrics import ALERTS_FIRING, FAILING_JOBS, trunk_gauge
 from trunkwatch.app.views import trunk_views, watchdog_alert
 from trunkwatch.channels.base import Acknowledging, Channel, ChannelError, ChannelRejected, Notification
-from trunkwatch.channels.sns import StackTopic
+from trunkwatch.channels.sns import TopicReceiver
 from trunkwatch.domain import acks as acknowledgements
 from trunkwatch.domain import alerts
 from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.alerts import Alert, AlertView, FailingJob, Links
 from trunkwatch.domain.clock import Clock
-from trunkwatch.domain.config import Deployment, HeartbeatConfig, ReceiverConfig, RuleConfig, TrunkConfig
+from trunkwatch.domain.config import (
+    STACK_TOPIC,
+    Deployment,
+    HeartbeatConfig,
+    ReceiverConfig,
+    RuleConfig,
+    TrunkConfig,
+)
 from trunkwatch.domain.dedup import VERDICT_ANNOTATION, DueNotification, LogState, due_notification, holders
 from trunkwatch.domain.notification_log import Lease, LogEntry, Rejection
 from trunkwatch.silences import Silence
@@ -499,6 +506,11 @@ def channels_for(settings: Settings, deployment: Deployment) -> list[Channel]:
 
 
 def receivers_for(settings: Settings, deployment: Deployment) -> list[ReceiverConfig]:
-    """The stack's SNS topic, then each configured receiver, as configured."""
-    topic = StackTopic(topic_arn=settings.topic_arn, endpoint_url=settings.endpoint_url)
-    return [topic, *deployment.receivers]
+    """The stack's SNS topic (as its `topic` entry configures it, if there is one; left out
+    when turned off), then each other configured receiver."""
+    entry = next(
+        (r for r in deployment.receivers if isinstance(r, TopicReceiver)), TopicReceiver(type=STACK_TOPIC)
+    )
+    others = [r for r in deployment.receivers if not isinstance(r, TopicReceiver)]
+    topic = [entry.at(settings.topic_arn, settings.endpoint_url)] if entry.takes_alerts() else []
+    return [*topic, *others]

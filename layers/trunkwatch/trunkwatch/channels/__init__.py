@@ -20,6 +20,7 @@ REGISTRY = {
     "pagerduty": ("trunkwatch.channels.pagerduty", "PagerDutyReceiver"),
     "slack": ("trunkwatch.channels.slack", "SlackReceiver"),
     "sns": ("trunkwatch.channels.sns", "SnsReceiver"),
+    "topic": ("trunkwatch.channels.sns", "TopicReceiver"),
     "webhook": ("trunkwatch.channels.webhook", "WebhookReceiver"),
 }
 

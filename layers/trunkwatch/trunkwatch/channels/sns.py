@@ -21,7 +21,15 @@ from trunkwatch.channels.base import (
 from trunkwatch.channels.email import email_text
 from trunkwatch.channels.webhook import fit, subject, webhook_body
 from trunkwatch.domain.alerts import RECEIVER
-from trunkwatch.domain.config import Check, ReceiverConfig, _boolean, _nonempty, _optional, _pattern
+from trunkwatch.domain.config import (
+    STACK_TOPIC,
+    Check,
+    ReceiverConfig,
+    _boolean,
+    _nonempty,
+    _optional,
+    _pattern,
+)
 from trunkwatch.domain.digest import KIND
 
 SUBJECT_MAX = 99  # SNS wants subjects under 100 characters
@@ -162,11 +170,39 @@ class SnsReceiver(ReceiverConfig):
 
 
 @dataclass(frozen=True, kw_only=True)
-class StackTopic(SnsReceiver):
-    """The stack's own topic (the notifier's TOPIC_ARN), which every alert and every daily
-    digest go to: its log and its messages' `receiver` keep the name the API gives it."""
+class TopicReceiver(ReceiverConfig):
+    """`type: topic`: the stack's own topic (output AlertTopicArn) as configured: only the
+    alerts its `matchers` pick, the daily digest unless `digest: false`, nothing at all with
+    `enabled: false`. Without such an entry the topic takes every alert and digest."""
 
-    type: str = "sns"
+    digest: bool = True
+    enabled: bool = True
+
+    CHECKS: ClassVar[dict[str, Check]] = {
+        **ReceiverConfig.CHECKS,
+        "digest": _boolean,
+        "enabled": _boolean,
+    }
+
+    def takes_digest(self) -> bool:
+        return self.enabled and self.digest
+
+    def takes_alerts(self) -> bool:
+        return self.enabled
+
+    def at(self, topic_arn: str, endpoint_url: str | None) -> StackTopic:
+        """The topic's receiver, once the notifier's TOPIC_ARN is known."""
+        return StackTopic(
+            topic_arn=topic_arn, endpoint_url=endpoint_url, matchers=self.matchers, digest=self.digest
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class StackTopic(SnsReceiver):
+    """The stack's own topic (the notifier's TOPIC_ARN): its log and its messages' `receiver`
+    keep the name the API gives it."""
+
+    type: str = STACK_TOPIC
     digest: bool = True
 
     def log_name(self) -> str:

@@ -515,6 +515,15 @@ class ReceiverConfig(_Checked):
         carry it has a `digest` key to opt in."""
         return False
 
+    def takes_alerts(self) -> bool:
+        """Whether the receiver is sent alerts at all (the stack's topic can be turned off)."""
+        return True
+
+
+# The receiver type of the stack's own SNS topic (channels/sns.py): every alert and daily
+# digest go to the topic unless the one entry of this type narrows it or turns it off.
+STACK_TOPIC = "topic"
+
 
 # A receiver type's name -> its configuration class (the registry in channels/).
 ReceiverTypes = Mapping[str, type[ReceiverConfig]]
@@ -727,6 +736,7 @@ def load_deployment(
         heartbeat, unread = _read_receivers(dict(heartbeat), receiver_types or {})
         problems += [(_join("heartbeat", key), message) for key, message in unread]
         data = {**data, "heartbeat": heartbeat}
+    problems += _stack_topic_problems(data.get("receivers"), heartbeat)
     if sources is not None:
         problems += _unknown_sources(data, sources)
     try:
@@ -753,6 +763,35 @@ def _read_receivers(
         return {**data, "receivers": read(data["receivers"])}, []
     except _Invalid as err:
         return {**data, "receivers": []}, [(_join("receivers", key), m) for key, m in err.problems]
+
+
+def _stack_topic_problems(receivers: Any, heartbeat: Any) -> list[tuple[str, str]]:
+    """The stack's topic (`STACK_TOPIC`) listed twice, turned off with nothing else to reach,
+    or named as a heartbeat receiver (read receivers only: others have their own problems)."""
+    listed = [r for r in receivers if isinstance(r, ReceiverConfig)] if isinstance(receivers, tuple) else []
+    topics = [index for index, r in enumerate(listed) if r.type == STACK_TOPIC]
+    problems = [
+        (f"receivers.{index}", "the stack's topic is listed twice: list it once, with all its matchers")
+        for index in topics[1:]
+    ]
+    if topics and not listed[topics[0]].takes_alerts() and len(listed) == 1:
+        problems.append(
+            (
+                f"receivers.{topics[0]}.enabled",
+                "the stack's topic is turned off and no other receiver is listed: alerts would reach nobody",
+            )
+        )
+    beats = heartbeat.get("receivers") if isinstance(heartbeat, Mapping) else None
+    for index, receiver in enumerate(beats if isinstance(beats, tuple) else ()):
+        if isinstance(receiver, ReceiverConfig) and receiver.type == STACK_TOPIC:
+            problems.append(
+                (
+                    f"heartbeat.receivers.{index}",
+                    "the heartbeat goes to a dead man's switch, never to the stack's topic: "
+                    "name the switch's own receiver",
+                )
+            )
+    return problems
 
 
 def _unknown_sources(data: Mapping[str, Any], sources: SourceNames) -> list[tuple[str, str]]:
