@@ -64,8 +64,8 @@ def test_trunk_alert_update_names_jobs_that_started_and_stopped() -> None:
 
 
 def test_a_decided_verdict_is_an_update_of_the_same_alert() -> None:
-    judged = view()
-    judged.alert.annotations["culprit_verdict"] = "environmental"
+    judged = view(job=failing())
+    judged.alert.failing = dataclasses.replace(failing(), verdict="environmental")
     unconfirmed = LogState("firing", NOW - HOUR, verdict="unconfirmed")
     expected = DueNotification("firing", "update; environmental: the last green commit fails too")
     assert due_notification(judged, unconfirmed, NOW, 4 * HOUR) == expected
@@ -73,7 +73,9 @@ def test_a_decided_verdict_is_an_update_of_the_same_alert() -> None:
         due_notification(judged, LogState("firing", NOW - HOUR, verdict="environmental"), NOW, 4 * HOUR)
         is None
     )
-    judged.alert.annotations["culprit_verdict"] = "unconfirmed"  # still waiting: nothing to tell
+    judged.alert.failing = dataclasses.replace(
+        failing(), verdict="unconfirmed"
+    )  # still waiting: nothing to tell
     assert due_notification(judged, LogState("firing", NOW - HOUR), NOW, 4 * HOUR) is None
 
 
@@ -182,13 +184,7 @@ SHA = "0123456789abcdef0123"
 JOB_ANNOTATIONS = {
     "summary": "pull / x failing on pytorch/pytorch (3 commits in a row)",
     "description": "long",
-    "streak": "3",
     "culprit_sha": "0123456789abcdef0123",
-    "culprit_pr": "4242",
-    "culprit_title": "Make x faster",
-    "culprit_author": "octocat",
-    "culprit_url": "https://github.com/pytorch/pytorch/commit/0123456789abcdef0123",
-    "culprit_pr_url": "https://github.com/pytorch/pytorch/pull/4242",
     "failure_lines": "\n".join(f"E line {i}" for i in range(1, 9)),
     "runbook_url": "https://runbooks/trunk",
     "dashboard_url": "",
@@ -196,8 +192,19 @@ JOB_ANNOTATIONS = {
 }
 
 
+JOB_FAILING = dataclasses.replace(
+    failing(),
+    culprit=dataclasses.replace(
+        failing().culprit,
+        url="https://github.com/pytorch/pytorch/commit/0123456789abcdef0123",
+        pr_url="https://github.com/pytorch/pytorch/pull/4242",
+    ),
+)
+
+
 def notification(annotations: dict[str, str], jobs: dict[str, FailingJob] | None = None) -> Notification:
-    alert = view(jobs=jobs).alert
+    """A trunk-level alert's (with `jobs`), else a job alert's failing as JOB_FAILING says."""
+    alert = view(jobs=jobs, job=None if jobs else JOB_FAILING).alert
     alert.annotations.clear()
     alert.annotations.update(annotations)
     return Notification(alert, "firing", "firing", "http://api", RECEIVER)

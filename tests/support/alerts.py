@@ -24,7 +24,10 @@ def view(
     jobs: dict[str, FailingJob] | None = None,
     summary: str = "pull / x failing",
     team: str = "ci-oncall",
+    job: FailingJob | None = None,
 ) -> AlertView:
+    """A TrunkJobFailing alert (failing as `job` says, when given); with `jobs`, the jobs of
+    a trunk-level alert (its name set by the test)."""
     labels = {
         "alertname": "TrunkJobFailing",
         "repo": "pytorch/pytorch",
@@ -41,5 +44,6 @@ def view(
         ends_at=NOW if status == "resolved" else None,
         generator_url="https://hud/x",
         jobs=jobs or {},
+        failing=job,
     )
     return AlertView(alert, "pytorch/pytorch#main", silenced or [], inhibited or [])

@@ -38,17 +38,14 @@ LINKS = {
 TRUNK_ANNOTATIONS = {"summary": "HUD is broken - 3 commits in a row (<=5 jobs failing)", **LINKS}
 JOB_ANNOTATIONS = {
     "summary": "pull / a failing on pytorch/pytorch (3 commits in a row)",
-    "streak": "3",
-    "culprit_sha": "0123456789abcdef0123",
-    "culprit_pr": "4242",
-    "culprit_title": "Make x faster",
-    "culprit_author": "octocat",
-    "culprit_time": "2026-11-18T17:00:00.000Z",
-    "culprit_url": "https://github.com/pytorch/pytorch/commit/0123456789abcdef0123",
-    "culprit_pr_url": "https://github.com/pytorch/pytorch/pull/4242",
     "failure_lines": "error: x is not fast\nat line 3",
     **LINKS,
 }
+COMMIT_URL = "https://github.com/pytorch/pytorch/commit/0123456789abcdef0123"
+PR_URL = "https://github.com/pytorch/pytorch/pull/4242"
+CULPRIT = CommitSummary(
+    "0123456789abcdef0123", "Make x faster", 4242, "octocat", START - timedelta(hours=1), COMMIT_URL, PR_URL
+)
 HUD = "https://hud.pytorch.org/hud/pytorch/pytorch/main"
 FAILING = FailingJob(
     3, CommitSummary("0123456789abcdef", "Make x faster", 4242, "octocat", START), "confirmed"
@@ -61,7 +58,9 @@ def note(
     status: str = "firing",
     reason: str = "firing",
     jobs: tuple[str, ...] = ("pull / a", "pull / b"),
+    failing: FailingJob | None = None,
 ) -> Notification:
+    """A trunk-level alert failing on `jobs`, or a job alert failing as `failing` says."""
     alert = Alert(
         dict(labels),
         dict(annotations),
@@ -69,8 +68,16 @@ def note(
         ends_at=START + timedelta(hours=1) if status == "resolved" else None,
         generator_url=HUD,
         jobs=dict.fromkeys(jobs, FAILING),
+        failing=failing,
     )
     return Notification(alert, status, reason, API, "pagerduty:test")
+
+
+def job_note(verdict: str = "", why: str = "", reason: str = "firing") -> Notification:
+    """The job alert of `pull / a`, failing 3 commits in a row since CULPRIT (`verdict`, `why`)."""
+    return note(
+        JOB_LABELS, JOB_ANNOTATIONS, reason=reason, jobs=(), failing=FailingJob(3, CULPRIT, verdict, why)
+    )
 
 
 @pytest.fixture
@@ -141,21 +148,21 @@ def test_a_firing_trunk_level_alert_triggers_with_its_fingerprint_and_jobs(
 
 
 def test_a_job_alert_details_its_culprit_verdict_streak_and_lines(pagerduty: PagerDutyServer) -> None:
-    notes = {**JOB_ANNOTATIONS, "culprit_verdict": "confirmed", "culprit_verdict_reason": "3 of 3 reruns"}
-    channel(pagerduty).send(note(JOB_LABELS, notes, jobs=()))
+    sent = job_note("confirmed", "3 of 3 reruns")
+    channel(pagerduty).send(sent)
     (event,) = pagerduty.events
     payload = event["payload"]
     assert (payload["severity"], payload["component"]) == ("warning", "pull / a")
     assert payload["custom_details"] == {
         "alertname": "TrunkJobFailing",
         "notification_reason": "firing",
-        "fingerprint": note(JOB_LABELS, notes).alert.fingerprint,
+        "fingerprint": sent.alert.fingerprint,
         "culprit": {
             "sha": "0123456789abcdef0123",
             "pr": "4242",
             "title": "Make x faster",
             "author": "octocat",
-            "url": JOB_ANNOTATIONS["culprit_url"],
+            "url": COMMIT_URL,
         },
         "verdict": "culprit confirmed by reruns",
         "verdict_reason": "3 of 3 reruns",
@@ -164,21 +171,16 @@ def test_a_job_alert_details_its_culprit_verdict_streak_and_lines(pagerduty: Pag
         "failure_lines": ["error: x is not fast", "at line 3"],
     }
     assert event["links"][:2] == [
-        {"href": JOB_ANNOTATIONS["culprit_pr_url"], "text": "Culprit PR #4242"},
-        {"href": JOB_ANNOTATIONS["culprit_url"], "text": "Culprit commit 0123456789ab"},
+        {"href": PR_URL, "text": "Culprit PR #4242"},
+        {"href": COMMIT_URL, "text": "Culprit commit 0123456789ab"},
     ]
 
 
 def test_a_suspect_reruns_cleared_is_no_culprit_and_gets_no_culprit_link() -> None:
-    notes = {
-        key.replace("culprit_", "suspect_"): value
-        for key, value in JOB_ANNOTATIONS.items()
-        if key in ("culprit_sha", "culprit_pr", "culprit_title")
-    }
-    notes.update(summary="pull / a failing", culprit_verdict="environmental", **LINKS)
-    event = alert_event(note(JOB_LABELS, notes, jobs=()), KEY)
+    event = alert_event(job_note("environmental"), KEY)
     details = event["payload"]["custom_details"]
-    assert "culprit" not in details and details["suspect"]["sha"] == "0123456789abcdef0123"
+    assert "culprit" not in details
+    assert details["suspect"] == {"sha": "0123456789abcdef0123", "pr": "4242", "title": "Make x faster"}
     assert details["verdict"].startswith("environmental")
     assert not any(link["text"].startswith("Culprit") for link in event["links"])
 
@@ -240,11 +242,10 @@ def test_no_answer_is_a_channel_error() -> None:
 
 
 def test_a_confirmed_culprit_also_goes_out_as_a_change_event_once(pagerduty: PagerDutyServer) -> None:
-    confirmed = {**JOB_ANNOTATIONS, "culprit_verdict": "confirmed"}
     sender = channel(pagerduty, change_events=True)
-    sender.send(note(JOB_LABELS, confirmed, reason="update; culprit confirmed", jobs=()))
-    sender.send(note(JOB_LABELS, confirmed, reason="reminder", jobs=()))
-    sender.send(note(JOB_LABELS, {**JOB_ANNOTATIONS, "culprit_verdict": "pending"}, jobs=()))
+    sender.send(job_note("confirmed", reason="update; culprit confirmed"))
+    sender.send(job_note("confirmed", reason="reminder"))
+    sender.send(job_note("pending"))
     assert [r.path for r in pagerduty.requests] == [
         "/v2/enqueue",
         "/v2/change/enqueue",
@@ -260,12 +261,11 @@ def test_a_confirmed_culprit_also_goes_out_as_a_change_event_once(pagerduty: Pag
         "pytorch/pytorch@main",
         "2026-11-18T17:00:00.000Z",
     )
-    assert change["links"][0]["href"] == JOB_ANNOTATIONS["culprit_pr_url"]
+    assert change["links"][0]["href"] == PR_URL
 
 
 def test_change_events_are_off_unless_asked_for(pagerduty: PagerDutyServer) -> None:
-    confirmed = {**JOB_ANNOTATIONS, "culprit_verdict": "confirmed"}
-    channel(pagerduty).send(note(JOB_LABELS, confirmed, reason="update; culprit confirmed", jobs=()))
+    channel(pagerduty).send(job_note("confirmed", reason="update; culprit confirmed"))
     assert pagerduty.changes == [] and len(pagerduty.events) == 1
 
 

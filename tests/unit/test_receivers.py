@@ -65,7 +65,9 @@ def note(
     reason: str = "firing",
     annotations: dict[str, str] = ANNOTATIONS,
     jobs: tuple[str, ...] = ("pull / a", "pull / <b> & *c*"),
+    failing: FailingJob | None = None,
 ) -> Notification:
+    """A trunk-level alert failing on `jobs`, or a job alert failing as `failing` says."""
     ends = START if status == "resolved" else None
     alert = Alert(
         dict(labels),
@@ -74,6 +76,7 @@ def note(
         ends_at=ends,
         generator_url="https://hud.pytorch.org/hud/pytorch/pytorch/main",
         jobs=dict.fromkeys(jobs, FAILING),
+        failing=failing,
     )
     return Notification(alert, status, reason, "http://127.0.0.1:9093", "r")
 
@@ -161,11 +164,10 @@ def test_slack_shows_a_job_named_like_a_mention_literally() -> None:
 
 
 def test_slack_mentions_a_mapped_author_and_names_the_others_by_login() -> None:
-    job_notes = {**ANNOTATIONS, "culprit_sha": "0123456789abcdef", "culprit_author": "octocat"}
     users = {"octocat": "U024BE7LH"}
     # A job alert's culprit, and a trunk-level alert's jobs' culprits (all octocat's here).
     for message in (
-        slack_message(note(labels=JOB_LABELS, annotations=job_notes, jobs=()), users),
+        slack_message(note(labels=JOB_LABELS, jobs=(), failing=FAILING), users),
         slack_message(note(), users),
     ):
         text = json.dumps(message["attachments"][0]["blocks"])
@@ -208,9 +210,9 @@ def test_a_receiver_matches_on_an_author_the_alert_blames_or_on_its_team() -> No
     trunk_level = note().alert  # its jobs' culprits are octocat's
     assert trunk_level.authors == ("octocat",)
     assert any(by_author.accepts(labels) for labels in trunk_level.routing_labels())
-    job_alert = note(
-        labels=JOB_LABELS, annotations={**ANNOTATIONS, "culprit_author": "monalisa"}, jobs=()
-    ).alert
+    monalisas = dataclasses.replace(FAILING, culprit=dataclasses.replace(FAILING.culprit, author="monalisa"))
+    job_alert = note(labels=JOB_LABELS, jobs=(), failing=monalisas).alert
+    assert job_alert.authors == ("monalisa",)
     assert not any(by_author.accepts(labels) for labels in job_alert.routing_labels())
     assert all(
         by_team.accepts(labels) for labels in [*trunk_level.routing_labels(), *job_alert.routing_labels()]
@@ -218,6 +220,7 @@ def test_a_receiver_matches_on_an_author_the_alert_blames_or_on_its_team() -> No
     # A suspect the reruns cleared blames no one; the fingerprint never depends on the author.
     cleared = dataclasses.replace(FAILING, verdict="environmental")
     assert dataclasses.replace(trunk_level, jobs={"pull / a": cleared}).authors == ()
+    assert dataclasses.replace(job_alert, failing=cleared).authors == ()
     assert "author" not in trunk_level.labels
 
 
@@ -553,10 +556,6 @@ def test_an_unreadable_receiver_secret_is_a_channel_error_naming_where(
 
 CULPRIT_NOTES = {
     "summary": "pull / a failing on pytorch/pytorch (3 commits in a row)",
-    "streak": "3",
-    "culprit_sha": "0123456789abcdef0123",
-    "culprit_pr": "4242",
-    "culprit_url": "https://github.com/pytorch/pytorch/commit/0123456789abcdef0123",
     "failure_lines": "E AssertionError: ```boom```\nE second line",
     "runbook_url": "http://127.0.0.1:9093/runbook#trunkjobfailing",
 }
@@ -566,9 +565,23 @@ def culprit_channel(url: str) -> GitHubCulpritChannel:
     return GitHubCulpritChannel("github_culprit", url, lambda: "tkn", everything, timeout_s=5)
 
 
-def job_note(reason: str = "firing", status: str = "firing", **notes: str) -> Notification:
+def job_note(
+    reason: str = "firing", status: str = "firing", verdict: str = "", pr: int | None = 4242
+) -> Notification:
+    """A job alert failing 3 commits in a row since a culprit (with `pr`, `verdict`)."""
+    sha = "0123456789abcdef0123"
+    culprit = CommitSummary(
+        sha,
+        "Make x faster",
+        pr,
+        "octocat",
+        START,
+        url=f"https://github.com/pytorch/pytorch/commit/{sha}",
+        pr_url=f"https://github.com/pytorch/pytorch/pull/{pr}" if pr else "",
+    )
+    failing = FailingJob(3, culprit, verdict)
     return note(
-        labels=JOB_LABELS, status=status, reason=reason, annotations={**CULPRIT_NOTES, **notes}, jobs=()
+        labels=JOB_LABELS, status=status, reason=reason, annotations=CULPRIT_NOTES, jobs=(), failing=failing
     )
 
 
@@ -595,7 +608,7 @@ def test_github_culprit_comments_once_per_episode_on_the_culprit_pr(github: GitH
 def test_github_culprit_uses_the_issue_comments_api_and_reads_every_page(github: GitHubServer) -> None:
     pr = github.add_pull_request(body="", number=77)
     github.pull_comments[pr] += [f"comment {n}" for n in range(120)] + [marker_of_culprit(job_note())]
-    culprit_channel(github.url).send(job_note(culprit_pr="77"))
+    culprit_channel(github.url).send(job_note(pr=77))
     assert [(r.method, r.target) for r in github.requests] == [
         ("GET", "/repos/pytorch/pytorch/issues/77/comments?per_page=100"),
         ("GET", "/repos/pytorch/pytorch/issues/77/comments?per_page=100&page=2"),
@@ -608,7 +621,7 @@ def test_github_culprit_takes_job_alerts_with_a_pr_and_a_new_episode_is_told_aga
 ) -> None:
     channel = culprit_channel(github.url)
     assert channel.accepts(JOB_LABELS) and not channel.accepts(TRUNK_LABELS)
-    channel.send(job_note(culprit_pr=""))  # a culprit commit pushed without a PR: no one to tell
+    channel.send(job_note(pr=None))  # a culprit commit pushed without a PR: no one to tell
     assert github.requests == []
     pr = github.add_pull_request(body="", number=4242)
     channel.send(job_note())
@@ -634,13 +647,11 @@ def test_github_culprit_failures_keep_what_is_posted_once(
 def test_github_culprit_comments_only_on_a_confirmed_culprit(github: GitHubServer) -> None:
     pr = github.add_pull_request(body="", number=4242)
     channel = culprit_channel(github.url)
-    channel.send(job_note(culprit_verdict="unconfirmed"))  # the page: a suspect, not yet blamed
-    channel.send(
-        job_note("update; environmental: the last green commit fails too", culprit_verdict="environmental")
-    )
+    channel.send(job_note(verdict="unconfirmed"))  # the page: a suspect, not yet blamed
+    channel.send(job_note("update; environmental: the last green commit fails too", verdict="environmental"))
     assert github.pull_comments[pr] == []
-    channel.send(job_note("update; culprit confirmed", culprit_verdict="confirmed"))
-    channel.send(job_note("reminder", culprit_verdict="confirmed"))
+    channel.send(job_note("update; culprit confirmed", verdict="confirmed"))
+    channel.send(job_note("reminder", verdict="confirmed"))
     (comment,) = github.pull_comments[pr]
     assert comment.startswith("**trunkwatch**: this PR is the first commit on which `pull / a` failed")
     assert "\n\nVerdict: culprit confirmed by reruns\n\n" in comment

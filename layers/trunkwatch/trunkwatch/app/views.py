@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from trunkwatch import sources
@@ -27,7 +28,7 @@ from trunkwatch.domain.job_alerts import AlertCommit, JobAlert
 from trunkwatch.domain.links import silence_url
 from trunkwatch.domain.rule import source_down, trunk_alertname
 from trunkwatch.domain.trunk_state import TrunkState
-from trunkwatch.domain.verdict import CulpritVerdict, verdict_words
+from trunkwatch.domain.verdict import verdict_words
 from trunkwatch.silences import Silence
 from trunkwatch.storage.port import Storage
 
@@ -177,22 +178,20 @@ def job_alert(
         "job": item.job,
         "workflow": workflow_of(item.job),
     }
-    first, last_pass, newest = item.culprit, item.last_pass, item.newest_fail
-    # An environmental or flaky verdict blames no commit: the suspect is named, not as culprit.
-    blamed = item.culprit_verdict not in (CulpritVerdict.ENVIRONMENTAL, CulpritVerdict.FLAKY)
+    last_pass, newest = item.last_pass, item.newest_fail
+    failing = job_failure(item, trunk)
+    culprit = failing.culprit
     verdict = (
-        [
-            f"Verdict: {verdict_words(item.culprit_verdict)}"
-            + (f" ({item.verdict_reason})" if item.verdict_reason else "")
-        ]
-        if item.culprit_verdict
+        [f"Verdict: {verdict_words(failing.verdict)}" + (f" ({failing.reason})" if failing.reason else "")]
+        if failing.verdict
         else []
     )
     lines = "\n".join(str(line) for line in item.failure_lines or [])[:MAX_FAILURE_LINES_CHARS]
     runs = "\n".join(str(url) for url in item.failing_urls or [])
     description = (
-        f"{item.job} failed on {int(item.streak)} commits in a row on {trunk.repo}@{trunk.branch}.\n"
-        + f"{'Culprit' if blamed else 'Suspect'}: {_summary(first).describe()}\n"
+        f"{item.job} failed on {failing.streak} commits in a row on {trunk.repo}@{trunk.branch}.\n"
+        # An environmental or flaky verdict blames no commit: the suspect is named, not as culprit.
+        + f"{'Culprit' if failing.blamed else 'Suspect'}: {culprit.describe()}\n"
         + "".join(f"{line}\n" for line in verdict)
         + (f"Already reverted: {autoreverted_by}\n" if autoreverted_by else "")
         + (
@@ -204,31 +203,47 @@ def job_alert(
         + (f"Failing runs:\n{runs}\n" if runs else "")
     )
     annotations = {
-        "summary": f"{item.job} failing on {trunk.repo} ({int(item.streak)} commits in a row)",
+        "summary": f"{item.job} failing on {trunk.repo} ({failing.streak} commits in a row)",
         "description": description,
-        "streak": str(int(item.streak)),
-        "culprit_verdict": item.culprit_verdict or "",
-        "culprit_verdict_reason": item.verdict_reason,
-        "culprit_sha": first.sha,
-        "culprit_pr": str(first.pr) if first.pr else "",
-        "culprit_title": first.title,
-        "culprit_author": first.author,
-        "culprit_time": format_time(first.time),
-        "culprit_url": first.url,
-        "culprit_pr_url": f"https://github.com/{trunk.repo}/pull/{first.pr}" if first.pr else "",
+        "streak": str(failing.streak),
+        "culprit_verdict": failing.verdict,
+        "culprit_verdict_reason": failing.reason,
+        "culprit_sha": culprit.sha,
+        "culprit_pr": str(culprit.pr) if culprit.pr else "",
+        "culprit_title": culprit.title,
+        "culprit_author": culprit.author,
+        "culprit_time": format_time(culprit.time),
+        "culprit_url": culprit.url,
+        "culprit_pr_url": culprit.pr_url,
         "last_pass_sha": last_pass.sha if last_pass else "",
         "culprit_autoreverted_by": autoreverted_by or "",
-        "culprit_range": f"{last_pass.sha[:12] if last_pass else 'clipped'}..{first.sha[:12]}",
+        "culprit_range": f"{last_pass.sha[:12] if last_pass else 'clipped'}..{culprit.sha[:12]}",
         "clipped": "false" if last_pass else "true",
         "failure_lines": lines,
         "failing_runs": runs,
         **_common_annotations(labels, rule, links),
     }
-    if not blamed:
+    if not failing.blamed:
         annotations = _as_suspect(annotations)
     annotations = _present(annotations)
     generator = sources.job_link(trunk, item.job, newest.job_url)
-    return Alert(labels, annotations, starts_at=item.starts_at, ends_at=item.ends_at, generator_url=generator)
+    return Alert(
+        labels,
+        annotations,
+        starts_at=item.starts_at,
+        ends_at=item.ends_at,
+        generator_url=generator,
+        failing=failing,
+    )
+
+
+def job_failure(item: JobAlert, trunk: TrunkConfig) -> FailingJob:
+    """The job alert's streak, culprit (with its links) and verdict, as receivers read them;
+    its annotations tell the same as text."""
+    first = item.culprit
+    pr_url = f"https://github.com/{trunk.repo}/pull/{first.pr}" if first.pr else ""
+    culprit = replace(_summary(first), url=first.url, pr_url=pr_url)
+    return FailingJob(int(item.streak), culprit, item.culprit_verdict or "", item.verdict_reason)
 
 
 def _as_suspect(annotations: dict[str, str]) -> dict[str, str]:

@@ -96,8 +96,9 @@ def content(notification: Notification) -> Content:
     when = [f"Since: {format_time(alert.starts_at)}"]
     if not firing and alert.ends_at:
         when.append(f"Resolved: {format_time(alert.ends_at)}")
-    if notes.get("streak", "").isdigit():
-        when.append(f"Failed on {plural(int(notes['streak']), 'commit')} in a row")
+    failing = alert.failing
+    if failing is not None:
+        when.append(f"Failed on {plural(failing.streak, 'commit')} in a row")
     jobs = list(alert.jobs)
     lines = [line for line in notes.get("failure_lines", "").splitlines() if line.strip()]
     links = (
@@ -111,8 +112,8 @@ def content(notification: Notification) -> Content:
         firing=firing,
         summary=" ".join(notes.get("summary", alert.name).split()),
         when=tuple(when),
-        culprit=_culprit(notes),
-        verdict=_verdict(notes),
+        culprit=_culprit(failing) if failing else None,
+        verdict=_verdict(failing) if failing else "",
         jobs=tuple(jobs[:MAX_JOBS_SHOWN]),
         jobs_total=len(jobs),
         failing={job: alert.jobs[job] for job in jobs[:MAX_JOBS_SHOWN]},
@@ -135,34 +136,28 @@ def _acknowledged(notes: dict[str, str]) -> str:
     )
 
 
-def _culprit(notes: dict[str, str]) -> Culprit | None:
-    sha = notes.get("culprit_sha", "")
-    if sha:
-        return Culprit(
-            sha=sha[:12],
-            pr=notes.get("culprit_pr", "").lstrip("#"),
-            title=clip(notes.get("culprit_title", "")),
-            author=notes.get("culprit_author", ""),
-            commit_url=notes.get("culprit_url", ""),
-            pr_url=notes.get("culprit_pr_url", ""),
-        )
-    suspect = notes.get("suspect_sha", "")
-    if not suspect:
-        return None
+def _culprit(failing: FailingJob) -> Culprit:
+    """A job alert's culprit, with its author and links; a suspect without them."""
+    commit = failing.culprit
+    pr = str(commit.pr) if commit.pr else ""
+    title = clip(commit.title.strip())
+    if not failing.blamed:
+        return Culprit(sha=commit.sha[:12], pr=pr, title=title, blamed=False)
     return Culprit(
-        sha=suspect[:12],
-        pr=notes.get("suspect_pr", "").lstrip("#"),
-        title=clip(notes.get("suspect_title", "")),
-        blamed=False,
+        sha=commit.sha[:12],
+        pr=pr,
+        title=title,
+        author=commit.author,
+        commit_url=commit.url,
+        pr_url=commit.pr_url,
     )
 
 
-def _verdict(notes: dict[str, str]) -> str:
-    verdict = notes.get("culprit_verdict", "")
-    if not verdict:
+def _verdict(failing: FailingJob) -> str:
+    if not failing.verdict:
         return ""
-    reason = notes.get("culprit_verdict_reason", "")
-    return f"Verdict: {verdict_words(verdict)}" + (f" ({clip(reason)})" if reason else "")
+    reason = failing.reason
+    return f"Verdict: {verdict_words(failing.verdict)}" + (f" ({clip(reason)})" if reason else "")
 
 
 def clip(line: str, limit: int = MAX_LINE_CHARS) -> str:

@@ -1,7 +1,7 @@
 """GitHub culprit comments: when a job alert (TrunkJobFailing) fires with a culprit pull
 request, one comment on that pull request (in the trunk's own repository) saying it is the
 first commit on which the job failed N times in a row, with the failure lines and the links.
-With confirmation by reruns (`culprit_verdict` on the alert), only a `confirmed` culprit is
+With confirmation by reruns (a verdict on the alert's culprit), only a `confirmed` culprit is
 commented on: at the update that confirms it, never on an unconfirmed suspect.
 
 One comment per episode. The notification log (each delivery's claim) already gives one
@@ -43,8 +43,9 @@ def first_notice(notification: Notification) -> bool:
     message sent once it was confirmed)."""
     if notification.status != alerts.FIRING or notification.reason == "reminder":
         return False
-    verdict = notification.alert.annotations.get("culprit_verdict")
-    if verdict is None:
+    failing = notification.alert.failing
+    verdict = failing.verdict if failing else ""
+    if not verdict:
         return not notification.reason.startswith("update")
     return verdict == CulpritVerdict.CONFIRMED and (
         not notification.reason.startswith("update")
@@ -55,7 +56,8 @@ def first_notice(notification: Notification) -> bool:
 def culprit_comment(notification: Notification) -> str:
     told = content(notification)
     labels = notification.alert.labels
-    streak = notification.alert.annotations.get("streak", "?")
+    failing = notification.alert.failing
+    streak = failing.streak if failing else "?"
     job = _inline(labels.get("job", "?"))
     parts = [
         f"**trunkwatch**: this PR is the first commit on which {job} failed {streak} times in a row"
@@ -92,8 +94,9 @@ class GitHubCulpritChannel:
         return labels.get("alertname") == alerts.JOB_FAILING and self.route(labels)
 
     def send(self, notification: Notification) -> None:
-        pr = notification.alert.annotations.get("culprit_pr", "").lstrip("#")
-        if not first_notice(notification) or not pr.isdigit():
+        failing = notification.alert.failing
+        pr = failing.culprit.pr if failing and failing.blamed else None
+        if not first_notice(notification) or pr is None:
             return  # told once per episode; a culprit commit without a PR has no one to tell
         what = f"GitHub culprit receiver {self.name}"
         token = read_token(self.token, what)

@@ -25,6 +25,7 @@ from trunkwatch.channels.content import Content, content
 from trunkwatch.channels.github_culprit import first_notice
 from trunkwatch.channels.transport import client, delivering, refusal
 from trunkwatch.domain import acks, alerts
+from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import (
     Check,
     ConfigError,
@@ -107,28 +108,28 @@ def alert_event(notification: Notification, routing_key: str) -> dict[str, Any]:
 def custom_details(notification: Notification, told: Content) -> dict[str, Any]:
     """What the on-call reads in the incident: the culprit (or the suspect reruns cleared)
     and its verdict, the streak, the failing jobs with theirs, the first failure lines."""
-    notes = notification.alert.annotations
+    failing = notification.alert.failing
     details: dict[str, Any] = {
         "alertname": notification.alert.name,
         "notification_reason": notification.reason,
         "fingerprint": told.fingerprint,
     }
-    if told.culprit:
+    if failing and told.culprit:
         culprit = told.culprit
         commit = {
-            "sha": notes.get("culprit_sha") or notes.get("suspect_sha") or culprit.sha,
+            "sha": failing.culprit.sha,  # whole: the content shows 12 characters
             "pr": culprit.pr,
             "title": culprit.title,
             "author": culprit.author,
             "url": culprit.commit_url,
         }
         details["culprit" if culprit.blamed else "suspect"] = {k: v for k, v in commit.items() if v}
-    if notes.get("culprit_verdict"):
-        details["verdict"] = verdict_words(notes["culprit_verdict"])
-        if notes.get("culprit_verdict_reason"):
-            details["verdict_reason"] = notes["culprit_verdict_reason"]
-    if notes.get("streak", "").isdigit():
-        details["streak"] = int(notes["streak"])
+    if failing and failing.verdict:
+        details["verdict"] = verdict_words(failing.verdict)
+        if failing.reason:
+            details["verdict_reason"] = failing.reason
+    if failing:
+        details["streak"] = failing.streak
     if told.jobs:
         details["failing_jobs"] = [_job(job, told) for job in told.jobs]
         if told.more_jobs:
@@ -179,7 +180,8 @@ def confirms_culprit(notification: Notification) -> bool:
     alert = notification.alert
     return (
         alert.name == alerts.JOB_FAILING
-        and alert.annotations.get("culprit_verdict") == CulpritVerdict.CONFIRMED
+        and alert.failing is not None
+        and alert.failing.verdict == CulpritVerdict.CONFIRMED
         and first_notice(notification)
     )
 
@@ -187,7 +189,7 @@ def confirms_culprit(notification: Notification) -> bool:
 def change_event(notification: Notification, routing_key: str) -> dict[str, Any]:
     """A confirmed culprit as a change event: the commit that broke the job, when it landed."""
     told = content(notification)
-    notes = notification.alert.annotations
+    failing = notification.alert.failing
     culprit = told.culprit
     sha = culprit.sha if culprit else "?"
     pr = f" #{culprit.pr}" if culprit and culprit.pr else ""
@@ -197,7 +199,7 @@ def change_event(notification: Notification, routing_key: str) -> dict[str, Any]
     payload = {
         "summary": text if len(text) <= MAX_SUMMARY_CHARS else text[: MAX_SUMMARY_CHARS - 3] + "...",
         "source": told.source,
-        "timestamp": notes.get("culprit_time", ""),
+        "timestamp": format_time(failing.culprit.time) if failing and failing.blamed else "",
         "custom_details": custom_details(notification, told),
     }
     return {

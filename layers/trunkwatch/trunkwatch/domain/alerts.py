@@ -39,14 +39,17 @@ def plural(count: int, noun: str) -> str:
 
 @dataclass(frozen=True)
 class CommitSummary:
-    """A commit as a message tells it (a trunk-level alert's culprits, the digest), kept as
-    data in the notification log; a job alert keeps its own `AlertCommit`."""
+    """A commit as a message tells it (a job alert's culprit, a trunk-level alert's culprits,
+    the digest), kept as data in the notification log. A job alert's culprit carries its
+    links (`url`, `pr_url`); a trunk-level alert's jobs' culprits do not."""
 
     sha: str
     title: str
     pr: int | None
     author: str
     time: datetime
+    url: str = ""  # the commit's page
+    pr_url: str = ""  # its pull request's page
 
     def describe(self) -> str:
         """`<sha12> '<title>' (#<pr>) by <author> at <time>`, as descriptions name a commit."""
@@ -55,16 +58,19 @@ class CommitSummary:
         return f"{self.sha[:12]} {self.title!r}{number} by {author} at {format_time(self.time)}"
 
     def as_data(self) -> dict[str, Any]:
-        return {
+        data = {
             "sha": self.sha,
             "title": self.title,
             "pr": self.pr,
             "author": self.author,
             "time": format_time(self.time),
         }
+        links = {"url": self.url, "pr_url": self.pr_url}
+        return {**data, **{name: link for name, link in links.items() if link}}
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> CommitSummary:
+        """As `as_data` wrote it; the links absent (entries written without them) read empty."""
         pr = data.get("pr")
         return cls(
             str(data["sha"]),
@@ -72,19 +78,25 @@ class CommitSummary:
             int(pr) if pr else None,
             str(data["author"]),
             parse_time(str(data["time"])),
+            str(data.get("url") or ""),
+            str(data.get("pr_url") or ""),
         )
 
 
 @dataclass(frozen=True)
 class FailingJob:
-    """One job a trunk-level alert covers: how many commits in a row it failed on, and the
-    first of them (its culprit). Receivers render it; the notification log keeps it as data
-    (`as_data`), so a resolution sent from the log has it too."""
+    """A failing job as an alert tells it: how many commits in a row it failed on, the first
+    of them (its culprit, or a suspect when the verdict clears it), and the verdict of
+    confirmation by reruns with its reason. A job alert carries its own (`Alert.failing`), a
+    trunk-level alert one per job it covers (`Alert.jobs`). Receivers render it; the
+    notification log keeps a trunk-level alert's as data (`as_data`), so a resolution sent
+    from the log has them too."""
 
     streak: int
     culprit: CommitSummary
     # The job alert's `culprit_verdict` (confirmation by reruns); empty without confirmation.
     verdict: str = ""
+    reason: str = ""  # why the verdict (`culprit_verdict_reason`); empty without one
 
     @property
     def blamed(self) -> bool:
@@ -99,12 +111,16 @@ class FailingJob:
 
     def as_data(self) -> dict[str, Any]:
         data = {"streak": self.streak, "culprit": self.culprit.as_data()}
-        return {**data, "verdict": self.verdict} if self.verdict else data
+        told = {"verdict": self.verdict, "reason": self.reason}
+        return {**data, **{name: value for name, value in told.items() if value}}
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> FailingJob:
         return cls(
-            int(data["streak"]), CommitSummary.from_data(data["culprit"]), str(data.get("verdict") or "")
+            int(data["streak"]),
+            CommitSummary.from_data(data["culprit"]),
+            str(data.get("verdict") or ""),
+            str(data.get("reason") or ""),
         )
 
 
@@ -136,6 +152,9 @@ class Alert:
     generator_url: str = ""
     # The jobs a trunk-level alert covers, by name; empty for the other alerts.
     jobs: dict[str, FailingJob] = field(default_factory=dict)
+    # A job alert's own job: its streak, culprit and verdict (what its annotations tell as
+    # text); None for the other alerts.
+    failing: FailingJob | None = None
 
     @property
     def name(self) -> str:
@@ -151,12 +170,9 @@ class Alert:
 
     @property
     def authors(self) -> tuple[str, ...]:
-        """The GitHub logins of the commits it blames: its culprit's (`culprit_author`; a job
-        alert), or its jobs' culprits' (a trunk-level alert); none for a suspect not to blame."""
-        if self.jobs:
-            return blamed_authors(self.jobs.values())
-        author = self.annotations.get("culprit_author", "")
-        return (author,) if author else ()
+        """The GitHub logins of the commits it blames: its culprit's (a job alert), or its
+        jobs' culprits' (a trunk-level alert); none for a suspect not to blame."""
+        return blamed_authors([self.failing] if self.failing else self.jobs.values())
 
     def routing_labels(self) -> list[dict[str, str]]:
         """What a receiver's matchers match: the labels with ROUTE_AUTHOR, once per author it

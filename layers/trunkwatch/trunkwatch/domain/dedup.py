@@ -11,6 +11,8 @@ from trunkwatch.domain.acks import ACKNOWLEDGED
 from trunkwatch.domain.alerts import AlertView
 from trunkwatch.domain.verdict import VERDICT_UPDATES, CulpritVerdict
 
+# The annotation that tells a job alert's verdict: what the log's entry (the message as last
+# sent, entries of any age) says was told.
 VERDICT_ANNOTATION = "culprit_verdict"
 
 
@@ -61,7 +63,7 @@ def due_notification(
     badly = alert.name == alerts.TRUNK_BADLY_BROKEN
     if badly and (changed := _verdicts_changed(alert, dict(log.job_verdicts))):
         return DueNotification(alerts.FIRING, "update; " + "; ".join(changed))
-    verdict = alert.annotations.get(VERDICT_ANNOTATION, "")
+    verdict = alert.failing.verdict if alert.failing else ""
     if verdict != log.verdict and verdict in VERDICT_UPDATES:
         return DueNotification(alerts.FIRING, f"update; {VERDICT_UPDATES[CulpritVerdict(verdict)]}")
     if ack is None and repeat_interval and log.last_sent_at and now - log.last_sent_at >= repeat_interval:
