@@ -352,13 +352,23 @@ def test_without_failure_lines_beside_other_jobs_on_its_runner_it_is_environment
 
 def test_on_a_trunk_whose_failures_carry_no_lines_missing_lines_tell_nothing() -> None:
     """A GitHub- or Buildkite-fed trunk: no failure has lines, so jobs of one runner type
-    failing together are no sign of an outage; reruns decide."""
+    failing together from one commit are no sign of an outage (a breakage fails its jobs
+    from its commit); reruns decide. Failing together from other commits, they are."""
     storage = memory_storage()
     ref = AlertCommit(11, CULPRIT.sha, CULPRIT.time)
     peer = JobAlert("trunk / test (slow, linux.2xlarge)", "firing", NOW, 3, ref, ref)
     storage.alerts.save_with_failing_set(TRUNK.trunk_id, peer, now_firing=True)
     decision = confirm_culprit(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW, lines=False).decision
     assert decision.verdict == CulpritVerdict.UNCONFIRMED
+    earlier = AlertCommit(10, "e" * 40, CULPRIT.time - timedelta(minutes=30))
+    elsewhere = JobAlert("trunk / test (nogpu, linux.2xlarge)", "firing", NOW, 4, earlier, earlier)
+    storage.alerts.save_with_failing_set(TRUNK.trunk_id, elsewhere, now_firing=True)
+    decision = confirm_culprit(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW, lines=False).decision
+    assert decision.verdict == CulpritVerdict.ENVIRONMENTAL
+    assert decision.reason == (
+        "1 other job(s) on linux.2xlarge began failing at other commits at the same time: "
+        "the runner, not a commit"
+    )
 
 
 def test_a_culprit_whose_failure_is_a_failed_retry_is_not_rerun() -> None:

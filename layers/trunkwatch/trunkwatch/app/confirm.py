@@ -79,7 +79,7 @@ def confirm_culprit(
     wanted = _plan(storage, trunk_id, rule, suspect, records, now) if plan else Plan(())
     firing = (
         storage.alerts.of_trunk(trunk_id, firing_only=True)
-        if _reads_firing(alert, suspect, records, lines)
+        if _reads_firing(alert, suspect, records)
         else None
     )
     planned = planned_records(alert, suspect, wanted, now)
@@ -133,12 +133,12 @@ def planned_records(alert: JobAlert, suspect: Suspect, wanted: Plan, now: dateti
     ]
 
 
-def _reads_firing(alert: JobAlert, suspect: Suspect, records: list[RerunRecord], lines: bool) -> bool:
+def _reads_firing(alert: JobAlert, suspect: Suspect, records: list[RerunRecord]) -> bool:
     """Whether the verdict needs the trunk's firing alerts: without failure lines, for the
     other jobs failing on its runner; once the job's own reruns say its range broke it but
     it did not run on every commit of the range, for the other jobs' confirmed culprits."""
-    if not alert.failure_lines and lines:
-        return bool(runner_of(alert.job))
+    if not alert.failure_lines and runner_of(alert.job):
+        return True
     last_rerun = _reruns(records).get(Role.LAST_PASS)
     range_broke = (
         bool(suspect.unrun_between) and last_rerun is not None and last_rerun.status == RerunStatus.SUCCESS
@@ -199,20 +199,26 @@ def _evidence(
     lines: bool,
 ) -> Evidence:
     by_role, runner = _reruns(records), runner_of(alert.job)
-    no_lines = lines and not alert.failure_lines  # where no failure carries lines, none is missing
     # No failure lines, and other jobs on its runner failing without lines now: an outage.
+    # Where no failure carries lines, a missing one tells nothing: the others must have
+    # begun failing at other commits than this job's first failure.
+    no_lines = not alert.failure_lines
     peers = sum(
         1
         for other in firing or ()
-        if other.job != alert.job and not other.failure_lines and runner_of(other.job) == runner
+        if other.job != alert.job
+        and not other.failure_lines
+        and runner_of(other.job) == runner
+        and (lines or other.first_fail.sha != alert.first_fail.sha)
     )
     return Evidence(
         last_pass=by_role.get(Role.LAST_PASS),
         culprit=by_role.get(Role.CULPRIT),
         culprit_failed_retry=any(r.reason == FAILED_RETRY for r in records),
         no_failure_lines=no_lines,
-        runner_peers_failing=peers if no_lines else 0,
+        runner_peers_failing=peers if no_lines and runner else 0,
         runner=runner,
+        lineless=not lines,
         agent_failure=agent_failure(alert.failure_lines) or "",
         sibling=sibling,
     )

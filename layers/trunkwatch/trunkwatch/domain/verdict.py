@@ -38,8 +38,11 @@ caused (`cells.AGENT_FAILURE`: Buildkite's `signal_reason`, an expired job) is
    sibling's which commit of the range broke that test.
 4. Rerun results beat the evidence without reruns. Only when the reruns decide nothing, a
    failure without failure lines while other jobs on the same runner type fail without lines
-   at the same time is a runner outage (`environmental`). While reruns are pending that
-   verdict is provisional: the reruns, once in, decide by rules 1-3.
+   at the same time is a runner outage (`environmental`); on a trunk whose failures carry
+   no lines, other jobs on the same runner type failing at the same time from other commits
+   than this job's first failure (a breakage fails its jobs from one commit, a runner from
+   one time). While reruns are pending that verdict is provisional: the reruns, once in,
+   decide by rules 1-3.
 5. Otherwise `unconfirmed`, the reason naming the first of: a rerun that could not be
    requested, no last pass in the window (a clipped run), a rerun still pending, no rerun
    requested.
@@ -126,10 +129,13 @@ class Evidence:
     # a failure): it counts as the culprit failing again while its rerun is not in.
     culprit_failed_retry: bool = False
     # Evidence without reruns: the culprit's failure has no failure lines, and this many
-    # other jobs on the same runner type failed without lines at the same time.
+    # other jobs on the same runner type failed without lines at the same time (on a trunk
+    # whose failures carry no lines, `lineless`: failed from other commits than this one's
+    # first failure, as jobs do when their runners fail, not a commit).
     no_failure_lines: bool = False
     runner_peers_failing: int = 0
     runner: str = ""
+    lineless: bool = False
     # The source says the CI's agent failed the job, not its code (`cells.agent_failure`).
     agent_failure: str = ""
     confirmation: bool = True  # the trunk asks for reruns at all
@@ -244,10 +250,12 @@ def decide(suspect: Suspect, evidence: Evidence) -> VerdictDecision:
         )
     if evidence.no_failure_lines and evidence.runner_peers_failing > 0:
         on = f" on {evidence.runner}" if evidence.runner else " on the same runner type"
+        peers = f"{evidence.runner_peers_failing} other job(s){on}"
         return VerdictDecision(
             CulpritVerdict.ENVIRONMENTAL,
-            f"no failure lines while {evidence.runner_peers_failing} other job(s){on} failed "
-            "at the same time",
+            f"{peers} began failing at other commits at the same time: the runner, not a commit"
+            if evidence.lineless
+            else f"no failure lines while {peers} failed at the same time",
         )
     return VerdictDecision(CulpritVerdict.UNCONFIRMED, _unconfirmed_reason(suspect, evidence))
 
