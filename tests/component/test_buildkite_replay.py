@@ -8,6 +8,7 @@ the stand-in's retry endpoint, with the verdicts GitHub reruns give the HUD form
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from tests.support.buildkite import buildkite_replay
 from tests.support.scenarios import SCENARIOS, assert_publishes_expected
 from trunkwatch_local.replay import ReplayError, parse_replay, read_replay
 from trunkwatch_local.session import run_replay
+
+SIBLING_BASIS = re.compile(r" confirm broke (the same test|in another configuration)$")
 
 
 def _confirms(path: Path) -> bool:
@@ -42,6 +45,8 @@ def _verdicts(published: list[dict[str, Any]]) -> list[tuple[str, str, str | Non
             continue  # the day's digest: no alert
         alert = message["message"]["alerts"][0]
         culprit = {k: v for k, v in alert["annotations"].items() if k.startswith("culprit")}
+        if "culprit_verdict_reason" in culprit:  # a sibling is named by lines or by configuration
+            culprit["culprit_verdict_reason"] = SIBLING_BASIS.sub("", culprit["culprit_verdict_reason"])
         said.append((message["at"], message["message"]["status"], alert["labels"].get("job"), culprit))
     return sorted(said, key=lambda row: (row[0], row[1], row[2] or ""))
 

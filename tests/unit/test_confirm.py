@@ -360,13 +360,21 @@ def test_on_a_trunk_whose_failures_carry_no_lines_missing_lines_tell_nothing() -
     storage.alerts.save_with_failing_set(TRUNK.trunk_id, peer, now_firing=True)
     decision = confirm_culprit(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW, lines=False).decision
     assert decision.verdict == CulpritVerdict.UNCONFIRMED
-    earlier = AlertCommit(10, "e" * 40, CULPRIT.time - timedelta(minutes=30))
+    # A job that did not run on the culprit, failing from the next commit: one breakage may
+    # have broken both (its range holds the culprit).
+    later = AlertCommit(12, "d" * 40, CULPRIT.time + timedelta(minutes=30))
+    skipped = JobAlert("trunk / test (jit, linux.2xlarge)", "firing", NOW, 3, later, later, LAST_PASS)
+    storage.alerts.save_with_failing_set(TRUNK.trunk_id, skipped, now_firing=True)
+    decision = confirm_culprit(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW, lines=False).decision
+    assert decision.verdict == CulpritVerdict.UNCONFIRMED
+    # One failing from a commit this job passed on: no one breakage broke both.
+    earlier = AlertCommit(10, "e" * 40, LAST_PASS.time)
     elsewhere = JobAlert("trunk / test (nogpu, linux.2xlarge)", "firing", NOW, 4, earlier, earlier)
     storage.alerts.save_with_failing_set(TRUNK.trunk_id, elsewhere, now_firing=True)
     decision = confirm_culprit(storage, TRUNK.trunk_id, RULE, _alert(lines=()), NOW, lines=False).decision
     assert decision.verdict == CulpritVerdict.ENVIRONMENTAL
     assert decision.reason == (
-        "1 other job(s) on linux.2xlarge began failing at other commits at the same time: "
+        "1 other job(s) on linux.2xlarge failed at the same time from commits no one breakage spans: "
         "the runner, not a commit"
     )
 

@@ -232,6 +232,9 @@ def test_a_sibling_names_the_commit_of_the_range_the_job_skipped() -> None:
         f"; the job did not run on the 1 commit before it; the first failure, which reruns of {SIBLING.job} "
         "confirm broke the same test"
     )
+    # Where failures carry no lines, the sibling is the job in another configuration.
+    lineless = decide(gapped, Evidence(last_pass=OK, culprit=FAIL, sibling=SIBLING, lineless=True))
+    assert lineless.reason.endswith(f"reruns of {SIBLING.job} confirm broke in another configuration")
     # The job's own reruns still decide first: a sibling never overrides them.
     for last_pass, culprit, verdict in (
         (FAIL, FAIL, CulpritVerdict.ENVIRONMENTAL),

@@ -200,8 +200,8 @@ def _evidence(
 ) -> Evidence:
     by_role, runner = _reruns(records), runner_of(alert.job)
     # No failure lines, and other jobs on its runner failing without lines now: an outage.
-    # Where no failure carries lines, a missing one tells nothing: the others must have
-    # begun failing at other commits than this job's first failure.
+    # Where no failure carries lines, a missing one tells nothing: the others' runs must
+    # have begun where no one commit can have broken both jobs (disjoint ranges).
     no_lines = not alert.failure_lines
     peers = sum(
         1
@@ -209,7 +209,7 @@ def _evidence(
         if other.job != alert.job
         and not other.failure_lines
         and runner_of(other.job) == runner
-        and (lines or other.first_fail.sha != alert.first_fail.sha)
+        and (lines or _apart(alert, other))
     )
     return Evidence(
         last_pass=by_role.get(Role.LAST_PASS),
@@ -221,6 +221,14 @@ def _evidence(
         lineless=not lines,
         agent_failure=agent_failure(alert.failure_lines) or "",
         sibling=sibling,
+    )
+
+
+def _apart(one: JobAlert, other: JobAlert) -> bool:
+    """Whether the two runs' ranges (last pass, first failure] share no commit: no one
+    commit can have broken both jobs."""
+    return (one.last_pass is not None and other.first_fail.seq <= one.last_pass.seq) or (
+        other.last_pass is not None and one.first_fail.seq <= other.last_pass.seq
     )
 
 

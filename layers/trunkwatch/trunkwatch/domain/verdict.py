@@ -39,10 +39,10 @@ caused (`cells.AGENT_FAILURE`: Buildkite's `signal_reason`, an expired job) is
 4. Rerun results beat the evidence without reruns. Only when the reruns decide nothing, a
    failure without failure lines while other jobs on the same runner type fail without lines
    at the same time is a runner outage (`environmental`); on a trunk whose failures carry
-   no lines, other jobs on the same runner type failing at the same time from other commits
-   than this job's first failure (a breakage fails its jobs from one commit, a runner from
-   one time). While reruns are pending that verdict is provisional: the reruns, once in,
-   decide by rules 1-3.
+   no lines, other jobs on the same runner type failing at the same time whose runs no one
+   commit can have broken together with this one (their ranges share no commit: a breakage
+   fails its jobs from one commit, a runner from one time). While reruns are pending that
+   verdict is provisional: the reruns, once in, decide by rules 1-3.
 5. Otherwise `unconfirmed`, the reason naming the first of: a rerun that could not be
    requested, no last pass in the window (a clipped run), a rerun still pending, no rerun
    requested.
@@ -233,7 +233,7 @@ def decide(suspect: Suspect, evidence: Evidence) -> VerdictDecision:
                 CulpritVerdict.CONFIRMED,
                 f"the last pass {_short(suspect.last_pass_sha)} passes on rerun and the first failure "
                 f"{_short(suspect.culprit_sha)} fails again {how}; {named} reruns of {sibling.job} "
-                "confirm broke the same test",
+                f"confirm broke {'in another configuration' if evidence.lineless else 'the same test'}",
                 culprit_sha=sibling.culprit_sha,
             )
         if suspect.unrun_between:
@@ -253,7 +253,7 @@ def decide(suspect: Suspect, evidence: Evidence) -> VerdictDecision:
         peers = f"{evidence.runner_peers_failing} other job(s){on}"
         return VerdictDecision(
             CulpritVerdict.ENVIRONMENTAL,
-            f"{peers} began failing at other commits at the same time: the runner, not a commit"
+            f"{peers} failed at the same time from commits no one breakage spans: the runner, not a commit"
             if evidence.lineless
             else f"no failure lines while {peers} failed at the same time",
         )
