@@ -79,13 +79,13 @@ class _CountedCells:
 
 def long_history(path: Path = REPOSITORY_HISTORY) -> dict[str, Any]:
     from trunkwatch_local.replay import read_replay
-    from trunkwatch_local.runtime import as_expected, expected_rows, summary_row
+    from trunkwatch_local.runtime import LocalRuntime, as_expected, expected_rows, summary_row
     from trunkwatch_local.session import Session, replay_steps
 
     started = time.perf_counter()
     replay = read_replay(path)
     reads = CellReads()
-    session = Session(wrap_storage=reads.storage)
+    session = Session(LocalRuntime(wrap_storage=reads.storage))
     poll_s: list[float] = []
     poll_reads: list[int] = []
     published: list[dict[str, Any]] = []

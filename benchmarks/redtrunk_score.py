@@ -99,13 +99,14 @@ def replay(
     the GitHub stand-in accepted, or the job retries the Buildkite one did (at, sha, job), its
     wall time, and the daily digests it published (their JSON bodies, with `at`)."""
     from trunkwatch_local.replay import read_replay
+    from trunkwatch_local.runtime import LocalRuntime
     from trunkwatch_local.session import Session, replay_into
 
     started = time.perf_counter()
     rows = []
     digests = []
     parsed = read_replay(path)
-    with Session(store=store) as session:
+    with Session(LocalRuntime(store=store)) as session:
         session.start(session.replaying_from(parsed))
         for message in replay_into(session, parsed):
             row = message.as_json()

@@ -283,6 +283,7 @@ def _serve(args: argparse.Namespace) -> int:
     from trunkwatch.domain.clock import format_time
     from trunkwatch.domain.config import load_deployment
     from trunkwatch_local.replay import read_replay
+    from trunkwatch_local.runtime import LocalRuntime
     from trunkwatch_local.schedule import period_seconds
     from trunkwatch_local.session import Session
 
@@ -291,14 +292,10 @@ def _serve(args: argparse.Namespace) -> int:
     # carry or are signed with that (the Buildkite webhook's token).
     secret = os.environ.get(WEBHOOK_SECRET_VARIABLE) or None
     buildkite_token = os.environ.get(BUILDKITE_TOKEN_VARIABLE) or None
-    session = Session(
-        args.template,
-        port=args.port,
-        tokens=tokens,
-        webhook_secret=secret,
-        buildkite_token=buildkite_token,
-        store=args.store,
+    runtime = LocalRuntime(
+        args.template, webhook_secret=secret, buildkite_token=buildkite_token, store=args.store
     )
+    session = Session(runtime, port=args.port, tokens=tokens)
     replay = read_replay(args.scenario) if args.scenario else None
     if args.config:
         deployment = load_configuration(args.config)

@@ -6,14 +6,14 @@ import json
 import secrets
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from trunkwatch.app.confirm import OPEN_FOR
 from trunkwatch.domain.config import ConfigError, Deployment
-from trunkwatch.storage.port import Reruns, Storage
+from trunkwatch.storage.port import Reruns
 from trunkwatch_local.apigw import serve_api
 from trunkwatch_local.buildkite_server import BuildkiteServer
 from trunkwatch_local.chaos import Chaos
@@ -25,30 +25,13 @@ from trunkwatch_local.runtime import LocalRuntime, Published
 
 
 class Session:
-    """A local runtime plus the HUD, GitHub and Buildkite stand-ins and the API server, started
-    together."""
+    """A local runtime (`runtime`, a fresh default one unless given) plus the HUD, GitHub and
+    Buildkite stand-ins and the API server, started together."""
 
     def __init__(
-        self,
-        template: Path | None = None,
-        port: int = 0,
-        tokens: dict[str, Any] | None = None,
-        webhook_secret: str | None = None,
-        chaos: Chaos | None = None,
-        store: str = "memory",
-        extra_ticks: Iterable[datetime] = (),
-        wrap_storage: Callable[[Storage], Storage] | None = None,
-        buildkite_token: str | None = None,
+        self, runtime: LocalRuntime | None = None, port: int = 0, tokens: dict[str, Any] | None = None
     ) -> None:
-        self.runtime = LocalRuntime(
-            template,
-            webhook_secret,
-            chaos,
-            store=store,
-            extra_ticks=extra_ticks,
-            buildkite_token=buildkite_token,
-            wrap_storage=wrap_storage,
-        )
+        self.runtime = runtime or LocalRuntime()
         self.hud = HudServer(clock=self.runtime.clock.now)
         self.github = GitHubServer(hud=self.hud)
         self.buildkite = BuildkiteServer(clock=self.runtime.clock.now)
@@ -183,7 +166,7 @@ def run_replay(
     """Run every event of `replay` on a fresh local pipeline (its items in the in-memory
     store, or with `store="dynamodb"` in moto's table; with schedule ticks at `extra_ticks`
     too); yield each SNS message."""
-    session = Session(template, chaos=chaos, store=store, extra_ticks=extra_ticks)
+    session = Session(LocalRuntime(template, chaos=chaos, store=store, extra_ticks=extra_ticks))
     try:
         session.start(session.replaying_from(replay))
         yield from replay_into(session, replay)

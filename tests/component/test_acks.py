@@ -55,7 +55,7 @@ def replayed(pagerduty: PagerDutyServer, slack: SlackServer) -> Replayed:
         {"type": "slack", "url": f"{slack.url}/services/T000/B000/XXXX"},
     ]
     found = Replayed()
-    session = Session(store="memory")
+    session = Session()
     try:
         session.start(replay.deployment(session.hud.url))
         for event, published in replay_steps(session, replay):
@@ -160,7 +160,7 @@ def test_an_ack_silence_made_before_its_alert_fires_acknowledges_it_when_it_does
     early["silence"]["endsAt"] = "2026-11-18T12:00:00Z"
     replay = parse_replay([header, json.dumps(early), fires, *rest], "ack silence first")
     replay.receivers = [{"type": "pagerduty", "routing_key": KEY, "url": pagerduty.url}]
-    session = Session(store="memory")
+    session = Session()
     try:
         session.start(replay.deployment(session.hud.url))
         published = list(replay_into(session, replay))

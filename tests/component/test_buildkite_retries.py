@@ -66,7 +66,7 @@ def test_the_stand_in_retries_a_job_once_by_its_id_and_shows_the_retry() -> None
 def test_a_refused_retry_leaves_unconfirmed_with_buildkites_answer_and_is_tried_again() -> None:
     scenario = SCENARIOS / "verdicts-by-reruns.jsonl"
     replay = parse_replay(buildkite_replay(scenario.read_text().splitlines()))
-    session = Session(store="memory")
+    session = Session()
     session.buildkite.refuse_retries(1)
     session.start(session.replaying_from(replay))
     said: list[tuple[datetime, str, str]] = []

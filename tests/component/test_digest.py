@@ -82,7 +82,7 @@ def test_each_days_digest_is_sent_once_at_its_hour_with_the_days_breakages(
             {"type": "slack", "url": alerts_only.url + "/services/T/B/ALERTS"},
         ],
     )
-    with Session(store="memory") as session:
+    with Session() as session:
         session.start(replay.deployment(session.hud.url))
         published = list(replay_into(session, replay))
     sent = digests(published)

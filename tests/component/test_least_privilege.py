@@ -95,7 +95,7 @@ def requests() -> Iterator[Requests]:
 
 def _replay(replay: Replay) -> None:
     """The replay through a local session; while an alert fires, every view of the API too."""
-    session = Session(store="dynamodb")
+    session = Session(LocalRuntime(store="dynamodb"))
     try:
         session.github.repo = replay.repo
         session.start(replay.deployment(session.hud.url, session.github.url))

@@ -33,6 +33,7 @@ from tests.support.scenarios import REAL_HISTORY, SCENARIOS, expected_messages
 from trunkwatch.domain.clock import parse_time
 from trunkwatch_local.chaos import Chaos
 from trunkwatch_local.replay import parse_replay, read_replay
+from trunkwatch_local.runtime import LocalRuntime
 from trunkwatch_local.session import Session, replay_steps
 
 CHAOS_RUNS = [
@@ -120,7 +121,7 @@ def test_a_tick_whose_records_were_dead_lettered_is_settled_by_the_sweep() -> No
         spared=("DispatcherFunction", "IngestFunction", "NotifierFunction", "WebhookFunction", "ApiFunction"),
     )
     replay = read_replay(scenario)
-    session = Session(chaos=chaos)
+    session = Session(LocalRuntime(chaos=chaos))
     session.start(replay.deployment(session.hud.url))
     sent = []
     try:

@@ -73,7 +73,7 @@ def test_every_sns_message_reaches_pagerduty_with_the_alerts_fingerprint(scenari
     try:
         replay = read_replay(scenario)
         replay.receivers = [receiver(server)]
-        published = replayed(replay, server, Session(store="memory"))
+        published = replayed(replay, server, Session())
     finally:
         server.stop()
     # One event per message, in its order: a trigger for each firing one (updates and
@@ -91,7 +91,7 @@ def test_a_silenced_alert_reaches_pagerduty_only_once_its_silence_ends() -> None
     try:
         replay = read_replay(SCENARIOS / "silenced.jsonl")
         replay.receivers = [receiver(server)]
-        published = replayed(replay, server, Session(store="memory"))
+        published = replayed(replay, server, Session())
     finally:
         server.stop()
     jobs = {p.attributes["fingerprint"]: p.message["commonLabels"].get("job") for p in published}
@@ -112,7 +112,7 @@ def test_a_silenced_alert_reaches_pagerduty_only_once_its_silence_ends() -> None
 def test_every_throttled_event_is_retried_until_pagerduty_takes_it(
     name: str, limit: int, scripted: int
 ) -> None:
-    session = Session(store="memory")
+    session = Session()
     # PagerDuty's throttle per routing key, on the replay's clock (its limit is about 120 a
     # minute; one here), and the first events answered 429 as scripted.
     server = PagerDutyServer(limit=limit, clock=session.runtime.clock.now)
@@ -137,7 +137,7 @@ def test_a_refused_event_is_kept_alarmed_and_never_retried(
     monkeypatch.setenv("TRUNKWATCH_LOG_LEVEL", "INFO")  # the local runtime then publishes metrics
     server = PagerDutyServer()
     wrong = "not-a-32-character-routing-key"  # PagerDuty refuses every event: 400
-    session = Session(store="memory")
+    session = Session()
     try:
         replay = read_replay(SCENARIOS / "basic-break.jsonl")
         replay.receivers = [receiver(server, wrong)]

@@ -234,7 +234,7 @@ def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = receivers(slack, github)
     slack.fail_next(1, 422)  # the first message is refused; the receiver takes the rest
-    session = Session(store="dynamodb")
+    session = Session(LocalRuntime(store="dynamodb"))
     try:
         session.start(replay.deployment(session.hud.url))
         events = replay_into(session, replay)
@@ -313,7 +313,7 @@ def test_a_replayed_break_comments_once_on_the_culprit_pr(github: GitHubServer) 
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = [{"type": "github_culprit", "api_url": github.url, "token": {"env": TOKEN_VARIABLE}}]
     pr = github.add_pull_request(body="the culprit", number=160004)
-    session = Session(store="dynamodb")
+    session = Session(LocalRuntime(store="dynamodb"))
     try:
         session.start(replay.deployment(session.hud.url))
         published = []

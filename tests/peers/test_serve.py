@@ -157,11 +157,12 @@ def test_serve_with_tokens_replays_silences_as_the_internal_principal(tmp_path: 
 def test_serve_takes_signed_github_deliveries_on_its_port() -> None:
     from tests.support import webhooks
     from trunkwatch.domain.config import load_deployment
+    from trunkwatch_local.runtime import LocalRuntime
     from trunkwatch_local.session import Session
 
     secret = "a webhook secret for this test"
     trunk = {"repo": "pytorch/pytorch", "source": "github", "webhook": True, "poll_every": "0"}
-    session = Session(webhook_secret=secret).start(load_deployment({"trunks": [trunk]}))
+    session = Session(LocalRuntime(webhook_secret=secret)).start(load_deployment({"trunks": [trunk]}))
     try:
 
         def deliver(event: str, payload: dict[str, Any], signed_with: str = secret) -> tuple[int, str]:
