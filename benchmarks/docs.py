@@ -2,8 +2,9 @@
 
 Copies the summary `make bench` wrote (default benchmarks/out/summary.json) to
 docs/performance.json and renders docs/performance.md from it and the page's template,
-docs/performance.md.in: the prose, in blocks with the figures as placeholders. Each block is
-filled by the function of its name below, or left out when the summary lacks its section;
+docs/performance.md.in: the prose, in blocks with the figures as placeholders. A block named
+after a section shows its figures (`block_fields`), or is left out when the summary lacks it; a
+block's function of its name below adds what the figures alone do not say;
 the tables whose rows or columns follow the data are built here whole. `--check` renders
 docs/performance.json again and fails when docs/performance.md is not that rendering.
 """
@@ -178,17 +179,9 @@ def ingest(summary: dict[str, Any]) -> Fields:
 
 
 @block
-def evaluator(summary: dict[str, Any]) -> Fields:
-    return {"e": Figure(summary["evaluator"])} if summary.get("evaluator") else None
-
-
-@block
 def end_to_end(summary: dict[str, Any]) -> Fields:
-    e = summary.get("end_to_end")
-    if not e:
-        return None
+    e = summary["end_to_end"]
     return {
-        "e": Figure(e),
         "sizes": ", ".join(f"{name} {_n(n)}" for name, n in e.get("batch_sizes", {}).items()),
         "windows": ", ".join(f"{name} {_n(s)} s" for name, s in e.get("batching_windows_s", {}).items()),
     }
@@ -196,12 +189,9 @@ def end_to_end(summary: dict[str, Any]) -> Fields:
 
 @block
 def push(summary: dict[str, Any]) -> Fields:
-    p = summary.get("push")
-    if not p:
-        return None
+    p = summary["push"]
     memory = p.get("lambda_gb_s_per_day_by_memory_mb", {}).items()
     return {
-        "p": Figure(p),
         "kinds": ", ".join(f"{_n(n)} {kind}" for kind, n in p.get("deliveries_by_kind", {}).items()),
         "items": ", ".join(
             f"{k.replace('_', ' ')} {_usd(v)}" for k, v in p.get("usd_per_month_items", {}).items()
@@ -221,9 +211,7 @@ def push_basis(summary: dict[str, Any]) -> Fields:
 
 @block
 def cold_start(summary: dict[str, Any]) -> Fields:
-    c = summary.get("cold_start")
-    if not c:
-        return None
+    c = summary["cold_start"]
     ratios, seconds, cpu = (
         c.get(key, {}) for key in ("handler_import_ratio", "handler_import_s", "handler_import_cpu_ratio")
     )
@@ -232,7 +220,6 @@ def cold_start(summary: dict[str, Any]) -> Fields:
         for handler, ratio in ratios.items()
     ]
     return {
-        "c": Figure(c),
         "webhook": "" if "webhook" in ratios else " The webhook function's import is not measured.",
         "table": table(["handler", "import", "over boto3", "CPU time over boto3"], rows),
     }
@@ -240,9 +227,7 @@ def cold_start(summary: dict[str, Any]) -> Fields:
 
 @block
 def cost(summary: dict[str, Any]) -> Fields:
-    c = summary.get("cost")
-    if not c:
-        return None
+    c = summary["cost"]
     detail = c.get("items_detail", {})
     rows = [
         [
@@ -254,7 +239,6 @@ def cost(summary: dict[str, Any]) -> Fields:
     ]
     d = Figure(deployed := c.get("deployed", {}))
     return {
-        "c": Figure(c),
         "prices": c.get("prices_source", "benchmarks/prices.py"),
         "deployed": f" (dashboard: {d['dashboard']}, tracing: {d['tracing']}, {d['alarms']} alarms, "
         f"{_n(len(deployed.get('custom_metrics', [])))} custom metrics, {d['api_requests_per_day']} API "
@@ -336,21 +320,16 @@ def cost_buildkite(summary: dict[str, Any]) -> Fields:
 
 @block
 def local_scale(summary: dict[str, Any]) -> Fields:
-    s = summary.get("local_scale")
-    if not s:
-        return None
+    s = summary["local_scale"]
     full = s.get("runs", {}).get(str(s["job_columns"]), {})
-    return {"s": Figure(s), "full": Figure(full), "capped": ", capped" if s.get("capped") else ""}
+    return {"full": Figure(full), "capped": ", capped" if s.get("capped") else ""}
 
 
 @block
 def github_budget(summary: dict[str, Any]) -> Fields:
-    g = summary.get("github_budget")
-    if not g:
-        return None
+    g = summary["github_budget"]
     walls, requests = g.get("poll_wall_s", []), g.get("poll_requests", [])
     return {
-        "g": Figure(g),
         "longest": Figure(max(walls, default=None)),
         "fewest": Figure(min(requests, default=None)),
         "most": Figure(max(requests, default=None)),
@@ -358,17 +337,9 @@ def github_budget(summary: dict[str, Any]) -> Fields:
 
 
 @block
-def long_history(summary: dict[str, Any]) -> Fields:
-    return {"h": Figure(summary["long_history"])} if summary.get("long_history") else None
-
-
-@block
 def serve_week(summary: dict[str, Any]) -> Fields:
-    w = summary.get("serve_week")
-    if not w:
-        return None
+    w = summary["serve_week"]
     return {
-        "w": Figure(w),
         "minutes": Figure(w["period_s"] / 60),
         "days": ", ".join(_n(mb) for mb in w["rss_mb_by_day"]),
     }
@@ -376,9 +347,7 @@ def serve_week(summary: dict[str, Any]) -> Fields:
 
 @block
 def chaos(summary: dict[str, Any]) -> Fields:
-    c = summary.get("chaos")
-    if not c:
-        return None
+    c = summary["chaos"]
     return {
         "scenarios": len(c["scenarios"]),
         "seeds": ", ".join(map(str, c["seeds"])),
@@ -388,9 +357,7 @@ def chaos(summary: dict[str, Any]) -> Fields:
 
 @block
 def memory_replay(summary: dict[str, Any]) -> Fields:
-    m = summary.get("memory_replay")
-    if not m:
-        return None
+    m = summary["memory_replay"]
     rows = [
         [
             f"`{name}`",
@@ -411,11 +378,8 @@ def memory_replay(summary: dict[str, Any]) -> Fields:
 
 @block
 def org(summary: dict[str, Any]) -> Fields:
-    o = summary.get("org")
-    if not o:
-        return None
+    o = summary["org"]
     return {
-        "o": Figure(o),
         "added": ", ".join(f"{n} trunks {_usd(v)}" for n, v in o.get("added_usd_per_month", {}).items()),
         "gauges": Figure(trunk_gauges_usd(True)),
         "basis": o.get("basis", ""),
@@ -424,7 +388,7 @@ def org(summary: dict[str, Any]) -> Fields:
 
 @block
 def redtrunk(summary: dict[str, Any]) -> Fields:
-    trunks = (summary.get("redtrunk") or {}).get("trunks") or {}
+    trunks = summary["redtrunk"].get("trunks") or {}
     if not trunks:
         return None
     # Without (w) / with (c) confirmation by reruns, the confirmed run's verdicts (v), pushed (p);
@@ -454,9 +418,20 @@ def template() -> list[tuple[str, str]]:
     """The template's blocks, in order: (name, text). What precedes the first is its preamble."""
     _, *parts = BLOCK.split(TEMPLATE.read_text(encoding="utf-8"))
     blocks = list(zip(parts[::2], parts[1::2], strict=True))
-    if [name for name, _ in blocks] != list(BLOCKS):
-        raise ValueError(f"{TEMPLATE.name}'s blocks are not benchmarks/docs.py's: {[n for n, _ in blocks]}")
+    names = [name for name, _ in blocks]
+    if [n for n in names if n in BLOCKS] != list(BLOCKS) or not set(names) <= {*BLOCKS, *SECTIONS}:
+        raise ValueError(f"{TEMPLATE.name}'s blocks are not benchmarks/docs.py's: {names}")
     return blocks
+
+
+def block_fields(name: str, summary: dict[str, Any]) -> Fields:
+    """A block's placeholders. A block named after a section is left out when the summary
+    lacks it, and has its figures as `{section[key]}`; then what the block's function adds
+    (its None: left out)."""
+    if name in SECTIONS and not summary.get(name):
+        return None
+    found = BLOCKS[name](summary) if name in BLOCKS else {}
+    return None if found is None else {name: Figure(summary.get(name)), **found}
 
 
 def fill(text: str, fields: dict[str, Any]) -> str:
@@ -480,7 +455,7 @@ def fill(text: str, fields: dict[str, Any]) -> str:
 
 def render(summary: dict[str, Any]) -> str:
     """The page for this summary (a pure function of it and the template)."""
-    filled = [(text, BLOCKS[name](summary)) for name, text in template()]
+    filled = [(text, block_fields(name, summary)) for name, text in template()]
     return "".join(fill(text, fields) for text, fields in filled if fields is not None).rstrip("\n") + "\n"
 
 
