@@ -20,11 +20,11 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from trunkwatch.api import auth
 from trunkwatch_local.runtime import LambdaContext
+from trunkwatch_local.stand_in import Answer, Request, StandInServer
 
 logger = logging.getLogger(__name__)
 
@@ -135,15 +135,16 @@ def serve_api(
     tokens: dict[str, Any] | None = None,
     internal_token: str | None = None,
     webhook: WebhookHandler | None = None,
-) -> ThreadingHTTPServer:
+) -> StandInServer:
     """Serve `handler` on host:port from a daemon thread, and `webhook` at `POST
-    /webhooks/github` (signed deliveries need no API token); the caller calls `.shutdown()`."""
+    /webhooks/github` (signed deliveries need no API token); the caller calls `.stop()`."""
     document = auth.parse_tokens(tokens) if tokens is not None else None
     # One event at a time, as one Lambda execution environment handles them.
     invoke_lock = threading.Lock()
 
-    def respond(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
-        parsed = urllib.parse.urlsplit(target)
+    def respond(request: Request) -> dict[str, Any]:
+        method, headers, body = request.method, dict(request.headers.items()), request.body
+        parsed = urllib.parse.urlsplit(request.target)
         path = urllib.parse.unquote(parsed.path)
         if webhook is not None and method == "POST" and path == WEBHOOK_PATH:
             try:
@@ -177,31 +178,21 @@ def serve_api(
                 logger.exception("API handler failed")
                 return _gateway_error(502, "Internal server error")
 
-    class RequestHandler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    return _ApiServer(respond, host, port)
 
-        def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            result = respond(self.command, self.path, dict(self.headers.items()), body)
-            payload = result.get("body") or ""
-            data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
-            self.send_response(int(result["statusCode"]))
-            for name, value in (result.get("headers") or {}).items():
-                self.send_header(name, value)
-            for name, values in (result.get("multiValueHeaders") or {}).items():
-                for value in values:
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+class _ApiServer(StandInServer):
+    """The gateway's HTTP side: a request to `respond`, its proxy response to HTTP."""
 
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet: request lines would repeat what the API's own logs say."""
+    def __init__(self, respond: Callable[[Request], dict[str, Any]], host: str, port: int) -> None:
+        self.respond = respond
+        super().__init__(host, port)
 
-    server = ThreadingHTTPServer((host, port), RequestHandler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="trunkwatch-api", daemon=True).start()
-    return server
+    def handle(self, request: Request) -> Answer:
+        result = self.respond(request)
+        payload = result.get("body") or ""
+        data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
+        headers = dict(result.get("headers") or {})
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            headers[name] = ", ".join(values)
+        return int(result["statusCode"]), headers, data

@@ -116,13 +116,11 @@ class Session:
 
     @property
     def api_url(self) -> str:
-        host, port = self.api.server_address[:2]
-        return f"http://{host}:{port}"
+        return str(self.api.url)
 
     def stop(self) -> None:
         if self.api is not None:
-            self.api.shutdown()
-            self.api.server_close()
+            self.api.stop()
         self.hud.stop()
         self.github.stop()
         self.buildkite.stop()

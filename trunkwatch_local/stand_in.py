@@ -62,16 +62,17 @@ def paged(
 
 
 class StandInServer:
-    """Answers every request with `handle(request)`; subclasses say what."""
+    """Answers every request with `handle(request)`; subclasses say what. On 127.0.0.1 at a
+    free port unless told."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 self._answer()
 
-            do_POST = do_PATCH = do_PUT = do_GET
+            do_POST = do_PATCH = do_PUT = do_DELETE = do_GET
 
             def _answer(self) -> None:
                 size = int(self.headers.get("Content-Length") or 0)
@@ -87,7 +88,7 @@ class StandInServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, port), Handler)
         # `stop` waits for the loop to see it: a short poll keeps a stop (a test's teardown) quick.
         self.thread = threading.Thread(target=self.server.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
         self.thread.start()

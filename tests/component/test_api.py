@@ -353,12 +353,11 @@ def test_local_gateway_sends_api_gateway_proxy_events() -> None:
 
     server = serve_api(handler, port=0)
     try:
-        url = f"http://127.0.0.1:{server.server_port}/api/v2/silences"
+        url = f"{server.url}/api/v2/silences"
         _fetch(f"{url}?filter=job%3D~%22pull+%2F+.%2A%22&filter=team%3Dx")
         _fetch(url, data=b"\xff")
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
     get, post = seen
     assert (get["resource"], get["path"], get["httpMethod"]) == (
         "/api/v2/{proxy+}",
@@ -371,7 +370,7 @@ def test_local_gateway_sends_api_gateway_proxy_events() -> None:
     context = get["requestContext"]
     # Served at the root, like a custom domain mapped to the stage; the host is the domain.
     assert context["stage"] == "v1" and context["path"] == "/api/v2/silences"
-    assert context["domainName"] == f"127.0.0.1:{server.server_port}"
+    assert context["domainName"] == server.url.removeprefix("http://")
     assert get["headers"]["X-Forwarded-Proto"] == "http"
     assert get["requestContext"]["authorizer"]["principalId"] == "local"
     assert (get["body"], get["isBase64Encoded"]) == (None, False)
@@ -384,8 +383,7 @@ def test_local_gateway_answers_502_when_the_handler_fails() -> None:
 
     server = serve_api(handler, port=0)
     try:
-        status, body = _fetch(f"http://127.0.0.1:{server.server_port}/api/v2/status")
+        status, body = _fetch(f"{server.url}/api/v2/status")
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
     assert (status, body) == (502, {"error": "Internal server error"})

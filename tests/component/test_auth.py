@@ -187,9 +187,8 @@ def http(url: str, method: str = "GET", body: Any = None, token: str | None = No
 @pytest.fixture
 def local_api(aws: dict[str, Any], tokens: dict[str, str]) -> Iterator[str]:
     server = serve_api(load_function("api").lambda_handler, port=0, tokens=document(tokens))
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    yield server.url
+    server.stop()
 
 
 def test_local_gateway_answers_401_without_a_known_token(local_api: str, tokens: dict[str, str]) -> None:
@@ -221,14 +220,13 @@ def test_local_gateway_outside_the_api_is_apigateways_403(local_api: str) -> Non
 
 def test_local_gateway_without_tokens_lets_everyone_write_as_local(aws: dict[str, Any]) -> None:
     server = serve_api(load_function("api").lambda_handler, port=0)
-    url = f"http://127.0.0.1:{server.server_port}"
+    url = server.url
     try:
         status, created = http(f"{url}/api/v2/silences", "POST", SILENCE)
         assert status == 200
         assert http(f"{url}/api/v2/silence/{created['silenceID']}")[1]["createdBy"] == "local"
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 @pytest.mark.usefixtures("aws")

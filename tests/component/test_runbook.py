@@ -87,7 +87,7 @@ def test_local_gateway_serves_the_runbook_without_a_token() -> None:
 
     server = apigw.serve_api(handler, port=0, tokens=tokens)
     try:
-        url = f"http://127.0.0.1:{server.server_port}/runbook"
+        url = f"{server.url}/runbook"
         with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - 127.0.0.1
             assert response.status == 200
         with pytest.raises(urllib.error.HTTPError) as refused:
@@ -95,8 +95,7 @@ def test_local_gateway_serves_the_runbook_without_a_token() -> None:
             urllib.request.urlopen(post, timeout=10)  # noqa: S310 - 127.0.0.1
         assert refused.value.code == 403
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
     assert seen == ["/runbook"]
 
 

@@ -164,7 +164,7 @@ def test_local_gateway_serves_the_page_without_a_token_but_not_the_api() -> None
 
     tokens = {"tokens": [{"sha256": auth.token_hash("s3cret"), "principal": "alice", "scope": "write"}]}
     server = apigw.serve_api(handler, port=0, tokens=tokens)
-    url = f"http://127.0.0.1:{server.server_port}"
+    url = server.url
 
     def status(path: str, method: str = "GET") -> int:
         request = urllib.request.Request(url + path, method=method)  # noqa: S310 - 127.0.0.1
@@ -183,8 +183,7 @@ def test_local_gateway_serves_the_page_without_a_token_but_not_the_api() -> None
         assert status("/", "POST") == 403
         assert status("/static/a/b") == 403
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
     assert [(e["resource"], e["pathParameters"]) for e in calls] == [
         ("/", None),
         ("/static/{file}", {"file": "app.js"}),

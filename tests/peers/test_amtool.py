@@ -127,10 +127,9 @@ def tokens() -> dict[str, str]:
 def _serve(tokens: dict[str, Any] | None) -> Iterator[str]:
     server = serve_api(load_function("api").lambda_handler, port=0, tokens=tokens)
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        yield server.url
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -50,10 +50,9 @@ def served() -> Iterator[tuple[Trunks, str]]:
 
         server = apigw.serve_api(handle, port=0)
         try:
-            yield trunks, f"http://127.0.0.1:{server.server_port}"
+            yield trunks, server.url
         finally:
-            server.shutdown()
-            server.server_close()
+            server.stop()
 
 
 def shoot(page: Any, tmp_path: Path, view: str) -> None:
