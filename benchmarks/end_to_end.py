@@ -46,7 +46,7 @@ from benchmarks.trunk import DAY_START, EPISODES, Day, episode_of
 from benchmarks.usage import stored_by_kind
 from trunkwatch.app import settings
 from trunkwatch.domain import alerts
-from trunkwatch.domain.config import RuleConfig
+from trunkwatch.domain.config import Deployment, RuleConfig
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.runtime import NAME, REGION, LocalRuntime, Published
 from trunkwatch_local.wiring import StreamSource
@@ -104,31 +104,83 @@ class DayFigures:
     stored: dict[str, list[int]] = field(default_factory=dict)
 
 
+@dataclass
+class Ticking:
+    """A started local runtime whose invocations `time_invocations` records (`calls`), and
+    the deployment as its functions read it (the configuration and the template's defaults)."""
+
+    runtime: LocalRuntime
+    deployed: Deployment
+    calls: list[Call]
+
+    @property
+    def rule(self) -> RuleConfig:
+        return self.deployed.rule_for(self.deployed.trunks[0])
+
+    @property
+    def sources(self) -> dict[str, StreamSource]:
+        return {source.function: source for source in self.runtime.wiring.streams}
+
+    def tick(self, at: datetime) -> tuple[dict[str, Any], list[tuple[float, Published]]]:
+        """A schedule tick at `at`: what its polls came to, and its messages on the deployed
+        timeline (`deployed_times`)."""
+        self.calls.clear()
+        result = self.runtime.tick(at) or {}
+        queued = frozenset(source.function for source in self.runtime.wiring.queues)
+        return result, deployed_times(at, self.calls, self.sources, queued)
+
+
+@contextlib.contextmanager
+def ticking(
+    deployment: Deployment, store: str, servers: list[HudServer], time_queued: bool = False
+) -> Iterator[Ticking]:
+    """A fresh local runtime on `deployment`, stopped after with the stand-ins it polls
+    (`servers`). Its queue consumers' invocations (ingest's polls) are timed only with
+    `time_queued`."""
+    # The runtime sets the process's AWS settings for its emulation: put them back after.
+    # stdout carries the benchmark's report.
+    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
+        try:
+            runtime = LocalRuntime(store=store).start(deployment)
+            try:
+                calls: list[Call] = []
+                time_invocations(runtime, calls)
+                if time_queued:
+                    runtime.queues.invoke = runtime.invoke
+                yield Ticking(runtime, settings.Edge.from_environ(settings.PIPELINE).deployment(), calls)
+            finally:
+                runtime.stop()
+        finally:
+            for server in servers:
+                server.stop()
+
+
 def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta | None = None) -> DayFigures:
     """Tick every `period` for `hours` from DAY_START on a fresh local runtime (every `coarse`
     away from the episodes' deciding jobs, when given)."""
     started = datetime.now()
     hud = HudServer()
-    # The runtime sets the process's AWS settings for its emulation: put them back after.
-    # stdout carries the benchmark's report.
-    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
-        runtime = LocalRuntime(store="dynamodb").start(deployment("hud", hud.url, day.window))
-        try:
-            # The rule as the deployed functions read it (configuration and template defaults).
-            deployed = settings.Edge.from_environ(settings.PIPELINE).deployment()
-            rule = deployed.rule_for(deployed.trunks[0])
-            sources = {source.function: source for source in runtime.wiring.streams}
-            deciding = [day.finished(e.deciding_commit(rule.failures_to_open)) for e in EPISODES]
-            times = list(tick_times(period, hours, deciding, coarse or period))
-            sent, ticks, changed, pipeline_s = _replay(runtime, hud, day, times, sources)
-            stored = stored_by_kind(REGION, NAME)
-        finally:
-            runtime.stop()
-            hud.stop()
-    figures = day_figures(day, sent, period, hours, rule)
-    figures.ticks, figures.polls_with_changes = ticks, changed
-    figures.batching_windows_s = {f: s.batching_window_s for f, s in sources.items()}
-    figures.batch_sizes = {f: s.batch_size for f, s in sources.items()}
+    sent: list[Published] = []
+    served: tuple[int, int] | None = None
+    changed, pipeline_s = 0, 0.0
+    with ticking(deployment("hud", hud.url, day.window), "dynamodb", [hud]) as run:
+        deciding = [day.finished(e.deciding_commit(run.rule.failures_to_open)) for e in EPISODES]
+        times = list(tick_times(period, hours, deciding, coarse or period))
+        for at in times:
+            # The snapshot changes only when a commit lands or finishes.
+            moment = (day.commits_landed(at), day.commits_landed(at - day.trunk.job_duration))
+            if moment != served:
+                hud.serve(day.trunk.snapshot(at))
+                served = moment
+            result, published = run.tick(at)
+            changed += any(p.get("cells_written") for p in result.get("polled", []))
+            sent += [message for _, message in published]
+            pipeline_s = max([pipeline_s, *(seconds for seconds, _ in published)])
+        stored = stored_by_kind(REGION, NAME)
+    figures = day_figures(day, sent, period, hours, run.rule)
+    figures.ticks, figures.polls_with_changes = len(times), changed
+    figures.batching_windows_s = {f: s.batching_window_s for f, s in run.sources.items()}
+    figures.batch_sizes = {f: s.batch_size for f, s in run.sources.items()}
     figures.pipeline_s_max = round(pipeline_s, 3)
     figures.detection_delay_s_bound = round(period.total_seconds() + pipeline_s, 3)
     figures.wall_s = round((datetime.now() - started).total_seconds(), 2)
@@ -148,7 +200,7 @@ def time_invocations(runtime: LocalRuntime, calls: list[Call]) -> None:
         finally:
             seconds = time.perf_counter() - started
             records = len(event["Records"]) if "Records" in event else None
-            logical_id = runtime.names.get(function, function)
+            logical_id = runtime.stack.logical_id(function)
             calls.append(Call(logical_id, records, seconds, runtime.published(runtime.clock.now())))
 
     runtime.invoke = timed  # type: ignore[method-assign]
@@ -190,36 +242,6 @@ def tick_times(
         yield at
         dense = any(moment - DENSE_BEFORE <= at < moment + DENSE_AFTER for moment in dense_around)
         at += period if dense else coarse
-
-
-def _replay(
-    runtime: LocalRuntime,
-    hud: HudServer,
-    day: Day,
-    times: list[datetime],
-    sources: dict[str, StreamSource],
-) -> tuple[list[Published], int, int, float]:
-    trunk = day.trunk
-    sent: list[Published] = []
-    served: tuple[int, int] | None = None
-    ticks = changed = 0
-    pipeline_s = 0.0
-    calls: list[Call] = []
-    time_invocations(runtime, calls)
-    for at in times:
-        # The snapshot changes only when a commit lands or finishes.
-        moment = (day.commits_landed(at), day.commits_landed(at - trunk.job_duration))
-        if moment != served:
-            hud.serve(trunk.snapshot(at))
-            served = moment
-        calls.clear()
-        result = runtime.tick(at)
-        changed += any(p.get("cells_written") for p in (result or {}).get("polled", []))
-        published = deployed_times(at, calls, sources, frozenset(q.function for q in runtime.wiring.queues))
-        sent += [message for _, message in published]
-        pipeline_s = max([pipeline_s, *(seconds for seconds, _ in published)])
-        ticks += 1
-    return sent, ticks, changed, pipeline_s
 
 
 def day_figures(

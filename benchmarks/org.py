@@ -29,15 +29,11 @@ moto's table would take hours for PyTorch-sized first polls of 100 trunks here.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
-from unittest import mock
 
 from benchmarks import prices
 from benchmarks.cost import (
@@ -52,13 +48,12 @@ from benchmarks.cost import (
     memory_gb,
     trunk_gauges_usd,
 )
-from benchmarks.end_to_end import Call, day_figures, deployed_times, tick_times, time_invocations
+from benchmarks.end_to_end import day_figures, tick_times, ticking
 from benchmarks.push import run_push
 from benchmarks.trunk import DAY_START, EPISODES, Day
-from trunkwatch.app import settings
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
 from trunkwatch_local.hud_server import HudServer
-from trunkwatch_local.runtime import LocalRuntime, Published
+from trunkwatch_local.runtime import Published
 from trunkwatch_local.schedule import period_seconds
 
 TRUNKS = 100
@@ -146,47 +141,35 @@ def run_org(scale: OrgScale = FULL) -> OrgFigures:
     big_hud, small_hud = HudServer(), HudServer()
     window = {"big": scale.big.window, "small": scale.small.window}
     trunks = org_trunks(scale.trunks, scale.pytorch_sized, big_hud.url, small_hud.url, window)
-    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
-        runtime = LocalRuntime(store="memory").start(load_deployment({"trunks": trunks}))
-        try:
-            deployed = settings.Edge.from_environ(settings.PIPELINE).deployment()
-            rule = deployed.rule_for(deployed.trunks[0])
-            period = timedelta(seconds=period_seconds(deployed.schedule))
-            sources = {source.function: source for source in runtime.wiring.streams}
-            queued = frozenset(source.function for source in runtime.wiring.queues)
-            deciding = [
-                scale.small.finished(e.deciding_commit(rule.failures_to_open))
-                for e in EPISODES[: scale.episodes]
-            ]
-            hours = (max(deciding) - DAY_START).total_seconds() / 3600 + 0.5
-            times = [at for at in tick_times(period, hours, deciding, period) if _near(at, deciding)]
-            calls: list[Call] = []
-            time_invocations(runtime, calls)
-            runtime.queues.invoke = runtime.invoke  # timed too
-            sent: list[Published] = []
-            polls: list[int] = []
-            ingest_s: dict[str, list[float]] = {"big": [], "small": []}
-            last_poll_s = 0.0
-            dispatcher_s: list[float] = []
-            for index, at in enumerate(times):
-                big_hud.serve(scale.big.trunk.snapshot(at))
-                small_hud.serve(scale.small.trunk.snapshot(at))
-                calls.clear()
-                result = runtime.tick(at) or {}
-                polled = [p["trunk"] for p in result.get("polled", [])]
-                polls.append(len(set(polled)) if len(polled) == len(set(polled)) else -1)
-                sent += [message for _, message in deployed_times(at, calls, sources, queued)]
-                ingest = [c.seconds for c in calls if c.function in queued]
-                dispatch = [c.seconds for c in calls if c.function not in queued and c.records is None]
-                dispatcher_s.append(dispatch[0] if dispatch else 0.0)
-                last_poll_s = max(last_poll_s, dispatcher_s[-1] + 1.0 + max(ingest, default=0.0))
-                if index:  # the first tick's polls store every trunk's window: not a steady poll
-                    ingest_s["big"] += ingest[: scale.pytorch_sized]
-                    ingest_s["small"] += ingest[scale.pytorch_sized :]
-        finally:
-            runtime.stop()
-            big_hud.stop()
-            small_hud.stop()
+    deployment = load_deployment({"trunks": trunks})
+    sent: list[Published] = []
+    polls: list[int] = []
+    ingest_s: dict[str, list[float]] = {"big": [], "small": []}
+    last_poll_s = 0.0
+    dispatcher_s: list[float] = []
+    with ticking(deployment, "memory", [big_hud, small_hud], time_queued=True) as run:
+        rule = run.rule
+        period = timedelta(seconds=period_seconds(run.deployed.schedule))
+        queued = frozenset(source.function for source in run.runtime.wiring.queues)
+        deciding = [
+            scale.small.finished(e.deciding_commit(rule.failures_to_open)) for e in EPISODES[: scale.episodes]
+        ]
+        hours = (max(deciding) - DAY_START).total_seconds() / 3600 + 0.5
+        times = [at for at in tick_times(period, hours, deciding, period) if _near(at, deciding)]
+        for index, at in enumerate(times):
+            big_hud.serve(scale.big.trunk.snapshot(at))
+            small_hud.serve(scale.small.trunk.snapshot(at))
+            result, published = run.tick(at)
+            polled = [p["trunk"] for p in result.get("polled", [])]
+            polls.append(len(set(polled)) if len(polled) == len(set(polled)) else -1)
+            sent += [message for _, message in published]
+            ingest = [c.seconds for c in run.calls if c.function in queued]
+            dispatch = [c.seconds for c in run.calls if c.function not in queued and c.records is None]
+            dispatcher_s.append(dispatch[0] if dispatch else 0.0)
+            last_poll_s = max(last_poll_s, dispatcher_s[-1] + 1.0 + max(ingest, default=0.0))
+            if index:  # the first tick's polls store every trunk's window: not a steady poll
+                ingest_s["big"] += ingest[: scale.pytorch_sized]
+                ingest_s["small"] += ingest[scale.pytorch_sized :]
     day = day_figures(scale.small, sent, period, hours, rule)
     delays = sorted(d["delay_s"] for d in day.detections)
     push = run_push(scale.push_days, other_trunks=scale.trunks - 1)
