@@ -150,7 +150,6 @@ class LocalRuntime:
         if chaos is not None and store == "memory":
             wrap_storage = _then(chaos.storage, wrap_storage)
         self.stack = LocalStack(template, clock=clock, store=store, wrap_storage=wrap_storage)
-        self.template = self.stack.template
         self.clock = self.stack.clock  # what every handler of the runtime runs on
         self.extra_ticks = sorted(extra_ticks)  # schedule ticks between a replay's events
         self.chaos = chaos  # kills invocations at their calls (`trunkwatch replay --chaos`)
@@ -172,8 +171,6 @@ class LocalRuntime:
             *(source.function for source in self.wiring.queues),
         }
         self._crashable.add(self.stack.logical_id("webhook"))
-        self.modules = self.stack.modules
-        self.names = self.stack.names  # functions/<name> folder -> logical id
         # What GitHub signs deliveries with here, and Buildkite's webhook token: the caller's,
         # else random per run; held only in memory, never printed.
         self.webhook_secret = webhook_secret or secrets.token_hex(20)
@@ -207,9 +204,6 @@ class LocalRuntime:
             self._chaos_installed.__enter__()
         self.sqs = boto3.client("sqs")
         self.dynamodb = boto3.client("dynamodb")
-        self.topic_arn = self.stack.topic_arn
-        self.dlq_url = self.stack.dlq_url
-        self.capture_url = self.stack.capture_url
         # Powertools logs to stdout in Lambda; locally stdout carries the results.
         self.stack.load_handlers(log_stream=sys.__stderr__ or sys.stderr)  # not a test-captured stream
         self.pump = self.stack.pump(self.invoke)
@@ -426,7 +420,7 @@ class LocalRuntime:
         sent = self._sent_notifications()
         while True:
             batch = self.sqs.receive_message(
-                QueueUrl=self.capture_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+                QueueUrl=self.stack.capture_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
             )
             messages = batch.get("Messages", [])
             if not messages:
@@ -443,13 +437,13 @@ class LocalRuntime:
                         self._email_body(sent.get(envelope["MessageId"]), envelope["Message"]),
                     )
                 )
-                self.sqs.delete_message(QueueUrl=self.capture_url, ReceiptHandle=raw["ReceiptHandle"])
+                self.sqs.delete_message(QueueUrl=self.stack.capture_url, ReceiptHandle=raw["ReceiptHandle"])
 
     def _sent_notifications(self) -> dict[str, str]:
         """MessageId -> Message as published to the topic (moto's in-process record)."""
         from moto.sns.models import sns_backends
 
-        topic = sns_backends[ACCOUNT][REGION].topics.get(self.topic_arn)
+        topic = sns_backends[ACCOUNT][REGION].topics.get(self.stack.topic_arn)
         return {entry[0]: entry[1] for entry in (topic.sent_notifications if topic else [])}
 
     def _email_body(self, published: str | None, delivered_to_sqs: str) -> str:
@@ -461,7 +455,7 @@ class LocalRuntime:
         return str(structure.get("email", structure["default"]))
 
     def dead_letters(self) -> list[dict[str, Any]]:
-        batch = self.sqs.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10)
+        batch = self.sqs.receive_message(QueueUrl=self.stack.dlq_url, MaxNumberOfMessages=10)
         return [json.loads(m["Body"]) for m in batch.get("Messages", [])]
 
 

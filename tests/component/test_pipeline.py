@@ -110,8 +110,8 @@ def test_record_failing_mid_batch_is_retried_without_duplicates(
 def test_publish_failure_then_retry_sends_each_transition_once(pipeline: Any) -> None:
     runtime, hud, trunk = pipeline
     sns = boto3.client("sns")
-    subscriptions = sns.list_subscriptions_by_topic(TopicArn=runtime.topic_arn)["Subscriptions"]
-    sns.delete_topic(TopicArn=runtime.topic_arn)  # every publish fails until it is back
+    subscriptions = sns.list_subscriptions_by_topic(TopicArn=runtime.stack.topic_arn)["Subscriptions"]
+    sns.delete_topic(TopicArn=runtime.stack.topic_arn)  # every publish fails until it is back
     failed_at, sent = None, []
     for at, snapshot in trunk.polls(timedelta(minutes=10), trunk.start + timedelta(hours=7)):
         hud.serve(snapshot)
@@ -120,10 +120,10 @@ def test_publish_failure_then_retry_sends_each_transition_once(pipeline: Any) ->
             # An alert fires while SNS is down: nothing may be recorded as sent.
             assert not [entry for entry in _items(runtime, "notification") if "last_status" in entry]
             failed_at = at
-            sns.create_topic(Name=runtime.topic_arn.rsplit(":", 1)[1])
+            sns.create_topic(Name=runtime.stack.topic_arn.rsplit(":", 1)[1])
             for subscription in subscriptions:
                 sns.subscribe(
-                    TopicArn=runtime.topic_arn,
+                    TopicArn=runtime.stack.topic_arn,
                     Protocol=subscription["Protocol"],
                     Endpoint=subscription["Endpoint"],
                 )
