@@ -35,22 +35,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from benchmarks import prices
-from benchmarks.cost import (
-    APP_LOG_BYTES,
-    DAYS_PER_MONTH,
-    EMF_LOG_BYTES,
-    GB,
-    PLATFORM_LOG_BYTES,
-    SQS_REQUESTS_PER_POLL,
-    cpu_slowdown,
-    dashboard_by_default,
-    memory_gb,
-    trunk_gauges_usd,
-)
+from benchmarks.cost import DAYS_PER_MONTH, dashboard_by_default, ingest_items, trunk_gauges_usd
 from benchmarks.end_to_end import day_figures, tick_times, ticking
 from benchmarks.push import run_push
 from benchmarks.trunk import DAY_START, EPISODES, Day
+from benchmarks.usage import Usage
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.runtime import Published
@@ -227,18 +216,11 @@ def _near(at: Any, deciding: list[Any]) -> bool:
 
 
 def _per_trunk_usd(ingest_s: float, period: timedelta) -> float:
-    """A month of one trunk's polls: see the module's docstring."""
-    polls = DAYS_PER_MONTH * 86400 / period.total_seconds()
-    gb = memory_gb("ingest")
-    gb_s = ingest_s * cpu_slowdown(gb) * gb
-    log_bytes = PLATFORM_LOG_BYTES + APP_LOG_BYTES + EMF_LOG_BYTES
-    usd = polls * (
-        prices.LAMBDA_REQUESTS_PER_MILLION / 1e6
-        + gb_s * prices.LAMBDA_ARM_GB_SECOND
-        + SQS_REQUESTS_PER_POLL * prices.SQS_FIFO_REQUESTS_PER_MILLION / 1e6
-        + log_bytes / GB * prices.CLOUDWATCH_LOGS_INGESTED_GB
-    )
-    return round(usd + trunk_gauges_usd(dashboard_by_default()), 4)
+    """A month of one trunk's polls, priced as cost.py prices a trunk's (`ingest_items`):
+    see the module's docstring."""
+    ticks = 86400 / period.total_seconds()
+    per_day = ingest_items(Usage(invocations=round(ticks), seconds=ingest_s * ticks), ticks)
+    return round(sum(per_day.values()) * DAYS_PER_MONTH + trunk_gauges_usd(dashboard_by_default()), 4)
 
 
 def _percentile(values: list[float], pct: float) -> float:
