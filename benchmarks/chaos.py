@@ -18,6 +18,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from trunkwatch.domain.clock import parse_time
+
 SCENARIOS = Path(__file__).resolve().parents[1] / "tests" / "scenarios"
 SEEDS = (1, 2, 3)
 RATES = (0.03, 0.08)
@@ -115,7 +117,7 @@ def run_with_chaos(
         return [
             {**want, "came": got["at"]}
             for want, got in matched
-            if _time(got["at"]) > due_by(_time(want["at"]), chaos.stats.died_at, period)
+            if parse_time(got["at"]) > due_by(parse_time(want["at"]), chaos.stats.died_at, period)
         ]
 
     reference = expected
@@ -132,7 +134,7 @@ def run_with_chaos(
         len(reference),
         lost,
         extra,
-        [(_time(got["at"]) - _time(want["at"])).total_seconds() for want, got in matched],
+        [(parse_time(got["at"]) - parse_time(want["at"])).total_seconds() for want, got in matched],
         late(matched),
         len(stats.crashes),
         stats.after_publish,
@@ -187,7 +189,3 @@ def chaos(seeds: tuple[int, ...] = SEEDS, rates: tuple[float, ...] = RATES) -> d
         asdict(run) for run in runs if run.lost or run.late or len(run.extra) > run.crashes_after_publish
     ]
     return {"seeds": list(seeds), "scenarios": scenarios, "by_rate": by_rate, "failing_runs": failing}
-
-
-def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
