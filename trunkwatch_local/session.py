@@ -19,7 +19,7 @@ from trunkwatch_local.buildkite_server import BuildkiteServer
 from trunkwatch_local.chaos import Chaos
 from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.hud_server import HudServer
-from trunkwatch_local.replay import DELIVERIES, Replay, ReplayError, ReplayEvent
+from trunkwatch_local.replay import DELIVERIES, POLLED, Replay, ReplayError, ReplayEvent
 from trunkwatch_local.rerun_polls import next_rerun_poll
 from trunkwatch_local.runtime import LocalRuntime, Published
 
@@ -219,20 +219,12 @@ def _steps(
 def _apply(
     session: Session, kind: str, payload: Any, ref: str | None, refs: dict[str, str], at: datetime
 ) -> None:
-    if kind == "hud":
-        session.hud.serve(payload)
+    if kind in POLLED:  # a snapshot or a status for the source's stand-in, then a poll
+        source = session.hud if kind.startswith("hud") else session.buildkite
+        (source.fail_with if kind.endswith("_status") else source.serve)(payload)
         session.runtime.tick(at)
-    elif kind == "hud_status":
-        session.hud.fail_with(payload)
-        session.runtime.tick(at)
-        session.hud.fail_with(200)  # only this poll: later ticks get the last snapshot again
-    elif kind == "buildkite":
-        session.buildkite.serve(payload)
-        session.runtime.tick(at)
-    elif kind == "buildkite_status":
-        session.buildkite.fail_with(payload)
-        session.runtime.tick(at)
-        session.buildkite.fail_with(200)  # only this poll, as for the HUD
+        if kind.endswith("_status"):
+            source.fail_with(200)  # only this poll: later ticks get the last snapshot again
     elif kind == "tick":
         session.runtime.tick(at)
     elif kind in DELIVERIES:
