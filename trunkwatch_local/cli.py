@@ -255,11 +255,13 @@ def _count(n: int, thing: str) -> str:
 def _poll(args: argparse.Namespace) -> int:
     from trunkwatch.app.configuration import load_configuration
     from trunkwatch_local import poll_state
-    from trunkwatch_local.runtime import running
+    from trunkwatch_local.runtime import LocalRuntime
 
     deployment = load_configuration(args.config)
     state = args.state or poll_state.default_path(args.config)
-    with poll_state.locked(state), running(deployment, args.template) as runtime:
+    # On moto's table: `trunkwatch poll` keeps the table's items between runs.
+    with poll_state.locked(state), LocalRuntime(args.template, store="dynamodb") as runtime:
+        runtime.start(deployment)
         if not poll_state.restore(runtime.stack, runtime.pump, state):
             print(
                 f"trunkwatch: poll state starts in {state} (kept between runs; --state chooses another)",

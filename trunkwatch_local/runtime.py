@@ -478,15 +478,3 @@ def _then(
     first: Callable[[Storage], Storage], then: Callable[[Storage], Storage] | None
 ) -> Callable[[Storage], Storage]:
     return first if then is None else lambda storage: then(first(storage))
-
-
-@contextlib.contextmanager
-def running(
-    deployment: Deployment, template: Path | None = None, clock: SimulatedClock | None = None
-) -> Iterator[LocalRuntime]:
-    """A runtime on moto's table (`trunkwatch poll` keeps the table's items between runs)."""
-    runtime = LocalRuntime(template, clock=clock, store="dynamodb")
-    try:
-        yield runtime.start(deployment)
-    finally:
-        runtime.stop()

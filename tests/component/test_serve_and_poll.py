@@ -202,7 +202,7 @@ def test_poll_state_puts_its_items_back_without_their_stream_records(tmp_path: P
     from trunkwatch import sources
     from trunkwatch.domain.config import load_deployment
     from trunkwatch_local import poll_state
-    from trunkwatch_local.runtime import running
+    from trunkwatch_local.runtime import LocalRuntime
 
     state = tmp_path / "poll.json"
     item = {"pk": {"S": "TRUNK#pytorch/pytorch#main"}, "sk": {"S": "JOBS"}, "kind": {"S": "jobs"}}
@@ -210,6 +210,7 @@ def test_poll_state_puts_its_items_back_without_their_stream_records(tmp_path: P
     deployment = load_deployment(
         {"trunks": [{"repo": "pytorch/pytorch", "url": "http://127.0.0.1:9"}]}, sources=sources.REGISTRY
     )
-    with running(deployment) as runtime:
+    with LocalRuntime(store="dynamodb") as runtime:
+        runtime.start(deployment)
         assert poll_state.restore(runtime.stack, runtime.pump, state) == 1
         assert runtime.pump.drain() == 0
