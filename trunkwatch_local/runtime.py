@@ -353,9 +353,7 @@ class LocalRuntime:
             "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
             "X-Hub-Signature-256": signature if signature is not None else self.sign(body),
         }
-        with self.lock:
-            self.clock.set(at)
-            return self._webhook(function_url_event("POST", "/", headers, body))
+        return self._webhook(headers, body, at)
 
     def deliver_buildkite(self, event: str, body: bytes, at: datetime) -> dict[str, Any]:
         """A Buildkite webhook delivery at `at`, signed (`X-Buildkite-Signature`, timestamped
@@ -369,9 +367,7 @@ class LocalRuntime:
             "X-Buildkite-Event": event,
             "X-Buildkite-Signature": f"timestamp={timestamp},signature={signed.hexdigest()}",
         }
-        with self.lock:
-            self.clock.set(at)
-            return self._webhook(function_url_event("POST", "/", headers, body))
+        return self._webhook(headers, body, at)
 
     def receive(self, headers: dict[str, str], body: bytes) -> dict[str, Any]:
         """A delivery from GitHub (or `gh webhook forward`) on the real clock: the webhook
@@ -379,8 +375,7 @@ class LocalRuntime:
         closed (the caller waits, as a deployed function waits for it), the group settles
         and the notifier runs."""
         with self.lock:
-            self.clock.set(datetime.now(UTC))
-            answer = self._webhook(function_url_event("POST", "/", headers, body))
+            answer = self._webhook(headers, body, datetime.now(UTC))
             self.pump.drain()
             while (due := self.clock.next_due()) is not None:
                 time.sleep(max(0.0, (due - datetime.now(UTC)).total_seconds()))
@@ -389,13 +384,16 @@ class LocalRuntime:
                 self.pump.drain()
             return answer
 
-    def _webhook(self, event: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return dict(self.invoke("webhook", event))
-        except InvocationFailed:
-            # What a function URL answers when its function fails; GitHub does not redeliver.
-            self.failed_deliveries += 1
-            return dict(DIED_ANSWER)
+    def _webhook(self, headers: dict[str, str], body: bytes, at: datetime) -> dict[str, Any]:
+        """A delivery to the webhook function's URL at `at`."""
+        with self.lock:
+            self.clock.set(at)
+            try:
+                return dict(self.invoke("webhook", function_url_event("POST", "/", headers, body)))
+            except InvocationFailed:
+                # What a function URL answers when its function fails; GitHub does not redeliver.
+                self.failed_deliveries += 1
+                return dict(DIED_ANSWER)
 
     def delivery_died(self, answer: dict[str, Any]) -> bool:
         """Whether `answer` is that of a webhook invocation crash injection killed."""
