@@ -44,7 +44,6 @@ from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
 
 HANDLERS = ("ingest", "evaluator", "notifier", "authorizer", "api")
-LAYERS = ("DomainLayer", "ApiLayer")
 # The functions that have ApiLayer on top of DomainLayer (template.yaml).
 API_LAYER_FUNCTIONS = {"api"}
 MIB = 1024 * 1024
