@@ -51,7 +51,7 @@ def test_cells_that_joined_no_group_still_send_every_message(polled: list[dict[s
     # began firing meanwhile makes it wrong); the evaluator judges the cell all the same and
     # the next settled tick, the sweep's at the latest, sends what changed. Here every cell
     # is misjudged: no delivery joins a group.
-    with mock.patch("trunkwatch.app.webhook.may_change_verdict", return_value=False):
+    with mock.patch("trunkwatch.app.webhook.may_change_judgement", return_value=False):
         assert _messages(webhooks.replay_as_deliveries(_history())) == polled
 
 
