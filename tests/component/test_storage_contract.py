@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from pynamodb.exceptions import PutError
 
 from trunkwatch.domain.acks import Acknowledgement
 from trunkwatch.domain.cells import Cell, CellState, CellWrite, Commit, line_ids
@@ -249,6 +250,29 @@ def test_a_pending_cell_never_replaces_a_result(storage: Storage) -> None:
     newest, oldest = storage.cells.newest_first(TRUNK, JOB, limit=10, page_size=10)
     assert (oldest.state, oldest.url) == (CellState.FAIL, "failed")
     assert (newest.state, newest.url) == (CellState.PENDING, "still queued")
+
+
+def test_pending_cells_written_together_never_replace_results(storage: Storage) -> None:
+    """A poll's many pending cells in one call (a landing commit's jobs): those whose item
+    holds a result keep it, the others are written, whichever order they go in."""
+    jobs = [f"pull / job {n}" for n in range(30)]
+    results, pending = jobs[::2], jobs[1::2]
+
+    def write(job: str, state: CellState, url: str) -> CellWrite:
+        return CellWrite(Cell(job, commit(1).sha, state, url=url), commit(1), 1, "p")
+
+    storage.cells.save_all(
+        TRUNK,
+        [write(job, CellState.FAIL, "failed") for job in results]
+        + [write(job, CellState.PENDING, "queued") for job in pending],
+        RETENTION,
+    )
+    storage.cells.save_all(TRUNK, [write(job, CellState.PENDING, "queued again") for job in jobs], RETENTION)
+    stored = {job: next(storage.cells.newest_first(TRUNK, job, limit=1, page_size=1)) for job in jobs}
+    assert {job: (cell.state, cell.url) for job, cell in stored.items()} == {
+        **{job: (CellState.FAIL, "failed") for job in results},
+        **{job: (CellState.PENDING, "queued again") for job in pending},
+    }
 
 
 def alert(job: str = JOB, **changes: object) -> JobAlert:
@@ -961,3 +985,22 @@ def test_a_model_of_the_items_reaches_no_table() -> None:
     name a table."""
     with pytest.raises(AttributeError, match="Meta"):
         TrunkStateItem.get("trunk#x", "state")
+
+
+def test_a_pending_cell_that_fails_otherwise_raises_after_the_others_are_written(
+    aws: dict[str, Any],
+) -> None:
+    """Only a failed condition (a result is there) is expected of a pending cell's put: any
+    other error reaches the writer (which writes no state string over it), once the other
+    puts have ended."""
+    storage: Storage = aws["storage"]
+
+    def pending(job: str, failure_lines: tuple[str, ...] = ()) -> CellWrite:
+        cell = Cell(job, commit(1).sha, CellState.PENDING, url="queued", failure_lines=failure_lines)
+        return CellWrite(cell, commit(1), 1, "p")
+
+    too_big = ("x" * 1000,) * 500  # past DynamoDB's 400 KB item limit
+    writes = [pending("a"), pending("b"), pending("c", too_big), pending("d"), pending("e")]
+    with pytest.raises(PutError, match="size"):
+        storage.cells.save_all(TRUNK, writes, RETENTION)
+    assert [job for job in "abcde" if storage.cells.newest_seq(TRUNK, job) == 1] == ["a", "b", "d", "e"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from pynamodb.exceptions import PutError
@@ -12,6 +14,10 @@ from trunkwatch.storage import keys
 from trunkwatch.storage.items import CellItem
 from trunkwatch.storage.limits import TITLE_MAX
 from trunkwatch.storage.table import BoundModels
+
+# Conditional puts in flight at once: PynamoDB's connection pool size (its default
+# `max_pool_connections`), so that no request waits for a connection or opens one it drops.
+PENDING_WRITERS = 10
 
 
 def cell_item(model: type[CellItem], trunk_id: str, write: CellWrite, retention: timedelta) -> CellItem:
@@ -45,23 +51,30 @@ class DynamoCells:
         self.cells = table.model(CellItem)
 
     def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
-        """Results in batches; a pending cell alone, on the condition that its item holds no
-        result (a batch write takes no condition)."""
+        """Results in batches; pending cells one conditional put each (a batch write takes no
+        condition), on the condition that the item holds no result, PENDING_WRITERS at a
+        time: a landing commit brings a pending cell per job, which one after the other
+        would take a round trip each. A failed condition (a result is there) is the
+        expected outcome; any other error is raised once every put has ended."""
         pending = []
         with self.cells.batch_write() as batch:
             for write in writes:
                 if write.cell.state == CellState.PENDING:
-                    pending.append(write)
+                    pending.append(cell_item(self.cells, trunk_id, write, retention))
                 else:
                     batch.save(cell_item(self.cells, trunk_id, write, retention))
-        for write in pending:
-            try:
-                cell_item(self.cells, trunk_id, write, retention).save(
-                    condition=CellItem.sk.does_not_exist() | (CellItem.state == CellState.PENDING.value)
-                )
-            except PutError as err:
-                if err.cause_response_code != "ConditionalCheckFailedException":
-                    raise
+        if not pending:
+            return
+        # The first here: the model's connection makes its client once, not in each thread.
+        _save_pending(pending[0])
+        if len(pending) == 1:
+            return
+        with ThreadPoolExecutor(min(PENDING_WRITERS, len(pending) - 1)) as pool:
+            # Each put in a copy of the caller's context, as asyncio.to_thread runs a call:
+            # what the caller set there (a request's labels) holds for its requests too.
+            puts = [pool.submit(contextvars.copy_context().run, _save_pending, item) for item in pending[1:]]
+        for put in puts:
+            put.result()
 
     def newest_seq(self, trunk_id: str, job: str) -> int | None:
         """The seq of the job's newest stored cell (None before its first)."""
@@ -91,3 +104,12 @@ class DynamoCells:
             )
             for cell in query
         )
+
+
+def _save_pending(item: CellItem) -> None:
+    """Put a pending cell's item unless it holds a result."""
+    try:
+        item.save(condition=CellItem.sk.does_not_exist() | (CellItem.state == CellState.PENDING.value))
+    except PutError as err:
+        if err.cause_response_code != "ConditionalCheckFailedException":
+            raise
