@@ -2,8 +2,9 @@
 
 `Meter` listens to every AWS call the process makes (botocore's public event hooks:
 `trunkwatch_local.aws_calls`), so each call is counted under the label current at the time
-(`Meter.as_` labels calls by the function that makes them). Calls made under no label (the
-benchmark's own set-up and the local stream pump) are not counted.
+(`Meter.as_` labels calls by the function that makes them; calls the code sends from its own
+threads carry the label when they run in a copy of its context). Calls made under no label
+(the benchmark's own set-up and the local stream pump) are not counted.
 
 DynamoDB request units follow the on-demand billing rules, from item sizes as moto (which
 runs in this process, behind both the harness and the local runtime) computes them:
@@ -17,7 +18,9 @@ which slightly overstates items with many numbers.
 
 Time: an invocation's wall time (`seconds`) includes the meter's own item sizing
 (`meter_seconds`, left out of every reported time) and, with moto's in-process mock, the
-emulator answering requests (`emulator_seconds`); what remains is the code's own time.
+emulator answering requests (`emulator_seconds`, the time any request was being answered:
+requests sent from several threads at once count their shared time once); what remains is
+the code's own time.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import contextlib
 import contextvars
 import math
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -113,6 +117,7 @@ class Meter:
         self._listening: contextlib.ExitStack | None = None
         self._sizes_before: dict[int, list[int]] = {}  # id(call) -> its write's item sizes
         self._clients: dict[str, Any] = {}  # region -> the meter's own DynamoDB client
+        self._lock = threading.Lock()  # the counts, for calls made from several threads
 
     def __enter__(self) -> Meter:
         self._listening = contextlib.ExitStack()
@@ -161,7 +166,8 @@ class Meter:
         usage = self._counted()
         if usage is None:
             return
-        usage.calls[call.name] += 1
+        with self._lock:
+            usage.calls[call.name] += 1
         if call.service == "dynamodb" and call.operation in WRITES:
             with self._sizing(usage):
                 self._sizes_before[id(call)] = _write_sizes(call.region, call.operation, call.params)
@@ -169,8 +175,9 @@ class Meter:
     def answered(self, wall_seconds: float, cpu_seconds: float) -> None:
         usage = self._counted()
         if usage is not None:
-            usage.emulator_seconds += wall_seconds
-            usage.emulator_cpu_seconds += cpu_seconds
+            with self._lock:
+                usage.emulator_seconds += wall_seconds
+                usage.emulator_cpu_seconds += cpu_seconds
 
     def after(self, call: aws_calls.Call, response: dict[str, Any], failed: bool) -> None:
         usage = self._counted()
@@ -181,18 +188,21 @@ class Meter:
             before = self._sizes_before.pop(id(call), [])
             if failed:
                 # A failed (conditional) write still costs its units; nothing was written.
-                usage.write_units += _write_units(operation, before, before)
+                with self._lock:
+                    usage.write_units += _write_units(operation, before, before)
                 return
             with self._sizing(usage):
                 after = _write_sizes(region, operation, params)
-            usage.write_units += _write_units(operation, before, after)
             checks = _checks(params) if operation == "TransactWriteItems" else 0
-            usage.items_written += len(before) - checks
+            with self._lock:
+                usage.write_units += _write_units(operation, before, after)
+                usage.items_written += len(before) - checks
         elif not failed:
             with self._sizing(usage):
                 items, units = self._read_cost(region, operation, params, response)
-            usage.items_read += items
-            usage.read_units += units
+            with self._lock:
+                usage.items_read += items
+                usage.read_units += units
 
     @contextlib.contextmanager
     def _sizing(self, usage: Usage) -> Iterator[None]:
@@ -202,8 +212,9 @@ class Meter:
         try:
             yield
         finally:
-            usage.meter_seconds += time.perf_counter() - started
-            usage.meter_cpu_seconds += time.thread_time() - cpu_started
+            with self._lock:
+                usage.meter_seconds += time.perf_counter() - started
+                usage.meter_cpu_seconds += time.thread_time() - cpu_started
             _sizing.reset(token)
 
     def _client(self, region: str) -> Any:

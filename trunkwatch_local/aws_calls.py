@@ -10,7 +10,9 @@ alike, emits to them. They do nothing while no listener is attached (`listening`
   per-request `context` for the events after it);
 - `before-call`: the request is about to be sent (a listener may raise to stop it);
 - `before-send`, first and last: around the emulation answering the request (moto's
-  handler of the same event), its wall and CPU time;
+  handler of the same event), its wall and CPU time; requests answered at once (from
+  several threads) share their wall time, each told the part not told yet, so the parts
+  add up to the time any request was being answered;
 - `after-call`: the answer, parsed, before botocore returns it or raises its error (a listener
   may raise to lose it).
 """
@@ -49,7 +51,33 @@ class Listener(Protocol):
 
 
 _listeners: list[Listener] = []
-_sending = threading.local()  # .since: (wall, cpu) when the request went to the emulation
+_sending = threading.local()  # .cpu_since: this thread's CPU time when its request went out
+
+
+class _Answering:
+    """The requests being answered, in any thread, and since when their wall time is untold."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.untold_since = 0.0
+
+    def started(self) -> None:
+        with self.lock:
+            if not self.requests:
+                self.untold_since = time.perf_counter()
+            self.requests += 1
+
+    def answered(self) -> float:
+        """The wall time since the last request answered (or since this one started)."""
+        with self.lock:
+            now = time.perf_counter()
+            wall, self.untold_since = now - self.untold_since, now
+            self.requests -= 1
+            return wall
+
+
+_answering = _Answering()
 
 
 @contextlib.contextmanager
@@ -77,14 +105,15 @@ def _before_call(context: dict[str, Any], **_: Any) -> None:
 
 def _sending_started(**_: Any) -> None:
     if _listeners:
-        _sending.since = (time.perf_counter(), time.thread_time())
+        _answering.started()
+        _sending.cpu_since = time.thread_time()
 
 
 def _sending_answered(**_: Any) -> None:
-    since = getattr(_sending, "since", None)
-    if since is not None:
-        _sending.since = None
-        wall, cpu = time.perf_counter() - since[0], time.thread_time() - since[1]
+    cpu_since = getattr(_sending, "cpu_since", None)
+    if cpu_since is not None:
+        _sending.cpu_since = None
+        wall, cpu = _answering.answered(), time.thread_time() - cpu_since
         for listener in list(_listeners):
             listener.answered(wall, cpu)
 

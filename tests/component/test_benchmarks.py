@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +174,19 @@ def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None
     assert (usage.items_written, usage.write_units) == (1 + 1 + 1 + 0 + 3 + 1, 2 + 1 + 2 + 1 + 15 + 2)
     assert usage.ddb("GetItem", "Query") == 5
     assert (usage.items_read, usage.read_units) == (1 + 1 + 0 + 3 + 3, 1 + 2 + 0.5 + 2 + 2)
+
+
+def test_meter_counts_the_requests_of_the_code_s_threads(plain_table: Any) -> None:
+    """Requests sent from the code's own threads, in a copy of its context (as the cells'
+    conditional puts are), count under its label, each once."""
+
+    def put(n: int) -> None:
+        plain_table.put_item(TableName=PLAIN_TABLE, Item=padded_item("A", f"i{n}", 1500))  # 2 units
+
+    with Meter() as meter, meter.as_("code") as usage, ThreadPoolExecutor(4) as pool:
+        for sent in [pool.submit(contextvars.copy_context().run, put, n) for n in range(40)]:
+            sent.result()
+    assert (usage.calls["dynamodb.PutItem"], usage.items_written, usage.write_units) == (40, 40, 80)
 
 
 def test_github_stand_in_serves_the_hud_trunk() -> None:
