@@ -171,10 +171,8 @@ def _step(name: str, run: Callable[[], T]) -> T:
 
 
 def run(scale: Scale) -> dict[str, Any]:
-    cycle_after = functools.partial(commit_cycle, scale.pytorch, scale.depth)
-    hud, cycle = _step(
-        "ingest (HUD) and evaluator", lambda: _fresh(ingest_hud, scale.pytorch, DAY_START, cycle_after)
-    )
+    hud = _step("ingest (HUD)", lambda: _fresh(ingest_hud, scale.pytorch, DAY_START))
+    cycle = _step("evaluator", lambda: _fresh(commit_cycle, scale.pytorch, scale.depth))
     github = _step("ingest (GitHub)", lambda: _fresh(ingest_github, scale.pytorch, DAY_START))
     day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours, scale.coarse))
     push = _step("push (webhook deliveries)", lambda: run_push(scale.push_days))

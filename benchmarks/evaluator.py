@@ -1,22 +1,23 @@
 """Workload 2: the evaluator on one commit's worth of changed cells, at PyTorch scale.
 
-On a table that already holds the trunk's history (the ingest workload's first poll, then
-later HUD pages until each job has as many cells as the evaluator reads; their stream
-records skipped), one commit's jobs finish: the ingest handler polls, and the stream pump
-delivers the changed cells to the evaluator handler in the template's batches (and the
-settled tick to the notifier). The same is then measured for the next commit landing (its
-cells appear as pending) and for a schedule tick with nothing new (ingest, the
-evaluator's sweep and the notifier on the tick it settles): together, what a commit and a
-quiet minute cost, which the cost projection multiplies out.
+On a table that already holds the trunk's history (one HUD page as deep as the evaluator
+reads a job's cells; its stream records skipped), one commit's jobs finish: the ingest
+handler polls, and the stream pump delivers the changed cells to the evaluator handler in
+the template's batches (and the settled tick to the notifier). The same is then measured
+for the next commit landing (its cells appear as pending) and for a schedule tick with
+nothing new (ingest, the evaluator's sweep and the notifier on the tick it settles):
+together, what a commit and a quiet minute cost, which the cost projection multiplies out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from benchmarks.harness import InProcessAws
-from benchmarks.trunk import Day
+from benchmarks.ingest import deployment
+from benchmarks.trunk import DAY_START, Day
 from benchmarks.usage import Meter, Usage
 from trunkwatch_local.hud_server import HudServer
 
@@ -95,22 +96,35 @@ def _tick(aws: InProcessAws, meter: Meter, at: datetime, sweep: bool) -> Phase:
     return Phase(at, cells, meter.take())
 
 
-def commit_cycle(
-    day: Day, depth: int, aws: InProcessAws, meter: Meter, hud: HudServer, seeded_at: datetime
-) -> Cycle:
-    """The cycle on a harness whose table a poll at `seeded_at` filled (its stream unread).
+def commit_cycle(day: Day, depth: int) -> Cycle:
+    """The cycle on a table holding `depth` commits of history for every job (the evaluator
+    reads up to JOB_WINDOW cells of a job, as it does once a trunk has run a day), so that
+    reads cost what they cost in steady state.
 
-    First more HUD pages are polled, unmeasured, until every job has `depth` commits of
-    cells (the evaluator reads up to JOB_WINDOW of them, as it does once a trunk has run a
-    day), so that reads cost what they cost in steady state.
+    The history is one unmeasured poll of a HUD page that deep, at the time the trunk's
+    pages, one after the other from DAY_START, would have reached it: one poll places every
+    commit while the table is still empty. (moto copies the whole table for each item of a
+    TransactWriteItems, to roll back; placing page after page onto a table full of cells
+    took most of the workload's time.)
     """
-    at, stored_commits = seeded_at, day.window
+    at, stored_commits = DAY_START, day.window
     while stored_commits < depth:
         at = day.landed(day.commits_landed(at) + day.window - 1)  # the next page, complete
-        hud.serve(day.trunk.snapshot(at))
-        aws.clock.set(at)
-        aws.poll()
         stored_commits += day.window
+    hud = HudServer()
+    try:
+        hud.serve(dataclasses.replace(day, window=stored_commits).trunk.snapshot(at))
+        meter = Meter()
+        with meter, InProcessAws(deployment("hud", hud.url, day.window), meter) as aws:
+            aws.clock.set(at)
+            aws.poll()
+            return _cycle(day, aws, meter, hud, at)
+    finally:
+        hud.stop()
+
+
+def _cycle(day: Day, aws: InProcessAws, meter: Meter, hud: HudServer, at: datetime) -> Cycle:
+    """The cycle after `at` on the harness's seeded table."""
     aws.pump.skip_written()  # the seeded table's records
     meter.take()
     stored_before = aws.stored()

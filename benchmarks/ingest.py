@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from benchmarks.github_trunk import LIMIT, serve_at
 from benchmarks.harness import InProcessAws
@@ -102,15 +102,8 @@ def poll_figures(usage: Usage, result: PollResult, http: int, unconditional: int
     )
 
 
-T = TypeVar("T")
-# What else to measure on the seeded table: (harness, meter, HUD stand-in, poll time) -> T
-Then = Callable[[InProcessAws, Meter, HudServer, datetime], T]
-
-
-def _two_polls(
-    dep: Deployment, poll: Poll, then: Callable[[InProcessAws, Meter], T]
-) -> tuple[dict[str, PollFigures], T]:
-    """The first poll into an empty table, then the same data again; then `then`."""
+def _two_polls(dep: Deployment, poll: Poll) -> dict[str, PollFigures]:
+    """The first poll into an empty table, then the same data again."""
     meter = Meter()
     figures: dict[str, PollFigures] = {}
     with meter, InProcessAws(dep, meter) as aws:
@@ -120,11 +113,10 @@ def _two_polls(
                 meter.invoke(phase, lambda: outcome.append(poll(aws.storage)))  # noqa: B023 - called at once
             result, http, unconditional = outcome[0]
             figures[phase] = poll_figures(meter.get(phase), result, http, unconditional, peak)
-        return figures, then(aws, meter)
+        return figures
 
 
-def ingest_hud(day: Day, at: datetime, then: Then[T]) -> tuple[dict[str, PollFigures], T]:
-    """HUD polls at `at`, then `then` on the same table."""
+def ingest_hud(day: Day, at: datetime) -> dict[str, PollFigures]:
     hud = HudServer()
     try:
         hud.serve(day.trunk.snapshot(at))
@@ -138,7 +130,7 @@ def ingest_hud(day: Day, at: datetime, then: Then[T]) -> tuple[dict[str, PollFig
             result = poll_trunk(storage, trunk, rule, HudSource(trunk, None, http), at)
             return result, hud.requests - before, http.unconditional
 
-        return _two_polls(dep, poll, lambda aws, meter: then(aws, meter, hud, at))
+        return _two_polls(dep, poll)
     finally:
         hud.stop()
 
@@ -157,7 +149,6 @@ def ingest_github(day: Day, at: datetime) -> dict[str, PollFigures]:
             result = poll_trunk(storage, trunk, rule, source, at)
             return result, len(github.requests), github.unconditional
 
-        figures, _ = _two_polls(dep, poll, lambda aws, meter: None)
-        return figures
+        return _two_polls(dep, poll)
     finally:
         github.stop()
