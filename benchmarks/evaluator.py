@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from benchmarks.harness import InProcessAws
 from benchmarks.ingest import deployment
-from benchmarks.trunk import DAY_START, Day
+from benchmarks.trunk import DAY_START, JOB_DURATION, Day
 from benchmarks.usage import Meter, Usage
 from trunkwatch_local.hud_server import HudServer
 
@@ -99,25 +99,30 @@ def _tick(aws: InProcessAws, meter: Meter, at: datetime, sweep: bool) -> Phase:
 def commit_cycle(day: Day, depth: int) -> Cycle:
     """The cycle on a table holding `depth` commits of history for every job (the evaluator
     reads up to JOB_WINDOW cells of a job, as it does once a trunk has run a day), so that
-    reads cost what they cost in steady state.
+    reads cost what they cost in steady state, at the time the trunk's pages, one after the
+    other from DAY_START, would have reached that depth.
 
-    The history is one unmeasured poll of a HUD page that deep, at the time the trunk's
-    pages, one after the other from DAY_START, would have reached it: one poll places every
-    commit while the table is still empty. (moto copies the whole table for each item of a
-    TransactWriteItems, to roll back; placing page after page onto a table full of cells
-    took most of the workload's time.)
+    The history is written by two unmeasured polls. The first, of a HUD page that deep as
+    it was when the jobs of the commits still running at that time had not started, places
+    most commits while the table is still empty: moto copies the whole table for each item
+    of a TransactWriteItems (to roll back), so placing page after page onto a table full of
+    cells took most of the workload's time. The second, of the day's page at that time,
+    places the few commits left, and writes their pending cells as a trunk polled all along
+    does (each naming the job's cell before it).
     """
     at, stored_commits = DAY_START, day.window
     while stored_commits < depth:
         at = day.landed(day.commits_landed(at) + day.window - 1)  # the next page, complete
         stored_commits += day.window
+    deep = dataclasses.replace(day, window=stored_commits)
     hud = HudServer()
     try:
-        hud.serve(dataclasses.replace(day, window=stored_commits).trunk.snapshot(at))
         meter = Meter()
         with meter, InProcessAws(deployment("hud", hud.url, day.window), meter) as aws:
-            aws.clock.set(at)
-            aws.poll()
+            for page, polled_at in ((deep, at - JOB_DURATION), (day, at)):
+                hud.serve(page.trunk.snapshot(polled_at))
+                aws.clock.set(polled_at)
+                aws.poll()
             return _cycle(day, aws, meter, hud, at)
     finally:
         hud.stop()
