@@ -232,11 +232,13 @@ class Meter:
             return int(size is not None), _read_units(size or 0, params.get("ConsistentRead", False))
         if operation in ("Query", "Scan"):
             evaluated = response.get("Items", [])
-            if any(k in params for k in _NOT_EVALUATED):
+            table = params["TableName"]
+            if any(k in params for k in _NOT_EVALUATED) and not _every_one_returned(
+                region, table, evaluated, response
+            ):
                 bare = _evaluation(params)
                 read = self._client(region).query if operation == "Query" else self._client(region).scan
                 evaluated = read(**bare).get("Items", [])
-            table = params["TableName"]
             sizes = [_size(region, table, _key_of(region, table, item)) or 0 for item in evaluated]
             return len(sizes), _read_units(sum(sizes), params.get("ConsistentRead", False))
         if operation == "BatchGetItem":
@@ -252,6 +254,19 @@ class Meter:
 
 
 _NOT_EVALUATED = ("FilterExpression", "ProjectionExpression", "Select")
+
+
+def _every_one_returned(
+    region: str, table: str, items: list[dict[str, Any]], response: dict[str, Any]
+) -> bool:
+    """Whether the items returned are every one evaluated (the filter dropped none; a
+    filter on the kind, as PynamoDB adds to every Query of a model, most often drops
+    none), each with its key: then they are sized without reading them again."""
+    if response.get("ScannedCount") != len(items) or not items:
+        return False
+    table_item = _table(region, table)
+    names = [table_item.hash_key_attr] + ([table_item.range_key_attr] if table_item.range_key_attr else [])
+    return all(name in item for item in items for name in names)
 
 
 def _evaluation(params: dict[str, Any]) -> dict[str, Any]:

@@ -165,6 +165,20 @@ def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None
             ExpressionAttributeNames={"#pad": "pad"},
             ExpressionAttributeValues={":p": {"S": "B"}, ":none": {"S": "none"}},
         )
+        plain_table.query(  # filtered to one of A's two small items: both evaluated, 0.5
+            TableName=PLAIN_TABLE,
+            KeyConditionExpression="pk = :p",
+            FilterExpression="#pad = :y",
+            ExpressionAttributeNames={"#pad": "pad"},
+            ExpressionAttributeValues={":p": {"S": "A"}, ":y": {"S": "y"}},
+        )
+        plain_table.query(  # filtered, every item kept: 2
+            TableName=PLAIN_TABLE,
+            KeyConditionExpression="pk = :p",
+            FilterExpression="#pad <> :none",
+            ExpressionAttributeNames={"#pad": "pad"},
+            ExpressionAttributeValues={":p": {"S": "B"}, ":none": {"S": "none"}},
+        )
     plain_table.get_item(
         TableName=PLAIN_TABLE, Key={"pk": {"S": "B"}, "sk": {"S": "i0"}}
     )  # after: not counted
@@ -172,8 +186,11 @@ def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None
     assert usage.calls["dynamodb.PutItem"] == 3
     assert usage.ddb_write_requests == 6
     assert (usage.items_written, usage.write_units) == (1 + 1 + 1 + 0 + 3 + 1, 2 + 1 + 2 + 1 + 15 + 2)
-    assert usage.ddb("GetItem", "Query") == 5
-    assert (usage.items_read, usage.read_units) == (1 + 1 + 0 + 3 + 3, 1 + 2 + 0.5 + 2 + 2)
+    assert usage.ddb("GetItem", "Query") == 7
+    assert (usage.items_read, usage.read_units) == (
+        1 + 1 + 0 + 3 + 3 + 2 + 3,
+        1 + 2 + 0.5 + 2 + 2 + 0.5 + 2,
+    )
 
 
 def test_meter_counts_the_requests_of_the_code_s_threads(plain_table: Any) -> None:
