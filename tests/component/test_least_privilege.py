@@ -62,7 +62,7 @@ def _lines(name: str) -> list[str]:
     return (SCENARIOS / name).read_text().splitlines()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def requests() -> Iterator[Requests]:
     """What each function asked of the table over: a webhook-fed trunk breaking and
     recovering (every API view read while it fires), silences made and expired, a break
@@ -138,7 +138,16 @@ def roles() -> dict[str, Any]:
     }
 
 
-def test_every_function_that_uses_the_table_was_run(requests: Requests) -> None:
+@pytest.mark.long
+def test_every_table_request_is_allowed_by_its_functions_role_and_no_more(
+    requests: Requests, roles: dict[str, Any]
+) -> None:
+    """One test over the one recording (the replays on moto are most of this file's time;
+    apart, pytest-xdist's workers would each record them again). Every function that uses the
+    table was run; its every request is one its role allows; and the leading-key conditions
+    hold something back: the alerts, silences and reruns the evaluator, the API and ingest
+    write are denied to the internet-facing webhook, and the cells, ticks and trunk state to
+    the notifier, which deletes nothing (its claims are its notification logs' entries)."""
     assert set(requests) >= {
         "DispatcherFunction",
         "IngestFunction",
@@ -148,28 +157,12 @@ def test_every_function_that_uses_the_table_was_run(requests: Requests) -> None:
         "ApiFunction",
     }
 
-
-def test_every_table_request_is_allowed_by_its_functions_role(
-    requests: Requests, roles: dict[str, Any]
-) -> None:
     denied = {
         function: sorted(str(request) for request in asked if not allows(roles[function], request))
         for function, asked in requests.items()
     }
     assert {function: found for function, found in denied.items() if found} == {}
 
-
-def _partitions(requests: set[TableRequest]) -> set[str]:
-    return {key.split("#", 1)[0] for request in requests for key in request.leading_keys}
-
-
-def test_the_webhook_and_the_notifier_may_not_write_what_the_others_write(
-    requests: Requests, roles: dict[str, Any]
-) -> None:
-    """The leading-key conditions hold something back: the alerts, silences and reruns the
-    evaluator, the API and ingest write are denied to the internet-facing webhook, and the
-    cells, ticks and trunk state to the notifier, which deletes nothing (its claims are its
-    notification logs' entries)."""
     writes = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"}
     others = {
         request
@@ -190,6 +183,10 @@ def test_the_webhook_and_the_notifier_may_not_write_what_the_others_write(
     for partition in ("CELLS#pytorch/pytorch#main#j", "LOG#pytorch/pytorch#main", "IDEMPOTENCY"):
         assert not allows(roles["NotifierFunction"], TableRequest(delete, frozenset({partition})))
     assert not allows(roles["NotifierFunction"], TableRequest(put, frozenset({"IDEMPOTENCY"})))
+
+
+def _partitions(requests: set[TableRequest]) -> set[str]:
+    return {key.split("#", 1)[0] for request in requests for key in request.leading_keys}
 
 
 def test_the_evaluator_deletes_only_superseded_fixed_breakages(roles: dict[str, Any]) -> None:
