@@ -1,4 +1,7 @@
-"""The whole pipeline on the local runtime: stream batches, retries, exactly-once messages."""
+"""The whole pipeline on the local runtime: stream batches, retries, exactly-once messages.
+
+On the in-memory store, the default: its stream is pumped as the mappings deliver one (the
+DynamoDB store proves its items and stream in test_storage_contract and test_install)."""
 
 from __future__ import annotations
 
@@ -9,13 +12,16 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.support.aws import record_stream_batches, table_items
+from tests.support.aws import record_stream_batches
 from trunkwatch.app import evaluate
+from trunkwatch.domain.alerts import RECEIVER
+from trunkwatch.storage.records import JobAlert, LogEntry
 from trunkwatch_local.hud_server import HudServer
-from trunkwatch_local.runtime import NAME, LocalRuntime
+from trunkwatch_local.runtime import LocalRuntime
 from trunkwatch_local.scenario import DEMO_JOBS, Trunk, _demo_outcome
 
 BROKEN = "pull / linux-jammy-py3.10-gcc11 / test (default, linux.2xlarge)"
+TRUNK = "pytorch/pytorch#main"
 
 
 @pytest.fixture
@@ -24,7 +30,7 @@ def pipeline() -> Iterator[tuple[LocalRuntime, HudServer, Trunk]]:
     trunk = Trunk(jobs=DEMO_JOBS, outcome=_demo_outcome)
     from trunkwatch_local.replay import Replay
 
-    runtime = LocalRuntime(store="dynamodb").start(Replay("pytorch/pytorch", "main", {}).deployment(hud.url))
+    runtime = LocalRuntime().start(Replay("pytorch/pytorch", "main", {}).deployment(hud.url))
     try:
         yield runtime, hud, trunk
     finally:
@@ -45,8 +51,8 @@ def kinds(messages: list[Any]) -> list[tuple[str, str]]:
     return sorted((m.message["status"], m.attributes["alertname"]) for m in messages)
 
 
-def alert_state() -> list[dict[str, Any]]:
-    return sorted((i for i in table_items("alert")), key=lambda i: i["sk"]["S"])
+def alert_state(runtime: LocalRuntime) -> list[JobAlert]:
+    return runtime.stack.storage().alerts.of_trunk(TRUNK)
 
 
 def test_demo_trunk_fires_and_resolves(pipeline: Any) -> None:
@@ -72,13 +78,14 @@ def test_redelivered_stream_batch_changes_nothing(pipeline: Any) -> None:
     delivered = record_stream_batches(runtime)
     sent = run_until(runtime, hud, trunk, 4)
     assert kinds(sent) == [("firing", "TrunkBroken"), ("firing", "TrunkJobFailing")]
-    before = alert_state()
+    before = alert_state(runtime)
+    assert before
     last_tick = trunk.start + timedelta(hours=4)
     runtime.clock.set(last_tick)
     for function, event in delivered:  # every batch again, as a retrying Lambda would
         runtime.invoke(function, event)
     runtime.pump.drain()
-    assert alert_state() == before
+    assert alert_state(runtime) == before
     assert runtime.published(trunk.start) == []
 
 
@@ -116,9 +123,9 @@ def test_publish_failure_then_retry_sends_each_transition_once(pipeline: Any) ->
     for at, snapshot in trunk.polls(timedelta(minutes=10), trunk.start + timedelta(hours=7)):
         hud.serve(snapshot)
         runtime.tick(at)  # a failed delivery is logged and left for the next tick, never raised
-        if failed_at is None and _firing_alerts(runtime):
+        if failed_at is None and runtime.stack.storage().alerts.of_trunk(TRUNK, firing_only=True):
             # An alert fires while SNS is down: nothing may be recorded as sent.
-            assert not [entry for entry in _items(runtime, "notification") if "last_status" in entry]
+            assert {entry.last_status for entry in sns_log(runtime)} <= {None}
             failed_at = at
             sns.create_topic(Name=runtime.stack.topic_arn.rsplit(":", 1)[1])
             for subscription in subscriptions:
@@ -136,15 +143,12 @@ def test_publish_failure_then_retry_sends_each_transition_once(pipeline: Any) ->
         ("resolved", "TrunkJobFailing"),
     ]
     assert min(m.at for m in sent) > failed_at  # held while SNS failed, sent at the next tick
+    assert "resolved" in {entry.last_status for entry in sns_log(runtime)}  # the log read above
 
 
-def _items(runtime: Any, kind: str) -> list[dict[str, Any]]:
-    items = boto3.client("dynamodb").scan(TableName=NAME)["Items"]
-    return [item for item in items if item.get("kind", {}).get("S") == kind]
-
-
-def _firing_alerts(runtime: Any) -> list[dict[str, Any]]:
-    return [item for item in _items(runtime, "alert") if item["status"]["S"] == "firing"]
+def sns_log(runtime: LocalRuntime) -> list[LogEntry]:
+    """The trunk's notification log for the alert topic."""
+    return list(runtime.stack.storage().logs.of_receiver(TRUNK, RECEIVER).values())
 
 
 def test_exhausted_retries_go_to_the_dead_letter_queue(
