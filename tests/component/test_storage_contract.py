@@ -810,6 +810,19 @@ def test_rejections_sit_beside_the_log_entries_and_are_listed_alone(storage: Sto
     assert list(logs.of_receiver(TRUNK, "github_issues:a/b")) == ["f1"]
 
 
+def test_on_the_table_a_rejection_is_an_item_of_its_trunks_log_partition(aws: dict) -> None:
+    """Beside the receiver's entry, under a sort key of its own."""
+    logs = aws["storage"].logs
+    logs.save(TRUNK, LogEntry("slack:a", "f2", "TrunkBroken", last_status="firing"), NOW, RETENTION)
+    logs.save_rejection(TRUNK, rejection("slack:a", "f2", "firing"), RETENTION)
+    items = boto3.client("dynamodb").query(
+        TableName=aws["table"],
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"LOG#{TRUNK}"}},
+    )["Items"]
+    assert sorted(item["sk"]["S"] for item in items) == ["REJECTED#slack:a#f2", "slack:a#f2"]
+
+
 def ack(fingerprint: str, minutes: int = 0, by: str = "alice") -> Acknowledgement:
     at = NOW + timedelta(minutes=minutes)
     return Acknowledgement(fingerprint, "TrunkJobFailing", JOB, at, by, "on it", "silence s-1")
