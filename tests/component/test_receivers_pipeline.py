@@ -1,7 +1,7 @@
 """Slack and GitHub-issues receivers on the local runtime, against stand-ins on 127.0.0.1:
 the project's scenarios replayed with a `receivers` header, receivers failing and recovering,
-redelivered stream batches (on the in-memory store), and what needs the notification log's
-items themselves, read or lost (in moto's table)."""
+redelivered stream batches and the notification log read through the storage port (on the
+in-memory store), and the log lost (its items deleted from moto's table)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,13 @@ import pytest
 
 from tests.support.aws import record_stream_batches, table_items
 from tests.support.scenarios import SCENARIOS
+from trunkwatch.app.receivers import receiver_name
+from trunkwatch.channels import RECEIVER_TYPES
+from trunkwatch.domain.alerts import RECEIVER
 from trunkwatch.domain.clock import format_time
+from trunkwatch.domain.config import load_deployment
+from trunkwatch.storage.port import Storage
+from trunkwatch.storage.records import LogEntry
 from trunkwatch_local import apigw
 from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.receiver_servers import SlackServer
@@ -26,6 +32,7 @@ from trunkwatch_local.scenario import DEMO_JOBS, Trunk, _demo_outcome
 from trunkwatch_local.session import Session, replay_into, run_replay
 
 LABELS = ["trunk-health", "ci"]
+TRUNK = "pytorch/pytorch#main"
 TOKEN_VARIABLE = "TRUNKWATCH_TEST_GITHUB_TOKEN"
 FINGERPRINT = re.compile(r"trunkwatch-fingerprint: ([0-9a-f]{16})")
 
@@ -56,6 +63,13 @@ def receivers(slack: SlackServer, github: GitHubServer) -> list[dict[str, Any]]:
             "token": {"env": TOKEN_VARIABLE},
         },
     ]
+
+
+def log_of(storage: Storage, receiver: dict[str, Any]) -> dict[str, LogEntry]:
+    """The trunk's notification log for one of `receivers`' entries, by fingerprint."""
+    document = {"trunks": [{"repo": "pytorch/pytorch"}], "receivers": [receiver]}
+    (config,) = load_deployment(document, RECEIVER_TYPES).receivers
+    return storage.logs.of_receiver(TRUNK, receiver_name(config))
 
 
 def api_trunks(runtime: LocalRuntime) -> list[dict[str, Any]]:
@@ -183,9 +197,9 @@ def test_job_list_changes_are_comments_on_the_one_issue(pipeline: Any, github: G
 
 
 def test_a_receiver_failing_for_a_while_gets_everything_once(
-    pipeline_on_moto: Any, slack: SlackServer, github: GitHubServer
+    pipeline: Any, slack: SlackServer, github: GitHubServer
 ) -> None:
-    runtime, hud, trunk = pipeline_on_moto
+    runtime, hud, trunk = pipeline
     slack.fail_next(8)  # a Slack outage across the firing ticks
     github.fail_next(5, failure=502)
     sent = run(runtime, hud, trunk, 9)
@@ -193,8 +207,8 @@ def test_a_receiver_failing_for_a_while_gets_everything_once(
     # SNS was unaffected: it sent at once; Slack caught up, once each, no loss.
     assert slack_posts(slack) == sns_messages(sent)
     assert len(github.issues) == 1 and len(next(iter(github.issues.values())).comments) == 3
-    failed = [entry for entry in table_items("notification") if entry["receiver"]["S"].startswith("slack")]
-    assert failed and all(entry["last_status"]["S"] == "resolved" for entry in failed)
+    failed = log_of(runtime.stack.storage(), receivers(slack, github)[0]).values()
+    assert failed and all(entry.last_status == "resolved" for entry in failed)
 
 
 def test_redelivered_stream_batches_send_nothing_again(
@@ -234,15 +248,16 @@ def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
     replay = read_replay(SCENARIOS / "basic-break.jsonl")
     replay.receivers = receivers(slack, github)
     slack.fail_next(1, 422)  # the first message is refused; the receiver takes the rest
-    session = Session(LocalRuntime(store="dynamodb"))
+    session = Session()
     try:
         session.start(replay.deployment(session.hud.url))
+        storage = session.runtime.stack.storage()
         events = replay_into(session, replay)
         published = [next(events)]  # the tick of the refused message, as it left the log
-        logs = [e for e in table_items("notification") if e["receiver"]["S"].startswith("slack")]
+        logs = log_of(storage, replay.receivers[0])
         published += events
         listed = api_trunks(session.runtime)
-        (rejection,) = table_items("rejection")
+        (rejection,) = storage.logs.rejected(TRUNK)
     finally:
         session.stop()
     first = published[0]
@@ -250,34 +265,38 @@ def test_a_message_the_receiver_refuses_for_good_does_not_jam_the_ones_after_it(
 
     assert len(published) > 1 and slack.failures == 0
     assert slack_posts(slack) == sns_messages(published) - Counter([refused])  # the rest, once each
-    entry = next(e for e in logs if e["fingerprint"]["S"] == refused[1])
-    assert entry["last_status"]["S"] == "firing"  # done with: not due again at the next tick
-    # Kept in the log beside the receiver's entry, and listed on the API with the trunk.
-    assert rejection["pk"]["S"] == entry["pk"]["S"] and rejection["sk"]["S"].startswith("REJECTED#slack:")
+    entry = logs[refused[1]]
+    assert entry.last_status == "firing"  # done with: not due again at the next tick
+    # Kept in the log with the receiver's entry, and listed on the API with the trunk.
+    assert (rejection.receiver, rejection.fingerprint) == (entry.receiver, refused[1])
     (trunk,) = listed
     (shown,) = trunk["rejectedNotifications"]
     assert shown == {
-        "receiver": entry["receiver"]["S"],
+        "receiver": entry.receiver,
         "alertname": first.attributes["alertname"],
         "job": first.message["commonLabels"].get("job"),
         "fingerprint": refused[1],
         "status": "firing",
         "reason": first.message["notification_reason"],
         "at": format_time(first.at),  # the tick that tried it
-        "answer": f"Slack receiver {entry['receiver']['S']} answered 422: scripted failure",
+        "answer": f"Slack receiver {entry.receiver} answered 422: scripted failure",
     }
 
 
 def test_a_tick_out_of_time_leaves_every_receiver_for_the_next_tick(
-    pipeline_on_moto: Any, slack: SlackServer, github: GitHubServer, monkeypatch: pytest.MonkeyPatch
+    pipeline: Any, slack: SlackServer, github: GitHubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runtime, hud, trunk = pipeline_on_moto
+    runtime, hud, trunk = pipeline
     with monkeypatch.context() as short:
         short.setattr(LambdaContext, "get_remaining_time_in_millis", lambda self: 5_000)
         assert run(runtime, hud, trunk, 4) == []  # firing by now, but no time to send
-    # The digest's log entry anchors the topic's first digest (design.md §4.4): no message.
-    logged = [e for e in table_items("notification") if e["alertname"]["S"] != "DailyDigest"]
-    assert slack.posts == [] and github.requests == [] and logged == []
+    # Nothing logged by any receiver; the topic's digest entry anchors its first digest
+    # (design.md §4.4): no message.
+    storage = runtime.stack.storage()
+    logged = [log_of(storage, receiver) for receiver in receivers(slack, github)]
+    topic = storage.logs.of_receiver(TRUNK, RECEIVER).values()
+    assert slack.posts == [] and github.requests == [] and logged == [{}, {}]
+    assert [entry.alertname for entry in topic] == ["DailyDigest"]
     sent = run(runtime, hud, trunk, 4.5, after=4)  # the next tick has the time: all of it goes
     assert sent and slack_posts(slack) == sns_messages(sent) and len(github.issues) == 1
 
