@@ -162,7 +162,11 @@ def test_every_function_has_a_sample_and_every_sample_a_function() -> None:
     assert {path.name.split("_", 1)[0] for path in (ROOT / "events").glob("*.json")} <= folders
 
 
-@pytest.mark.parametrize(("function", "sample"), _samples())
+# The API's silence sample is the first event of the amtool bar's cold container below.
+COLD_FIRST_BY_THE_BAR = ("ApiFunction", "api_post_silence.json")
+
+
+@pytest.mark.parametrize(("function", "sample"), [s for s in _samples() if s != COLD_FIRST_BY_THE_BAR])
 def test_a_cold_container_handles_its_sample(function: str, sample: str, hud: str) -> None:
     result = cold_invoke(function, sample, hud)
     if "statusCode" in result:  # the API behind API Gateway
@@ -187,9 +191,7 @@ def test_cold_api_container_serves_what_amtool_asks_for(hud: str) -> None:
     get_silences = json.loads((ROOT / "events" / "api_get_silences.json").read_text())
     get_alerts = json.loads((ROOT / "events" / "api_get_alerts.json").read_text())
     everything = {**get_silences, "queryStringParameters": None, "multiValueQueryStringParameters": None}
-    answers = cold_invoke(
-        "ApiFunction", "api_post_silence.json", hud, then=(everything, get_silences, get_alerts)
-    )
+    answers = cold_invoke(*COLD_FIRST_BY_THE_BAR, hud, then=(everything, get_silences, get_alerts))
     assert [answer["statusCode"] for answer in answers] == [200] * 4, answers
     created, listed, filtered, alerts = (json.loads(answer["body"]) for answer in answers)
     (silence,) = listed
