@@ -3,10 +3,12 @@
 The slow test copies the checkout's files into an empty folder, runs the README's line there
 (a new virtualenv, pip from the package index, whatever the day's releases are) and replays the
 repository's scenarios with that install's `trunkwatch` on moto's table (`--store dynamodb`):
-it is the suite's replay of every scenario on the DynamoDB store, as a user runs it
-(test_scenarios replays them and the real history on the in-memory store, the default; the
-real history on both stores is `python -m benchmarks memory_replay`'s). The fast ones hold the
-locks to each other, to the running environment and to the local extra's ranges."""
+it is the suite's replay of every scenario on the DynamoDB store, as a user runs it, with
+those of a `shared/scenarios` folder beside the checkout the project does not have, when
+present (test_scenarios replays the project's and the real history on the in-memory store,
+the default; the real history on both stores is `python -m benchmarks memory_replay`'s).
+The fast ones hold the locks to each other, to the running environment and to the local
+extra's ranges."""
 
 from __future__ import annotations
 
@@ -23,9 +25,12 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 
 from tests.support.paths import ROOT
-from tests.support.scenarios import SCENARIOS, assert_publishes_expected
+from tests.support.scenarios import SCENARIOS, assert_publishes_expected, scenario_files
 
-REPLAYS = sorted(p for p in SCENARIOS.glob("*.jsonl") if ".expected" not in p.name)
+BESIDE = ROOT.parent / "shared" / "scenarios"
+REPLAYS = scenario_files(SCENARIOS) + [
+    p for p in scenario_files(BESIDE) if p.name not in {f.name for f in scenario_files(SCENARIOS)}
+]
 
 
 def pins(path: Path) -> dict[str, str]:

@@ -2,8 +2,8 @@
 
 The project's own scenarios live in tests/scenarios and replay here on the in-memory store
 (the default); on moto's table (`--store dynamodb`) they replay in test_install, with the
-package installed as the README says. Here on moto's table: one of them with this checkout's
-code, and a `shared/scenarios` folder beside the checkout, when present (never required)."""
+package installed as the README says (with those of a `shared/scenarios` folder beside the
+checkout, when present)."""
 
 from __future__ import annotations
 
@@ -15,24 +15,11 @@ from typing import Any
 
 import pytest
 
-from tests.support.paths import ROOT
-from tests.support.scenarios import REAL_HISTORY, SCENARIOS, assert_publishes_expected
-
-BESIDE = ROOT.parent / "shared" / "scenarios"
-
-
-def _scenarios(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
-
-
-# basic-break, and the scenarios beside the checkout that the project does not have itself.
-FILES = [SCENARIOS / "basic-break.jsonl"] + [
-    p for p in _scenarios(BESIDE) if p.name not in {f.name for f in _scenarios(SCENARIOS)}
-]
+from tests.support.scenarios import REAL_HISTORY, SCENARIOS, assert_publishes_expected, scenario_files
 
 
 def test_the_projects_own_scenarios_are_present() -> None:
-    assert len(_scenarios(SCENARIOS)) >= 4, f"replay scenarios missing from {SCENARIOS}"
+    assert len(scenario_files(SCENARIOS)) >= 4, f"replay scenarios missing from {SCENARIOS}"
 
 
 def replay_json(scenario: Path, *options: str) -> list[dict[str, Any]]:
@@ -46,11 +33,6 @@ def replay_json(scenario: Path, *options: str) -> list[dict[str, Any]]:
     )
     assert run.returncode == 0, run.stderr[-2000:]
     return [json.loads(line) for line in run.stdout.splitlines()]
-
-
-@pytest.mark.parametrize("scenario", FILES, ids=[f"{p.parent.parent.name}/{p.stem}" for p in FILES])
-def test_replay_on_moto_s_table_matches_expected(scenario: Path) -> None:
-    assert_publishes_expected(scenario, replay_json(scenario, "--store", "dynamodb"))
 
 
 def test_an_autoreverted_culprit_is_named_in_its_alert(tmp_path: Path) -> None:
@@ -76,7 +58,7 @@ def test_an_autoreverted_culprit_is_named_in_its_alert(tmp_path: Path) -> None:
         assert "Already reverted: autorevert (pull)" in alert["annotations"]["description"]
 
 
-MEMORY_FILES = [*_scenarios(SCENARIOS), REAL_HISTORY]
+MEMORY_FILES = [*scenario_files(SCENARIOS), REAL_HISTORY]
 
 
 @pytest.mark.parametrize("scenario", MEMORY_FILES, ids=[p.name.split(".jsonl")[0] for p in MEMORY_FILES])

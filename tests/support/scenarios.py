@@ -19,6 +19,11 @@ REAL_HISTORY = TESTS / "real-history" / "rust-toolstate-2018-04-first-112-polls.
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 
 
+def scenario_files(folder: Path) -> list[Path]:
+    """The replay files of a folder of scenarios (not their `.expected.jsonl`)."""
+    return sorted(p for p in folder.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
+
+
 def scenario_ending_now(scenario: Path, directory: Path, before: timedelta = timedelta(hours=1)) -> Path:
     """A copy of `scenario` with every timestamp moved by one offset, so that its last event is
     `before` the real clock: for tests that replay a scenario and then use what it left on the
