@@ -15,7 +15,8 @@ import pytest
 from tests.support.aws import record_stream_batches
 from trunkwatch.app import evaluate
 from trunkwatch.domain.alerts import RECEIVER
-from trunkwatch.storage.records import JobAlert, LogEntry
+from trunkwatch.domain.job_alerts import JobAlert
+from trunkwatch.domain.notification_log import LogEntry
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.runtime import LocalRuntime
 from trunkwatch_local.scenario import DEMO_JOBS, Trunk, _demo_outcome

@@ -21,8 +21,8 @@ from trunkwatch.channels import RECEIVER_TYPES
 from trunkwatch.domain.alerts import RECEIVER
 from trunkwatch.domain.clock import format_time
 from trunkwatch.domain.config import load_deployment
+from trunkwatch.domain.notification_log import LogEntry
 from trunkwatch.storage.port import Storage
-from trunkwatch.storage.records import LogEntry
 from trunkwatch_local import apigw
 from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.receiver_servers import SlackServer
