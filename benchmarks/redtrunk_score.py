@@ -18,7 +18,10 @@ failing cell: `code`, `external` (a dependency), `infra` (a runner outage) or `f
 Figures (`score`): `pages_per_day` (job and trunk pages); `precision_code` and
 `precision_any_breakage` (job pages whose job was broken by code, or by anything, then);
 `recall_breaks_3plus` (breakages of 3+ commits with a job page on their cells);
-`delay_after_third_failure_s_p50` (the third failing result of the page's run to the page);
+`delay_after_third_failure_s_p50` (the third failing result of the page's run to the page)
+and, with `polls`, `delay_to_next_snapshot_s_p50` (from it to the first snapshot that could
+show it: the part of the delay the replay's cadence sets, which no rule paging on the third
+failure can avoid);
 `culprit_right` (code pages naming the breaking commit) and `innocent_prs_named` (pages
 naming a commit that broke nothing); `breakage_pages_per_breakage`;
 `jobs_paged_again_within_3h` (of the same job's resolution).
@@ -38,6 +41,7 @@ innocent commit (and per week), culprits named again in a later digest.
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import itertools
 import json
@@ -612,6 +616,8 @@ def score(
     innocent_by_kind: Counter[str] = Counter()
     delays_code: list[float] = []
     delays_all: list[float] = []
+    floors_code: list[float] = []
+    snapshots = sorted(polls) if polls else []
     detected: set[int] = set()
     for page in job_pages:
         kind, _ = scorer.kind(page)
@@ -631,6 +637,9 @@ def score(
             delays_all.append(delay)
             if kind == "code":
                 delays_code.append(delay)
+                shown = bisect.bisect_left(snapshots, third)
+                if shown < len(snapshots):
+                    floors_code.append((snapshots[shown] - third).total_seconds())
     # Trunk pages name a culprit per failing job too (and hold job pages back while firing).
     trunk_named = trunk_culprits(scorer, messages)
     trunk_innocent: Counter[str] = Counter()
@@ -675,6 +684,7 @@ def score(
         "recall_breaks_3plus_with_trunk_pages": _ratio(recalled_with_trunk, len(long_breaks)),
         "delay_after_third_failure_s_p50": statistics.median(delays_code) if delays_code else None,
         "delay_after_third_failure_s_p50_all_pages": statistics.median(delays_all) if delays_all else None,
+        "delay_to_next_snapshot_s_p50": statistics.median(floors_code) if floors_code else None,
         "culprit_right": right,
         "culprit_right_of_code_pages": _ratio(right, code_pages),
         "innocent_prs_named": len(innocent_shas),

@@ -88,6 +88,17 @@ def test_a_code_page_with_the_right_culprit() -> None:
     assert result["breaks_3plus_paged"] == 1
 
 
+def test_the_wait_for_the_next_snapshot_is_scored_apart() -> None:
+    messages = _page("code:")
+    paged = datetime.strptime(messages[0]["at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    third = paged - timedelta(minutes=10)
+    polls = [third - timedelta(minutes=30), third + timedelta(minutes=4), paged]
+    result = score(TRUTH, messages, polls)
+    assert result["delay_after_third_failure_s_p50"] == 600
+    assert result["delay_to_next_snapshot_s_p50"] == 240
+    assert score(TRUTH, messages)["delay_to_next_snapshot_s_p50"] is None
+
+
 def test_a_code_page_blaming_a_later_commit_names_an_innocent() -> None:
     result = score(TRUTH, _page("code:", culprit_offset=1))
     assert result["culprit_right"] == 0
