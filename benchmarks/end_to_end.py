@@ -88,6 +88,7 @@ class DayFigures:
     batching_windows_s: dict[str, float] = field(default_factory=dict)
     batch_sizes: dict[str, int] = field(default_factory=dict)
     pipeline_s_max: float = 0.0  # the longest tick-to-publish time of a tick that published
+    invocations: dict[str, int] = field(default_factory=dict)  # by function, the delay's path
     # A job that finishes just after a poll waits a whole period for the next one.
     detection_delay_s_bound: float = 0.0  # schedule period + pipeline_s_max
     detection_delay_commits_p50: float = 0.0
@@ -131,12 +132,9 @@ class Ticking:
 
 
 @contextlib.contextmanager
-def ticking(
-    deployment: Deployment, store: str, servers: list[HudServer], time_queued: bool = False
-) -> Iterator[Ticking]:
+def ticking(deployment: Deployment, store: str, servers: list[HudServer]) -> Iterator[Ticking]:
     """A fresh local runtime on `deployment`, stopped after with the stand-ins it polls
-    (`servers`). Its queue consumers' invocations (ingest's polls) are timed only with
-    `time_queued`."""
+    (`servers`), its invocations timed: scheduled, stream and queue (ingest's polls) alike."""
     # The runtime sets the process's AWS settings for its emulation: put them back after.
     # stdout carries the benchmark's report.
     with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
@@ -145,8 +143,7 @@ def ticking(
             try:
                 calls: list[Call] = []
                 time_invocations(runtime, calls)
-                if time_queued:
-                    runtime.queues.invoke = runtime.invoke
+                runtime.queues.invoke = runtime.invoke
                 yield Ticking(runtime, settings.Edge.from_environ(settings.PIPELINE).deployment(), calls)
             finally:
                 runtime.stop()
@@ -163,6 +160,7 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta 
     sent: list[Published] = []
     served: tuple[int, int] | None = None
     changed, pipeline_s = 0, 0.0
+    invocations: Counter[str] = Counter()
     with ticking(deployment("hud", hud.url, day.window), "dynamodb", [hud]) as run:
         deciding = [day.finished(e.deciding_commit(run.rule.failures_to_open)) for e in EPISODES]
         times = list(tick_times(period, hours, deciding, coarse or period))
@@ -173,6 +171,7 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta 
                 hud.serve(day.trunk.snapshot(at))
                 served = moment
             result, published = run.tick(at)
+            invocations.update(call.function for call in run.calls)
             changed += any(p.get("cells_written") for p in result.get("polled", []))
             sent += [message for _, message in published]
             pipeline_s = max([pipeline_s, *(seconds for seconds, _ in published)])
@@ -182,6 +181,7 @@ def run_day(day: Day, period: timedelta, hours: float = 24.0, coarse: timedelta 
     figures.batching_windows_s = {f: s.batching_window_s for f, s in run.sources.items()}
     figures.batch_sizes = {f: s.batch_size for f, s in run.sources.items()}
     figures.pipeline_s_max = round(pipeline_s, 3)
+    figures.invocations = dict(sorted(invocations.items()))
     figures.detection_delay_s_bound = round(period.total_seconds() + pipeline_s, 3)
     figures.wall_s = round((datetime.now() - started).total_seconds(), 2)
     figures.stored = {kind: list(counts) for kind, counts in sorted(stored.items())}

@@ -136,7 +136,7 @@ def run_org(scale: OrgScale = FULL) -> OrgFigures:
     ingest_s: dict[str, list[float]] = {"big": [], "small": []}
     last_poll_s = 0.0
     dispatcher_s: list[float] = []
-    with ticking(deployment, "memory", [big_hud, small_hud], time_queued=True) as run:
+    with ticking(deployment, "memory", [big_hud, small_hud]) as run:
         rule = run.rule
         period = timedelta(seconds=period_seconds(run.deployed.schedule))
         queued = frozenset(source.function for source in run.runtime.wiring.queues)

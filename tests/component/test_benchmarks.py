@@ -101,6 +101,10 @@ def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     assert summary["ingest_hud"]["first_poll"]["items_written"] > 0
     assert summary["ingest_github"]["steady_poll"]["http_unconditional_requests"] == 0
     assert summary["evaluator"]["changed_cells"] > 0
+    # The day's delays count every invocation on the path: the dispatcher's, each trunk's
+    # ingest from the queue, the stream's.
+    path = {"DispatcherFunction", "IngestFunction", "EvaluatorFunction", "NotifierFunction"}
+    assert path <= set(summary["end_to_end"]["invocations"])
     assert summary["cost"]["usd_per_month"] > 0
     # Storage is the steady state of every kind, each kept as long as its TTL keeps it.
     storage = summary["cost"]["storage"]
