@@ -21,7 +21,8 @@ Figures (`score`): `pages_per_day` (job and trunk pages); `precision_code` and
 `delay_after_third_failure_s_p50` (the third failing result of the page's run to the page)
 and, with `polls`, `delay_to_next_snapshot_s_p50` (from it to the first snapshot that could
 show it: the part of the delay the replay's cadence sets, which no rule paging on the third
-failure can avoid);
+failure can avoid); `delay_to_first_word_s_p50` (from it to the first message naming the job:
+its page, or a firing trunk alert's message listing it while it holds the job's page back);
 `culprit_right` (code pages naming the breaking commit) and `innocent_prs_named` (pages
 naming a commit that broke nothing); `breakage_pages_per_breakage`;
 `jobs_paged_again_within_3h` (of the same job's resolution).
@@ -401,6 +402,27 @@ def _ratio(part: int, whole: int) -> float:
 _TRUNK_LINE = re.compile(r"^- (?P<job>.+): \d+ commits?, culprit (?P<sha>[0-9a-f]{7,40}) ", re.MULTILINE)
 
 
+def trunk_mentions(messages: list[dict[str, Any]]) -> list[tuple[datetime, set[str]]]:
+    """(time, jobs listed) of each firing trunk message (`TrunkBroken`, `TrunkBadlyBroken`:
+    first pages, updates and reminders), from their descriptions."""
+    return [
+        (
+            _parse(row["at"]),
+            {found["job"] for found in _TRUNK_LINE.finditer(row["annotations"].get("description", ""))},
+        )
+        for row in messages
+        if row["labels"]["alertname"] in TRUNK_ALERTS and row["status"] == "firing"
+    ]
+
+
+def first_word(page: Page, third: datetime, mentions: list[tuple[datetime, set[str]]]) -> datetime:
+    """When a person first heard of the page's job after its third failure: the page, or an
+    earlier firing trunk message listing the job (`TrunkBadlyBroken` holds job pages back,
+    design.md §3.3, and tells of each job that starts failing in an update)."""
+    told = [at for at, jobs in mentions if third <= at < page.at and page.job in jobs]
+    return min(told, default=page.at)
+
+
 def trunk_culprits(scorer: Scorer, messages: list[dict[str, Any]]) -> set[tuple[str, int]]:
     """(job, culprit commit index) pairs the firing trunk messages (`TrunkBroken`,
     `TrunkBadlyBroken`: first pages and updates) name, from their descriptions."""
@@ -617,6 +639,8 @@ def score(
     delays_code: list[float] = []
     delays_all: list[float] = []
     floors_code: list[float] = []
+    heard_code: list[float] = []
+    mentions = trunk_mentions(messages)
     snapshots = sorted(polls) if polls else []
     detected: set[int] = set()
     for page in job_pages:
@@ -637,6 +661,7 @@ def score(
             delays_all.append(delay)
             if kind == "code":
                 delays_code.append(delay)
+                heard_code.append((first_word(page, third, mentions) - third).total_seconds())
                 shown = bisect.bisect_left(snapshots, third)
                 if shown < len(snapshots):
                     floors_code.append((snapshots[shown] - third).total_seconds())
@@ -685,6 +710,7 @@ def score(
         "delay_after_third_failure_s_p50": statistics.median(delays_code) if delays_code else None,
         "delay_after_third_failure_s_p50_all_pages": statistics.median(delays_all) if delays_all else None,
         "delay_to_next_snapshot_s_p50": statistics.median(floors_code) if floors_code else None,
+        "delay_to_first_word_s_p50": statistics.median(heard_code) if heard_code else None,
         "culprit_right": right,
         "culprit_right_of_code_pages": _ratio(right, code_pages),
         "innocent_prs_named": len(innocent_shas),

@@ -99,6 +99,22 @@ def test_the_wait_for_the_next_snapshot_is_scored_apart() -> None:
     assert score(TRUTH, messages)["delay_to_next_snapshot_s_p50"] is None
 
 
+def test_a_job_held_back_by_a_trunk_alert_is_heard_of_in_its_update() -> None:
+    page = _page("code:")
+    paged = datetime.strptime(page[0]["at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    job, third = page[0]["labels"]["job"], paged - timedelta(minutes=10)
+    line = f"- {job}: 3 commits, culprit {page[0]['annotations']['culprit_sha']} (#1)"
+    update = {
+        **_message("firing", "update", third + timedelta(minutes=2), job, description=line),
+        "labels": {"alertname": "TrunkBadlyBroken"},
+    }
+    other = {**update, "annotations": {"description": "- another / job: 3 commits, culprit abcdef0 (#2)"}}
+    result = score(TRUTH, [update, *page])
+    assert result["delay_after_third_failure_s_p50"] == 600  # the job's own page
+    assert result["delay_to_first_word_s_p50"] == 120  # the trunk alert's update listing it
+    assert score(TRUTH, [other, *page])["delay_to_first_word_s_p50"] == 600
+
+
 def test_a_code_page_blaming_a_later_commit_names_an_innocent() -> None:
     result = score(TRUTH, _page("code:", culprit_offset=1))
     assert result["culprit_right"] == 0
