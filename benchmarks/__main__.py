@@ -32,6 +32,9 @@ through poll and push and the cost per trunk under `org`.
 `python -m benchmarks buildkite_poll` polls a Buildkite trunk at vLLM's volume (64 commits a day,
 266 jobs) with the `buildkite` source from the Buildkite stand-in, first, quiet, and after a
 build finished and one landed, and prices a month of its polls under `buildkite_poll`.
+`python -m benchmarks push [--quick]` runs the push path alone (a red trunk fed by GitHub's
+webhook deliveries, and by Buildkite's, its pages compared with the polled Buildkite form's)
+and puts it under `push`.
 `python -m benchmarks memory_replay` replays the repository's scenarios and real-history
 cut on moto's table and on the in-memory store (`trunkwatch replay --store memory`), checks
 both against the expected messages and reports the wall-time ratio.
@@ -70,7 +73,7 @@ from benchmarks.memory_replay import memory_replay
 from benchmarks.org import FULL as ORG_FULL
 from benchmarks.org import QUICK as ORG_QUICK
 from benchmarks.org import run_org
-from benchmarks.push import PUSH_DAYS, run_push
+from benchmarks.push import PUSH_DAYS, push_section
 from benchmarks.push import SEED as PUSH_SEED
 from benchmarks.redtrunk_score import QUICK_DAYS, SEED, redtrunk
 from benchmarks.serve_week import serve_week
@@ -84,7 +87,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "local_scale": local_scale,
     "github_budget": lambda: _fresh(github_budget),
     "cold_start": lambda: dataclasses.asdict(cold_start(FULL.import_runs, FULL.build_layer)),
-    "push": lambda: dataclasses.asdict(run_push(FULL.push_days)),  # also part of the full run
+    "push": lambda: push_section(FULL.push_days),  # also part of the full run
     "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
     "serve_week": lambda: _fresh(serve_week),
     "chaos": chaos,
@@ -97,6 +100,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
 QUICK_WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "redtrunk": functools.partial(redtrunk, days=QUICK_DAYS),
     "org": lambda: dataclasses.asdict(run_org(ORG_QUICK)),
+    "push": lambda: push_section(QUICK.push_days),
 }
 
 
@@ -127,7 +131,7 @@ class Scale:
             f"{COMMITS_PER_DAY} commits/day and {ticks_per_day():,.0f} ticks/day for 30 days "
             "(see cost.basis)",
             f"the push path runs through {self.push_days:g} days of a red trunk (seed {PUSH_SEED}), "
-            "each job delivered at its own finish time",
+            "each job delivered at its own finish time, as GitHub and as Buildkite deliver it",
             "wall times are in-process against moto (code_s excludes the emulator's share)",
         ]
 
@@ -175,7 +179,7 @@ def run(scale: Scale) -> dict[str, Any]:
     cycle = _step("evaluator", lambda: _fresh(commit_cycle, scale.pytorch, scale.depth))
     github = _step("ingest (GitHub)", lambda: _fresh(ingest_github, scale.pytorch, DAY_START))
     day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours, scale.coarse))
-    push = _step("push (webhook deliveries)", lambda: run_push(scale.push_days))
+    push = _step("push (GitHub and Buildkite webhook deliveries)", lambda: push_section(scale.push_days))
     cold = _step("cold start", lambda: cold_start(scale.import_runs, scale.build_layer))
     notifications_per_day = day.notifications * 24 / scale.hours
     cost = project(cycle, notifications_per_day, scale.pytorch.columns, day.stored, scale.hours)
@@ -184,7 +188,7 @@ def run(scale: Scale) -> dict[str, Any]:
         "ingest_github": {phase: figures.as_dict() for phase, figures in github.items()},
         "evaluator": dataclasses.asdict(cycle.evaluator),
         "end_to_end": dataclasses.asdict(day),
-        "push": dataclasses.asdict(push),
+        "push": push,
         "cold_start": dataclasses.asdict(cold),
         "cost": dataclasses.asdict(cost),
         "scale": {

@@ -1,16 +1,21 @@
-"""Workload: the push path. Detection delay from the deciding job's `completed` delivery to
-the SNS publish, how it pages a red trunk, and what the webhook path costs at PyTorch's
-delivery volume.
+"""Workload: the push path. Detection delay from the deciding job's delivery to the SNS
+publish, how it pages a red trunk, and what the webhook path costs, for GitHub at PyTorch's
+delivery volume and for Buildkite at vLLM's.
 
 PUSH_DAYS of a generated red trunk (benchmarks.redtrunk, seed SEED: breakages, flaky and
 retried jobs, a dependency breakage, a runner outage) run through the local runtime fed by
-webhook deliveries alone (no poll), as GitHub sends them (tests/support/timeline.py): each
-commit's `push` and its runs' `workflow_run` when it lands, each job's `queued` and
-`in_progress` then, its `completed` at its own finish time (a retried job's first attempt
-failing, its retry queued a minute later); the schedule ticks every TICKS. Deliveries of
-one GROUP_WINDOW bucket settle together (storage.ticks). Its pages are scored against the
-trunk's truth (benchmarks.redtrunk_score): pages per breakage, jobs paged again within 3
-hours of resolving, precision.
+webhook deliveries alone (no poll), in one CI's form (`CiForm`); the schedule ticks every
+TICKS. As GitHub sends them (`github_form`, tests/support/timeline.py): each commit's `push`
+and its runs' `workflow_run` when it lands, each job's `queued` and `in_progress` then, its
+`completed` at its own finish time (a retried job's first attempt failing, its retry queued
+a minute later). As Buildkite sends them to a webhook subscribed to `job.finished` and
+`build.finished` (`buildkite_form`, `buildkite_deliveries`), signed with
+`X-Buildkite-Signature`: each job attempt's `job.finished` at its own finish time, each
+build's `build.finished` when its last job ended. Deliveries of one GROUP_WINDOW bucket
+settle together (storage.ticks). Its pages are scored against the trunk's truth
+(benchmarks.redtrunk_score): pages per breakage, jobs paged again within 3 hours of
+resolving, precision. The Buildkite run's pages are also compared with the same trunk's
+polled Buildkite form (`polled_buildkite`, `compare_pages`), up to its last poll.
 
 Deployed timeline after an instant's deliveries, from its first delivery: the webhook
 invocations run side by side (the longest counts), then the stream path as in
@@ -19,37 +24,43 @@ window when its batch is not full, the invocation's measured duration); the grou
 settles no earlier than its bucket's end, and the notifier's invocation on it publishes.
 The delay of a first `firing` message runs from the deciding job's delivery to its publish.
 
-Cost at the measured volume (JOBS_PER_MONTH, see there): every delivery is one Lambda
-invocation through the function URL (no request charge beyond Lambda's); the deliveries
-dropped before the table cost their measured duration only (no storage call, no log line
-but Lambda's own); a trunk job costs what its deliveries (its `queued`, `in_progress` and
-`completed`, and its share of its commit's `push` and runs' deliveries) were measured to
-cost here: DynamoDB request units and duration. Billed duration separates CPU from waiting: the
-handler's own CPU time (the invocation's thread CPU time, less moto's in-process answers
-and the meter's sizing) runs at the function's CPU share (FULL_VCPU_MB), while each DynamoDB request is a
-network wait of DYNAMODB_REQUEST_S and a group's opener sleeps until its bucket closes,
-neither slowed by the CPU share; the opener's settle of its group counts with the
-deliveries (its writes and requests). `usd_per_million_deliveries` is the month's cost over its
-deliveries.
+Cost at the form's volume (`Volume`: for GitHub JOBS_PER_MONTH, see there; for Buildkite
+vLLM's trunk, benchmarks/buildkite_poll.py): every delivery is one Lambda invocation through
+the function URL (no request charge beyond Lambda's); the deliveries dropped before the
+table cost their measured duration only (no storage call, no log line but Lambda's own); a
+trunk job costs what its deliveries (GitHub: its `queued`, `in_progress` and `completed`,
+and its share of its commit's `push` and runs' deliveries; Buildkite: its `job.finished`
+and its share of its build's `build.finished`) were measured to cost here: DynamoDB request
+units and duration. Billed duration separates CPU from waiting: the handler's own CPU time
+(the invocation's thread CPU time, less moto's in-process answers and the meter's sizing)
+runs at the function's CPU share (FULL_VCPU_MB), while each DynamoDB request is a network
+wait of DYNAMODB_REQUEST_S and a group's opener sleeps until its bucket closes, neither
+slowed by the CPU share; the opener's settle of its group counts with the deliveries (its
+writes and requests). `usd_per_million_deliveries` is the month's cost over its deliveries.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
+import multiprocessing
 import os
 import statistics
 import sys
+import tempfile
 import time
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
 from benchmarks import prices
+from benchmarks.buildkite_poll import VLLM_COMMITS_PER_DAY, VLLM_JOBS
 from benchmarks.cost import (
     APP_LOG_BYTES,
     FULL_VCPU_MB,
@@ -61,10 +72,12 @@ from benchmarks.cost import (
 )
 from benchmarks.end_to_end import STREAM_HOP_S, Call, time_invocations
 from benchmarks.redtrunk import RedTrunk
-from benchmarks.redtrunk_score import Truth, score
+from benchmarks.redtrunk_score import Truth, pages, replay, score
+from benchmarks.redtrunk_score import buildkite_form as polled_form
 from benchmarks.usage import Meter
 from tests.support import webhooks
-from tests.support.timeline import Timeline
+from tests.support.buildkite import PIPELINE, build, job, job_id
+from tests.support.timeline import Landing, Timeline
 from trunkwatch.app.settings import WEBHOOK_SECRET_CACHE_SECONDS
 from trunkwatch.domain import alerts
 from trunkwatch.domain.clock import format_time, parse_time
@@ -124,21 +137,201 @@ class PushFigures:
     api_gateway_rest_usd_per_month: float = 0.0  # the alternative front door, not deployed
     per_trunk_job: dict[str, float] = field(default_factory=dict)
     per_dropped_delivery_s: float = 0.0
+    usd_per_million_dropped_deliveries: float = 0.0  # a delivery about no trunk: Lambda and logs
     # Billed GB-s a day at each memory size (MEMORY_SIZES_MB), the template's marked.
     lambda_gb_s_per_day_by_memory_mb: dict[int, float] = field(default_factory=dict)
     memory_mb: int = 0
     group_window_s: float = GROUP_WINDOW.total_seconds()
     detections: list[dict[str, Any]] = field(default_factory=list)
+    pages: list[tuple[str, str, str]] = field(default_factory=list)  # (at, alertname, job), in order
+    # The same pages from the trunk's polled form (`compare_pages`), when compared.
+    against_poll: dict[str, Any] = field(default_factory=dict)
     basis: str = ""
     wall_s: float = 0.0
 
 
 def run_push(days: float = PUSH_DAYS, other_trunks: int = 0) -> PushFigures:
-    """The push path on `days` of the red trunk SEED; `other_trunks` more webhook-fed trunks
-    of the same organization configured beside it (their repositories send nothing here)."""
-    started = time.perf_counter()
+    """The push path on `days` of the red trunk SEED as GitHub delivers it; `other_trunks`
+    more webhook-fed trunks of the same organization configured beside it (their
+    repositories send nothing here)."""
     red = RedTrunk(SEED, days)
-    history = Timeline.of_redtrunk(red)
+    return measure(red, github_form(Timeline.of_redtrunk(red), other_trunks))
+
+
+def run_buildkite_push(days: float = PUSH_DAYS, compare_poll: bool = True) -> PushFigures:
+    """The push path on `days` of the red trunk SEED as Buildkite delivers it, priced at
+    vLLM's volume; with `compare_poll`, its pages against the same trunk's polled Buildkite
+    form (`polled_buildkite`)."""
+    red = RedTrunk(SEED, days)
+    figures = measure(red, buildkite_form(Timeline.of_redtrunk(red)))
+    if compare_poll:
+        last_poll = max(red.snapshot_times())
+        figures.against_poll = compare_pages(figures.pages, polled_buildkite(red), last_poll)
+    return figures
+
+
+def push_section(days: float = PUSH_DAYS) -> dict[str, Any]:
+    """The summary's `push`: the GitHub run's figures, and under `buildkite` the Buildkite
+    run's, with whether it paged as the GitHub run did (the same pages in the same order)."""
+    github = run_push(days)
+    buildkite = run_buildkite_push(days)
+    same = [page[1:] for page in buildkite.pages] == [page[1:] for page in github.pages]
+    buildkite_figures = {**dataclasses.asdict(buildkite), "same_pages_as_github": same}
+    return {**dataclasses.asdict(github), "buildkite": buildkite_figures}
+
+
+def measure(red: RedTrunk, form: CiForm) -> PushFigures:
+    """Deliver `form`'s deliveries of the red trunk `red` through the local runtime on moto
+    (the schedule ticking every TICKS), meter them, score the pages and price the month."""
+    started = time.perf_counter()
+    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
+        runtime = LocalRuntime(store="dynamodb").start(load_deployment({"trunks": form.trunks}))
+        try:
+            sources = {source.function: source for source in runtime.wiring.streams}
+            calls: list[Call] = []
+            time_invocations(runtime, calls)
+            meter = Meter()
+            settles_cpu_s = _count_settles(runtime, meter, "trunk")
+            sent: list[tuple[Published, datetime]] = []
+            kinds: Counter[str] = Counter()
+            trunk_cpu_s = group_wait_s = 0.0
+            with meter:
+                for at, events in _instants(form.deliveries):
+                    if events is None:
+                        runtime.tick(at)  # the schedule: the dispatcher and the sweeps
+                        sent += [(m, at) for m in runtime.published(at)]
+                        continue
+                    calls.clear()
+                    for event, payload in events:
+                        with meter.as_("trunk"):
+                            cpu_started = time.thread_time()
+                            answer = form.deliver(runtime, event, webhooks_body(payload), at)
+                            trunk_cpu_s += time.thread_time() - cpu_started
+                        if answer.get("statusCode", 500) >= 300:
+                            raise RuntimeError(f"{form.name} {event} delivery at {at} refused: {answer}")
+                        kinds[form.kind(event, payload)] += 1
+                    opener_wakes = runtime.clock.next_due()  # a group opened: its opener sleeps
+                    if opener_wakes is not None:
+                        group_wait_s += max(0.0, (opener_wakes - at).total_seconds())
+                    runtime.settle_deliveries(at)
+                    sent += [(m, at) for m in _deployed(at, calls, sources)]
+                trunk_usage = meter.get("trunk")
+                event, payload = form.dropped
+                first = min(form.deliveries)
+                dropped_s = _dropped_delivery_s(
+                    lambda: form.deliver(runtime, event, webhooks_body(payload), first), meter
+                )
+        finally:
+            runtime.stop()
+    deliveries = sum(kinds.values())
+    jobs = kinds[form.job_kind]
+    delays = _delays(sent)
+    # CPU time (this thread's: the load of other processes does not count), less moto's and
+    # the meter's own.
+    code_s = max(
+        0.0,
+        trunk_cpu_s + sum(settles_cpu_s) - trunk_usage.emulator_cpu_seconds - trunk_usage.meter_cpu_seconds,
+    )
+    per_job = {
+        "deliveries": deliveries / max(1, jobs),
+        "ddb_read_units": trunk_usage.read_units / max(1, jobs),
+        "ddb_write_units": trunk_usage.write_units / max(1, jobs),
+        "ddb_requests": trunk_usage.ddb_requests / max(1, jobs),
+        "cpu_s": code_s / max(1, jobs),
+        "wait_s": (trunk_usage.ddb_requests * DYNAMODB_REQUEST_S + group_wait_s) / max(1, jobs),
+    }
+    volume = form.volume
+    gb_s_by_memory = {mb: _gb_s_per_day(volume, per_job, dropped_s, mb / 1024) for mb in MEMORY_SIZES_MB}
+    items, per_day = _cost(volume, per_job, dropped_s)
+    messages = [_scored(m) for m, _ in sent if not m.is_digest]
+    paging = score(Truth(red.truth()), messages)
+    return PushFigures(
+        deliveries=deliveries,
+        notifications=len(sent),
+        detection_delay_s_p50=round(statistics.median(delays), 3) if delays else 0.0,
+        detection_delay_s_p95=round(_percentile(delays, 95), 3),
+        detection_delay_s_max=round(max(delays, default=0.0), 3),
+        usd_per_month=round(sum(items.values()), 2),
+        days=red.days,
+        trunk_jobs=jobs,
+        deliveries_by_kind=dict(sorted(kinds.items())),
+        paging={key: paging[key] for key in PAGING_FIGURES},
+        ddb_write_units_per_trunk_job=round(per_job["ddb_write_units"], 3),
+        usd_per_million_deliveries=round(sum(items.values()) / (per_day * DAYS_PER_MONTH) * 1e6, 3),
+        deliveries_per_day_assumed=round(per_day),
+        trunk_jobs_per_day=volume.trunk_jobs_per_day,
+        usd_per_month_items=items,
+        api_gateway_rest_usd_per_month=api_gateway_usd_per_month(per_day),
+        per_trunk_job={k: round(v, 4) for k, v in per_job.items()},
+        per_dropped_delivery_s=round(dropped_s, 5),
+        usd_per_million_dropped_deliveries=round(_dropped_usd(dropped_s) * 1e6, 3),
+        lambda_gb_s_per_day_by_memory_mb={mb: round(v, 1) for mb, v in gb_s_by_memory.items()},
+        memory_mb=round(memory_gb("webhook") * 1024),
+        detections=[{"alertname": a, "delay_s": round(d, 3)} for a, d in _named(sent)],
+        pages=[(format_time(page.at), page.alertname, page.job or "") for page in pages(messages)],
+        basis=f"{per_day:,.0f} deliveries a day: {form.volume.basis(per_job)}; {_DURATION_BASIS}",
+        wall_s=round(time.perf_counter() - started, 2),
+    )
+
+
+PAGING_FIGURES = (
+    "job_pages",
+    "trunk_pages",
+    "precision_any_breakage",
+    "breakage_pages_per_breakage",
+    "jobs_paged_again_within_3h",
+    "breaks_3plus",
+    "breaks_3plus_paged",
+    "innocent_prs_named",
+)
+
+
+_DURATION_BASIS = (
+    f"Lambda duration: the handler's CPU time at the function's CPU share ({FULL_VCPU_MB} MB a vCPU), "
+    f"each DynamoDB request a {DYNAMODB_REQUEST_S * 1000:g} ms wait (assumed; moto's in-process answers "
+    "left out) and a group's opener asleep until its bucket closes, both unscaled; the secret a free SSM "
+    f"SecureString, decrypted (one KMS request) once per {WEBHOOK_SECRET_CACHE_SECONDS} s per container, "
+    "as many containers as the mean concurrency (assumed)"
+)
+
+
+@dataclass(frozen=True)
+class Volume:
+    """The delivery volume a month is priced at: the trunk's jobs a day, each costing what a
+    trunk job's deliveries cost in the run, and every other delivery a dropped one."""
+
+    trunk_jobs_per_day: float
+    # Every delivery a day, dropped ones included; None: the trunk's own only.
+    all_deliveries_per_day: float | None
+    basis: Callable[[dict[str, float]], str]  # where the figures come from, given the per-job costs
+
+    def deliveries_per_day(self, per_job_deliveries: float) -> float:
+        if self.all_deliveries_per_day is None:
+            return self.trunk_jobs_per_day * per_job_deliveries
+        return self.all_deliveries_per_day
+
+
+Deliver = Callable[[LocalRuntime, str, bytes, datetime], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class CiForm:
+    """The red trunk as one CI delivers it: the trunks configured, each instant's deliveries
+    (event, payload), how the runtime receives one, what kind of delivery it is (the kind
+    `job_kind` ends a trunk job attempt), a delivery about no trunk, and the volume priced."""
+
+    name: str
+    trunks: list[dict[str, Any]]
+    deliveries: dict[datetime, list[tuple[str, dict[str, Any]]]]
+    deliver: Deliver
+    kind: Callable[[str, dict[str, Any]], str]
+    job_kind: str
+    dropped: tuple[str, dict[str, Any]]
+    volume: Volume
+
+
+def github_form(history: Timeline, other_trunks: int = 0) -> CiForm:
+    """As GitHub delivers it (tests/support/timeline.py), at PyTorch's volume."""
     others = [
         {
             "repo": f"{webhooks.REPO.split('/')[0]}/other-{n:03d}",
@@ -156,128 +349,228 @@ def run_push(days: float = PUSH_DAYS, other_trunks: int = 0) -> PushFigures:
         "poll_every": "0",
         "config": {"include": PYTORCH_INCLUDE},
     }
-    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
-        runtime = LocalRuntime(store="dynamodb").start(load_deployment({"trunks": [trunk, *others]}))
-        try:
-            sources = {source.function: source for source in runtime.wiring.streams}
-            calls: list[Call] = []
-            time_invocations(runtime, calls)
-            meter = Meter()
-            settles_cpu_s = _count_settles(runtime, meter, "trunk")
-            sent: list[tuple[Published, datetime]] = []
-            kinds: Counter[str] = Counter()
-            trunk_cpu_s = group_wait_s = 0.0
-            with meter:
-                for at, events in _instants(history):
-                    if events is None:
-                        runtime.tick(at)  # the schedule: the dispatcher and the sweeps
-                        sent += [(m, at) for m in runtime.published(at)]
-                        continue
-                    calls.clear()
-                    for event, payload in events:
-                        with meter.as_("trunk"):
-                            cpu_started = time.thread_time()
-                            runtime.deliver(event, webhooks_body(payload), at)
-                            trunk_cpu_s += time.thread_time() - cpu_started
-                        kinds[_kind(event, payload)] += 1
-                    opener_wakes = runtime.clock.next_due()  # a group opened: its opener sleeps
-                    if opener_wakes is not None:
-                        group_wait_s += max(0.0, (opener_wakes - at).total_seconds())
-                    runtime.settle_deliveries(at)
-                    sent += [(m, at) for m in _deployed(at, calls, sources)]
-                trunk_usage = meter.get("trunk")
-                dropped_s = _dropped_delivery_s(runtime, meter, history.landings[0].at)
-        finally:
-            runtime.stop()
-    deliveries = sum(kinds.values())
-    jobs = kinds["completed"]
-    delays = _delays(sent)
-    # CPU time (this thread's: the load of other processes does not count), less moto's and
-    # the meter's own.
-    code_s = max(
-        0.0,
-        trunk_cpu_s + sum(settles_cpu_s) - trunk_usage.emulator_cpu_seconds - trunk_usage.meter_cpu_seconds,
-    )
-    per_job = {
-        "deliveries": deliveries / max(1, jobs),
-        "ddb_read_units": trunk_usage.read_units / max(1, jobs),
-        "ddb_write_units": trunk_usage.write_units / max(1, jobs),
-        "ddb_requests": trunk_usage.ddb_requests / max(1, jobs),
-        "cpu_s": code_s / max(1, jobs),
-        "wait_s": (trunk_usage.ddb_requests * DYNAMODB_REQUEST_S + group_wait_s) / max(1, jobs),
-    }
-    gb_s_by_memory = {mb: _gb_s_per_day(per_job, dropped_s, mb / 1024) for mb in MEMORY_SIZES_MB}
-    items, per_day = _cost(per_job, dropped_s)
-    paging = score(Truth(red.truth()), [_scored(m) for m, _ in sent if not m.is_digest])
-    return PushFigures(
-        deliveries=deliveries,
-        notifications=len(sent),
-        detection_delay_s_p50=round(statistics.median(delays), 3) if delays else 0.0,
-        detection_delay_s_p95=round(_percentile(delays, 95), 3),
-        detection_delay_s_max=round(max(delays, default=0.0), 3),
-        usd_per_month=round(sum(items.values()), 2),
-        days=days,
-        trunk_jobs=jobs,
-        deliveries_by_kind=dict(sorted(kinds.items())),
-        paging={key: paging[key] for key in PAGING_FIGURES},
-        ddb_write_units_per_trunk_job=round(per_job["ddb_write_units"], 3),
-        usd_per_million_deliveries=round(sum(items.values()) / (per_day * DAYS_PER_MONTH) * 1e6, 3),
-        deliveries_per_day_assumed=round(per_day),
-        trunk_jobs_per_day=TRUNK_JOBS_PER_DAY,
-        usd_per_month_items=items,
-        api_gateway_rest_usd_per_month=api_gateway_usd_per_month(per_day),
-        per_trunk_job={k: round(v, 4) for k, v in per_job.items()},
-        per_dropped_delivery_s=round(dropped_s, 5),
-        lambda_gb_s_per_day_by_memory_mb={mb: round(v, 1) for mb, v in gb_s_by_memory.items()},
-        memory_mb=round(memory_gb("webhook") * 1024),
-        detections=[{"alertname": a, "delay_s": round(d, 3)} for a, d in _named(sent)],
-        basis=(
-            f"{per_day:,.0f} deliveries a day: {JOBS_PER_MONTH:,} pytorch/pytorch jobs in 30 days "
+    moments: dict[datetime, list[tuple[str, dict[str, Any]]]] = {}
+    for event in history.deliveries(ticks=()):
+        delivery = event["webhook"]
+        moments.setdefault(parse_time(event["at"]), []).append((delivery["event"], delivery["payload"]))
+
+    def deliver(runtime: LocalRuntime, event: str, body: bytes, at: datetime) -> dict[str, Any]:
+        return runtime.deliver(event, body, at)
+
+    def basis(per_job: dict[str, float]) -> str:
+        return (
+            f"{JOBS_PER_MONTH:,} pytorch/pytorch jobs in 30 days "
             "(pytorch/ci-infra osdc/docs/current_runner_load_distribution.md, March 2026), "
             f"{JOB_DELIVERIES} workflow_job deliveries per job plus {RUN_DELIVERIES_PER_JOB:g} "
             f"workflow_run deliveries per job (assumed); {TRUNK_JOBS_PER_DAY:,} of the daily jobs on "
             "main (the upper end of 10-20 k), each costing what a trunk job's deliveries cost here "
             f"({per_job['deliveries']:.2f} deliveries a job: its queued, in_progress and completed, "
-            "retries, and its share of its commit's push and runs); the others dropped before the "
-            f"table; Lambda duration: the handler's CPU time at the function's CPU share ({FULL_VCPU_MB} "
-            f"MB a vCPU), each DynamoDB request a {DYNAMODB_REQUEST_S * 1000:g} ms wait (assumed; moto's "
-            "in-process answers left out) and a group's opener asleep until its bucket closes, both "
-            "unscaled; the secret a free SSM SecureString, decrypted (one KMS request) once per "
-            f"{WEBHOOK_SECRET_CACHE_SECONDS} s per container, as many containers as the mean concurrency "
-            "(assumed)"
+            "retries, and its share of its commit's push and runs); the others dropped before the table"
+        )
+
+    return CiForm(
+        name="github",
+        trunks=[trunk, *others],
+        deliveries=moments,
+        deliver=deliver,
+        kind=_kind,
+        job_kind="completed",
+        dropped=(
+            "workflow_job",
+            webhooks.workflow_job("f" * 40, "linux-jammy / build", branch="some-feature"),
         ),
-        wall_s=round(time.perf_counter() - started, 2),
+        volume=Volume(
+            TRUNK_JOBS_PER_DAY,
+            JOBS_PER_MONTH / DAYS_PER_MONTH * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB),
+            basis,
+        ),
     )
 
 
-PAGING_FIGURES = (
-    "job_pages",
-    "trunk_pages",
-    "precision_any_breakage",
-    "breakage_pages_per_breakage",
-    "jobs_paged_again_within_3h",
-    "breaks_3plus",
-    "breaks_3plus_paged",
-    "innocent_prs_named",
-)
+def buildkite_form(history: Timeline) -> CiForm:
+    """As Buildkite delivers it to a webhook subscribed to `job.finished` and
+    `build.finished` (`buildkite_deliveries`), at vLLM's volume (benchmarks/buildkite_poll.py)."""
+    trunk = {
+        "repo": history.repo,
+        "branch": history.branch,
+        "source": "buildkite",
+        "pipeline": PIPELINE,
+        "webhook": True,
+        "poll_every": "0",
+        "config": {"include": PYTORCH_INCLUDE},
+    }
+    moments: dict[datetime, list[tuple[str, dict[str, Any]]]] = {}
+    for at, event, payload in buildkite_deliveries(history):
+        moments.setdefault(at, []).append((event, payload))
+    elsewhere = job(1, "linux-jammy / build", "failed", finished_at=format_time(history.landings[0].at))
+    dropped = _buildkite_payload(
+        "job.finished", build(1, "f" * 40, history.landings[0].at, branch="some-feature"), elsewhere
+    )
+
+    def deliver(runtime: LocalRuntime, event: str, body: bytes, at: datetime) -> dict[str, Any]:
+        return runtime.deliver_buildkite(event, body, at)
+
+    def basis(per_job: dict[str, float]) -> str:
+        return (
+            f"vLLM's trunk, {VLLM_COMMITS_PER_DAY} commits a day to main of {VLLM_JOBS} jobs each "
+            f"(issue 40, June 2026), each job costing what a trunk job's deliveries cost here "
+            f"({per_job['deliveries']:.2f} deliveries a job: its job.finished, retries, and its share of its "
+            "build's build.finished); the pipeline's builds of other branches (pull requests) are "
+            "delivered too (a Buildkite webhook selects events and pipelines) and not counted: each "
+            "costs a dropped delivery (usd_per_million_dropped_deliveries)"
+        )
+
+    return CiForm(
+        name="buildkite",
+        trunks=[trunk],
+        deliveries=moments,
+        deliver=deliver,
+        kind=lambda event, payload: event,
+        job_kind="job.finished",
+        dropped=("job.finished", dropped),
+        volume=Volume(VLLM_COMMITS_PER_DAY * VLLM_JOBS, None, basis),
+    )
+
+
+# A red trunk job's conclusion as a Buildkite job's state.
+_BUILDKITE_STATES = {"success": "passed", "failure": "failed"}
+_SENDER = {"id": "0190a2b4-0000-7000-8000-00000000beef", "name": "Some Person"}
+
+
+def buildkite_deliveries(
+    history: Timeline, pipeline: str = PIPELINE
+) -> Iterator[tuple[datetime, str, dict[str, Any]]]:
+    """The history's Buildkite webhook deliveries, in time order (Buildkite's webhook payload:
+    `event`, `job`, `build` without its jobs, `pipeline`, `sender`; the REST API's objects,
+    tests/fixtures/buildkite): one build per commit, numbered in landing order; each job
+    attempt's `job.finished` when it ends (its build `running`, or `failing` once a job
+    failed), a retry's `retries_count` and `retry_source` naming the attempt it retried (which
+    said `retried: false` when it finished: it was not retried yet); a build's `build.finished`
+    when its last job ended (again after a retry of it ended)."""
+    landed = {landing.sha: (number, landing) for number, landing in enumerate(history.landings, 1)}
+    queued: dict[tuple[str, str, int], datetime] = {}
+    running_jobs: Counter[str] = Counter()  # each build's jobs queued and not finished
+    latest: dict[str, dict[str, str]] = defaultdict(dict)  # each build's jobs' latest states
+    for report in history.reports:
+        number, landing = landed[report.sha]
+        key = (report.sha, report.name, report.attempt)
+        if report.conclusion is None:
+            queued[key] = report.at
+            running_jobs[report.sha] += 1
+            continue
+        state = _BUILDKITE_STATES[report.conclusion]
+        started = queued.pop(key)
+        running_jobs[report.sha] -= 1
+        retried = job_id(pipeline, number, report.name, report.attempt - 1)
+        retry = (
+            {
+                "retries_count": report.attempt - 1,
+                "retry_type": "automatic",
+                "retry_source": {"job_id": retried, "retry_type": "automatic"},
+            }
+            if report.attempt > 1
+            else {}
+        )
+        made = job(
+            number,
+            report.name,
+            state,
+            attempt=report.attempt,
+            pipeline=pipeline,
+            web_url=report.url,
+            created_at=format_time(started),
+            scheduled_at=format_time(started),
+            runnable_at=format_time(started),
+            started_at=format_time(started),
+            finished_at=format_time(report.at),
+            **retry,
+        )
+        latest[report.sha][report.name] = state
+        failing = "failed" in latest[report.sha].values()
+        running = build(
+            number, report.sha, landing.at, state="failing" if failing else "running", **_about(landing)
+        )
+        yield report.at, "job.finished", _buildkite_payload("job.finished", running, made)
+        if not running_jobs[report.sha]:
+            finished = build(
+                number,
+                report.sha,
+                landing.at,
+                finished=report.at,
+                state="failed" if failing else "passed",
+                **_about(landing),
+            )
+            yield report.at, "build.finished", _buildkite_payload("build.finished", finished)
+
+
+def _about(landing: Landing) -> dict[str, Any]:
+    """A build's commit fields: its message (the title, a merged pull request's number at its
+    end, as the trunk's builds have it), its author, no pull request (a push to main)."""
+    return {"message": landing.message, "author": {"username": landing.author, "name": landing.author}}
+
+
+def _buildkite_payload(
+    event: str, built: dict[str, Any], made: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A delivery's body: the build without its jobs (webhooks carry none), its pipeline."""
+    bare = {k: v for k, v in built.items() if k != "jobs"}
+    about = {**bare["pipeline"]}
+    return {
+        "event": event,
+        **({"job": made} if made is not None else {}),
+        "build": bare,
+        "pipeline": about,
+        "sender": _SENDER,
+    }
+
+
+def polled_buildkite(red: RedTrunk) -> list[dict[str, Any]]:
+    """The messages of `red` in polled Buildkite form (benchmarks.redtrunk_score's `buildkite_form`:
+    a builds listing every 30 minutes, read by the `buildkite` source from the Buildkite
+    stand-in), with the push run's rule config, replayed in a fresh process on the in-memory
+    store."""
+    with tempfile.TemporaryDirectory(prefix="push-") as tmp:
+        source, target = Path(tmp) / "redtrunk.jsonl.gz", Path(tmp) / "buildkite.jsonl.gz"
+        red.write(source)
+        polled_form(source, target, Truth(red.truth()), {"include": PYTORCH_INCLUDE})
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            messages, _, _, _ = pool.apply(replay, (str(target),))
+    return list(messages)
+
+
+def compare_pages(
+    pushed: list[tuple[str, str, str]], messages: list[dict[str, Any]], last_poll: datetime
+) -> dict[str, Any]:
+    """The pushed pages (at, alertname, job) until `last_poll` (the polled form reads nothing
+    after it) against the polled messages' pages: how many each has, whether they are the
+    same pages (and in the same order), and those only one of them has."""
+    ours = [(name, job) for at, name, job in pushed if parse_time(at) <= last_poll]
+    polled = [(page.alertname, page.job or "") for page in pages(messages)]
+    only_pushed, only_polled = Counter(ours) - Counter(polled), Counter(polled) - Counter(ours)
+    return {
+        "until": format_time(last_poll),
+        "pushed_pages": len(ours),
+        "polled_pages": len(polled),
+        "same_pages": not only_pushed and not only_polled,
+        "same_order": ours == polled,
+        "only_pushed": sorted(only_pushed.elements()),
+        "only_polled": sorted(only_polled.elements()),
+    }
 
 
 def webhooks_body(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload).encode()
 
 
-def _instants(
-    history: Timeline,
-) -> list[tuple[datetime, list[tuple[str, dict[str, Any]]] | None]]:
+Instants = list[tuple[datetime, list[tuple[str, dict[str, Any]]] | None]]
+
+
+def _instants(deliveries: dict[datetime, list[tuple[str, dict[str, Any]]]]) -> Instants:
     """Each instant's deliveries, and the schedule's ticks (None) every TICKS."""
-    moments: dict[datetime, list[tuple[str, dict[str, Any]]]] = {}
-    for event in history.deliveries(ticks=()):
-        delivery = event["webhook"]
-        moments.setdefault(parse_time(event["at"]), []).append((delivery["event"], delivery["payload"]))
-    first, last = min(moments), max(moments)
+    first, last = min(deliveries), max(deliveries)
     ticks = [first + TICKS * n for n in range(int((last - first) / TICKS) + 1)]
-    found: list[tuple[datetime, list[tuple[str, dict[str, Any]]] | None]] = [*moments.items()]
-    found += [(at, None) for at in ticks if at not in moments]
+    found: Instants = [*deliveries.items()]
+    found += [(at, None) for at in ticks if at not in deliveries]
     return sorted(found, key=lambda moment: (moment[0], moment[1] is None))
 
 
@@ -367,57 +660,58 @@ def _count_settles(runtime: LocalRuntime, meter: Meter, label: str) -> list[floa
     return cpu_s
 
 
-def _dropped_delivery_s(runtime: LocalRuntime, meter: Meter, at: datetime) -> float:
-    """CPU time of a delivery dropped before the table (a pull request's job): the best
+def _dropped_delivery_s(deliver: Callable[[], object], meter: Meter) -> float:
+    """CPU time of a delivery dropped before the table (`deliver` sends one): the best
     batch's mean (DROP_BATCHES), less anything the emulator answered (nothing, when the
     path makes no storage call)."""
-    payload = webhooks.workflow_job("f" * 40, "linux-jammy / build", branch="some-feature")
-    body = webhooks_body(payload)
-    runtime.deliver("workflow_job", body, at)  # the container's first: the secret cached
+    deliver()  # the container's first: the secret cached
     batches = []
     for batch in range(DROP_BATCHES):
         with meter.as_(f"dropped-{batch}") as usage:
             started = time.thread_time()
             for _ in range(DROP_ROUNDS):
-                runtime.deliver("workflow_job", body, at)
+                deliver()
             elapsed = time.thread_time() - started - usage.emulator_cpu_seconds - usage.meter_cpu_seconds
         batches.append(elapsed / DROP_ROUNDS)
     return min(batches)
 
 
-def _gb_s_per_day(per_job: dict[str, float], dropped_s: float, gb: float) -> float:
+def _gb_s_per_day(volume: Volume, per_job: dict[str, float], dropped_s: float, gb: float) -> float:
     """Billed GB-s a day at `gb` of memory: CPU time slowed by the CPU share below a full
     vCPU, waits as they are; the deliveries not about a trunk job are dropped ones."""
-    dropped = _deliveries_per_day() - TRUNK_JOBS_PER_DAY * per_job["deliveries"]
-    cpu_s = max(0.0, dropped) * dropped_s + TRUNK_JOBS_PER_DAY * per_job["cpu_s"]
-    return (cpu_s * cpu_slowdown(gb) + TRUNK_JOBS_PER_DAY * per_job["wait_s"]) * gb
+    trunk_jobs = volume.trunk_jobs_per_day
+    dropped = volume.deliveries_per_day(per_job["deliveries"]) - trunk_jobs * per_job["deliveries"]
+    cpu_s = max(0.0, dropped) * dropped_s + trunk_jobs * per_job["cpu_s"]
+    return (cpu_s * cpu_slowdown(gb) + trunk_jobs * per_job["wait_s"]) * gb
 
 
-def _secret_reads_per_day(per_job: dict[str, float], dropped_s: float) -> float:
+def _secret_reads_per_day(volume: Volume, per_job: dict[str, float], dropped_s: float) -> float:
     """Each warm container reads the secret once per cache period; the containers are the
     function's mean concurrency at its memory size, rounded up (assumed: bursts reuse them)."""
     gb = memory_gb("webhook")
-    busy_s = _gb_s_per_day(per_job, dropped_s, gb) / gb
+    busy_s = _gb_s_per_day(volume, per_job, dropped_s, gb) / gb
     containers = max(1, math.ceil(busy_s / SECONDS_PER_DAY))
     return containers * SECONDS_PER_DAY / WEBHOOK_SECRET_CACHE_SECONDS
 
 
-def _deliveries_per_day() -> float:
-    return JOBS_PER_MONTH / DAYS_PER_MONTH * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB)
+def _platform_log_bytes() -> int:
+    """Lambda's START/END/REPORT lines for every delivery, unless the function's system log
+    level drops them."""
+    return 0 if _system_log_level("WebhookFunction") in ("WARN", "ERROR", "FATAL") else PLATFORM_LOG_BYTES
 
 
-def _cost(per_job: dict[str, float], dropped_s: float) -> tuple[dict[str, float], float]:
-    """The month's items at the measured volume (see JOBS_PER_MONTH), and the deliveries a
-    day."""
-    trunk_jobs = TRUNK_JOBS_PER_DAY
-    per_day = _deliveries_per_day()
+def _cost(volume: Volume, per_job: dict[str, float], dropped_s: float) -> tuple[dict[str, float], float]:
+    """The month's items at `volume`, and the deliveries a day."""
+    trunk_jobs = volume.trunk_jobs_per_day
+    per_day = volume.deliveries_per_day(per_job["deliveries"])
     month = DAYS_PER_MONTH
-    gb_s = _gb_s_per_day(per_job, dropped_s, memory_gb("webhook"))
-    # Lambda's START/END/REPORT lines for every delivery, unless the function's system log
-    # level drops them; the application's line and metrics only for a stored delivery.
-    platform = 0 if _system_log_level("WebhookFunction") in ("WARN", "ERROR", "FATAL") else PLATFORM_LOG_BYTES
+    gb_s = _gb_s_per_day(volume, per_job, dropped_s, memory_gb("webhook"))
+    # The application's line and metrics only for a stored delivery.
     stored = trunk_jobs * per_job["deliveries"]
-    log_gb = (per_day * platform + stored * APP_LOG_BYTES) / GB  # the function publishes no metric
+    log_gb = (
+        per_day * _platform_log_bytes() + stored * APP_LOG_BYTES
+    ) / GB  # the function publishes no metric
+    secret_reads = _secret_reads_per_day(volume, per_job, dropped_s)
     items = {
         "lambda_requests": per_day * month / 1e6 * prices.LAMBDA_REQUESTS_PER_MILLION,
         "lambda_duration": gb_s * month * prices.LAMBDA_ARM_GB_SECOND,
@@ -433,9 +727,20 @@ def _cost(per_job: dict[str, float], dropped_s: float) -> tuple[dict[str, float]
         * prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION,
         "logs": log_gb * month * prices.CLOUDWATCH_LOGS_INGESTED_GB,
         # A standard SSM parameter is free; each read decrypts it with the aws/ssm key.
-        "secret": _secret_reads_per_day(per_job, dropped_s) * month / 1e6 * prices.KMS_REQUESTS_PER_MILLION,
+        "secret": secret_reads * month / 1e6 * prices.KMS_REQUESTS_PER_MILLION,
     }
     return {k: round(v, 2) for k, v in items.items()}, per_day
+
+
+def _dropped_usd(dropped_s: float) -> float:
+    """What one delivery about no trunk costs: its Lambda request, its CPU time at the
+    function's memory and CPU share, Lambda's own log lines."""
+    gb = memory_gb("webhook")
+    return (
+        prices.LAMBDA_REQUESTS_PER_MILLION / 1e6
+        + dropped_s * cpu_slowdown(gb) * gb * prices.LAMBDA_ARM_GB_SECOND
+        + _platform_log_bytes() / GB * prices.CLOUDWATCH_LOGS_INGESTED_GB
+    )
 
 
 def _system_log_level(function: str) -> str:
