@@ -21,6 +21,9 @@ PUSH_USD_PER_MILLION_DELIVERIES = 1.5
 # A trunk job's two deliveries that write, each its cell and its commit's state: `queued`
 # (the pending cell) and `completed` (the result).
 PUSH_WRITES_PER_TRUNK_JOB = 4
+# A Buildkite trunk job's one delivery that writes (`job.finished`: its result), its shard,
+# its cell and its commit's state.
+BUILDKITE_PUSH_WRITES_PER_TRUNK_JOB = 3
 # Handler import time over `import boto3` in the same run.
 PIPELINE_IMPORT_RATIO = 1.3  # ingest, evaluator, notifier, authorizer
 API_IMPORT_RATIO = 1.6  # the API: Powertools' validating resolver and pydantic
@@ -110,6 +113,26 @@ BUDGETS = (
     Budget("push write units per trunk job", "push.ddb_write_units_per_trunk_job", PUSH_WRITES_PER_TRUNK_JOB),
     Budget("push detection delay p95", "push.detection_delay_s_p95", PUSH_DELAY_P95_S, " s"),
     Budget("push detection delay max", "push.detection_delay_s_max", PUSH_DELAY_MAX_S, " s"),
+    # The same trunk fed by Buildkite's deliveries, priced at vLLM's volume. Its cost per
+    # million deliveries has no budget: none of its deliveries is a cheap dropped one.
+    Budget(
+        "Buildkite push path's cost within the all-in budget",
+        "push.buildkite.usd_per_month",
+        lambda summary: ALL_IN_USD_PER_MONTH
+        - float(summary.get("cost", {}).get("usd_per_month_all_in", 0.0)),
+        " USD/month (10 less the rest's all-in cost)",
+    ),
+    Budget(
+        "Buildkite push write units per trunk job",
+        "push.buildkite.ddb_write_units_per_trunk_job",
+        BUILDKITE_PUSH_WRITES_PER_TRUNK_JOB,
+    ),
+    Budget(
+        "Buildkite push detection delay p95", "push.buildkite.detection_delay_s_p95", PUSH_DELAY_P95_S, " s"
+    ),
+    Budget(
+        "Buildkite push detection delay max", "push.buildkite.detection_delay_s_max", PUSH_DELAY_MAX_S, " s"
+    ),
     Budget(
         "detection delay after the deciding job",
         "end_to_end.detection_delay_s_max",
