@@ -210,6 +210,39 @@ def push_basis(summary: dict[str, Any]) -> Fields:
 
 
 @block
+def push_buildkite(summary: dict[str, Any]) -> Fields:
+    b = (summary.get("push") or {}).get("buildkite")
+    if not b:
+        return None
+    poll = b.get("against_poll") or {}
+
+    def named(found: list[list[str]]) -> str:
+        return "; ".join(f"{name} {job}".strip() for name, job in found) or "none"
+
+    if not poll:
+        polled = "not compared"
+    elif poll["same_pages"]:
+        polled = f"the same {_n(poll['pushed_pages'])} pages" + (
+            "" if poll["same_order"] else ", in another order"
+        )
+    else:
+        polled = (
+            f"{_n(poll['pushed_pages'])} pushed, {_n(poll['polled_pages'])} polled; only pushed: "
+            f"{named(poll['only_pushed'])}; only polled: {named(poll['only_polled'])}"
+        )
+    return {
+        "b": Figure(b),
+        "kinds": ", ".join(f"{_n(n)} {kind}" for kind, n in b.get("deliveries_by_kind", {}).items()),
+        "items": ", ".join(
+            f"{k.replace('_', ' ')} {_usd(v)}" for k, v in b.get("usd_per_month_items", {}).items()
+        ),
+        "github": "the same, in the same order" if b.get("same_pages_as_github") else "not the same",
+        "polled": polled,
+        "until": poll.get("until", "n/a"),
+    }
+
+
+@block
 def cold_start(summary: dict[str, Any]) -> Fields:
     c = summary["cold_start"]
     ratios, seconds, cpu = (
