@@ -79,7 +79,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-@pytest.mark.long(minutes=2)
+@pytest.mark.long(minutes=4)
 def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     assert main(["--quick", "--out", str(tmp_path)]) == 0
 
@@ -274,3 +274,38 @@ def test_buildkite_poll_at_vllms_volume_is_two_conditional_requests_when_quiet(t
     assert polled["buildkite_requests_per_day"] < 3 * polled["polls_per_day"]
     assert polled["usd_per_month"] == pytest.approx(sum(polled["usd_per_month_by_item"].values()), abs=1e-3)
     assert "A Buildkite trunk at vLLM's volume" in render_page(summary)
+
+
+@pytest.mark.long(minutes=3)
+def test_push_quick_feeds_the_trunk_by_buildkite_deliveries_and_pages_as_github(tmp_path: Path) -> None:
+    """`python -m benchmarks push --quick`: the red trunk as Buildkite delivers it (signed
+    `job.finished` and `build.finished`) through the webhook function has the GitHub run's
+    figures, pages as the GitHub run does, is compared with its polled Buildkite form, is
+    priced at vLLM's volume, checked against its budgets and rendered."""
+    assert main(["push", "--quick", "--out", str(tmp_path)]) == 0
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    pushed = summary["push"]["buildkite"]
+    figures = [*SPEC_KEYS["push"], "deliveries", "notifications", "ddb_write_units_per_trunk_job"]
+    assert [key for key in figures if not _is_number(pushed.get(key))] == []
+    kinds = pushed["deliveries_by_kind"]
+    assert set(kinds) == {"job.finished", "build.finished"} and kinds["build.finished"] > 0
+    assert kinds["job.finished"] == pushed["trunk_jobs"] > 0
+    assert pushed["paging"]["job_pages"] > 0 and pushed["detection_delay_s_p50"] > 0
+    # Either CI's deliveries of the same trunk page alike.
+    assert pushed["same_pages_as_github"] is True
+    assert [page[1:] for page in pushed["pages"]] == [page[1:] for page in summary["push"]["pages"]]
+    polled = pushed["against_poll"]
+    assert polled["polled_pages"] > 0 and polled["same_pages"] == (
+        polled["only_pushed"] == polled["only_polled"] == []
+    )
+    assert pushed["trunk_jobs_per_day"] == 64 * 266
+    assert pushed["usd_per_month"] == pytest.approx(sum(pushed["usd_per_month_items"].values()), abs=0.05)
+    checked = {
+        name: result for name, result in summary["budgets"].items() if name.startswith("Buildkite push")
+    }
+    assert set(checked) == {budget.name for budget in BUDGETS if budget.path.startswith("push.buildkite.")}
+    assert all(isinstance(result["pass"], bool) for result in checked.values())
+    page = render_page(summary)
+    assert "as Buildkite delivers them to a webhook" in page
+    assert "| pages against the GitHub deliveries' | the same, in the same order |" in page
