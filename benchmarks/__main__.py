@@ -73,7 +73,7 @@ from benchmarks.memory_replay import memory_replay
 from benchmarks.org import FULL as ORG_FULL
 from benchmarks.org import QUICK as ORG_QUICK
 from benchmarks.org import run_org
-from benchmarks.push import PUSH_DAYS, push_section
+from benchmarks.push import BUILDKITE_METERED_DAYS, PUSH_DAYS, push_section
 from benchmarks.push import SEED as PUSH_SEED
 from benchmarks.redtrunk_score import QUICK_DAYS, SEED, redtrunk
 from benchmarks.serve_week import serve_week
@@ -87,7 +87,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "local_scale": local_scale,
     "github_budget": lambda: _fresh(github_budget),
     "cold_start": lambda: dataclasses.asdict(cold_start(FULL.import_runs, FULL.build_layer)),
-    "push": lambda: push_section(FULL.push_days),  # also part of the full run
+    "push": lambda: push_section(FULL.push_days, FULL.push_metered_days),  # also part of the full run
     "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
     "serve_week": lambda: _fresh(serve_week),
     "chaos": chaos,
@@ -100,7 +100,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
 QUICK_WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "redtrunk": functools.partial(redtrunk, days=QUICK_DAYS),
     "org": lambda: dataclasses.asdict(run_org(ORG_QUICK)),
-    "push": lambda: push_section(QUICK.push_days),
+    "push": lambda: push_section(QUICK.push_days, QUICK.push_metered_days),
 }
 
 
@@ -115,6 +115,7 @@ class Scale:
     hours: float  # its length
     depth: int  # commits of history per job before the evaluator is measured
     push_days: float  # the push path runs through this many days of a red trunk
+    push_metered_days: float  # the Buildkite run meters DynamoDB on moto over its first days
     import_runs: int
     build_layer: bool
 
@@ -131,7 +132,9 @@ class Scale:
             f"{COMMITS_PER_DAY} commits/day and {ticks_per_day():,.0f} ticks/day for 30 days "
             "(see cost.basis)",
             f"the push path runs through {self.push_days:g} days of a red trunk (seed {PUSH_SEED}), "
-            "each job delivered at its own finish time, as GitHub and as Buildkite deliver it",
+            "each job delivered at its own finish time, as GitHub and as Buildkite deliver it (the "
+            "Buildkite run on the in-memory store, metered on moto over its first "
+            f"{self.push_metered_days:g} days)",
             "wall times are in-process against moto (code_s excludes the emulator's share)",
         ]
 
@@ -144,6 +147,7 @@ FULL = Scale(
     hours=24,
     depth=JOB_WINDOW,
     push_days=PUSH_DAYS,
+    push_metered_days=BUILDKITE_METERED_DAYS,
     import_runs=9,
     build_layer=True,
 )
@@ -155,6 +159,7 @@ QUICK = Scale(
     hours=3,
     depth=5,
     push_days=0.3,
+    push_metered_days=0.1,
     import_runs=1,
     build_layer=False,
 )
@@ -179,7 +184,10 @@ def run(scale: Scale) -> dict[str, Any]:
     cycle = _step("evaluator", lambda: _fresh(commit_cycle, scale.pytorch, scale.depth))
     github = _step("ingest (GitHub)", lambda: _fresh(ingest_github, scale.pytorch, DAY_START))
     day = _step("end to end", lambda: run_day(scale.day, scale.period, scale.hours, scale.coarse))
-    push = _step("push (GitHub and Buildkite webhook deliveries)", lambda: push_section(scale.push_days))
+    push = _step(
+        "push (GitHub and Buildkite webhook deliveries)",
+        lambda: push_section(scale.push_days, scale.push_metered_days),
+    )
     cold = _step("cold start", lambda: cold_start(scale.import_runs, scale.build_layer))
     notifications_per_day = day.notifications * 24 / scale.hours
     cost = project(cycle, notifications_per_day, scale.pytorch.columns, day.stored, scale.hours)

@@ -17,6 +17,12 @@ settle together (storage.ticks). Its pages are scored against the trunk's truth
 resolving, precision. The Buildkite run's pages are also compared with the same trunk's
 polled Buildkite form (`polled_buildkite`, `compare_pages`), up to its last poll.
 
+The GitHub run runs on moto, metered as it goes. The Buildkite run's messages, pages and
+delays come from the in-memory store, its DynamoDB units, requests and CPU time from moto
+over its first BUILDKITE_METERED_DAYS (`measure`): moto copies the whole table and its
+stream for every TransactWriteItems and keeps each copy, so a run on it grows in time and
+memory with the square of its history (METERED_BASIS), not from anything a delivery reads.
+
 Deployed timeline after an instant's deliveries, from its first delivery: the webhook
 invocations run side by side (the longest counts), then the stream path as in
 `end_to_end.deployed_times` (one STREAM_HOP_S per stream invocation, the mapping's batching
@@ -74,7 +80,7 @@ from benchmarks.end_to_end import STREAM_HOP_S, Call, time_invocations
 from benchmarks.redtrunk import RedTrunk
 from benchmarks.redtrunk_score import Truth, pages, replay, score
 from benchmarks.redtrunk_score import buildkite_form as polled_form
-from benchmarks.usage import Meter
+from benchmarks.usage import Meter, Usage
 from tests.support import webhooks
 from tests.support.buildkite import PIPELINE, build, job, job_id
 from tests.support.timeline import Landing, Timeline
@@ -102,6 +108,8 @@ RUN_DELIVERIES_PER_JOB = 3 / 20
 DAYS_PER_MONTH = 30
 SEED = 101
 PUSH_DAYS = 2.0
+# The Buildkite run meters DynamoDB on moto over its first this many days (`measure`).
+BUILDKITE_METERED_DAYS = 0.25
 TICKS = timedelta(minutes=10)
 # A DynamoDB request from Lambda in the table's region: DynamoDB's single-digit millisecond
 # latency, assumed at the upper middle (nothing here measures the network).
@@ -146,6 +154,10 @@ class PushFigures:
     pages: list[tuple[str, str, str]] = field(default_factory=list)  # (at, alertname, job), in order
     # The same pages from the trunk's polled form (`compare_pages`), when compared.
     against_poll: dict[str, Any] = field(default_factory=dict)
+    # The span and trunk jobs the per-job units, requests and CPU time were metered over
+    # (on moto; `measure`): the whole run, or its first days.
+    metered_days: float = 0.0
+    metered_trunk_jobs: int = 0
     basis: str = ""
     wall_s: float = 0.0
 
@@ -158,87 +170,59 @@ def run_push(days: float = PUSH_DAYS, other_trunks: int = 0) -> PushFigures:
     return measure(red, github_form(Timeline.of_redtrunk(red), other_trunks))
 
 
-def run_buildkite_push(days: float = PUSH_DAYS, compare_poll: bool = True) -> PushFigures:
-    """The push path on `days` of the red trunk SEED as Buildkite delivers it, priced at
+def run_buildkite_push(
+    days: float = PUSH_DAYS, compare_poll: bool = True, metered_days: float = BUILDKITE_METERED_DAYS
+) -> PushFigures:
+    """The push path on `days` of the red trunk SEED as Buildkite delivers it, on the
+    in-memory store, metered on moto over its first `metered_days` (`measure`), priced at
     vLLM's volume; with `compare_poll`, its pages against the same trunk's polled Buildkite
     form (`polled_buildkite`)."""
     red = RedTrunk(SEED, days)
-    figures = measure(red, buildkite_form(Timeline.of_redtrunk(red)))
+    figures = measure(red, buildkite_form(Timeline.of_redtrunk(red)), min(days, metered_days))
     if compare_poll:
         last_poll = max(red.snapshot_times())
         figures.against_poll = compare_pages(figures.pages, polled_buildkite(red), last_poll)
     return figures
 
 
-def push_section(days: float = PUSH_DAYS) -> dict[str, Any]:
+def push_section(days: float = PUSH_DAYS, metered_days: float = BUILDKITE_METERED_DAYS) -> dict[str, Any]:
     """The summary's `push`: the GitHub run's figures, and under `buildkite` the Buildkite
-    run's, with whether it paged as the GitHub run did (the same pages in the same order)."""
+    run's (metered over its first `metered_days`), with whether it paged as the GitHub run
+    did (the same pages in the same order)."""
     github = run_push(days)
-    buildkite = run_buildkite_push(days)
+    buildkite = run_buildkite_push(days, metered_days=metered_days)
     same = [page[1:] for page in buildkite.pages] == [page[1:] for page in github.pages]
     buildkite_figures = {**dataclasses.asdict(buildkite), "same_pages_as_github": same}
     return {**dataclasses.asdict(github), "buildkite": buildkite_figures}
 
 
-def measure(red: RedTrunk, form: CiForm) -> PushFigures:
-    """Deliver `form`'s deliveries of the red trunk `red` through the local runtime on moto
-    (the schedule ticking every TICKS), meter them, score the pages and price the month."""
+def measure(red: RedTrunk, form: CiForm, metered_days: float | None = None) -> PushFigures:
+    """Deliver `form`'s deliveries of the red trunk `red` through the local runtime (the
+    schedule ticking every TICKS), meter them, score the pages and price the month. All on
+    moto, or, with `metered_days`, the pages and delays on the in-memory store and the units,
+    requests and CPU time metered on moto over the deliveries of the first `metered_days`
+    (METERED_BASIS)."""
     started = time.perf_counter()
-    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
-        runtime = LocalRuntime(store="dynamodb").start(load_deployment({"trunks": form.trunks}))
-        try:
-            sources = {source.function: source for source in runtime.wiring.streams}
-            calls: list[Call] = []
-            time_invocations(runtime, calls)
-            meter = Meter()
-            settles_cpu_s = _count_settles(runtime, meter, "trunk")
-            sent: list[tuple[Published, datetime]] = []
-            kinds: Counter[str] = Counter()
-            trunk_cpu_s = group_wait_s = 0.0
-            with meter:
-                for at, events in _instants(form.deliveries):
-                    if events is None:
-                        runtime.tick(at)  # the schedule: the dispatcher and the sweeps
-                        sent += [(m, at) for m in runtime.published(at)]
-                        continue
-                    calls.clear()
-                    for event, payload in events:
-                        with meter.as_("trunk"):
-                            cpu_started = time.thread_time()
-                            answer = form.deliver(runtime, event, webhooks_body(payload), at)
-                            trunk_cpu_s += time.thread_time() - cpu_started
-                        if answer.get("statusCode", 500) >= 300:
-                            raise RuntimeError(f"{form.name} {event} delivery at {at} refused: {answer}")
-                        kinds[form.kind(event, payload)] += 1
-                    opener_wakes = runtime.clock.next_due()  # a group opened: its opener sleeps
-                    if opener_wakes is not None:
-                        group_wait_s += max(0.0, (opener_wakes - at).total_seconds())
-                    runtime.settle_deliveries(at)
-                    sent += [(m, at) for m in _deployed(at, calls, sources)]
-                trunk_usage = meter.get("trunk")
-                event, payload = form.dropped
-                first = min(form.deliveries)
-                dropped_s = _dropped_delivery_s(
-                    lambda: form.deliver(runtime, event, webhooks_body(payload), first), meter
-                )
-        finally:
-            runtime.stop()
+    if metered_days is None:
+        paged = metered = _deliver(form, form.deliveries, "dynamodb")
+    else:
+        paged = _deliver(form, form.deliveries, "memory")
+        until = min(form.deliveries) + timedelta(days=metered_days)
+        metered = _deliver(form, {at: e for at, e in form.deliveries.items() if at < until}, "dynamodb")
+    sent, kinds = paged.sent, paged.kinds
     deliveries = sum(kinds.values())
     jobs = kinds[form.job_kind]
+    metered_jobs = metered.kinds[form.job_kind]
+    trunk_usage, dropped_s = metered.usage, metered.dropped_s
     delays = _delays(sent)
-    # CPU time (this thread's: the load of other processes does not count), less moto's and
-    # the meter's own.
-    code_s = max(
-        0.0,
-        trunk_cpu_s + sum(settles_cpu_s) - trunk_usage.emulator_cpu_seconds - trunk_usage.meter_cpu_seconds,
-    )
     per_job = {
-        "deliveries": deliveries / max(1, jobs),
-        "ddb_read_units": trunk_usage.read_units / max(1, jobs),
-        "ddb_write_units": trunk_usage.write_units / max(1, jobs),
-        "ddb_requests": trunk_usage.ddb_requests / max(1, jobs),
-        "cpu_s": code_s / max(1, jobs),
-        "wait_s": (trunk_usage.ddb_requests * DYNAMODB_REQUEST_S + group_wait_s) / max(1, jobs),
+        "deliveries": sum(metered.kinds.values()) / max(1, metered_jobs),
+        "ddb_read_units": trunk_usage.read_units / max(1, metered_jobs),
+        "ddb_write_units": trunk_usage.write_units / max(1, metered_jobs),
+        "ddb_requests": trunk_usage.ddb_requests / max(1, metered_jobs),
+        "cpu_s": metered.cpu_s / max(1, metered_jobs),
+        "wait_s": (trunk_usage.ddb_requests * DYNAMODB_REQUEST_S + metered.group_wait_s)
+        / max(1, metered_jobs),
     }
     volume = form.volume
     gb_s_by_memory = {mb: _gb_s_per_day(volume, per_job, dropped_s, mb / 1024) for mb in MEMORY_SIZES_MB}
@@ -269,9 +253,77 @@ def measure(red: RedTrunk, form: CiForm) -> PushFigures:
         memory_mb=round(memory_gb("webhook") * 1024),
         detections=[{"alertname": a, "delay_s": round(d, 3)} for a, d in _named(sent)],
         pages=[(format_time(page.at), page.alertname, page.job or "") for page in pages(messages)],
-        basis=f"{per_day:,.0f} deliveries a day: {form.volume.basis(per_job)}; {_DURATION_BASIS}",
+        metered_days=red.days if metered_days is None else metered_days,
+        metered_trunk_jobs=metered_jobs,
+        basis=f"{per_day:,.0f} deliveries a day: {form.volume.basis(per_job)}; {_DURATION_BASIS}"
+        + ("" if metered_days is None else "; " + METERED_BASIS.format(days=metered_days, jobs=metered_jobs)),
         wall_s=round(time.perf_counter() - started, 2),
     )
+
+
+@dataclass
+class Delivered:
+    """One pass of deliveries through the local runtime: the messages sent (each with the
+    instant whose deliveries or tick sent it), the deliveries by kind, and what the
+    deliveries and their groups' settles cost: AWS usage (moto's store only), CPU time
+    (this thread's, which other processes' load does not inflate, less moto's and the
+    meter's), the openers' sleep until their buckets closed; and a dropped delivery's CPU
+    time."""
+
+    sent: list[tuple[Published, datetime]]
+    kinds: Counter[str]
+    usage: Usage
+    cpu_s: float
+    group_wait_s: float
+    dropped_s: float
+
+
+def _deliver(
+    form: CiForm, deliveries: dict[datetime, list[tuple[str, dict[str, Any]]]], store: str
+) -> Delivered:
+    """Deliver `deliveries` of `form` through a local runtime on `store`, the schedule
+    ticking every TICKS, metering the deliveries and their groups' settles."""
+    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
+        runtime = LocalRuntime(store=store).start(load_deployment({"trunks": form.trunks}))
+        try:
+            sources = {source.function: source for source in runtime.wiring.streams}
+            calls: list[Call] = []
+            time_invocations(runtime, calls)
+            meter = Meter()
+            settles_cpu_s = _count_settles(runtime, meter, "trunk")
+            sent: list[tuple[Published, datetime]] = []
+            kinds: Counter[str] = Counter()
+            trunk_cpu_s = group_wait_s = 0.0
+            with meter:
+                for at, events in _instants(deliveries):
+                    if events is None:
+                        runtime.tick(at)  # the schedule: the dispatcher and the sweeps
+                        sent += [(m, at) for m in runtime.published(at)]
+                        continue
+                    calls.clear()
+                    for event, payload in events:
+                        with meter.as_("trunk"):
+                            cpu_started = time.thread_time()
+                            answer = form.deliver(runtime, event, webhooks_body(payload), at)
+                            trunk_cpu_s += time.thread_time() - cpu_started
+                        if answer.get("statusCode", 500) >= 300:
+                            raise RuntimeError(f"{form.name} {event} delivery at {at} refused: {answer}")
+                        kinds[form.kind(event, payload)] += 1
+                    opener_wakes = runtime.clock.next_due()  # a group opened: its opener sleeps
+                    if opener_wakes is not None:
+                        group_wait_s += max(0.0, (opener_wakes - at).total_seconds())
+                    runtime.settle_deliveries(at)
+                    sent += [(m, at) for m in _deployed(at, calls, sources)]
+                usage = meter.get("trunk")
+                event, payload = form.dropped
+                first = min(deliveries)
+                dropped_s = _dropped_delivery_s(
+                    lambda: form.deliver(runtime, event, webhooks_body(payload), first), meter
+                )
+        finally:
+            runtime.stop()
+    cpu_s = trunk_cpu_s + sum(settles_cpu_s) - usage.emulator_cpu_seconds - usage.meter_cpu_seconds
+    return Delivered(sent, kinds, usage, max(0.0, cpu_s), group_wait_s, dropped_s)
 
 
 PAGING_FIGURES = (
@@ -286,6 +338,13 @@ PAGING_FIGURES = (
 )
 
 
+METERED_BASIS = (
+    "messages, pages and delays on the in-memory store (each invocation's time its code's, "
+    "without moto's answers), DynamoDB units and requests and CPU time per trunk job metered on "
+    "moto over the first {days:g} days ({jobs:,} trunk jobs): moto copies the whole table and its "
+    "stream for every TransactWriteItems and keeps each copy, so a longer run on it grows in time "
+    "and memory with the square of the history, while a delivery's own reads do not grow"
+)
 _DURATION_BASIS = (
     f"Lambda duration: the handler's CPU time at the function's CPU share ({FULL_VCPU_MB} MB a vCPU), "
     f"each DynamoDB request a {DYNAMODB_REQUEST_S * 1000:g} ms wait (assumed; moto's in-process answers "

@@ -290,7 +290,9 @@ def test_push_quick_feeds_the_trunk_by_buildkite_deliveries_and_pages_as_github(
     assert [key for key in figures if not _is_number(pushed.get(key))] == []
     kinds = pushed["deliveries_by_kind"]
     assert set(kinds) == {"job.finished", "build.finished"} and kinds["build.finished"] > 0
-    assert kinds["job.finished"] == pushed["trunk_jobs"] > 0
+    assert kinds["job.finished"] == pushed["trunk_jobs"] > pushed["metered_trunk_jobs"] > 0
+    # Paged on the in-memory store, metered on moto over the quick run's first 0.1 days.
+    assert pushed["metered_days"] == 0.1 and "in-memory store" in pushed["basis"]
     assert pushed["paging"]["job_pages"] > 0 and pushed["detection_delay_s_p50"] > 0
     # Either CI's deliveries of the same trunk page alike.
     assert pushed["same_pages_as_github"] is True
@@ -308,4 +310,5 @@ def test_push_quick_feeds_the_trunk_by_buildkite_deliveries_and_pages_as_github(
     assert all(isinstance(result["pass"], bool) for result in checked.values())
     page = render_page(summary)
     assert "as Buildkite delivers them to a webhook" in page
+    assert "on moto over its first 0.1 days" in page
     assert "| pages against the GitHub deliveries' | the same, in the same order |" in page
