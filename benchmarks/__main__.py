@@ -73,7 +73,7 @@ from benchmarks.memory_replay import memory_replay
 from benchmarks.org import FULL as ORG_FULL
 from benchmarks.org import QUICK as ORG_QUICK
 from benchmarks.org import run_org
-from benchmarks.push import BUILDKITE_METERED_DAYS, PUSH_DAYS, push_section
+from benchmarks.push import METERED_DAYS, PUSH_DAYS, push_section
 from benchmarks.push import SEED as PUSH_SEED
 from benchmarks.redtrunk_score import QUICK_DAYS, SEED, redtrunk
 from benchmarks.serve_week import serve_week
@@ -115,7 +115,7 @@ class Scale:
     hours: float  # its length
     depth: int  # commits of history per job before the evaluator is measured
     push_days: float  # the push path runs through this many days of a red trunk
-    push_metered_days: float  # the Buildkite run meters DynamoDB on moto over its first days
+    push_metered_days: float  # the push runs meter DynamoDB on moto over their first days
     import_runs: int
     build_layer: bool
 
@@ -132,8 +132,8 @@ class Scale:
             f"{COMMITS_PER_DAY} commits/day and {ticks_per_day():,.0f} ticks/day for 30 days "
             "(see cost.basis)",
             f"the push path runs through {self.push_days:g} days of a red trunk (seed {PUSH_SEED}), "
-            "each job delivered at its own finish time, as GitHub and as Buildkite deliver it (the "
-            "Buildkite run on the in-memory store, metered on moto over its first "
+            "each job delivered at its own finish time, as GitHub and as Buildkite deliver it (each "
+            "run on the in-memory store, metered on moto over its first "
             f"{self.push_metered_days:g} days)",
             "wall times are in-process against moto (code_s excludes the emulator's share)",
         ]
@@ -147,7 +147,7 @@ FULL = Scale(
     hours=24,
     depth=JOB_WINDOW,
     push_days=PUSH_DAYS,
-    push_metered_days=BUILDKITE_METERED_DAYS,
+    push_metered_days=METERED_DAYS,
     import_runs=9,
     build_layer=True,
 )

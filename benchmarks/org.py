@@ -37,7 +37,7 @@ from typing import Any
 
 from benchmarks.cost import DAYS_PER_MONTH, dashboard_by_default, ingest_items, trunk_gauges_usd
 from benchmarks.end_to_end import day_figures, tick_times, ticking
-from benchmarks.push import run_push
+from benchmarks.push import METERED_DAYS, run_push
 from benchmarks.trunk import DAY_START, EPISODES, Day
 from benchmarks.usage import Usage
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
@@ -56,6 +56,7 @@ class OrgScale:
     big: Day  # a PyTorch-sized trunk
     small: Day
     push_days: float  # the push path runs through this many days of a red trunk
+    push_metered_days: float  # metered on moto over its first this many days (benchmarks.push)
     episodes: int  # how many of the synthetic trunk's episodes (in order) it ticks around
 
 
@@ -94,6 +95,7 @@ FULL = OrgScale(
     big=Day(environments=40, window=10),
     small=Day(environments=2, window=10, tests=6),
     push_days=1.0,
+    push_metered_days=METERED_DAYS,
     episodes=1,
 )
 QUICK = OrgScale(
@@ -102,6 +104,7 @@ QUICK = OrgScale(
     big=Day(environments=2, window=10, tests=6),
     small=Day(environments=2, window=10, tests=6),
     push_days=0.3,
+    push_metered_days=0.1,
     episodes=1,
 )
 
@@ -161,7 +164,7 @@ def run_org(scale: OrgScale = FULL) -> OrgFigures:
                 ingest_s["small"] += ingest[scale.pytorch_sized :]
     day = day_figures(scale.small, sent, period, hours, rule)
     delays = sorted(d["delay_s"] for d in day.detections)
-    push = run_push(scale.push_days, other_trunks=scale.trunks - 1)
+    push = run_push(scale.push_days, scale.trunks - 1, scale.push_metered_days)
     per_trunk = {
         size: _per_trunk_usd(statistics.median(s) if s else 0.0, period) for size, s in ingest_s.items()
     }
@@ -202,7 +205,9 @@ def run_org(scale: OrgScale = FULL) -> OrgFigures:
             f"{scale.trunks} trunks ({scale.pytorch_sized} at {scale.big.columns} job columns, the rest at "
             f"{scale.small.columns}), {len(times)} ticks every {period.total_seconds():g} s around the "
             "episodes' deciding jobs, the in-memory store; push: the push workload with the other "
-            f"{scale.trunks - 1} trunks configured; a trunk's cost: its poll on each tick of a 30-day month"
+            f"{scale.trunks - 1} trunks configured (its delays on the in-memory store, metered on moto "
+            f"over its first {scale.push_metered_days:g} days); a trunk's cost: its poll on each tick of "
+            "a 30-day month"
         ),
         wall_s=round(time.perf_counter() - started, 2),
     )

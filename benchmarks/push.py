@@ -17,17 +17,21 @@ settle together (storage.ticks). Its pages are scored against the trunk's truth
 resolving, precision. The Buildkite run's pages are also compared with the same trunk's
 polled Buildkite form (`polled_buildkite`, `compare_pages`), up to its last poll.
 
-The GitHub run runs on moto, metered as it goes. The Buildkite run's messages, pages and
-delays come from the in-memory store, its DynamoDB units, requests and CPU time from moto
-over its first BUILDKITE_METERED_DAYS (`measure`): moto copies the whole table and its
-stream for every TransactWriteItems and keeps each copy, so a run on it grows in time and
-memory with the square of its history (METERED_BASIS), not from anything a delivery reads.
+Either CI's run takes its messages, pages and delays from the in-memory store over the
+whole span, and its DynamoDB units, requests and CPU time per trunk job from moto over its
+first METERED_DAYS (`measure`): moto copies the whole table and its stream for every
+TransactWriteItems and keeps each copy, so a run on it grows in time and memory with the
+square of its history (METERED_BASIS), not from anything a delivery reads.
 
 Deployed timeline after an instant's deliveries, from its first delivery: the webhook
 invocations run side by side (the longest counts), then the stream path as in
 `end_to_end.deployed_times` (one STREAM_HOP_S per stream invocation, the mapping's batching
 window when its batch is not full, the invocation's measured duration); the group's tick
 settles no earlier than its bucket's end, and the notifier's invocation on it publishes.
+An invocation's duration is its measured time on the in-memory store, which answers in the
+process, plus a network wait of DYNAMODB_REQUEST_S for each call it made through the storage
+port (`StoreCalls`; the metered moto span counts both, to compare the calls with DynamoDB's
+requests).
 The delay of a first `firing` message runs from the deciding job's delivery to its publish.
 
 Cost at the form's volume (`Volume`: for GitHub JOBS_PER_MONTH, see there; for Buildkite
@@ -56,6 +60,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -89,6 +94,7 @@ from trunkwatch.domain import alerts
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
 from trunkwatch.domain.ticks import GROUP_WINDOW
+from trunkwatch.storage.port import Storage
 from trunkwatch_local.runtime import LocalRuntime, Published
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
@@ -108,8 +114,8 @@ RUN_DELIVERIES_PER_JOB = 3 / 20
 DAYS_PER_MONTH = 30
 SEED = 101
 PUSH_DAYS = 2.0
-# The Buildkite run meters DynamoDB on moto over its first this many days (`measure`).
-BUILDKITE_METERED_DAYS = 0.25
+# Either run meters DynamoDB on moto over its first this many days (`measure`).
+METERED_DAYS = 0.25
 TICKS = timedelta(minutes=10)
 # A DynamoDB request from Lambda in the table's region: DynamoDB's single-digit millisecond
 # latency, assumed at the upper middle (nothing here measures the network).
@@ -150,6 +156,8 @@ class PushFigures:
     lambda_gb_s_per_day_by_memory_mb: dict[int, float] = field(default_factory=dict)
     memory_mb: int = 0
     group_window_s: float = GROUP_WINDOW.total_seconds()
+    # The network wait added per store call to an invocation's time on the in-memory store.
+    dynamodb_request_s: float = DYNAMODB_REQUEST_S
     detections: list[dict[str, Any]] = field(default_factory=list)
     pages: list[tuple[str, str, str]] = field(default_factory=list)  # (at, alertname, job), in order
     # The same pages from the trunk's polled form (`compare_pages`), when compared.
@@ -162,21 +170,22 @@ class PushFigures:
     wall_s: float = 0.0
 
 
-def run_push(days: float = PUSH_DAYS, other_trunks: int = 0) -> PushFigures:
-    """The push path on `days` of the red trunk SEED as GitHub delivers it; `other_trunks`
-    more webhook-fed trunks of the same organization configured beside it (their
-    repositories send nothing here)."""
+def run_push(
+    days: float = PUSH_DAYS, other_trunks: int = 0, metered_days: float = METERED_DAYS
+) -> PushFigures:
+    """The push path on `days` of the red trunk SEED as GitHub delivers it, metered over its
+    first `metered_days` (`measure`); `other_trunks` more webhook-fed trunks of the same
+    organization configured beside it (their repositories send nothing here)."""
     red = RedTrunk(SEED, days)
-    return measure(red, github_form(Timeline.of_redtrunk(red), other_trunks))
+    return measure(red, github_form(Timeline.of_redtrunk(red), other_trunks), min(days, metered_days))
 
 
 def run_buildkite_push(
-    days: float = PUSH_DAYS, compare_poll: bool = True, metered_days: float = BUILDKITE_METERED_DAYS
+    days: float = PUSH_DAYS, compare_poll: bool = True, metered_days: float = METERED_DAYS
 ) -> PushFigures:
-    """The push path on `days` of the red trunk SEED as Buildkite delivers it, on the
-    in-memory store, metered on moto over its first `metered_days` (`measure`), priced at
-    vLLM's volume; with `compare_poll`, its pages against the same trunk's polled Buildkite
-    form (`polled_buildkite`)."""
+    """The push path on `days` of the red trunk SEED as Buildkite delivers it, metered over
+    its first `metered_days` (`measure`), priced at vLLM's volume; with `compare_poll`, its
+    pages against the same trunk's polled Buildkite form (`polled_buildkite`)."""
     red = RedTrunk(SEED, days)
     figures = measure(red, buildkite_form(Timeline.of_redtrunk(red)), min(days, metered_days))
     if compare_poll:
@@ -185,30 +194,26 @@ def run_buildkite_push(
     return figures
 
 
-def push_section(days: float = PUSH_DAYS, metered_days: float = BUILDKITE_METERED_DAYS) -> dict[str, Any]:
+def push_section(days: float = PUSH_DAYS, metered_days: float = METERED_DAYS) -> dict[str, Any]:
     """The summary's `push`: the GitHub run's figures, and under `buildkite` the Buildkite
-    run's (metered over its first `metered_days`), with whether it paged as the GitHub run
-    did (the same pages in the same order)."""
-    github = run_push(days)
+    run's (each metered over its first `metered_days`), with whether it paged as the GitHub
+    run did (the same pages in the same order)."""
+    github = run_push(days, metered_days=metered_days)
     buildkite = run_buildkite_push(days, metered_days=metered_days)
     same = [page[1:] for page in buildkite.pages] == [page[1:] for page in github.pages]
     buildkite_figures = {**dataclasses.asdict(buildkite), "same_pages_as_github": same}
     return {**dataclasses.asdict(github), "buildkite": buildkite_figures}
 
 
-def measure(red: RedTrunk, form: CiForm, metered_days: float | None = None) -> PushFigures:
+def measure(red: RedTrunk, form: CiForm, metered_days: float) -> PushFigures:
     """Deliver `form`'s deliveries of the red trunk `red` through the local runtime (the
-    schedule ticking every TICKS), meter them, score the pages and price the month. All on
-    moto, or, with `metered_days`, the pages and delays on the in-memory store and the units,
-    requests and CPU time metered on moto over the deliveries of the first `metered_days`
-    (METERED_BASIS)."""
+    schedule ticking every TICKS), score the pages and price the month: the messages, pages
+    and delays on the in-memory store, the units, requests and CPU time metered on moto over
+    the deliveries of the first `metered_days` (METERED_BASIS)."""
     started = time.perf_counter()
-    if metered_days is None:
-        paged = metered = _deliver(form, form.deliveries, "dynamodb")
-    else:
-        paged = _deliver(form, form.deliveries, "memory")
-        until = min(form.deliveries) + timedelta(days=metered_days)
-        metered = _deliver(form, {at: e for at, e in form.deliveries.items() if at < until}, "dynamodb")
+    paged = _deliver(form, form.deliveries, "memory")
+    until = min(form.deliveries) + timedelta(days=metered_days)
+    metered = _deliver(form, {at: e for at, e in form.deliveries.items() if at < until}, "dynamodb")
     sent, kinds = paged.sent, paged.kinds
     deliveries = sum(kinds.values())
     jobs = kinds[form.job_kind]
@@ -220,6 +225,7 @@ def measure(red: RedTrunk, form: CiForm, metered_days: float | None = None) -> P
         "ddb_read_units": trunk_usage.read_units / max(1, metered_jobs),
         "ddb_write_units": trunk_usage.write_units / max(1, metered_jobs),
         "ddb_requests": trunk_usage.ddb_requests / max(1, metered_jobs),
+        "store_calls": metered.store_calls / max(1, metered_jobs),
         "cpu_s": metered.cpu_s / max(1, metered_jobs),
         "wait_s": (trunk_usage.ddb_requests * DYNAMODB_REQUEST_S + metered.group_wait_s)
         / max(1, metered_jobs),
@@ -253,10 +259,10 @@ def measure(red: RedTrunk, form: CiForm, metered_days: float | None = None) -> P
         memory_mb=round(memory_gb("webhook") * 1024),
         detections=[{"alertname": a, "delay_s": round(d, 3)} for a, d in _named(sent)],
         pages=[(format_time(page.at), page.alertname, page.job or "") for page in pages(messages)],
-        metered_days=red.days if metered_days is None else metered_days,
+        metered_days=metered_days,
         metered_trunk_jobs=metered_jobs,
-        basis=f"{per_day:,.0f} deliveries a day: {form.volume.basis(per_job)}; {_DURATION_BASIS}"
-        + ("" if metered_days is None else "; " + METERED_BASIS.format(days=metered_days, jobs=metered_jobs)),
+        basis=f"{per_day:,.0f} deliveries a day: {form.volume.basis(per_job)}; {_DURATION_BASIS}; "
+        + METERED_BASIS.format(days=metered_days, jobs=metered_jobs),
         wall_s=round(time.perf_counter() - started, 2),
     )
 
@@ -267,8 +273,8 @@ class Delivered:
     instant whose deliveries or tick sent it), the deliveries by kind, and what the
     deliveries and their groups' settles cost: AWS usage (moto's store only), CPU time
     (this thread's, which other processes' load does not inflate, less moto's and the
-    meter's), the openers' sleep until their buckets closed; and a dropped delivery's CPU
-    time."""
+    meter's), the openers' sleep until their buckets closed, their calls through the
+    storage port; and a dropped delivery's CPU time."""
 
     sent: list[tuple[Published, datetime]]
     kinds: Counter[str]
@@ -276,24 +282,29 @@ class Delivered:
     cpu_s: float
     group_wait_s: float
     dropped_s: float
+    store_calls: int  # the deliveries' and settles' calls through the storage port
 
 
 def _deliver(
     form: CiForm, deliveries: dict[datetime, list[tuple[str, dict[str, Any]]]], store: str
 ) -> Delivered:
     """Deliver `deliveries` of `form` through a local runtime on `store`, the schedule
-    ticking every TICKS, metering the deliveries and their groups' settles."""
+    ticking every TICKS, metering the deliveries and their groups' settles. On the in-memory
+    store each invocation's duration has the network wait of its store calls added."""
+    store_calls = StoreCalls()
     with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
-        runtime = LocalRuntime(store=store).start(load_deployment({"trunks": form.trunks}))
+        runtime = LocalRuntime(store=store, wrap_storage=store_calls.wrap)
+        runtime.start(load_deployment({"trunks": form.trunks}))
         try:
             sources = {source.function: source for source in runtime.wiring.streams}
             calls: list[Call] = []
-            time_invocations(runtime, calls)
+            time_invocations(runtime, calls, store_calls.network_s if store == "memory" else lambda: 0.0)
             meter = Meter()
-            settles_cpu_s = _count_settles(runtime, meter, "trunk")
+            settles = _count_settles(runtime, meter, "trunk", store_calls)
             sent: list[tuple[Published, datetime]] = []
             kinds: Counter[str] = Counter()
             trunk_cpu_s = group_wait_s = 0.0
+            trunk_store_calls = 0
             with meter:
                 for at, events in _instants(deliveries):
                     if events is None:
@@ -303,9 +314,10 @@ def _deliver(
                     calls.clear()
                     for event, payload in events:
                         with meter.as_("trunk"):
-                            cpu_started = time.thread_time()
+                            cpu_started, calls_before = time.thread_time(), store_calls.count
                             answer = form.deliver(runtime, event, webhooks_body(payload), at)
                             trunk_cpu_s += time.thread_time() - cpu_started
+                            trunk_store_calls += store_calls.count - calls_before
                         if answer.get("statusCode", 500) >= 300:
                             raise RuntimeError(f"{form.name} {event} delivery at {at} refused: {answer}")
                         kinds[form.kind(event, payload)] += 1
@@ -322,8 +334,51 @@ def _deliver(
                 )
         finally:
             runtime.stop()
-    cpu_s = trunk_cpu_s + sum(settles_cpu_s) - usage.emulator_cpu_seconds - usage.meter_cpu_seconds
-    return Delivered(sent, kinds, usage, max(0.0, cpu_s), group_wait_s, dropped_s)
+    cpu_s = trunk_cpu_s + sum(settles.cpu_s) - usage.emulator_cpu_seconds - usage.meter_cpu_seconds
+    return Delivered(
+        sent, kinds, usage, max(0.0, cpu_s), group_wait_s, dropped_s, trunk_store_calls + settles.store_calls
+    )
+
+
+class StoreCalls:
+    """Counts the calls the handlers make through the storage port (`wrap`), from any thread.
+    The in-memory store answers them in the process; deployed, each is a DynamoDB request (a
+    lazy read's later pages are more), a network wait of DYNAMODB_REQUEST_S (`network_s`)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def network_s(self) -> float:
+        return self.count * DYNAMODB_REQUEST_S
+
+    def wrap(self, storage: Storage) -> Storage:
+        parts = dataclasses.fields(storage)
+        return dataclasses.replace(
+            storage, **{part.name: _Counted(self, getattr(storage, part.name)) for part in parts}
+        )
+
+    def add(self) -> None:
+        with self._lock:
+            self.count += 1
+
+
+class _Counted:
+    """One store of a `StoreCalls.wrap`: each method call counted."""
+
+    def __init__(self, counter: StoreCalls, store: Any) -> None:
+        self._counter, self._store = counter, store
+
+    def __getattr__(self, method: str) -> Any:
+        found = getattr(self._store, method)
+        if method.startswith("_") or not callable(found):
+            return found
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._counter.add()
+            return found(*args, **kwargs)
+
+        return call
 
 
 PAGING_FIGURES = (
@@ -339,8 +394,9 @@ PAGING_FIGURES = (
 
 
 METERED_BASIS = (
-    "messages, pages and delays on the in-memory store (each invocation's time its code's, "
-    "without moto's answers), DynamoDB units and requests and CPU time per trunk job metered on "
+    "messages, pages and delays on the in-memory store (each invocation's time its code's plus "
+    f"a {DYNAMODB_REQUEST_S * 1000:g} ms network wait per call through the storage port, assumed as "
+    "for the cost), DynamoDB units and requests and CPU time per trunk job metered on "
     "moto over the first {days:g} days ({jobs:,} trunk jobs): moto copies the whole table and its "
     "stream for every TransactWriteItems and keeps each copy, so a longer run on it grows in time "
     "and memory with the square of the history, while a delivery's own reads do not grow"
@@ -696,27 +752,36 @@ def _percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
-def _count_settles(runtime: LocalRuntime, meter: Meter, label: str) -> list[float]:
+@dataclass
+class Settles:
+    """What the groups' settles took: CPU seconds, each; calls through the storage port, all."""
+
+    cpu_s: list[float] = field(default_factory=list)
+    store_calls: int = 0
+
+
+def _count_settles(runtime: LocalRuntime, meter: Meter, label: str, store_calls: StoreCalls) -> Settles:
     """Count a group's settle, which the delivery that opened the group runs (deployed: in
-    its own invocation, after sleeping until the bucket closed), under `label`; the CPU
-    seconds of each settle are appended to the list returned."""
+    its own invocation, after sleeping until the bucket closed), under `label`, into the
+    `Settles` returned."""
     clock = runtime.clock
     call_at = clock.call_at
-    cpu_s: list[float] = []
+    settles = Settles()
 
     def counted(when: datetime, action: Callable[[], object]) -> None:
         def labelled() -> object:
-            started = time.thread_time()
+            started, calls_before = time.thread_time(), store_calls.count
             try:
                 with meter.as_(label):
                     return action()
             finally:
-                cpu_s.append(time.thread_time() - started)
+                settles.cpu_s.append(time.thread_time() - started)
+                settles.store_calls += store_calls.count - calls_before
 
         call_at(when, labelled)
 
     clock.call_at = counted  # type: ignore[method-assign]
-    return cpu_s
+    return settles
 
 
 def _dropped_delivery_s(deliver: Callable[[], object], meter: Meter) -> float:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from botocore.exceptions import ClientError
@@ -14,16 +16,20 @@ from botocore.exceptions import ClientError
 from benchmarks.__main__ import main
 from benchmarks.budgets import BUDGETS, ORG_BUDGETS
 from benchmarks.docs import render as render_page
+from benchmarks.end_to_end import Call, time_invocations
 from benchmarks.github_trunk import serve_at
+from benchmarks.push import StoreCalls
 from benchmarks.trunk import DAY_START, Day
 from benchmarks.usage import Meter
+from tests.support import webhooks
 from tests.support.aws import PLAIN_TABLE, padded_item
 from trunkwatch.domain.cells import build_cells
-from trunkwatch.domain.config import TrunkConfig
+from trunkwatch.domain.config import TrunkConfig, load_deployment
 from trunkwatch.net.http import HttpClient
 from trunkwatch.sources.github import GitHubSource
 from trunkwatch.sources.hud import parse_grid
 from trunkwatch_local.github_server import GitHubServer
+from trunkwatch_local.runtime import LocalRuntime
 
 # The figures every summary has (design.md §8: the workloads' dataclasses), all numbers.
 POLL_KEYS = [
@@ -115,9 +121,13 @@ def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     monthly = storage["gb"] * (price["dynamodb_storage_gb_month"] + price["dynamodb_pitr_gb_month"])
     assert summary["cost"]["items_detail"]["dynamodb"]["storage"] == pytest.approx(monthly, abs=1e-4)
     assert summary["push"]["notifications"] > 0 and summary["push"]["deliveries"] > 0
+    # Both push runs paged on the in-memory store, metered on moto over the first 0.1 days.
+    for pushed in (summary["push"], summary["push"]["buildkite"]):
+        assert pushed["metered_days"] == 0.1 and pushed["trunk_jobs"] > pushed["metered_trunk_jobs"] > 0
     page = render_page(summary)
     assert "## Budgets" in page and "projected usage cost at PyTorch scale" in page
     assert "The table's steady-state size" in page
+    assert "The messages, pages and delays come from the in-memory store over all 0.3 days" in page
 
 
 def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None:
@@ -210,6 +220,27 @@ def test_meter_counts_the_requests_of_the_code_s_threads(plain_table: Any) -> No
     assert (usage.calls["dynamodb.PutItem"], usage.items_written, usage.write_units) == (40, 40, 80)
 
 
+def test_an_invocation_on_the_memory_store_waits_for_its_store_calls() -> None:
+    """The in-memory store answers in the process: on the deployed timeline each call the
+    invocation made through the storage port adds its network wait to its time."""
+    counted = StoreCalls()
+    trunk = {"repo": webhooks.REPO, "source": "github", "webhook": True, "poll_every": "0"}
+    runtime = LocalRuntime(store="memory", wrap_storage=counted.wrap)
+    with mock.patch.dict(os.environ):
+        runtime.start(load_deployment({"trunks": [trunk]}))
+        try:
+            calls: list[Call] = []
+            time_invocations(runtime, calls, lambda: counted.count * 1000.0)
+            before = counted.count
+            answer = runtime.deliver("push", json.dumps(webhooks.push(["a" * 40])).encode(), DAY_START)
+            made = counted.count - before
+        finally:
+            runtime.stop()
+    assert answer["statusCode"] == 200 and made > 0
+    webhook = [call for call in calls if call.function == "WebhookFunction"]
+    assert len(webhook) == 1 and webhook[0].seconds >= 1000.0 * made
+
+
 def test_github_stand_in_serves_the_hud_trunk() -> None:
     """Both sources see the same cells of the same trunk at the same moment."""
     day = Day(environments=2, window=8, tests=6)
@@ -291,8 +322,14 @@ def test_push_quick_feeds_the_trunk_by_buildkite_deliveries_and_pages_as_github(
     kinds = pushed["deliveries_by_kind"]
     assert set(kinds) == {"job.finished", "build.finished"} and kinds["build.finished"] > 0
     assert kinds["job.finished"] == pushed["trunk_jobs"] > pushed["metered_trunk_jobs"] > 0
-    # Paged on the in-memory store, metered on moto over the quick run's first 0.1 days.
-    assert pushed["metered_days"] == 0.1 and "in-memory store" in pushed["basis"]
+    # Either CI's run paged on the in-memory store, metered on moto over the quick run's
+    # first 0.1 days, where the storage port's calls were counted beside DynamoDB's requests.
+    github = summary["push"]
+    for run in (github, pushed):
+        assert run["metered_days"] == 0.1 and "in-memory store" in run["basis"]
+        assert run["per_trunk_job"]["store_calls"] > 0 and run["per_trunk_job"]["ddb_requests"] > 0
+    completed = github["deliveries_by_kind"]["completed"]
+    assert completed == github["trunk_jobs"] > github["metered_trunk_jobs"] > 0
     assert pushed["paging"]["job_pages"] > 0 and pushed["detection_delay_s_p50"] > 0
     # Either CI's deliveries of the same trunk page alike.
     assert pushed["same_pages_as_github"] is True
