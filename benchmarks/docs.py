@@ -204,6 +204,13 @@ def push(summary: dict[str, Any]) -> Fields:
 
 
 @block
+def push_stores(summary: dict[str, Any]) -> Fields:
+    """Which store gave which figures (a summary from before the stores were split has none)."""
+    p = summary.get("push") or {}
+    return {"p": Figure(p)} if "metered_days" in p else None
+
+
+@block
 def push_basis(summary: dict[str, Any]) -> Fields:
     basis = (summary.get("push") or {}).get("basis")
     return {"basis": basis} if basis else None
