@@ -271,6 +271,7 @@ def test_github_stand_in_serves_the_hud_trunk() -> None:
     assert {state.value for state in from_hud.values()} >= {"pass", "pending", "flaky"}
 
 
+@pytest.mark.long(minutes=2)
 def test_org_quick_polls_every_trunk_on_every_tick(tmp_path: Path) -> None:
     """`python -m benchmarks org --quick`: every trunk polled once a tick through the
     dispatcher, both detection delays measured, and the organization's budgets checked."""

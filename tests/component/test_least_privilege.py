@@ -138,7 +138,7 @@ def roles() -> dict[str, Any]:
     }
 
 
-@pytest.mark.long
+@pytest.mark.long(minutes=2)
 def test_every_table_request_is_allowed_by_its_functions_role_and_no_more(
     requests: Requests, roles: dict[str, Any]
 ) -> None:
