@@ -8,11 +8,12 @@ webhook deliveries alone (no poll), in one CI's form (`CiForm`); the schedule ti
 TICKS. As GitHub sends them (`github_form`, tests/support/timeline.py): each commit's `push`
 and its runs' `workflow_run` when it lands, each job's `queued` and `in_progress` then, its
 `completed` at its own finish time (a retried job's first attempt failing, its retry queued
-a minute later). As Buildkite sends them to a webhook subscribed to `job.finished` and
-`build.finished` (`buildkite_form`, `buildkite_deliveries`), signed with
-`X-Buildkite-Signature`: each job attempt's `job.finished` at its own finish time, each
-build's `build.finished` when its last job ended. Deliveries of one GROUP_WINDOW bucket
-settle together (storage.ticks). Its pages are scored against the trunk's truth
+a minute later). As Buildkite sends them to a webhook subscribed to `job.scheduled`,
+`job.finished` and `build.finished` (`buildkite_form`, `buildkite_deliveries`), signed with
+`X-Buildkite-Signature`: each job attempt's `job.scheduled` when it is queued (a commit's
+jobs when it lands, a retry a minute after the attempt it retries), its `job.finished` at
+its own finish time, each build's `build.finished` when its last job ended. Deliveries of
+one GROUP_WINDOW bucket settle together (storage.ticks). Its pages are scored against the trunk's truth
 (benchmarks.redtrunk_score): pages per breakage, jobs paged again within 3 hours of
 resolving, precision. The Buildkite run's pages are also compared with the same trunk's
 polled Buildkite form (`polled_buildkite`, `compare_pages`), up to its last poll.
@@ -39,14 +40,15 @@ vLLM's trunk, benchmarks/buildkite_poll.py): every delivery is one Lambda invoca
 the function URL (no request charge beyond Lambda's); the deliveries dropped before the
 table cost their measured duration only (no storage call, no log line but Lambda's own); a
 trunk job costs what its deliveries (GitHub: its `queued`, `in_progress` and `completed`,
-and its share of its commit's `push` and runs' deliveries; Buildkite: its `job.finished`
-and its share of its build's `build.finished`) were measured to cost here: DynamoDB request
-units and duration. Billed duration separates CPU from waiting: the handler's own CPU time
-(the invocation's thread CPU time, less moto's in-process answers and the meter's sizing)
-runs at the function's CPU share (FULL_VCPU_MB), while each DynamoDB request is a network
-wait of DYNAMODB_REQUEST_S and a group's opener sleeps until its bucket closes, neither
-slowed by the CPU share; the opener's settle of its group counts with the deliveries (its
-writes and requests). `usd_per_million_deliveries` is the month's cost over its deliveries.
+and its share of its commit's `push` and runs' deliveries; Buildkite: its `job.scheduled`
+and `job.finished`, and its share of its build's `build.finished`) were measured to cost
+here: DynamoDB request units and duration. Billed duration separates CPU from waiting: the
+handler's own CPU time (the invocation's thread CPU time, less moto's in-process answers
+and the meter's sizing) runs at the function's CPU share (FULL_VCPU_MB), while each
+DynamoDB request is a network wait of DYNAMODB_REQUEST_S and a group's opener sleeps until
+its bucket closes, neither slowed by the CPU share; the opener's settle of its group counts
+with the deliveries (its writes and requests). `usd_per_million_deliveries` is the month's
+cost over its deliveries.
 """
 
 from __future__ import annotations
@@ -503,8 +505,9 @@ def github_form(history: Timeline, other_trunks: int = 0) -> CiForm:
 
 
 def buildkite_form(history: Timeline) -> CiForm:
-    """As Buildkite delivers it to a webhook subscribed to `job.finished` and
-    `build.finished` (`buildkite_deliveries`), at vLLM's volume (benchmarks/buildkite_poll.py)."""
+    """As Buildkite delivers it to a webhook subscribed to `job.scheduled`, `job.finished`
+    and `build.finished` (`buildkite_deliveries`), at vLLM's volume
+    (benchmarks/buildkite_poll.py)."""
     trunk = {
         "repo": history.repo,
         "branch": history.branch,
@@ -529,10 +532,10 @@ def buildkite_form(history: Timeline) -> CiForm:
         return (
             f"vLLM's trunk, {VLLM_COMMITS_PER_DAY} commits a day to main of {VLLM_JOBS} jobs each "
             f"(issue 40, June 2026), each job costing what a trunk job's deliveries cost here "
-            f"({per_job['deliveries']:.2f} deliveries a job: its job.finished, retries, and its share of its "
-            "build's build.finished); the pipeline's builds of other branches (pull requests) are "
-            "delivered too (a Buildkite webhook selects events and pipelines) and not counted: each "
-            "costs a dropped delivery (usd_per_million_dropped_deliveries)"
+            f"({per_job['deliveries']:.2f} deliveries a job: its job.scheduled and job.finished, "
+            "retries, and its share of its build's build.finished); the pipeline's builds of other "
+            "branches (pull requests) are delivered too (a Buildkite webhook selects events and "
+            "pipelines) and not counted: each costs a dropped delivery (usd_per_million_dropped_deliveries)"
         )
 
     return CiForm(
@@ -558,10 +561,11 @@ def buildkite_deliveries(
     """The history's Buildkite webhook deliveries, in time order (Buildkite's webhook payload:
     `event`, `job`, `build` without its jobs, `pipeline`, `sender`; the REST API's objects,
     tests/fixtures/buildkite): one build per commit, numbered in landing order; each job
-    attempt's `job.finished` when it ends (its build `running`, or `failing` once a job
-    failed), a retry's `retries_count` and `retry_source` naming the attempt it retried (which
-    said `retried: false` when it finished: it was not retried yet); a build's `build.finished`
-    when its last job ended (again after a retry of it ended)."""
+    attempt's `job.scheduled` when it is queued and its `job.finished` when it ends (its
+    build `running`, or `failing` once a job failed), a retry's `retries_count` and
+    `retry_source` naming the attempt it retried (which said `retried: false` when it
+    finished: it was not retried yet); a build's `build.finished` when its last job ended
+    (again after a retry of it ended)."""
     landed = {landing.sha: (number, landing) for number, landing in enumerate(history.landings, 1)}
     queued: dict[tuple[str, str, int], datetime] = {}
     running_jobs: Counter[str] = Counter()  # each build's jobs queued and not finished
@@ -569,13 +573,6 @@ def buildkite_deliveries(
     for report in history.reports:
         number, landing = landed[report.sha]
         key = (report.sha, report.name, report.attempt)
-        if report.conclusion is None:
-            queued[key] = report.at
-            running_jobs[report.sha] += 1
-            continue
-        state = _BUILDKITE_STATES[report.conclusion]
-        started = queued.pop(key)
-        running_jobs[report.sha] -= 1
         retried = job_id(pipeline, number, report.name, report.attempt - 1)
         retry = (
             {
@@ -586,6 +583,31 @@ def buildkite_deliveries(
             if report.attempt > 1
             else {}
         )
+        failing = "failed" in latest[report.sha].values()
+        running = build(
+            number, report.sha, landing.at, state="failing" if failing else "running", **_about(landing)
+        )
+        if report.conclusion is None:
+            queued[key] = report.at
+            running_jobs[report.sha] += 1
+            scheduled = job(
+                number,
+                report.name,
+                "scheduled",
+                attempt=report.attempt,
+                pipeline=pipeline,
+                web_url=report.url,
+                created_at=format_time(report.at),
+                scheduled_at=format_time(report.at),
+                runnable_at=format_time(report.at),
+                started_at=None,
+                **retry,
+            )
+            yield report.at, "job.scheduled", _buildkite_payload("job.scheduled", running, scheduled)
+            continue
+        state = _BUILDKITE_STATES[report.conclusion]
+        started = queued.pop(key)
+        running_jobs[report.sha] -= 1
         made = job(
             number,
             report.name,

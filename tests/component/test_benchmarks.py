@@ -311,7 +311,7 @@ def test_buildkite_poll_at_vllms_volume_is_two_conditional_requests_when_quiet(t
 @pytest.mark.long(minutes=3)
 def test_push_quick_feeds_the_trunk_by_buildkite_deliveries_and_pages_as_github(tmp_path: Path) -> None:
     """`python -m benchmarks push --quick`: the red trunk as Buildkite delivers it (signed
-    `job.finished` and `build.finished`) through the webhook function has the GitHub run's
+    `job.scheduled`, `job.finished` and `build.finished`) through the webhook function has the GitHub run's
     figures, pages as the GitHub run does, is compared with its polled Buildkite form, is
     priced at vLLM's volume, checked against its budgets and rendered."""
     assert main(["push", "--quick", "--out", str(tmp_path)]) == 0
@@ -321,7 +321,8 @@ def test_push_quick_feeds_the_trunk_by_buildkite_deliveries_and_pages_as_github(
     figures = [*SPEC_KEYS["push"], "deliveries", "notifications", "ddb_write_units_per_trunk_job"]
     assert [key for key in figures if not _is_number(pushed.get(key))] == []
     kinds = pushed["deliveries_by_kind"]
-    assert set(kinds) == {"job.finished", "build.finished"} and kinds["build.finished"] > 0
+    assert set(kinds) == {"job.scheduled", "job.finished", "build.finished"} and kinds["build.finished"] > 0
+    assert kinds["job.scheduled"] >= kinds["job.finished"]  # every attempt scheduled, some still running
     assert kinds["job.finished"] == pushed["trunk_jobs"] > pushed["metered_trunk_jobs"] > 0
     # Either CI's run paged on the in-memory store, metered on moto over the quick run's
     # first 0.1 days, where the storage port's calls were counted beside DynamoDB's requests.

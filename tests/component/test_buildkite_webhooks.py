@@ -21,7 +21,7 @@ from tests.support.buildkite import PIPELINE, build, buildkite_webhook_replay, j
 from tests.support.scenarios import SCENARIOS, assert_publishes_expected
 from trunkwatch.app.delivery import WebhookSecrets, handle_request
 from trunkwatch.domain.cells import CellState
-from trunkwatch.domain.clock import SimulatedClock
+from trunkwatch.domain.clock import SimulatedClock, format_time
 from trunkwatch.domain.config import Deployment, load_deployment
 from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch.storage.memory import memory_storage
@@ -90,6 +90,22 @@ def post(
 
 
 BODY = job_finished()
+
+
+def delivery(
+    event: str, number: int, sha: str, made: dict[str, Any], created: datetime = NOW - timedelta(hours=1)
+) -> bytes:
+    """A job delivery of build `number` (created at `created`) of `sha` on main."""
+    built = build(number, sha, created)
+    del built["jobs"]
+    payload = {
+        "event": event,
+        "job": made,
+        "build": built,
+        "pipeline": PIPELINE_OBJECT,
+        "sender": {"id": "x"},
+    }
+    return json.dumps(payload).encode()
 
 
 @pytest.mark.parametrize(
@@ -185,6 +201,57 @@ def test_a_signed_delivery_not_about_the_trunk_or_malformed_is_never_stored(
     assert post(body, {"X-Buildkite-Signature": signature(body)}, storage=storage)[0] == status
     assert said in post(body, {"X-Buildkite-Signature": signature(body)})[1]
     assert storage.commits.newest(TRUNK, 5) == []
+
+
+def test_a_scheduled_job_is_pending_until_its_result_and_a_retry_keeps_the_result() -> None:
+    storage = memory_storage()
+    scheduled = delivery("job.scheduled", 1, SHA, job(1, "Unit tests", "scheduled"))
+    assert post(scheduled, {"X-Buildkite-Token": TOKEN}, "job.scheduled", storage=storage) == (200, "stored")
+    assert [c.states for c in storage.commits.newest(TRUNK, 5)] == [CellState.PENDING.code]
+    assert post(BODY, {"X-Buildkite-Token": TOKEN}, storage=storage) == (200, "stored")
+    retry = job(1, "Unit tests", "scheduled", attempt=2, retries_count=1)
+    post(
+        delivery("job.scheduled", 1, SHA, retry),
+        {"X-Buildkite-Token": TOKEN},
+        "job.scheduled",
+        storage=storage,
+    )
+    assert [c.states for c in storage.commits.newest(TRUNK, 5)] == [CellState.FAIL.code]
+
+
+def test_a_slow_failing_job_scheduled_on_newer_commits_stays_firing_while_faster_jobs_end() -> None:
+    # "Slow" fails on three commits, then runs on six more whose "Fast" jobs all end first
+    # (the schedule ticking between): scheduled there, it still runs on the trunk, so it is
+    # not stale (5 commits) and does not resolve.
+    start = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
+    lines = [
+        json.dumps({"repo": "acme/engine", "branch": "main", "source": "buildkite", "pipeline": PIPELINE})
+    ]
+
+    def line(at: datetime, event: str, number: int, made: dict[str, Any]) -> str:
+        landed = start + timedelta(minutes=10 * number)
+        payload = json.loads(delivery(event, number, f"{number:040x}", made, created=landed))
+        return json.dumps({"at": format_time(at), "buildkite_webhook": {"event": event, "payload": payload}})
+
+    for number in range(1, 10):
+        landed = start + timedelta(minutes=10 * number)
+        lines += [
+            line(landed, "job.scheduled", number, job(number, name, "scheduled")) for name in ("Fast", "Slow")
+        ]
+        lines.append(
+            line(landed + timedelta(minutes=2), "job.finished", number, job(number, "Fast", "passed"))
+        )
+        if number <= 3:
+            lines.append(
+                line(landed + timedelta(minutes=5), "job.finished", number, job(number, "Slow", "failed"))
+            )
+        lines.append(json.dumps({"at": format_time(landed + timedelta(minutes=9)), "tick": True}))
+    slow = [
+        m.message["status"]
+        for m in run_replay(parse_replay(lines), store="memory")
+        if m.attributes.get("alertname") == "TrunkJobFailing"
+    ]
+    assert slow == ["firing"]
 
 
 def test_a_signed_ping_is_pong_and_other_events_are_ignored() -> None:

@@ -1,4 +1,5 @@
-"""Buildkite webhook deliveries (`job.finished`, `build.finished`) as the facts ingest stores.
+"""Buildkite webhook deliveries (`job.scheduled`, `job.finished`, `build.finished`) as the facts
+ingest stores.
 
 Pure functions over the decoded payloads (`{"event", "build", "pipeline", "sender"}`, a job
 delivery with its `job` too); nothing here reads the table. The build, job and pipeline are
@@ -8,11 +9,19 @@ so a delivery says what the poll says of the same job:
 - `build.finished` (its build has no jobs): the build's commit, placed on the trunk.
 - `job.finished`: the build's commit, and one shard report of the job (its attempt: the
   job's `retries_count` + 1, so a pass after a failed attempt is flaky, as the poll's retry
-  chains say). Not reported (the poll, the trunk's backstop, records them): a `waiter`,
-  `manual` or `trigger` step (no job); a parallel step's job (its step's jobs merge into
-  one cell, which the webhook's one-job-at-a-time shards cannot key); an agent failure
-  (`signal_reason`, `expired`), whose cell carries the line `agent failure: <reason>` that
-  only the poll's cells carry, so that no commit is ever blamed for it.
+  chains say).
+- `job.scheduled`: the same report, queued. The job is pending on the commit, as GitHub's
+  `queued` and the poll's running jobs say, so a job slower than its commit's others is
+  not stale while it runs (with `job.finished` alone, a commit whose job has not ended has
+  no cell to keep the job in the staleness window), and a commit is placed when its build
+  schedules its jobs, not when its first job ends. A retry scheduled keeps the result it
+  retries (a result never goes back to pending).
+
+Neither job event reports (the poll, the trunk's backstop, records them): a `waiter`,
+`manual` or `trigger` step (no job); a parallel step's job (its step's jobs merge into one
+cell, which the webhook's one-job-at-a-time shards cannot key); an agent failure
+(`signal_reason`, `expired`), whose cell carries the line `agent failure: <reason>` that
+only the poll's cells carry, so that no commit is ever blamed for it.
 
 A delivery is about a trunk when its pipeline (`organizations/{org}/pipelines/{slug}` of the
 pipeline's `url`) is the trunk's `pipeline` and its build is on the trunk's branch, a push
@@ -41,7 +50,8 @@ from trunkwatch.sources.shape import Shape, ShapeError
 from trunkwatch.sources.webhook import PayloadError
 
 T = TypeVar("T")
-EVENTS = frozenset({"job.finished", "build.finished"})
+EVENTS = frozenset({"job.scheduled", "job.finished", "build.finished"})
+_JOB_EVENTS = frozenset({"job.scheduled", "job.finished"})
 _PIPELINE = re.compile(r"/organizations/([^/]+)/pipelines/([^/?#]+)")
 _BUILD: Shape[Build] = Shape(Build)
 _JOB: Shape[Job] = Shape(Job)
@@ -80,20 +90,21 @@ def report(event: str, payload: dict[str, Any], repo: str) -> BuildkiteReport | 
     if not of_trunk(build):
         return None
     commit = commit_of(commit_record(build, f"{GITHUB_URL}/{repo}"))
-    if event != "job.finished":
+    if event not in _JOB_EVENTS:
         return BuildkiteReport(commit)
     job = _parsed(_JOB, payload.get("job"), "job")
     skipped = _skipped(job)
     if skipped:
         return BuildkiteReport(commit, skipped=skipped)
-    conclusion, _ = job_result(job)
+    finished = event == "job.finished"
+    conclusion = job_result(job)[0] if finished else "queued"
     attempt = payload["job"].get("retries_count")
     shard = ShardReport(
         sha=build.commit,
         name=job_name(job),
         run_id=build.number,
         attempt=(attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 0) + 1,
-        completed=True,
+        completed=finished,
         conclusion=conclusion,
         url=job.web_url or build.web_url,
     )
