@@ -69,7 +69,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from unittest import mock
 
 from benchmarks import prices
@@ -97,9 +97,12 @@ from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch.domain.config import PYTORCH_INCLUDE, load_deployment
 from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch.storage.port import Storage
+from trunkwatch_local import store_calls
 from trunkwatch_local.runtime import LocalRuntime, Published
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
+
+T = TypeVar("T")
 
 # Delivery volume, measured (issue #26's sources): PyTorch's `pytorch/pytorch` ran about
 # 2.17 M jobs in 30 days (pytorch/ci-infra, osdc/docs/current_runner_load_distribution.md,
@@ -355,32 +358,12 @@ class StoreCalls:
         return self.count * DYNAMODB_REQUEST_S
 
     def wrap(self, storage: Storage) -> Storage:
-        parts = dataclasses.fields(storage)
-        return dataclasses.replace(
-            storage, **{part.name: _Counted(self, getattr(storage, part.name)) for part in parts}
-        )
+        return store_calls.each_call(storage, self._counted)
 
-    def add(self) -> None:
+    def _counted(self, name: str, make: Callable[[], T]) -> T:
         with self._lock:
             self.count += 1
-
-
-class _Counted:
-    """One store of a `StoreCalls.wrap`: each method call counted."""
-
-    def __init__(self, counter: StoreCalls, store: Any) -> None:
-        self._counter, self._store = counter, store
-
-    def __getattr__(self, method: str) -> Any:
-        found = getattr(self._store, method)
-        if method.startswith("_") or not callable(found):
-            return found
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self._counter.add()
-            return found(*args, **kwargs)
-
-        return call
+        return make()
 
 
 PAGING_FIGURES = (

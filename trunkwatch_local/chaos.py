@@ -16,7 +16,6 @@ a replay with the same seed dies at the same calls.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import random
 import threading
 from collections.abc import Callable, Collection, Iterator
@@ -25,7 +24,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from trunkwatch.storage.port import Storage
-from trunkwatch_local import aws_calls
+from trunkwatch_local import aws_calls, store_calls
 
 T = TypeVar("T")
 
@@ -100,13 +99,7 @@ class Chaos:
 
     def storage(self, storage: Storage) -> Storage:
         """`storage` with each store method a call that may kill the invocation making it."""
-        return dataclasses.replace(
-            storage,
-            **{
-                part.name: _Dying(self, part.name, getattr(storage, part.name))
-                for part in dataclasses.fields(storage)
-            },
-        )
+        return store_calls.each_call(storage, lambda name, make: self.call(f"storage.{name}", make))
 
     @contextlib.contextmanager
     def invocation(self, function: str) -> Iterator[None]:
@@ -167,20 +160,3 @@ class Chaos:
         self._local.dies_after = False
         self.stats.crashes.append(Crash(function, call, when, after_publish))
         raise InvocationDied(f"{function} died {when} {call}")
-
-
-class _Dying:
-    """One store of a `Chaos.storage`: its methods are calls that may kill the invocation."""
-
-    def __init__(self, chaos: Chaos, name: str, store: Any) -> None:
-        self._chaos, self._name, self._store = chaos, name, store
-
-    def __getattr__(self, method: str) -> Any:
-        found = getattr(self._store, method)
-        if method.startswith("_") or not callable(found):
-            return found
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._chaos.call(f"storage.{self._name}.{method}", lambda: found(*args, **kwargs))
-
-        return call
