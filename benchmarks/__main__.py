@@ -236,12 +236,6 @@ def provenance() -> dict[str, Any]:
     }
 
 
-def _paths(budget_name: str) -> str:
-    """The summary path a budget reads."""
-    everything = (*budgets.BUDGETS, *budgets.HISTORY_BUDGETS, *budgets.CHAOS_BUDGETS, *budgets.ORG_BUDGETS)
-    return next(b.path for b in everything if b.name == budget_name)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny workloads (a smoke test), in seconds")
@@ -295,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
         summary["budgets"] = budgets.check(summary)  # every budget the summary has figures for
         args.out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(summary, indent=2) + "\n")
+        paths = {budget.name: budget.path for budget in budgets.EVERY_BUDGET}
         checked = {
-            name: result for name, result in summary["budgets"].items() if args.workload in _paths(name)
+            name: result for name, result in summary["budgets"].items() if args.workload in paths[name]
         }
         print(json.dumps({args.workload: section, "budgets": checked}, indent=2))
         return 0
