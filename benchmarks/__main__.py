@@ -86,7 +86,7 @@ OUT = Path(__file__).parent / "out"
 WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "local_scale": local_scale,
     "github_budget": lambda: _fresh(github_budget),
-    "cold_start": lambda: dataclasses.asdict(cold_start(FULL.import_runs, FULL.build_layer)),
+    "cold_start": lambda: cold_start(FULL.import_runs, FULL.build_layer),
     "push": lambda: push_section(FULL.push_days, FULL.push_metered_days),  # also part of the full run
     "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
     "serve_week": lambda: _fresh(serve_week),
@@ -192,13 +192,13 @@ def run(scale: Scale) -> dict[str, Any]:
     notifications_per_day = day.notifications * 24 / scale.hours
     cost = project(cycle, notifications_per_day, scale.pytorch.columns, day.stored, scale.hours)
     summary: dict[str, Any] = {
-        "ingest_hud": {phase: figures.as_dict() for phase, figures in hud.items()},
-        "ingest_github": {phase: figures.as_dict() for phase, figures in github.items()},
-        "evaluator": dataclasses.asdict(cycle.evaluator),
+        "ingest_hud": hud,
+        "ingest_github": github,
+        "evaluator": cycle.evaluator,
         "end_to_end": dataclasses.asdict(day),
         "push": push,
-        "cold_start": dataclasses.asdict(cold),
-        "cost": dataclasses.asdict(cost),
+        "cold_start": cold,
+        "cost": cost,
         "scale": {
             "description": "quick" if scale is QUICK else "full",
             "notes": scale.notes(),

@@ -30,7 +30,7 @@ from typing import Any
 
 from benchmarks.cost import DAYS_PER_MONTH, ingest_items, repeated, ticks_per_day
 from benchmarks.harness import InProcessAws
-from benchmarks.ingest import PollFigures, poll_figures
+from benchmarks.ingest import poll_figures
 from benchmarks.memory import peak_growth
 from benchmarks.trunk import DAY_START, JOB_DURATION, job_columns, outcome
 from benchmarks.usage import Meter, Usage
@@ -110,7 +110,7 @@ def buildkite_poll() -> dict[str, Any]:
         config_trunk = deployment.trunks[0]
         rule = deployment.rule_for(config_trunk)
         meter = Meter()
-        figures: dict[str, PollFigures] = {}
+        figures: dict[str, dict[str, Any]] = {}
         times = poll_times(trunk, DAY_START)
         with meter, InProcessAws(deployment, meter) as aws:
             served_at = None
@@ -134,10 +134,10 @@ def buildkite_poll() -> dict[str, Any]:
             usages = {phase: meter.get(phase) for phase in times}
     finally:
         server.stop()
-    return {**month(usages, figures), "polls": {phase: f.as_dict() for phase, f in figures.items()}}
+    return {**month(usages, figures), "polls": figures}
 
 
-def month(usages: dict[str, Usage], figures: dict[str, PollFigures]) -> dict[str, Any]:
+def month(usages: dict[str, Usage], figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """A day of polls (each commit's finishing and landing polls, a quiet one on every other
     tick) priced for a month, by item, with the Buildkite requests it sends."""
     ticks = ticks_per_day()
@@ -148,7 +148,7 @@ def month(usages: dict[str, Usage], figures: dict[str, PollFigures]) -> dict[str
         day += repeated(usages[phase], times)
     items = {name: round(usd * DAYS_PER_MONTH, 4) for name, usd in ingest_items(day, ticks).items()}
     requests = sum(
-        figures[phase].http_requests * times
+        figures[phase]["http_requests"] * times
         for phase, times in (("quiet_poll", quiet), ("finishing_poll", commits), ("landing_poll", commits))
     )
     return {
