@@ -132,16 +132,15 @@ def emitted_metrics() -> set[str]:
     }
 
 
-def custom_metrics(trunks: int = 1, dashboard: bool = False) -> list[str]:
+def custom_metrics(dashboard: bool = False) -> list[str]:
     """The custom metrics billed for a whole month without failures: the EMF metrics the code
     emits on its normal paths, each with Powertools' one dimension set (service), one
     CloudWatch custom metric per name; with the dashboard, its metrics and the per-trunk
-    gauges, one custom metric per name and trunk."""
+    gauges of one trunk."""
     names = emitted_metrics() - FAILURE_METRICS
     if not dashboard:
         return sorted(names - DASHBOARD_METRICS)
-    gauges = [f"{name}[trunk {n + 1}]" for name in TRUNK_GAUGES for n in range(trunks)]
-    return sorted(names) + gauges
+    return sorted(names) + [f"{name}[trunk 1]" for name in TRUNK_GAUGES]
 
 
 def secrets_in_default_config() -> int:
@@ -195,14 +194,11 @@ def project(
     job_columns: int,
     day_stored: dict[str, list[int]],
     day_hours: float,
-    dashboard: bool | None = None,
-    tracing: bool | None = None,
 ) -> dict[str, Any]:
-    """The month; `day_stored` is what the simulated day of `day_hours` left in its table
-    (per kind, see end_to_end); `dashboard` and `tracing` default to template.yaml's
-    parameter defaults."""
-    dashboard = dashboard_by_default() if dashboard is None else dashboard
-    tracing = _parameter_default("Tracing") == "Active" if tracing is None else tracing
+    """The month, with template.yaml's parameter defaults; `day_stored` is what the simulated
+    day of `day_hours` left in its table (per kind, see end_to_end)."""
+    dashboard = dashboard_by_default()
+    tracing = _parameter_default("Tracing") == "Active"
     ticks = ticks_per_day()
     commits = COMMITS_PER_DAY
     quiet_polls = ticks - 2 * commits  # each commit's finishing and landing polls are measured
