@@ -15,12 +15,8 @@ Five polls: the first (an empty table, no source state: the window's pages), the
 first with state: its two listings, whose pages it has no ETag for yet), a quiet one
 (nothing changed: two conditional requests answered 304), one right after a commit's jobs
 finished (its build finishes), and one right after a commit landed (a new running build).
-A day is `ticks_per_day()` polls (template.yaml's schedule): each commit's finishing and
-landing polls, every other tick a quiet one. The month prices the ingest invocations
-(Lambda requests and duration at the ingest function's memory), their table requests, the
-poll queue's requests and the logs as `cost.py` prices one more trunk's polls. The
-evaluator and notifier's work is the same as for the same cells from any source (the cost
-workload's).
+They are priced for a month as `cost.py` prices one more trunk's polls; the evaluator and
+notifier's work is the same as for the same cells from any source (the cost workload's).
 """
 
 from __future__ import annotations
@@ -142,15 +138,10 @@ def month(usages: dict[str, Usage], figures: dict[str, dict[str, Any]]) -> dict[
     tick) priced for a month, by item, with the Buildkite requests it sends."""
     ticks = ticks_per_day()
     commits = VLLM_COMMITS_PER_DAY
-    quiet = ticks - 2 * commits
-    day = Usage()
-    for phase, times in (("quiet_poll", quiet), ("finishing_poll", commits), ("landing_poll", commits)):
-        day += repeated(usages[phase], times)
+    polls = {"quiet_poll": ticks - 2 * commits, "finishing_poll": commits, "landing_poll": commits}
+    day = sum((repeated(usages[phase], n) for phase, n in polls.items()), Usage())
     items = {name: round(usd * DAYS_PER_MONTH, 4) for name, usd in ingest_items(day, ticks).items()}
-    requests = sum(
-        figures[phase]["http_requests"] * times
-        for phase, times in (("quiet_poll", quiet), ("finishing_poll", commits), ("landing_poll", commits))
-    )
+    requests = sum(figures[phase]["http_requests"] * n for phase, n in polls.items())
     return {
         "commits_per_day": commits,
         "jobs": VLLM_JOBS,
