@@ -3,41 +3,16 @@
 network but 127.0.0.1, except PyPI for building the layer (which falls back to an estimate
 without it).
 
-`python -m benchmarks local_scale` (a PyTorch-sized trunk through the local runtime, about
-five minutes at most) and `python -m benchmarks github_budget` (a first GitHub poll at
-PyTorch scale against a slow stand-in, about five minutes) run one workload each and put
-its figures into DIR/summary.json under their name, keeping the rest of the file.
-`python -m benchmarks cold_start` does the same for the full run's cold start (to measure
-it again on a quieter machine), and checks the budgets again.
-`python -m benchmarks long_history [PATH]` replays a real trunk's history (the repository's
-cut by default, or PATH, e.g. a `.jsonl.gz` of weeks) through the local runtime and puts
-its per-poll times, peak memory and messages under `long_history`.
-`python -m benchmarks serve_week` runs `trunkwatch serve`'s tick loop for a simulated week
-against a page that changes every tick and records its memory day by day.
-`python -m benchmarks chaos` replays the repository's scenarios with invocations dying at
-random AWS calls (3 seeds, 3% and 8% of calls) and counts the messages lost, repeated and
-delayed.
-`python -m benchmarks redtrunk [--quick] [--seed N]` generates a calibrated red trunk (two
-weeks; `--quick`: three days; seed 100 unless given), replays it through the local runtime
-without and with `confirm: rerun`, fed by webhooks alone, and in Buildkite form with
-`confirm: rerun` (job retries), and scores each against its ground truth, with the culprit
-verdicts the pipeline sent (benchmarks/redtrunk_score.py); `--replay PATH.jsonl.gz --truth
-PATH.truth.json.gz` does the same for a trunk in the generator's format made elsewhere. Each
-trunk's figures go under `redtrunk`'s `trunks` by its name (`seed N`, or the replay file's
-name), keeping the other trunks'.
-`python -m benchmarks org [--quick]` runs an organization of 100 trunks (5 PyTorch-sized; `--quick`:
-6 small ones) through the deployed shape (dispatcher, one ingest invocation per trunk) on the
-in-memory store and puts whether every trunk was polled each tick, the detection delays
-through poll and push and the cost per trunk under `org`.
-`python -m benchmarks buildkite_poll` polls a Buildkite trunk at vLLM's volume (64 commits a day,
-266 jobs) with the `buildkite` source from the Buildkite stand-in, first, quiet, and after a
-build finished and one landed, and prices a month of its polls under `buildkite_poll`.
-`python -m benchmarks push [--quick]` runs the push path alone (a red trunk fed by GitHub's
-webhook deliveries, and by Buildkite's, its pages compared with the polled Buildkite form's)
-and puts it under `push`.
-`python -m benchmarks memory_replay` replays the repository's scenarios and real-history
-cut on moto's table and on the in-memory store (`trunkwatch replay --store memory`), checks
-both against the expected messages and reports the wall-time ratio.
+`python -m benchmarks WORKLOAD` runs one of the workloads below and puts its figures into
+DIR/summary.json under its name, keeping the rest of the file (each module says what it
+measures): `local_scale`, `github_budget`, `cold_start` (the full run's, to measure it again
+on a quieter machine), `push [--quick]`, `long_history [PATH]` (the repository's cut of a real
+trunk's history by default, or PATH, e.g. a `.jsonl.gz` of weeks), `serve_week`, `chaos`,
+`memory_replay`, `org [--quick]` (`--quick`: 6 small trunks, not 100), `buildkite_poll`, and
+`redtrunk [--quick] [--seed N]` (two weeks of a generated red trunk, `--quick` three days, seed
+100 unless given; `--replay PATH.jsonl.gz --truth PATH.truth.json.gz` scores a trunk in the
+generator's format made elsewhere; each trunk's figures go under `redtrunk`'s `trunks` by its
+name, keeping the other trunks').
 """
 
 from __future__ import annotations
@@ -86,7 +61,7 @@ OUT = Path(__file__).parent / "out"
 WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "local_scale": local_scale,
     "github_budget": lambda: _fresh(github_budget),
-    "cold_start": lambda: dataclasses.asdict(cold_start(FULL.import_runs, FULL.build_layer)),
+    "cold_start": lambda: cold_start(FULL.import_runs, FULL.build_layer),
     "push": lambda: push_section(FULL.push_days, FULL.push_metered_days),  # also part of the full run
     "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
     "serve_week": lambda: _fresh(serve_week),
@@ -192,13 +167,13 @@ def run(scale: Scale) -> dict[str, Any]:
     notifications_per_day = day.notifications * 24 / scale.hours
     cost = project(cycle, notifications_per_day, scale.pytorch.columns, day.stored, scale.hours)
     summary: dict[str, Any] = {
-        "ingest_hud": {phase: figures.as_dict() for phase, figures in hud.items()},
-        "ingest_github": {phase: figures.as_dict() for phase, figures in github.items()},
-        "evaluator": dataclasses.asdict(cycle.evaluator),
+        "ingest_hud": hud,
+        "ingest_github": github,
+        "evaluator": cycle.evaluator,
         "end_to_end": dataclasses.asdict(day),
         "push": push,
-        "cold_start": dataclasses.asdict(cold),
-        "cost": dataclasses.asdict(cost),
+        "cold_start": cold,
+        "cost": cost,
         "scale": {
             "description": "quick" if scale is QUICK else "full",
             "notes": scale.notes(),
@@ -234,12 +209,6 @@ def provenance() -> dict[str, Any]:
         "python": platform.python_version(),
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
-
-
-def _paths(budget_name: str) -> str:
-    """The summary path a budget reads."""
-    everything = (*budgets.BUDGETS, *budgets.HISTORY_BUDGETS, *budgets.CHAOS_BUDGETS, *budgets.ORG_BUDGETS)
-    return next(b.path for b in everything if b.name == budget_name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -295,8 +264,9 @@ def main(argv: list[str] | None = None) -> int:
         summary["budgets"] = budgets.check(summary)  # every budget the summary has figures for
         args.out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(summary, indent=2) + "\n")
+        paths = {budget.name: budget.path for budget in budgets.EVERY_BUDGET}
         checked = {
-            name: result for name, result in summary["budgets"].items() if args.workload in _paths(name)
+            name: result for name, result in summary["budgets"].items() if args.workload in paths[name]
         }
         print(json.dumps({args.workload: section, "budgets": checked}, indent=2))
         return 0

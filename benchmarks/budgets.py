@@ -39,6 +39,19 @@ TWO_WEEKS_RATIO = 1.5
 TWO_WEEKS = "rust-toolstate-2018-04.jsonl.gz"
 
 
+def _all_in_left(summary: dict[str, Any]) -> float:
+    """What the all-in budget leaves a push path once the rest of the deployment is paid."""
+    return ALL_IN_USD_PER_MONTH - float(summary.get("cost", {}).get("usd_per_month_all_in", 0.0))
+
+
+def _period_and_allowance(section: str) -> Callable[[dict[str, Any]], float]:
+    return lambda summary: float(summary[section]["schedule_period_s"]) + PIPELINE_ALLOWANCE_S
+
+
+def _two_weeks(summary: dict[str, Any]) -> bool:
+    return summary.get("long_history", {}).get("history") == TWO_WEEKS
+
+
 @dataclass(frozen=True)
 class Budget:
     name: str
@@ -56,12 +69,9 @@ class Budget:
         for part in self.path.split("."):
             # Not in the summary, or a section an older run measured without it.
             if not isinstance(value, dict) or part not in value:
-                return {
-                    "budget": "not measured (run its workload)",
-                    "limit": None,
-                    "measured": None,
-                    "pass": None,
-                }
+                return {"budget": "not measured (run its workload)"} | dict.fromkeys(
+                    ("limit", "measured", "pass")
+                )
             value = value[part]
         limit = self.limit(summary) if callable(self.limit) else self.limit
         return {
@@ -72,6 +82,8 @@ class Budget:
         }
 
 
+ALL_IN_LEFT = " USD/month (10 less the rest's all-in cost)"
+PERIOD_AND_ALLOWANCE = " s (a schedule period + 15 s)"
 BUDGETS = (
     Budget("steady HUD poll writes no item", "ingest_hud.steady_poll.items_written", 0),
     Budget("steady GitHub poll writes no item", "ingest_github.steady_poll.items_written", 0),
@@ -97,13 +109,7 @@ BUDGETS = (
         ALL_IN_USD_PER_MONTH,
         " USD/month",
     ),
-    Budget(
-        "push path's cost within the all-in budget",
-        "push.usd_per_month",
-        lambda summary: ALL_IN_USD_PER_MONTH
-        - float(summary.get("cost", {}).get("usd_per_month_all_in", 0.0)),
-        " USD/month (10 less the rest's all-in cost)",
-    ),
+    Budget("push path's cost within the all-in budget", "push.usd_per_month", _all_in_left, ALL_IN_LEFT),
     Budget(
         "push path's cost per million deliveries",
         "push.usd_per_million_deliveries",
@@ -118,9 +124,8 @@ BUDGETS = (
     Budget(
         "Buildkite push path's cost within the all-in budget",
         "push.buildkite.usd_per_month",
-        lambda summary: ALL_IN_USD_PER_MONTH
-        - float(summary.get("cost", {}).get("usd_per_month_all_in", 0.0)),
-        " USD/month (10 less the rest's all-in cost)",
+        _all_in_left,
+        ALL_IN_LEFT,
     ),
     Budget(
         "Buildkite push write units per trunk job",
@@ -136,18 +141,16 @@ BUDGETS = (
     Budget(
         "detection delay after the deciding job",
         "end_to_end.detection_delay_s_max",
-        lambda summary: float(summary["end_to_end"]["schedule_period_s"]) + PIPELINE_ALLOWANCE_S,
-        " s (a schedule period + 15 s)",
+        _period_and_allowance("end_to_end"),
+        PERIOD_AND_ALLOWANCE,
     ),
     Budget(
         "detection delay bound (a job finishing just after a poll)",
         "end_to_end.detection_delay_s_bound",
-        lambda summary: float(summary["end_to_end"]["schedule_period_s"]) + PIPELINE_ALLOWANCE_S,
-        " s (a schedule period + 15 s)",
+        _period_and_allowance("end_to_end"),
+        PERIOD_AND_ALLOWANCE,
     ),
 )
-
-
 # An organization's trunks through the deployed shape (benchmarks/org.py, run on its own).
 ORG_BUDGETS = (
     Budget("organization: trunk polls a tick missed", "org.polls_missed", 0),
@@ -157,12 +160,10 @@ ORG_BUDGETS = (
     Budget(
         "organization: poll detection delay p95",
         "org.poll_detection_delay_s_p95",
-        lambda summary: float(summary["org"]["schedule_period_s"]) + PIPELINE_ALLOWANCE_S,
-        " s (a schedule period + 15 s)",
+        _period_and_allowance("org"),
+        PERIOD_AND_ALLOWANCE,
     ),
 )
-
-
 CHAOS_BUDGETS = tuple(
     budget
     for rate in ("3%", "8%")
@@ -179,12 +180,6 @@ CHAOS_BUDGETS = tuple(
         ),
     )
 )
-
-
-def _two_weeks(summary: dict[str, Any]) -> bool:
-    return summary.get("long_history", {}).get("history") == TWO_WEEKS
-
-
 HISTORY_BUDGETS = (
     Budget(
         "real history wall time",
@@ -202,11 +197,8 @@ HISTORY_BUDGETS = (
         _two_weeks,
     ),
 )
+EVERY_BUDGET = (*BUDGETS, *HISTORY_BUDGETS, *CHAOS_BUDGETS, *ORG_BUDGETS)
 
 
 def check(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        budget.name: budget.check(summary)
-        for budget in (*BUDGETS, *HISTORY_BUDGETS, *CHAOS_BUDGETS, *ORG_BUDGETS)
-        if budget.applies(summary)
-    }
+    return {budget.name: budget.check(summary) for budget in EVERY_BUDGET if budget.applies(summary)}

@@ -15,12 +15,8 @@ Five polls: the first (an empty table, no source state: the window's pages), the
 first with state: its two listings, whose pages it has no ETag for yet), a quiet one
 (nothing changed: two conditional requests answered 304), one right after a commit's jobs
 finished (its build finishes), and one right after a commit landed (a new running build).
-A day is `ticks_per_day()` polls (template.yaml's schedule): each commit's finishing and
-landing polls, every other tick a quiet one. The month prices the ingest invocations
-(Lambda requests and duration at the ingest function's memory), their table requests, the
-poll queue's requests and the logs as `cost.py` prices one more trunk's polls. The
-evaluator and notifier's work is the same as for the same cells from any source (the cost
-workload's).
+They are priced for a month as `cost.py` prices one more trunk's polls; the evaluator and
+notifier's work is the same as for the same cells from any source (the cost workload's).
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ from typing import Any
 
 from benchmarks.cost import DAYS_PER_MONTH, ingest_items, repeated, ticks_per_day
 from benchmarks.harness import InProcessAws
-from benchmarks.ingest import PollFigures, poll_figures
+from benchmarks.ingest import poll_figures
 from benchmarks.memory import peak_growth
 from benchmarks.trunk import DAY_START, JOB_DURATION, job_columns, outcome
 from benchmarks.usage import Meter, Usage
@@ -110,7 +106,7 @@ def buildkite_poll() -> dict[str, Any]:
         config_trunk = deployment.trunks[0]
         rule = deployment.rule_for(config_trunk)
         meter = Meter()
-        figures: dict[str, PollFigures] = {}
+        figures: dict[str, dict[str, Any]] = {}
         times = poll_times(trunk, DAY_START)
         with meter, InProcessAws(deployment, meter) as aws:
             served_at = None
@@ -134,23 +130,18 @@ def buildkite_poll() -> dict[str, Any]:
             usages = {phase: meter.get(phase) for phase in times}
     finally:
         server.stop()
-    return {**month(usages, figures), "polls": {phase: f.as_dict() for phase, f in figures.items()}}
+    return {**month(usages, figures), "polls": figures}
 
 
-def month(usages: dict[str, Usage], figures: dict[str, PollFigures]) -> dict[str, Any]:
+def month(usages: dict[str, Usage], figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """A day of polls (each commit's finishing and landing polls, a quiet one on every other
     tick) priced for a month, by item, with the Buildkite requests it sends."""
     ticks = ticks_per_day()
     commits = VLLM_COMMITS_PER_DAY
-    quiet = ticks - 2 * commits
-    day = Usage()
-    for phase, times in (("quiet_poll", quiet), ("finishing_poll", commits), ("landing_poll", commits)):
-        day += repeated(usages[phase], times)
+    polls = {"quiet_poll": ticks - 2 * commits, "finishing_poll": commits, "landing_poll": commits}
+    day = sum((repeated(usages[phase], n) for phase, n in polls.items()), Usage())
     items = {name: round(usd * DAYS_PER_MONTH, 4) for name, usd in ingest_items(day, ticks).items()}
-    requests = sum(
-        figures[phase].http_requests * times
-        for phase, times in (("quiet_poll", quiet), ("finishing_poll", commits), ("landing_poll", commits))
-    )
+    requests = sum(figures[phase]["http_requests"] * n for phase, n in polls.items())
     return {
         "commits_per_day": commits,
         "jobs": VLLM_JOBS,

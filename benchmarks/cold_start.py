@@ -36,9 +36,10 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
@@ -71,25 +72,6 @@ spec = importlib.util.spec_from_file_location("app", {path!r})
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 """
-
-
-@dataclass
-class ColdStartFigures:
-    boto3_import_s: float
-    handler_import_ratio: dict[str, float]
-    layer_mb: float
-    api_layer_mb: float
-    # what explains the figures above
-    handler_import_s: dict[str, float] = field(default_factory=dict)
-    boto3_import_cpu_s: float = 0.0
-    handler_import_cpu_ratio: dict[str, float] = field(default_factory=dict)
-    load_average: list[float] = field(default_factory=list)
-    import_s_by_package: dict[str, list[list[object]]] = field(default_factory=dict)
-    interpreter: str = ""
-    layer_source: str = ""
-    layer_largest: list[list[object]] = field(default_factory=list)
-    api_layer_largest: list[list[object]] = field(default_factory=list)
-    runs: int = 0
 
 
 @dataclass
@@ -248,17 +230,17 @@ def import_times(interpreter: Interpreter, runs: int) -> dict[str, tuple[float, 
     }
 
 
-def _directory_sizes(root: Path) -> tuple[int, list[list[object]]]:
+def _directory_sizes(root: Path) -> dict[str, int]:
+    """Bytes under each top-level entry of `root`."""
     sizes: dict[str, int] = {}
     for path in root.rglob("*"):
         if path.is_file():
             top = path.relative_to(root).parts[0]
             sizes[top] = sizes.get(top, 0) + path.stat().st_size
-    largest = sorted(sizes.items(), key=lambda item: -item[1])[:8]
-    return sum(sizes.values()), [[name, round(size / MIB, 2)] for name, size in largest]
+    return sizes
 
 
-def _installed_estimate(project: Path, layer: str = "DomainLayer") -> tuple[int, list[list[object]]]:
+def _installed_sizes(project: Path, layer: str) -> dict[str, int]:
     """Installed files of a layer's requirements and their dependencies (plus trunkwatch in
     DomainLayer; ApiLayer without what DomainLayer has)."""
 
@@ -290,39 +272,40 @@ def _installed_estimate(project: Path, layer: str = "DomainLayer") -> tuple[int,
     if layer == "DomainLayer":
         package = project / "layers" / "trunkwatch" / "trunkwatch"
         sizes["trunkwatch"] = sum(p.stat().st_size for p in package.rglob("*.py"))
-    largest = sorted(sizes.items(), key=lambda item: -item[1])[:8]
-    return sum(sizes.values()), [[name, round(size / MIB, 2)] for name, size in largest]
+    return sizes
 
 
-def layer_size(project: Path, layer: str = "DomainLayer") -> tuple[float, str, list[list[object]]]:
-    """(MiB unzipped, where the figure comes from, largest top-level entries) of `layer`."""
+def layer_size(project: Path, layer: str, build: bool) -> tuple[float, str, list[list[object]]]:
+    """(MiB unzipped, where the figure comes from, largest top-level entries) of `layer`;
+    estimated from the installed packages when `build` is False or the build fails."""
     built = project / ".aws-sam" / "build" / layer
-    if built.is_dir():
-        total, largest = _directory_sizes(built / "python")
-        return round(total / MIB, 2), f"sam build output (.aws-sam/build/{layer})", largest
-    with tempfile.TemporaryDirectory(prefix="trunkwatch-layer-") as scratch:
-        try:
-            _make_layer(project, Path(scratch), "aarch64", layer)
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as err:
-            total, largest = _installed_estimate(project, layer)
-            source = f"estimate from installed packages (layer build failed: {type(err).__name__})"
-            return round(total / MIB, 2), source, largest
-        total, largest = _directory_sizes(Path(scratch) / "python")
-        return round(total / MIB, 2), "built by layers/trunkwatch/Makefile (arm64 wheels)", largest
+    if not build:
+        sizes, source = _installed_sizes(project, layer), "estimate from installed packages (no build asked)"
+    elif built.is_dir():
+        sizes, source = _directory_sizes(built / "python"), f"sam build output (.aws-sam/build/{layer})"
+    else:
+        with tempfile.TemporaryDirectory(prefix="trunkwatch-layer-") as scratch:
+            try:
+                _make_layer(project, Path(scratch), "aarch64", layer)
+                sizes = _directory_sizes(Path(scratch) / "python")
+                source = "built by layers/trunkwatch/Makefile (arm64 wheels)"
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as err:
+                sizes = _installed_sizes(project, layer)
+                source = f"estimate from installed packages (layer build failed: {type(err).__name__})"
+    largest = sorted(sizes.items(), key=lambda item: -item[1])[:8]
+    return (
+        round(sum(sizes.values()) / MIB, 2),
+        source,
+        [[name, round(size / MIB, 2)] for name, size in largest],
+    )
 
 
-def cold_start(runs: int, build: bool = True) -> ColdStartFigures:
+def cold_start(runs: int, build: bool = True) -> dict[str, Any]:
     """With `build` False nothing is built or downloaded: this virtualenv's interpreter, and
     the layer size estimated from the installed packages."""
     project = find_template().parent
-    if build:
-        layer_mb, source, largest = layer_size(project)
-        api_layer_mb, _, api_largest = layer_size(project, "ApiLayer")
-    else:
-        total, largest = _installed_estimate(project)
-        layer_mb, source = round(total / MIB, 2), "estimate from installed packages (no build asked)"
-        api_total, api_largest = _installed_estimate(project, "ApiLayer")
-        api_layer_mb = round(api_total / MIB, 2)
+    layer_mb, source, largest = layer_size(project, "DomainLayer", build)
+    api_layer_mb, _, api_largest = layer_size(project, "ApiLayer", build)
     interpreters = lambda_like_interpreter(project) if build else contextlib.nullcontext(_venv_interpreter())
     with interpreters as interpreter:
         load = [os.getloadavg()[0]]
@@ -331,19 +314,19 @@ def cold_start(runs: int, build: bool = True) -> ColdStartFigures:
         by_package = {h: _by_package(interpreter, h) for h in HANDLERS}
     boto3_s, boto3_cpu_s = times.pop("boto3")
     seconds = {h: wall for h, (wall, _) in times.items()}
-    return ColdStartFigures(
-        boto3_import_s=round(boto3_s, 4),
-        handler_import_ratio={h: round(s / boto3_s, 3) for h, s in seconds.items()},
-        layer_mb=layer_mb,
-        api_layer_mb=api_layer_mb,
-        handler_import_s={h: round(s, 4) for h, s in seconds.items()},
-        boto3_import_cpu_s=round(boto3_cpu_s, 4),
-        handler_import_cpu_ratio={h: round(cpu / boto3_cpu_s, 3) for h, (_, cpu) in times.items()},
-        load_average=[round(value, 2) for value in load],
-        import_s_by_package=by_package,
-        interpreter=interpreter.description,
-        layer_source=source,
-        layer_largest=largest,
-        api_layer_largest=api_largest,
-        runs=runs,
-    )
+    return {
+        "boto3_import_s": round(boto3_s, 4),
+        "handler_import_ratio": {h: round(s / boto3_s, 3) for h, s in seconds.items()},
+        "layer_mb": layer_mb,
+        "api_layer_mb": api_layer_mb,
+        "handler_import_s": {h: round(s, 4) for h, s in seconds.items()},
+        "boto3_import_cpu_s": round(boto3_cpu_s, 4),
+        "handler_import_cpu_ratio": {h: round(cpu / boto3_cpu_s, 3) for h, (_, cpu) in times.items()},
+        "load_average": [round(value, 2) for value in load],
+        "import_s_by_package": by_package,
+        "interpreter": interpreter.description,
+        "layer_source": source,
+        "layer_largest": largest,
+        "api_layer_largest": api_largest,
+        "runs": runs,
+    }

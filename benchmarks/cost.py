@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,27 +70,6 @@ SQS_REQUESTS_PER_POLL = 0.1 + 1 + 1
 SQS_POLLERS = 5
 SQS_LONG_POLL_S = 20
 PACKAGE = Path(__file__).resolve().parents[1] / "layers" / "trunkwatch" / "trunkwatch"
-
-
-@dataclass
-class CostFigures:
-    usd_per_month: float
-    commits_per_day: int
-    job_columns: int
-    prices: dict[str, float]
-    usd_per_month_all_in: float = 0.0
-    items: dict[str, float] = field(default_factory=dict)
-    # what explains the figures above
-    fixed_usd_per_month: float = 0.0
-    items_detail: dict[str, dict[str, float]] = field(default_factory=dict)
-    deployed: dict[str, Any] = field(default_factory=dict)
-    prices_source: str = ""
-    usd_per_month_by_item: dict[str, float] = field(default_factory=dict)
-    per_day: dict[str, float] = field(default_factory=dict)
-    storage: dict[str, Any] = field(default_factory=dict)  # storage.StorageFigures
-    # What one more trunk of this size adds: its quiet poll on every tick, by item.
-    per_trunk_usd_per_month: dict[str, float] = field(default_factory=dict)
-    basis: str = ""
 
 
 def memory_gb(function: str) -> float:
@@ -154,16 +132,15 @@ def emitted_metrics() -> set[str]:
     }
 
 
-def custom_metrics(trunks: int = 1, dashboard: bool = False) -> list[str]:
+def custom_metrics(dashboard: bool = False) -> list[str]:
     """The custom metrics billed for a whole month without failures: the EMF metrics the code
     emits on its normal paths, each with Powertools' one dimension set (service), one
     CloudWatch custom metric per name; with the dashboard, its metrics and the per-trunk
-    gauges, one custom metric per name and trunk."""
+    gauges of one trunk."""
     names = emitted_metrics() - FAILURE_METRICS
     if not dashboard:
         return sorted(names - DASHBOARD_METRICS)
-    gauges = [f"{name}[trunk {n + 1}]" for name in TRUNK_GAUGES for n in range(trunks)]
-    return sorted(names) + gauges
+    return sorted(names) + [f"{name}[trunk 1]" for name in TRUNK_GAUGES]
 
 
 def secrets_in_default_config() -> int:
@@ -217,14 +194,11 @@ def project(
     job_columns: int,
     day_stored: dict[str, list[int]],
     day_hours: float,
-    dashboard: bool | None = None,
-    tracing: bool | None = None,
-) -> CostFigures:
-    """The month; `day_stored` is what the simulated day of `day_hours` left in its table
-    (per kind, see end_to_end); `dashboard` and `tracing` default to template.yaml's
-    parameter defaults."""
-    dashboard = dashboard_by_default() if dashboard is None else dashboard
-    tracing = _parameter_default("Tracing") == "Active" if tracing is None else tracing
+) -> dict[str, Any]:
+    """The month, with template.yaml's parameter defaults; `day_stored` is what the simulated
+    day of `day_hours` left in its table (per kind, see end_to_end)."""
+    dashboard = dashboard_by_default()
+    tracing = _parameter_default("Tracing") == "Active"
     ticks = ticks_per_day()
     commits = COMMITS_PER_DAY
     quiet_polls = ticks - 2 * commits  # each commit's finishing and landing polls are measured
@@ -329,13 +303,16 @@ def project(
     items = {name: round(sum(parts.values()), 2) for name, parts in groups.items()}
     usage = sum(month.values())
     fixed_total = sum(fixed.values())
-    return CostFigures(
-        usd_per_month=round(usage, 2),
-        usd_per_month_all_in=round(usage + fixed_total, 2),
-        items=items,
-        fixed_usd_per_month=round(fixed_total, 2),
-        items_detail=groups,
-        deployed={
+    return {
+        "usd_per_month": round(usage, 2),
+        "commits_per_day": commits,
+        "job_columns": job_columns,
+        "prices": prices.as_dict(),
+        "usd_per_month_all_in": round(usage + fixed_total, 2),
+        "items": items,
+        "fixed_usd_per_month": round(fixed_total, 2),
+        "items_detail": groups,
+        "deployed": {
             "dashboard": dashboard,
             "tracing": tracing,
             "alarms": alarms,
@@ -343,14 +320,9 @@ def project(
             "secrets": secrets,
             "api_requests_per_day": API_REQUESTS_PER_DAY,
         },
-        commits_per_day=commits,
-        job_columns=job_columns,
-        prices=prices.as_dict(),
-        prices_source=prices.source(),
-        usd_per_month_by_item=month,
-        per_trunk_usd_per_month=per_trunk,
-        storage=dataclasses.asdict(storage),
-        per_day={
+        "prices_source": prices.source(),
+        "usd_per_month_by_item": month,
+        "per_day": {
             "ticks": ticks,
             "write_request_units": round(total.write_units),
             "read_request_units": round(total.read_units),
@@ -365,7 +337,9 @@ def project(
             **{f"{f}_write_request_units": round(u.write_units) for f, u in per_function.items()},
             **{f"{f}_read_request_units": round(u.read_units) for f, u in per_function.items()},
         },
-        basis=(
+        "storage": dataclasses.asdict(storage),
+        "per_trunk_usd_per_month": per_trunk,
+        "basis": (
             f"{commits} commits/day x (a commit finishing + a commit landing, measured at "
             f"{job_columns} job columns) + {quiet_polls:g} quiet polls + {ticks:g} sweeps (the "
             "evaluator's, then the notifier on the settled tick it writes); "
@@ -380,7 +354,7 @@ def project(
             f"failures, billed by the hour they appear), {secrets} secrets; "
             f"X-Ray {'on' if tracing else 'off'}"
         ),
-    )
+    }
 
 
 def cpu_slowdown(memory_gb: float) -> float:

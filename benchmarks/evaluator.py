@@ -12,8 +12,9 @@ together, what a commit and a quiet minute cost, which the cost projection multi
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from benchmarks.harness import InProcessAws
 from benchmarks.ingest import deployment
@@ -35,52 +36,35 @@ class Phase:
 
 
 @dataclass
-class EvaluatorFigures:
-    queries_per_changed_cell: float
-    scans: int
-    writes_per_changed_cell: float
-    cells_per_s: float
-    # what explains the figures above
-    changed_cells: int = 0
-    invocations: int = 0
-    get_items_per_changed_cell: float = 0.0
-    items_read_per_changed_cell: float = 0.0
-    read_units_per_changed_cell: float = 0.0
-    write_units_per_changed_cell: float = 0.0
-    cells_per_s_code: float = 0.0  # without the emulator's time
-    requests: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
 class Cycle:
     """A commit finishing, the next landing, and a quiet tick, on the full-scale table."""
 
     finish: Phase
     land: Phase
     quiet: Phase
-    evaluator: EvaluatorFigures
+    evaluator: dict[str, Any]
     # What a commit adds to the table for the retention: its cells and its commit item.
     stored_items_per_commit: float
     stored_bytes_per_commit: float
     tick_bytes: float  # one tick item (they expire after TICK_TTL)
 
 
-def evaluator_figures(phase: Phase) -> EvaluatorFigures:
+def evaluator_figures(phase: Phase) -> dict[str, Any]:
     usage, cells = phase.of("evaluator"), max(phase.cells_written, 1)
-    return EvaluatorFigures(
-        queries_per_changed_cell=round(usage.ddb("Query") / cells, 3),
-        scans=usage.ddb("Scan"),
-        writes_per_changed_cell=round(usage.ddb_write_requests / cells, 3),
-        cells_per_s=round(phase.cells_written / usage.wall_seconds, 1) if usage.wall_seconds else 0.0,
-        changed_cells=phase.cells_written,
-        invocations=usage.invocations,
-        get_items_per_changed_cell=round(usage.ddb("GetItem", "BatchGetItem") / cells, 3),
-        items_read_per_changed_cell=round(usage.items_read / cells, 2),
-        read_units_per_changed_cell=round(usage.read_units / cells, 3),
-        write_units_per_changed_cell=round(usage.write_units / cells, 3),
-        cells_per_s_code=round(phase.cells_written / usage.code_seconds, 1) if usage.code_seconds else 0.0,
-        requests=dict(sorted(usage.calls.items())),
-    )
+    return {
+        "queries_per_changed_cell": round(usage.ddb("Query") / cells, 3),
+        "scans": usage.ddb("Scan"),
+        "writes_per_changed_cell": round(usage.ddb_write_requests / cells, 3),
+        "cells_per_s": round(phase.cells_written / usage.wall_seconds, 1) if usage.wall_seconds else 0.0,
+        "changed_cells": phase.cells_written,
+        "invocations": usage.invocations,
+        "get_items_per_changed_cell": round(usage.ddb("GetItem", "BatchGetItem") / cells, 3),
+        "items_read_per_changed_cell": round(usage.items_read / cells, 2),
+        "read_units_per_changed_cell": round(usage.read_units / cells, 3),
+        "write_units_per_changed_cell": round(usage.write_units / cells, 3),
+        "cells_per_s_code": round(phase.cells_written / usage.code_seconds, 1) if usage.code_seconds else 0.0,
+        "requests": dict(sorted(usage.calls.items())),
+    }
 
 
 def _tick(aws: InProcessAws, meter: Meter, at: datetime, sweep: bool) -> Phase:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -25,23 +24,6 @@ from trunkwatch_local.github_server import GitHubServer
 
 DELAY_S = 0.15
 MAX_POLLS = 20
-
-
-@dataclass
-class BudgetFigures:
-    job_columns: int
-    commits_per_page: int
-    delay_s: float
-    budget_s: float
-    polls: int
-    caught_up: bool
-    http_requests: int
-    poll_wall_s: list[float] = field(default_factory=list)
-    poll_requests: list[int] = field(default_factory=list)
-    runs_in_window: int = 0
-    runs_delivered: int = 0
-    duplicated_job_runs: int = 0
-    over_budget_polls: int = 0
 
 
 def github_budget(
@@ -63,18 +45,15 @@ def github_budget(
         source = GitHubSource(trunk, "bench-token", HttpClient(), window=day.window, budget_s=budget_s)
         state: dict[str, Any] = {}
         delivered: Counter[tuple[str, str]] = Counter()
-        figures = BudgetFigures(day.columns, day.window, delay_s, budget_s, 0, False, 0)
-        while figures.polls < MAX_POLLS:
+        walls: list[float] = []
+        requests: list[int] = []
+        while len(walls) < MAX_POLLS and (not walls or source.out_of_time is not None):
             started = time.monotonic()
             snapshot = source.poll(state, at)
-            figures.poll_wall_s.append(round(time.monotonic() - started, 2))
-            figures.poll_requests.append(snapshot.http_requests)
-            figures.polls += 1
+            walls.append(round(time.monotonic() - started, 2))
+            requests.append(snapshot.http_requests)
             state = snapshot.state
             delivered.update((r.commit.sha, run.name) for r in snapshot.commits for run in r.runs)
-            if source.out_of_time is None:
-                figures.caught_up = True
-                break
         window = {record[0] for record in state["commits"]["list"]}
         runs = [
             record
@@ -83,11 +62,20 @@ def github_budget(
             if sha in window
             for record in records
         ]
-        figures.runs_in_window = len({record[0] for record in runs})
-        figures.runs_delivered = len({record[0] for record in runs if record[4]})
-        figures.duplicated_job_runs = sum(1 for count in delivered.values() if count > 1)
-        figures.http_requests = sum(figures.poll_requests)
-        figures.over_budget_polls = sum(1 for wall in figures.poll_wall_s if wall > budget_s)
-        return asdict(figures)
+        return {
+            "job_columns": day.columns,
+            "commits_per_page": day.window,
+            "delay_s": delay_s,
+            "budget_s": budget_s,
+            "polls": len(walls),
+            "caught_up": source.out_of_time is None,
+            "http_requests": sum(requests),
+            "poll_wall_s": walls,
+            "poll_requests": requests,
+            "runs_in_window": len({record[0] for record in runs}),
+            "runs_delivered": len({record[0] for record in runs if record[4]}),
+            "duplicated_job_runs": sum(1 for count in delivered.values() if count > 1),
+            "over_budget_polls": sum(1 for wall in walls if wall > budget_s),
+        }
     finally:
         server.stop()

@@ -9,7 +9,6 @@ not see headers), GitHub's at the stand-in. Peak memory: see `benchmarks.memory`
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -40,28 +39,6 @@ class ConditionalCountingClient(HttpClient):
         return super().get(url, headers)
 
 
-@dataclass
-class PollFigures:
-    http_requests: int
-    http_unconditional_requests: int
-    ddb_write_requests: int
-    items_written: int
-    items_read: int
-    wall_s: float
-    peak_mb: float
-    # what explains the figures above: where the requests and request units go
-    retained_mb: float = 0.0  # of peak_mb, still resident after the poll (moto's copy of the items)
-    cells_written: int = 0
-    ddb_requests: dict[str, int] = field(default_factory=dict)
-    read_units: float = 0.0
-    write_units: float = 0.0
-    code_s: float = 0.0
-    emulator_s: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def deployment(source: str, url: str, per_page: int) -> Deployment:
     """One PyTorch trunk with the PyTorch preset's job scope."""
     trunk = {
@@ -79,33 +56,37 @@ def deployment(source: str, url: str, per_page: int) -> Deployment:
 Poll = Callable[[Storage], tuple[PollResult, int, int]]
 
 
-def poll_figures(usage: Usage, result: PollResult, http: int, unconditional: int, peak: Peak) -> PollFigures:
-    return PollFigures(
-        http_requests=http,
-        http_unconditional_requests=unconditional,
-        ddb_write_requests=usage.ddb_write_requests,
-        items_written=usage.items_written,
-        items_read=usage.items_read,
-        wall_s=round(usage.wall_seconds, 4),
-        peak_mb=peak.mb,
-        retained_mb=peak.retained_mb,
-        cells_written=result.cells_written,
-        ddb_requests={
-            k.removeprefix("dynamodb."): v
-            for k, v in sorted(usage.calls.items())
+def poll_figures(
+    usage: Usage, result: PollResult, http: int, unconditional: int, peak: Peak
+) -> dict[str, Any]:
+    return {
+        "http_requests": http,
+        "http_unconditional_requests": unconditional,
+        "ddb_write_requests": usage.ddb_write_requests,
+        "items_written": usage.items_written,
+        "items_read": usage.items_read,
+        "wall_s": round(usage.wall_seconds, 4),
+        "peak_mb": peak.mb,
+        # What explains the figures above: the part of the peak still resident after the poll
+        # (moto's copy of the items), and where the requests and request units go.
+        "retained_mb": peak.retained_mb,
+        "cells_written": result.cells_written,
+        "ddb_requests": {
+            k.removeprefix("dynamodb."): n
+            for k, n in sorted(usage.calls.items())
             if k.startswith("dynamodb.")
         },
-        read_units=usage.read_units,
-        write_units=usage.write_units,
-        code_s=round(usage.code_seconds, 4),
-        emulator_s=round(usage.emulator_seconds, 4),
-    )
+        "read_units": usage.read_units,
+        "write_units": usage.write_units,
+        "code_s": round(usage.code_seconds, 4),
+        "emulator_s": round(usage.emulator_seconds, 4),
+    }
 
 
-def _two_polls(dep: Deployment, poll: Poll) -> dict[str, PollFigures]:
+def _two_polls(dep: Deployment, poll: Poll) -> dict[str, dict[str, Any]]:
     """The first poll into an empty table, then the same data again."""
     meter = Meter()
-    figures: dict[str, PollFigures] = {}
+    figures: dict[str, dict[str, Any]] = {}
     with meter, InProcessAws(dep, meter) as aws:
         for phase in ("first_poll", "steady_poll"):
             outcome: list[tuple[PollResult, int, int]] = []
@@ -116,7 +97,7 @@ def _two_polls(dep: Deployment, poll: Poll) -> dict[str, PollFigures]:
         return figures
 
 
-def ingest_hud(day: Day, at: datetime) -> dict[str, PollFigures]:
+def ingest_hud(day: Day, at: datetime) -> dict[str, dict[str, Any]]:
     hud = HudServer()
     try:
         hud.serve(day.trunk.snapshot(at))
@@ -135,7 +116,7 @@ def ingest_hud(day: Day, at: datetime) -> dict[str, PollFigures]:
         hud.stop()
 
 
-def ingest_github(day: Day, at: datetime) -> dict[str, PollFigures]:
+def ingest_github(day: Day, at: datetime) -> dict[str, dict[str, Any]]:
     github = GitHubServer(limit=LIMIT)
     try:
         serve_at(github, day.trunk, at)

@@ -33,7 +33,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import boto3
@@ -94,19 +94,7 @@ class Usage:
         return self.ddb(*WRITES)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.calls + other.calls,
-            self.items_written + other.items_written,
-            self.items_read + other.items_read,
-            self.read_units + other.read_units,
-            self.write_units + other.write_units,
-            self.invocations + other.invocations,
-            self.seconds + other.seconds,
-            self.emulator_seconds + other.emulator_seconds,
-            self.meter_seconds + other.meter_seconds,
-            self.emulator_cpu_seconds + other.emulator_cpu_seconds,
-            self.meter_cpu_seconds + other.meter_cpu_seconds,
-        )
+        return Usage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
 
 class Meter:
@@ -114,20 +102,17 @@ class Meter:
 
     def __init__(self) -> None:
         self.usage: dict[str, Usage] = {}
-        self._listening: contextlib.ExitStack | None = None
         self._sizes_before: dict[int, list[int]] = {}  # id(call) -> its write's item sizes
         self._clients: dict[str, Any] = {}  # region -> the meter's own DynamoDB client
         self._lock = threading.Lock()  # the counts, for calls made from several threads
 
     def __enter__(self) -> Meter:
-        self._listening = contextlib.ExitStack()
-        self._listening.enter_context(aws_calls.listening(self))
+        self._listening = aws_calls.listening(self)
+        self._listening.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._listening is not None
-        self._listening.close()
-        self._listening = None
+        self._listening.__exit__(None, None, None)
 
     def get(self, label: str) -> Usage:
         return self.usage.setdefault(label, Usage())
@@ -264,9 +249,7 @@ def _every_one_returned(
     none), each with its key: then they are sized without reading them again."""
     if response.get("ScannedCount") != len(items) or not items:
         return False
-    table_item = _table(region, table)
-    names = [table_item.hash_key_attr] + ([table_item.range_key_attr] if table_item.range_key_attr else [])
-    return all(name in item for item in items for name in names)
+    return all(name in item for item in items for name in _key_names(region, table))
 
 
 def _evaluation(params: dict[str, Any]) -> dict[str, Any]:
@@ -284,10 +267,13 @@ def _table(region: str, name: str) -> Any:
     return dynamodb_backends[DEFAULT_ACCOUNT_ID][region].get_table(name)
 
 
-def _key_of(region: str, table_name: str, item: dict[str, Any]) -> dict[str, Any]:
+def _key_names(region: str, table_name: str) -> list[str]:
     table = _table(region, table_name)
-    names = [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
-    return {name: item[name] for name in names}
+    return [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
+
+
+def _key_of(region: str, table_name: str, item: dict[str, Any]) -> dict[str, Any]:
+    return {name: item[name] for name in _key_names(region, table_name)}
 
 
 def _size(region: str, table_name: str, key: dict[str, Any]) -> int | None:
