@@ -272,14 +272,12 @@ class RedTrunk:
         return breaks
 
     def _windows(self, rng: random.Random) -> list[Window]:
-        weeks = self.days / 7
         windows = []
         span = (self.end - self.start).total_seconds()
         for kind, per_week in (("external", EXTERNALS_PER_WEEK), ("infra", OUTAGES_PER_WEEK)):
-            count = max(1, round(per_week * weeks))
-            for n in range(count):
-                # One per equal part of the period, away from its edges.
-                part = span / count
+            count = max(1, round(per_week * (self.days / 7)))
+            part = span / count
+            for n in range(count):  # one per equal part of the period, away from its edges
                 start = self.start + timedelta(seconds=part * n + rng.uniform(0.15, 0.6) * part)
                 start = start.replace(microsecond=0)
                 if kind == "external":
@@ -380,19 +378,18 @@ class RedTrunk:
 
     def snapshot(self, at: datetime) -> dict[str, Any]:
         landed = [c for c in self.commits if c.time <= at][-WINDOW:]
-        rows = []
-        for info in reversed(landed):
-            rows.append(
-                {
-                    "sha": info.sha,
-                    "time": timestamp(info.time),
-                    "prNum": info.pr,
-                    "commitTitle": f"[redtrunk] change {info.index}",
-                    "author": info.author,
-                    "commitUrl": f"https://github.com/{REPO}/commit/{info.sha}",
-                    "jobs": [self._cell(info.index, col.index, at) for col in self.columns],
-                }
-            )
+        rows = [
+            {
+                "sha": info.sha,
+                "time": timestamp(info.time),
+                "prNum": info.pr,
+                "commitTitle": f"[redtrunk] change {info.index}",
+                "author": info.author,
+                "commitUrl": f"https://github.com/{REPO}/commit/{info.sha}",
+                "jobs": [self._cell(info.index, col.index, at) for col in self.columns],
+            }
+            for info in reversed(landed)
+        ]
         return {"jobNames": [col.name for col in self.columns], "shaGrid": rows}
 
     def write(self, replay: Path, truth: Path | None = None, config: dict[str, Any] | None = None) -> None:

@@ -203,8 +203,7 @@ class Breakage:
 
 
 class Truth:
-    """A trunk's ground truth as its truth file has it (`RedTrunk.truth()`, and the shared
-    format of benchmarks/redtrunk.py's docstring)."""
+    """A trunk's ground truth as its truth file has it (benchmarks/redtrunk.py's format)."""
 
     def __init__(self, data: dict[str, Any]) -> None:
         missing = [key for key in ("days", "breaks", "cells") if key not in data]
@@ -251,15 +250,13 @@ class Truth:
         return list(dict.fromkeys(job_key(column) for column in breakage.columns))
 
     def consecutive_failures(self, breakage: Breakage) -> int:
-        """The most commits in a row one of the breakage's jobs failed by it: the commits the
-        job ran on (a sharded job failing when a shard does), none between passing or failing
-        otherwise."""
+        """The most commits in a row one of the breakage's jobs failed by it (a sharded job
+        failing when a shard does); the commits it did not run on are skipped."""
         most = 0
         for job in self._jobs(breakage):
             run = 0
             for commit in range(breakage.culprit, breakage.fix):
-                found = self.job_results(commit, job).values()
-                if found:  # a commit the job did not run on is skipped
+                if found := self.job_results(commit, job).values():
                     run = run + 1 if any(r.breaker == breakage.culprit for r in found) else 0
                     most = max(most, run)
         return most
@@ -268,11 +265,9 @@ class Truth:
         self, breakage: Breakage, failures: int, polls: Sequence[datetime] | None = None
     ) -> bool:
         """Whether, at some instant (at one of `polls`, when given), a job the breakage broke
-        showed `failures` failing commits in a row at its newest end (its commits without a
-        finished result skipped, a failing shard failing the commit), one of them broken by
-        it: what a rule of `failures` in a row needs to page it. Without `polls`, at any poll
-        cadence: a breakage whose fix's pass finished before its own failures did may never
-        show them."""
+        showed `failures` failing commits in a row at its newest end, one of them broken by it
+        (its commits without a finished result skipped): what a rule of `failures` in a row
+        needs to page it. A breakage whose fix passed before its own failures finished never does."""
         for job in self._jobs(breakage):
             cells = {
                 commit: list(found.values())
@@ -280,9 +275,7 @@ class Truth:
                 if (found := self.job_results(commit, job))
             }
             # The run at the head only grows when a failure finishes: look at those instants.
-            instants = sorted(
-                r.finish for found in cells.values() for r in found if r.conclusion == "failure"
-            )
+            instants = sorted(r.finish for rs in cells.values() for r in rs if r.conclusion == "failure")
             own = [r.finish for c in range(breakage.culprit, breakage.fix) for r in cells.get(c, ())]
             if polls is not None and own:
                 instants = [t for t in polls if min(own) <= t <= max(own) + timedelta(days=1)]
@@ -331,9 +324,8 @@ class Scorer:
         return self.truth.sha_index.get(sha, self.truth.short_index.get(sha[:12]))
 
     def run_commit(self, url: str) -> int:
-        """The commit index a failing run's URL names: the generator's name it
-        (`.../actions/runs/<commit index>/job/...`, kept in Buildkite form), a job retried on
-        Buildkite has its build's (`.../builds/<number>#<job id>`)."""
+        """The commit index a failing run's URL names: the generator's `.../actions/runs/<commit
+        index>/job/...` (kept in Buildkite form) or a retried Buildkite job's `.../builds/<number>#<id>`."""
         found = _BUILD_URL.search(url)
         if found and "/actions/runs/" not in url:
             return self.builds[int(found[1])]
