@@ -2,8 +2,7 @@
 a replay file (docs/local.md "Replay files") and its ground truth.
 
 `python -m benchmarks.redtrunk [--seed N] [--days D] [--out DIR] [--confirm]` writes
-DIR/redtrunk-N.jsonl.gz (a header line, with `"config": {"confirm": "rerun"}` for `--confirm`,
-then one HUD snapshot every 30 minutes of the newest 25 commits) and
+DIR/redtrunk-N.jsonl.gz (a HUD snapshot of the newest 25 commits every 30 minutes) and
 DIR/redtrunk-N.truth.json.gz, and prints the trunk's statistics.
 
 The figures it follows, and where each comes from:
@@ -29,9 +28,8 @@ The figures it follows, and where each comes from:
   68% of the time over 28 days (its "trunk health" metrics), the reference description of this
   trunk (not in the repository) says 42-60% of commits.
 
-Each finished cell also carries `"rerun": {"conclusion", "durationS"}`: how re-running that job
-on that commit, requested at that snapshot's time, would end (`RedTrunk.rerun`). The HUD API
-has no such field (a stand-in answering reruns reads it).
+Each finished cell also carries `"rerun": {"conclusion", "durationS"}`, which the HUD API has
+not: how re-running it then would end (`RedTrunk.rerun`), for a stand-in answering reruns.
 
 The truth file lists per commit (by sha) and job column the cause of its result (`pass`,
 `flaky`, `flaky-retried`, `code:<index of the breaking commit>`, `external`, `infra`) and when

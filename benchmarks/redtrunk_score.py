@@ -41,8 +41,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -137,7 +136,7 @@ class Episode:
     page: Page
     since_resolved: timedelta | None
     end: datetime | None = None
-    verdicts: list[tuple[datetime, str, str]] = dataclass_field(default_factory=list)
+    verdicts: list[tuple[datetime, str, str]] = field(default_factory=list)
 
 
 def _trunk_lines(row: dict[str, Any]) -> list[re.Match[str]]:
@@ -335,23 +334,23 @@ class Scorer:
         """The commit indices of the page's failing runs, newest first."""
         return list(dict.fromkeys(self.run_commit(url) for url in page.runs))
 
-    def cells(self, page: Page) -> list[tuple[int, str]]:
-        """(commit index, column) of the page's failing runs, newest first. A run's URL names
+    def cells(self, page: Page) -> list[tuple[tuple[int, str], Outcome]]:
+        """((commit index, column), result) of the page's failing runs, newest first. A run's URL names
         its commit only: each is one of the failing columns of the page's job on that commit,
         the earliest to finish first (a sharded job's commit fails with its first shard)."""
         runs = Counter(self.run_commit(url) for url in page.runs)
-        found: list[tuple[int, str]] = []
+        found: list[tuple[tuple[int, str], Outcome]] = []
         for commit in self.commits(page):
             results = self.truth.job_results(commit, page.job or "")
             failing = sorted((r.finish, c) for c, r in results.items() if r.conclusion == "failure")
-            found.extend((commit, column) for _, column in failing[: runs[commit]])
+            found.extend(((commit, column), results[column]) for _, column in failing[: runs[commit]])
         return found
 
     def judge(self, page: Page) -> Judged:
         """The job page against the truth, from its cells (`cells`): the newest's cause is its
         kind; a code breakage blamed on a commit between the last pass and the breaker (a job
         that did not run on it) is `code (breaker in range)`."""
-        cells = [(cell, r) for cell in self.cells(page) if (r := self.truth.result(*cell)) is not None]
+        cells = self.cells(page)
         results = [r for _, r in cells]
         newest = results[0] if results else None
         breaker = newest.breaker if newest else None
