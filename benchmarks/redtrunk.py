@@ -2,43 +2,34 @@
 a replay file (docs/local.md "Replay files") and its ground truth.
 
 `python -m benchmarks.redtrunk [--seed N] [--days D] [--out DIR] [--confirm]` writes
-DIR/redtrunk-N.jsonl.gz (a header line, with `"config": {"confirm": "rerun"}` for `--confirm`,
-then one HUD snapshot every 30 minutes of the newest 25 commits) and
+DIR/redtrunk-N.jsonl.gz (a HUD snapshot of the newest 25 commits every 30 minutes) and
 DIR/redtrunk-N.truth.json.gz, and prints the trunk's statistics.
 
 The figures it follows, and where each comes from:
 
-- commits: about 37 a day (`COMMITS_PER_DAY`), twice as many per hour in US daytime (14-24 UTC)
-  as at night. PyTorch lands 35-50 commits a day on `main` (its HUD's commit history; the
-  `pytorch/pytorch` commit graph).
-- jobs: 60 columns in 7 families (CPU, ASAN, CUDA, ROCm, macOS, Windows, inductor), one build
-  and several test configurations each, the CPU and CUDA ones sharded in 2 (the column names
-  of PyTorch's HUD: `<workflow> / <build environment> / test (<config>, <shard>, <shards>,
-  <runner>)`). Jobs take 40 minutes to 3 hours from their commit.
+- commits: about 37 a day, twice as many per hour in US daytime (14-24 UTC) as at night.
+  PyTorch lands 35-50 commits a day on `main` (its HUD's commit history).
+- jobs: 60 columns in 7 families, one build and several test configurations each, named as
+  PyTorch's HUD names them (`<workflow> / <build environment> / test (<config>, <shard>,
+  <shards>, <runner>)`). Jobs take 40 minutes to 3 hours from their commit.
 - flakiness: per-job failure rates mostly under 0.5%, twelve jobs at 0.5-3%, three chronic
   flakers at 6-15% (LUCI reports 98.6% of test segments failing under 1% of the time; PyTorch
-  admits a job to its blocking set only under a 10% failure rate). 45% of flaky failures are
-  retried to green (the HUD's `failedPreviousRun`); a failed job of any cause is retried at the
-  same rate (the retry of a broken job fails again: `failedPreviousRun` on a failure).
-- breakages: about 3.5% of commits (`BREAK_SHARE`) break 1 to 10 jobs of one family (mostly
-  one) until a fix lands 1 to about 30 commits later (a revert in a few, a forward fix in a
-  few dozen); every broken job fails with the same test line. (PyTorch's reverts: a few percent
-  of landed commits, most within hours.)
-- dependency breakages: `EXTERNALS_PER_WEEK` a week; every job of one family finishing during
-  6 to 10 hours fails, whatever the commit, with one error line (which may look like any test
-  failure).
-- runner outages: `OUTAGES_PER_WEEK` a week; every job on one runner type finishing during 1 to 2
-  hours fails, without failure lines.
+  admits a job to its blocking set only under a 10% failure rate). 45% of failed jobs, of any
+  cause, are retried (the HUD's `failedPreviousRun`): a flaky one to green, a broken one fails again.
+- breakages: about 3.5% of commits break 1 to 10 jobs of one family (mostly one) until a fix
+  lands 1 to about 30 commits later (a revert or a forward fix); every broken job fails with
+  the same test line. (PyTorch's reverts: a few percent of landed commits, most within hours.)
+- dependency breakages, once a week: every job of one family finishing during 6 to 10 hours
+  fails, whatever the commit, with one error line (which may look like any test failure).
+- runner outages, once a week: every job on one runner type finishing during 1 to 2 hours
+  fails, without failure lines.
 - about 3% of cells are absent (the job did not run on that commit).
 - the result: red (any failed job) on about half of the commits; PyTorch reports its trunk red
   68% of the time over 28 days (its "trunk health" metrics), the reference description of this
   trunk (not in the repository) says 42-60% of commits.
 
-Each finished cell also carries `"rerun": {"conclusion", "durationS"}`: how re-running that job
-on that commit, requested at that snapshot's time, would end. A real breakage fails again, a
-flaky failure passes, and a rerun requested during a dependency breakage or an outage of that
-job fails, also on commits that passed before it began; any other rerun fails at the job's
-flake rate. The HUD API has no such field (a stand-in answering reruns reads it).
+Each finished cell also carries `"rerun": {"conclusion", "durationS"}`, which the HUD API has
+not: how re-running it then would end (`RedTrunk.rerun`), for a stand-in answering reruns.
 
 The truth file lists per commit (by sha) and job column the cause of its result (`pass`,
 `flaky`, `flaky-retried`, `code:<index of the breaking commit>`, `external`, `infra`) and when
@@ -85,8 +76,6 @@ ABSENT_SHARE = 0.03
 # Jobs broken by one breakage (weights of 1, 2, ... 10), mostly one.
 BROKEN_JOBS_WEIGHTS = (50, 15, 10, 5, 4, 3, 3, 4, 3, 3)
 
-CONFIGS = ("default", "crossref", "distributed", "dynamo_wrapped", "inductor", "slow", "jit_legacy", "nogpu")
-
 
 @dataclass(frozen=True)
 class Family:
@@ -94,42 +83,25 @@ class Family:
     workflow: str
     environment: str
     runner: str
-    configs: tuple[str, ...]
-    sharded: tuple[str, ...] = ()  # configs run in 2 shards
-    test_file: str = "test"
+    test_file: str
+    configs: str  # its test configurations, in column order; `*`: run in 2 shards
 
 
 FAMILIES = (
-    Family(
-        "CPU", "pull", "linux-jammy-py3.10-gcc11", "linux.2xlarge", CONFIGS,
-        ("default", "crossref", "distributed", "dynamo_wrapped", "inductor", "slow"), "test_cpu",
-    ),
-    Family(
-        "ASAN", "pull", "linux-jammy-py3.10-clang18-asan", "linux.4xlarge",
-        ("default", "crossref", "distributed", "dynamo_wrapped", "slow"), (), "test_asan",
-    ),
-    Family(
-        "CUDA", "trunk", "linux-jammy-cuda12.8-py3.10-gcc11", "linux.g5.4xlarge.nvidia.gpu",
-        ("default", "crossref", "distributed", "dynamo_wrapped", "inductor", "slow", "jit_legacy", "nogpu"),
-        ("default", "distributed", "dynamo_wrapped"), "test_cuda",
-    ),
-    Family(
-        "ROCm", "trunk", "linux-jammy-rocm-py3.10", "linux.rocm.gpu.2",
-        ("default", "crossref", "distributed", "dynamo_wrapped", "inductor", "slow", "nogpu"), (),
-        "test_rocm",
-    ),
-    Family(
-        "macOS", "trunk", "macos-py3-arm64", "macos-m1-stable",
-        ("default", "crossref", "distributed", "dynamo_wrapped", "slow"), (), "test_mac",
-    ),
-    Family(
-        "Windows", "trunk", "win-vs2022-cpu-py3", "windows.4xlarge",
-        ("default", "crossref", "distributed", "dynamo_wrapped", "slow"), (), "test_win",
-    ),
-    Family(
-        "inductor", "inductor", "linux-jammy-cuda12.8-py3.10-gcc11-sm86", "linux.g5.4xlarge.nvidia.gpu",
-        ("inductor", "dynamo_wrapped", "distributed", "slow", "crossref", "default"), (), "test_inductor",
-    ),
+    Family("CPU", "pull", "linux-jammy-py3.10-gcc11", "linux.2xlarge", "test_cpu",
+           "default* crossref* distributed* dynamo_wrapped* inductor* slow* jit_legacy nogpu"),
+    Family("ASAN", "pull", "linux-jammy-py3.10-clang18-asan", "linux.4xlarge", "test_asan",
+           "default crossref distributed dynamo_wrapped slow"),
+    Family("CUDA", "trunk", "linux-jammy-cuda12.8-py3.10-gcc11", "linux.g5.4xlarge.nvidia.gpu", "test_cuda",
+           "default* crossref distributed* dynamo_wrapped* inductor slow jit_legacy nogpu"),
+    Family("ROCm", "trunk", "linux-jammy-rocm-py3.10", "linux.rocm.gpu.2", "test_rocm",
+           "default crossref distributed dynamo_wrapped inductor slow nogpu"),
+    Family("macOS", "trunk", "macos-py3-arm64", "macos-m1-stable", "test_mac",
+           "default crossref distributed dynamo_wrapped slow"),
+    Family("Windows", "trunk", "win-vs2022-cpu-py3", "windows.4xlarge", "test_win",
+           "default crossref distributed dynamo_wrapped slow"),
+    Family("inductor", "inductor", "linux-jammy-cuda12.8-py3.10-gcc11-sm86", "linux.g5.4xlarge.nvidia.gpu",
+           "test_inductor", "inductor dynamo_wrapped distributed slow crossref default"),
 )  # fmt: skip
 EXTERNAL_LINES = (
     "ERROR: Could not find a version that satisfies the requirement triton==3.1.0",
@@ -202,7 +174,8 @@ def _sha(seed: int, index: int) -> str:
     return hashlib.sha1(f"redtrunk:{seed}:{index}".encode(), usedforsecurity=False).hexdigest()
 
 
-def _time(at: datetime) -> str:
+def timestamp(at: datetime) -> str:
+    """A time as the replay and truth files write it: UTC, to the second, with a `Z`."""
     return at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -224,44 +197,41 @@ class RedTrunk:
         self.commits = self._commits(rng)
         self.breaks = self._breaks(rng)
         self.windows = self._windows(rng)
-        self._results: dict[tuple[int, int], Result | None] = {}
+        self._results = {
+            (c.index, col.index): self._result(c.index, col) for c in self.commits for col in self.columns
+        }
 
     @property
     def end(self) -> datetime:
         return self.start + timedelta(days=self.days)
 
-    # -- structure --------------------------------------------------------------------------
-
     def _columns(self, rng: random.Random) -> list[Column]:
         names: list[tuple[Family, str, str]] = []
         for family in FAMILIES:
             names.append((family, "build", f"{family.workflow} / {family.environment} / build"))
-            for config in family.configs:
-                shards = 2 if config in family.sharded else 1
+            for config in family.configs.split():
+                shards = 2 if config.endswith("*") else 1
                 for shard in range(1, shards + 1):
-                    test = f"test ({config}, {shard}, {shards}, {family.runner})"
-                    name = f"{family.workflow} / {family.environment} / {test}"
-                    names.append((family, config, name))
-        # Flake rates: 3 chronic flakers (6-15%), 12 at 0.5-3%, the rest under 0.5%.
+                    test = f"{config.rstrip('*')}, {shard}, {shards}, {family.runner}"
+                    names.append(
+                        (
+                            family,
+                            config.rstrip("*"),
+                            f"{family.workflow} / {family.environment} / test ({test})",
+                        )
+                    )
+        # Flake rates: 3 chronic flakers (6-9%, one up to 15%), 12 at 0.5-3%, the rest under 0.5%.
         order = list(range(len(names)))
         rng.shuffle(order)
         rates = [0.0] * len(names)
         for rank, i in enumerate(order):
-            if rank < 3:
-                rates[i] = round(
-                    rng.triangular(0.06, 0.15, 0.06) if rank == 0 else rng.triangular(0.06, 0.09, 0.06), 4
-                )
-            elif rank < 15:
-                rates[i] = round(rng.triangular(0.005, 0.03, 0.005), 4)
-            else:
-                rates[i] = round(rng.triangular(0.0, 0.005, 0.0), 4)
-        columns = []
-        for i, (family, config, name) in enumerate(names):
-            minutes = rng.randint(40, 170) if config != "build" else rng.randint(40, 80)
-            columns.append(
-                Column(i, name, family.name, family.runner, config, timedelta(minutes=minutes), rates[i])
-            )
-        return columns
+            low, high = (0.06, 0.09) if rank < 3 else (0.005, 0.03) if rank < 15 else (0.0, 0.005)
+            rates[i] = round(rng.triangular(low, 0.15 if rank == 0 else high, low), 4)
+        minutes = [rng.randint(40, 80 if config == "build" else 170) for _, config, _ in names]
+        return [
+            Column(i, name, family.name, family.runner, config, timedelta(minutes=minutes[i]), rates[i])
+            for i, (family, config, name) in enumerate(names)
+        ]
 
     def _commits(self, rng: random.Random) -> list[CommitInfo]:
         # A Poisson process thinned by the hour of day, at COMMITS_PER_DAY on average.
@@ -300,14 +270,12 @@ class RedTrunk:
         return breaks
 
     def _windows(self, rng: random.Random) -> list[Window]:
-        weeks = self.days / 7
         windows = []
         span = (self.end - self.start).total_seconds()
         for kind, per_week in (("external", EXTERNALS_PER_WEEK), ("infra", OUTAGES_PER_WEEK)):
-            count = max(1, round(per_week * weeks))
-            for n in range(count):
-                # One per equal part of the period, away from its edges.
-                part = span / count
+            count = max(1, round(per_week * (self.days / 7)))
+            part = span / count
+            for n in range(count):  # one per equal part of the period, away from its edges
                 start = self.start + timedelta(seconds=part * n + rng.uniform(0.15, 0.6) * part)
                 start = start.replace(microsecond=0)
                 if kind == "external":
@@ -325,15 +293,10 @@ class RedTrunk:
                 windows.append(Window(kind, start, end, columns, line, what))
         return windows
 
-    # -- results ----------------------------------------------------------------------------
-
     def _window_at(self, column: int, at: datetime) -> Window | None:
         """The outage (first) or dependency breakage that fails `column` at `at`."""
-        for kind in ("infra", "external"):
-            for window in self.windows:
-                if window.kind == kind and column in window.columns and window.start <= at < window.end:
-                    return window
-        return None
+        failing = [w for w in self.windows if column in w.columns and w.start <= at < w.end]
+        return min(failing, key=lambda window: window.kind != "infra", default=None)
 
     def broken_by(self, commit: int, column: int) -> Break | None:
         """The breakage (the oldest one) that fails `column` on `commit`."""
@@ -342,45 +305,30 @@ class RedTrunk:
                 return brk
         return None
 
-    def runs(self, commit: int, column: int) -> bool:
-        return _rng(self.seed, "runs", commit, column).random() >= ABSENT_SHARE
-
     def result(self, commit: int, column: int) -> Result | None:
         """The cell's result (None: the job did not run on that commit)."""
-        key = (commit, column)
-        if key not in self._results:
-            self._results[key] = self._result(commit, column)
-        return self._results[key]
+        return self._results[(commit, column)]
 
-    def _result(self, commit: int, column: int) -> Result | None:
-        if not self.runs(commit, column):
+    def _result(self, commit: int, col: Column) -> Result | None:
+        if _rng(self.seed, "runs", commit, col.index).random() < ABSENT_SHARE:
             return None
-        col = self.columns[column]
-        rng = _rng(self.seed, "cell", commit, column)
-        jitter = timedelta(minutes=rng.randint(-10, 15))
-        first = self.commits[commit].time + col.duration + jitter
-        retry_at = first + col.duration  # the retry's result
+        rng = _rng(self.seed, "cell", commit, col.index)
+        first = self.commits[commit].time + col.duration + timedelta(minutes=rng.randint(-10, 15))
         retried = rng.random() < RETRY_SHARE
-        window = self._window_at(column, first)
+        final = first + col.duration if retried else first  # a retry runs as long
+        window = self._window_at(col.index, first)
         if window is not None:
-            lines = (window.line,) if window.line else ()
-            return Result(window.kind, "failure", first, retry_at if retried else first, retried, lines)
-        brk = self.broken_by(commit, column)
-        if brk is not None:
             return Result(
-                f"code:{brk.culprit}",
-                "failure",
-                first,
-                retry_at if retried else first,
-                retried,
-                (brk.lines[column],),
+                window.kind, "failure", first, final, retried, (window.line,) if window.line else ()
             )
+        brk = self.broken_by(commit, col.index)
+        if brk is not None:
+            return Result(f"code:{brk.culprit}", "failure", first, final, retried, (brk.lines[col.index],))
         if rng.random() < col.flake_rate:
             if retried:
-                return Result("flaky-retried", "success", first, retry_at, True)
+                return Result("flaky-retried", "success", first, final, True)
             family = next(f for f in FAMILIES if f.name == col.family)
-            test = rng.randint(0, 99)
-            line = failure_line(family, col.config, test)
+            line = failure_line(family, col.config, rng.randint(0, 99))
             return Result("flaky", "failure", first, first, False, (line,))
         return Result("pass", "success", first, first, False)
 
@@ -393,10 +341,8 @@ class RedTrunk:
         result = self.result(commit, column)
         if result is not None and result.cause == "flaky":
             return "success", duration
-        flaked = _rng(self.seed, "rerun", commit, column, _time(at)).random() < col.flake_rate
+        flaked = _rng(self.seed, "rerun", commit, column, timestamp(at)).random() < col.flake_rate
         return ("failure" if flaked else "success"), duration
-
-    # -- the replay -------------------------------------------------------------------------
 
     def url(self, commit: int, column: int) -> str:
         return f"https://github.com/{REPO}/actions/runs/{commit}/job/{column}"
@@ -405,19 +351,14 @@ class RedTrunk:
         result = self.result(commit, column)
         if result is None:
             return {}
-        info = self.commits[commit]
-        job_id = int(
-            hashlib.sha1(f"{info.sha}:{column}".encode(), usedforsecurity=False).hexdigest()[:10], 16
-        )
-        cell: dict[str, Any] = {"sha": info.sha, "id": job_id, "htmlUrl": self.url(commit, column)}
+        sha = self.commits[commit].sha
+        job_id = int(hashlib.sha1(f"{sha}:{column}".encode(), usedforsecurity=False).hexdigest()[:10], 16)
+        cell: dict[str, Any] = {"sha": sha, "id": job_id, "htmlUrl": self.url(commit, column)}
         if at < result.first_finish or at < result.finish:  # running, or its retry is
             return {**cell, "conclusion": "pending", "status": "in_progress"}
-        conclusion, duration = self.rerun(commit, column, at)
-        cell.update(
-            conclusion=result.conclusion,
-            status="completed",
-            rerun={"conclusion": conclusion, "durationS": duration},
-        )
+        rerun, duration = self.rerun(commit, column, at)
+        cell.update(conclusion=result.conclusion, status="completed")
+        cell["rerun"] = {"conclusion": rerun, "durationS": duration}
         if result.retried:
             cell["failedPreviousRun"] = True
         if result.lines:
@@ -426,26 +367,27 @@ class RedTrunk:
         return cell
 
     def snapshot_times(self) -> Iterator[datetime]:
+        """Every SNAPSHOT_EVERY, from the first that shows a commit."""
         at = self.start + SNAPSHOT_EVERY
         while at <= self.end:
-            yield at
+            if self.commits and self.commits[0].time <= at:
+                yield at
             at += SNAPSHOT_EVERY
 
     def snapshot(self, at: datetime) -> dict[str, Any]:
         landed = [c for c in self.commits if c.time <= at][-WINDOW:]
-        rows = []
-        for info in reversed(landed):
-            rows.append(
-                {
-                    "sha": info.sha,
-                    "time": _time(info.time),
-                    "prNum": info.pr,
-                    "commitTitle": f"[redtrunk] change {info.index}",
-                    "author": info.author,
-                    "commitUrl": f"https://github.com/{REPO}/commit/{info.sha}",
-                    "jobs": [self._cell(info.index, col.index, at) for col in self.columns],
-                }
-            )
+        rows = [
+            {
+                "sha": info.sha,
+                "time": timestamp(info.time),
+                "prNum": info.pr,
+                "commitTitle": f"[redtrunk] change {info.index}",
+                "author": info.author,
+                "commitUrl": f"https://github.com/{REPO}/commit/{info.sha}",
+                "jobs": [self._cell(info.index, col.index, at) for col in self.columns],
+            }
+            for info in reversed(landed)
+        ]
         return {"jobNames": [col.name for col in self.columns], "shaGrid": rows}
 
     def write(self, replay: Path, truth: Path | None = None, config: dict[str, Any] | None = None) -> None:
@@ -455,28 +397,31 @@ class RedTrunk:
         with _gzip_text(replay) as out:
             out.write(json.dumps({"repo": REPO, "branch": "main", "config": config or {}}) + "\n")
             for at in self.snapshot_times():
-                if not any(c.time <= at for c in self.commits):
-                    continue
-                line = json.dumps({"at": _time(at), "hud": self.snapshot(at)}, separators=(",", ":"))
-                out.write(line + "\n")
+                out.write(
+                    json.dumps({"at": timestamp(at), "hud": self.snapshot(at)}, separators=(",", ":")) + "\n"
+                )
         if truth is not None:
             with _gzip_text(truth) as out:
                 json.dump(self.truth(), out)
 
     def truth(self) -> dict[str, Any]:
-        cells = {}
-        for info in self.commits:
-            causes = {}
-            for col in self.columns:
-                result = self.result(info.index, col.index)
-                if result is not None:
-                    causes[col.name] = [result.cause, _time(result.finish)]
-            cells[info.sha] = {"idx": info.index, "time": _time(info.time), "causes": causes}
+        cells = {
+            info.sha: {
+                "idx": info.index,
+                "time": timestamp(info.time),
+                "causes": {
+                    col.name: [result.cause, timestamp(result.finish)]
+                    for col in self.columns
+                    if (result := self.result(info.index, col.index)) is not None
+                },
+            }
+            for info in self.commits
+        }
         return {
             "seed": self.seed,
             "days": self.days,
             "commits": len(self.commits),
-            "polls": sum(1 for at in self.snapshot_times() if any(c.time <= at for c in self.commits)),
+            "polls": len(list(self.snapshot_times())),
             "jobs": len(self.columns),
             "flake_rates": {col.name: col.flake_rate for col in self.columns},
             "breaks": [
@@ -499,14 +444,12 @@ class RedTrunk:
     def _window_json(self, window: Window) -> dict[str, Any]:
         return {
             "kind": window.kind,
-            "start": _time(window.start),
-            "end": _time(window.end),
+            "start": timestamp(window.start),
+            "end": timestamp(window.end),
             "what": window.what,
             "jobs": [self.columns[c].name for c in window.columns],
             **({"line": window.line} if window.line else {}),
         }
-
-    # -- statistics -------------------------------------------------------------------------
 
     @cached_property
     def stats(self) -> dict[str, Any]:
@@ -535,10 +478,8 @@ class RedTrunk:
             "flaky_retried_share": round(causes["flaky-retried"] / flaky, 3) if flaky else 0.0,
             "breaks": len(self.breaks),
             "break_share": round(len(self.breaks) / len(self.commits), 4),
-            "break_jobs_median": statistics.median(len(b.columns) for b in self.breaks) if self.breaks else 0,
-            "break_length_median": statistics.median(b.fix - b.culprit for b in self.breaks)
-            if self.breaks
-            else 0,
+            "break_jobs_median": statistics.median([len(b.columns) for b in self.breaks] or [0]),
+            "break_length_median": statistics.median([b.fix - b.culprit for b in self.breaks] or [0]),
             "externals": sum(w.kind == "external" for w in self.windows),
             "outages": sum(w.kind == "infra" for w in self.windows),
             "red_share": round(red_commits / len(self.commits), 3),

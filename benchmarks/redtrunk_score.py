@@ -1,16 +1,10 @@
 """Workload `redtrunk`: the rule scored against a red trunk's ground truth (issue #27).
 
-`python -m benchmarks redtrunk [--quick] [--seed N]` generates a trunk (`benchmarks.redtrunk`,
-seed `SEED`, two weeks; `--quick`: `QUICK_DAYS` days), or takes `--replay PATH.jsonl.gz
---truth PATH.truth.json.gz` made elsewhere (scored from its truth file alone, `Truth`, its
-header's rule config replaced by each run's), and replays it in a fresh process each way:
-`without_confirmation` (today's rule), `with_confirmation` (`"confirm": "rerun"`, reruns
-answered by the GitHub stand-in from the cells' `rerun` data), `pushed` (webhook deliveries
-alone, each job's result at its own finish time, `tests/support/timeline.py`, the schedule
-ticking every PUSHED_TICKS, on the in-memory store; its delay runs from the third failure's
-first report, so it has no poll interval) and `buildkite` (the trunk in Buildkite form,
-`buildkite_form`: tests/support/buildkite.py's converter, confirmed by job retries the
-Buildkite stand-in answers). The two weeks cost about 5 minutes of CPU; `--quick` a minute.
+The trunk (`benchmarks.redtrunk`, or a replay and truth file made elsewhere, scored from its
+truth file alone, `Truth`) is replayed in a fresh process each way, its header's rule config
+replaced by each run's: `without_confirmation`, `with_confirmation` (`"confirm": "rerun"`),
+`pushed` (webhook deliveries alone, `pushed_form`) and `buildkite` (`buildkite_form`); see
+benchmarks/__main__.py and docs/performance.md. Two weeks cost about 5 minutes of CPU.
 
 A page is the first firing message of an alert's episode. A `TrunkJobFailing` page's cells
 are the failing runs it lists (their URLs name the commit), its kind the cause of its newest
@@ -20,24 +14,18 @@ Figures (`score`): `pages_per_day` (job and trunk pages); `precision_code` and
 `recall_breaks_3plus` (breakages of 3+ commits with a job page on their cells);
 `delay_after_third_failure_s_p50` (the third failing result of the page's run to the page)
 and, with `polls`, `delay_to_next_snapshot_s_p50` (from it to the first snapshot that could
-show it: the part of the delay the replay's cadence sets, which no rule paging on the third
-failure can avoid); `delay_to_first_word_s_p50` (from it to the first message naming the job:
-its page, or a firing trunk alert's message listing it while it holds the job's page back);
-`culprit_right` (code pages naming the breaking commit) and `innocent_prs_named` (pages
-naming a commit that broke nothing); `breakage_pages_per_breakage`;
-`jobs_paged_again_within_3h` (of the same job's resolution).
+show it: the part of the delay the replay's cadence sets); `delay_to_first_word_s_p50` (from
+it to the first message naming the job: its page, or a firing trunk alert's message listing
+it while it holds the job's page back); `culprit_right` (code pages naming the breaking
+commit) and `innocent_prs_named` (pages naming a commit that broke nothing);
+`breakage_pages_per_breakage`; `jobs_paged_again_within_3h` (of the same job's resolution).
 
-The confirmed runs add `verdicts` (`verdict_scores`, read from each job episode's
-`culprit_verdict` as its messages bring it): the last verdict and the one 3 hours after the
+The confirmed runs add `verdicts` (`verdict_scores`), from each job episode's
+`culprit_verdict` as its messages bring it: the last verdict and the one 3 hours after the
 page, by episode kind; the shares of environmental (dependency and outage) episodes told so,
 and of code episodes confirmed on the breaking commit, at 3 hours; the episodes confirming
 an innocent commit, or naming one only as an unconfirmed suspect; the reruns per episode.
-
-Every run also scores its daily digests (`digest_scores`, design.md §4.4) against the code
-breakages failing 2+ consecutive commits of a job (`Truth.consecutive_failures`): those no
-page covered, and of them those a digest's `fixed_before_page` names (the others listed with
-their fix's finish and the last digest's day); entries a page covered, entries naming an
-innocent commit (and per week), culprits named again in a later digest.
+Every run also scores its daily digests (`digest_scores`, design.md §4.4).
 """
 
 from __future__ import annotations
@@ -48,21 +36,20 @@ import itertools
 import json
 import multiprocessing
 import re
-import shutil
 import statistics
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.redtrunk import DAYS, RedTrunk
+from benchmarks.redtrunk import DAYS, RedTrunk, timestamp
 from tests.support.timeline import Timeline, write
 from trunkwatch.domain.cells import job_key
+from trunkwatch.domain.clock import parse_time
 from trunkwatch.domain.config import RuleConfig
 from trunkwatch.domain.verdict import CulpritVerdict
 
@@ -78,6 +65,53 @@ REPAGE_WITHIN = timedelta(hours=3)  # a job paged again this soon after it resol
 # The pushed run's schedule ticks (its sweeps: reminders, failures aging out), as the
 # polled run ticks at its snapshots.
 PUSHED_TICKS = timedelta(minutes=10)
+# A job's line in a trunk alert's description; its verdict when it has one.
+_TRUNK_LINE = re.compile(
+    r"^- (?P<job>.+): \d+ commits?, (?P<role>culprit|suspect) (?P<sha>[0-9a-f]{7,40}) "
+    r"(?:.*\((?P<verdict>confirmed|environmental|flaky|unconfirmed)\)$)?",
+    re.MULTILINE,
+)
+_BUILD_URL = re.compile(r"/builds/(\d+)(?:[#/?]|$)")
+_AT = re.compile(r'"at":\s*"([^"]+)"')
+
+
+def replay(
+    path: str, store: str = "memory"
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, list[dict[str, Any]]]:
+    """The messages a replay publishes (at, status, reason, labels, annotations), the reruns
+    the GitHub stand-in accepted, or the job retries the Buildkite one did (at, sha, job), its
+    wall time, and the daily digests it published (their JSON bodies, with `at`)."""
+    from trunkwatch_local.replay import read_replay
+    from trunkwatch_local.runtime import LocalRuntime
+    from trunkwatch_local.session import Session, replay_into
+
+    started = time.perf_counter()
+    rows, digests = [], []
+    parsed = read_replay(path)
+    with Session(LocalRuntime(store=store)) as session:
+        session.start(session.replaying_from(parsed))
+        for message in replay_into(session, parsed):
+            row = message.as_json()
+            body = {**row["message"], "at": row["at"]}
+            if message.is_digest:
+                digests.append(body)
+                continue
+            alert = body["alerts"][0]
+            rows.append(
+                {
+                    "at": row["at"],
+                    "status": body["status"],
+                    "reason": body.get("notification_reason", ""),
+                    "labels": alert["labels"],
+                    "annotations": alert["annotations"],
+                }
+            )
+        reruns = [{"at": timestamp(r.at), "sha": r.sha, "job": r.job} for r in session.github.accepted] + [
+            {"at": timestamp(r.at), "sha": r.sha, "job": r.name}
+            for retries in session.buildkite.retries.values()
+            for r in retries
+        ]
+    return rows, reruns, time.perf_counter() - started, digests
 
 
 @dataclass(frozen=True)
@@ -93,101 +127,54 @@ class Page:
         return self.annotations.get("failing_runs", "").split()
 
 
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+@dataclass
+class Episode:
+    """An alert's episode (per alert name and job): its page, when it resolved, the time since
+    the same alert's previous resolution, and the culprit verdicts its messages carried (at,
+    verdict, the commit named: culprit or suspect)."""
+
+    page: Page
+    since_resolved: timedelta | None
+    end: datetime | None = None
+    verdicts: list[tuple[datetime, str, str]] = field(default_factory=list)
 
 
-def replay(
-    path: str, store: str = "memory"
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, list[dict[str, Any]]]:
-    """The messages a replay publishes (at, status, reason, labels, annotations), the reruns
-    the GitHub stand-in accepted, or the job retries the Buildkite one did (at, sha, job), its
-    wall time, and the daily digests it published (their JSON bodies, with `at`)."""
-    from trunkwatch_local.replay import read_replay
-    from trunkwatch_local.runtime import LocalRuntime
-    from trunkwatch_local.session import Session, replay_into
-
-    started = time.perf_counter()
-    rows = []
-    digests = []
-    parsed = read_replay(path)
-    with Session(LocalRuntime(store=store)) as session:
-        session.start(session.replaying_from(parsed))
-        for message in replay_into(session, parsed):
-            row = message.as_json()
-            if message.is_digest:
-                digests.append({**row["message"], "at": row["at"]})
-                continue
-            alert = row["message"]["alerts"][0]
-            rows.append(
-                {
-                    "at": row["at"],
-                    "status": row["message"]["status"],
-                    "reason": row["message"].get("notification_reason", ""),
-                    "labels": alert["labels"],
-                    "annotations": alert["annotations"],
-                }
-            )
-        reruns = [
-            {"at": rerun.at.strftime("%Y-%m-%dT%H:%M:%SZ"), "sha": rerun.sha, "job": rerun.job}
-            for rerun in session.github.accepted
-        ] + [
-            {"at": retry.at.strftime("%Y-%m-%dT%H:%M:%SZ"), "sha": retry.sha, "job": retry.name}
-            for retries in session.buildkite.retries.values()
-            for retry in retries
-        ]
-    return rows, reruns, time.perf_counter() - started, digests
+def _trunk_lines(row: dict[str, Any]) -> list[re.Match[str]]:
+    """The job lines of a firing trunk alert's message (first page, update or reminder)."""
+    if row["labels"]["alertname"] not in TRUNK_ALERTS or row["status"] != "firing":
+        return []
+    return list(_TRUNK_LINE.finditer(row["annotations"].get("description", "")))
 
 
-def _replayed(path: Path, store: str = "memory") -> Any:
-    """`replay(path, store)` in a fresh process (clean memory, a run's own emulation)."""
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(replay, (str(path), store))
-
-
-def paged_again(messages: list[dict[str, Any]], within: timedelta = REPAGE_WITHIN) -> int:
-    """Job pages that came less than `within` after the same job's alert resolved."""
-    resolved: dict[str | None, datetime] = {}
-    found = 0
-    for page_or_resolution in _job_episodes(messages):
-        at, job, status = page_or_resolution
-        if status == "resolved":
-            resolved[job] = at
-        elif job in resolved and at - resolved[job] < within:
-            found += 1
-    return found
-
-
-def _job_episodes(messages: list[dict[str, Any]]) -> list[tuple[datetime, str | None, str]]:
-    """Each job alert's pages and resolutions, in order."""
-    firing: set[str | None] = set()
-    found = []
+def episodes(messages: list[dict[str, Any]]) -> list[Episode]:
+    """Every alert's episodes, in the order of their pages."""
+    found: list[Episode] = []
+    current: dict[tuple[str, str | None], Episode] = {}
+    resolved: dict[tuple[str, str | None], datetime] = {}
     for row in messages:
-        if row["labels"]["alertname"] != JOB_ALERT:
-            continue
-        job = row["labels"].get("job")
+        labels, notes, at = row["labels"], row["annotations"], parse_time(row["at"])
+        key = (labels["alertname"], labels.get("job"))
         if row["status"] == "resolved":
-            firing.discard(job)
-            found.append((_parse(row["at"]), job, "resolved"))
-        elif job not in firing:
-            firing.add(job)
-            found.append((_parse(row["at"]), job, "firing"))
+            resolved[key] = at
+            if key in current:
+                current.pop(key).end = at
+            continue
+        # While a trunk-level alert inhibits them, the jobs' verdicts come with it.
+        for line in _trunk_lines(row):
+            if line["verdict"] and (job := current.get((JOB_ALERT, line["job"]))) is not None:
+                job.verdicts.append((at, line["verdict"], line["sha"]))
+        if key not in current:
+            current[key] = Episode(Page(at, *key, notes), at - resolved[key] if key in resolved else None)
+            found.append(current[key])
+        if key[0] == JOB_ALERT and notes.get("culprit_verdict"):
+            sha = notes.get("culprit_sha") or notes.get("suspect_sha", "")
+            current[key].verdicts.append((at, notes["culprit_verdict"], sha))
     return found
 
 
 def pages(messages: list[dict[str, Any]]) -> list[Page]:
     """The first firing message of each alert episode (per alert name and job)."""
-    open_episodes: set[tuple[str, str | None]] = set()
-    found = []
-    for row in messages:
-        labels = row["labels"]
-        key = (labels["alertname"], labels.get("job"))
-        if row["status"] == "resolved":
-            open_episodes.discard(key)
-        elif key not in open_episodes:
-            open_episodes.add(key)
-            found.append(Page(_parse(row["at"]), key[0], key[1], row["annotations"]))
-    return found
+    return [episode.page for episode in episodes(messages)]
 
 
 @dataclass(frozen=True)
@@ -201,6 +188,11 @@ class Outcome:
     def conclusion(self) -> str:
         return "success" if self.cause in ("pass", "flaky-retried") else "failure"
 
+    @property
+    def breaker(self) -> int | None:
+        """The breaking commit's index, for a code breakage."""
+        return int(self.cause.split(":")[1]) if self.cause.startswith("code:") else None
+
 
 @dataclass(frozen=True)
 class Breakage:
@@ -210,51 +202,30 @@ class Breakage:
 
 
 class Truth:
-    """A trunk's ground truth as its truth file has it (`RedTrunk.truth()`, and the shared
-    format of benchmarks/redtrunk.py's docstring): per commit (by sha, with its index) and
-    job column the cause of its result and when it finished; the breakages; the days."""
+    """A trunk's ground truth as its truth file has it (benchmarks/redtrunk.py's format)."""
 
     def __init__(self, data: dict[str, Any]) -> None:
         missing = [key for key in ("days", "breaks", "cells") if key not in data]
         if missing:
             raise ValueError(f"not a redtrunk truth file: no {', '.join(missing)}")
         self.days: float = data["days"]
-        self.sha_index: dict[str, int] = {}
-        self.results: dict[int, dict[str, Outcome]] = {}
-        for sha, commit in data["cells"].items():
-            self.sha_index[sha] = commit["idx"]
-            self.results[commit["idx"]] = {
-                name: Outcome(cause, _parse(finish)) for name, (cause, finish) in commit["causes"].items()
-            }
+        self.sha_index = {sha: commit["idx"] for sha, commit in data["cells"].items()}
         self.short_index = {sha[:12]: index for sha, index in self.sha_index.items()}
+        self.results = {
+            commit["idx"]: {
+                name: Outcome(cause, parse_time(at)) for name, (cause, at) in commit["causes"].items()
+            }
+            for commit in data["cells"].values()
+        }
         self.breaks = [Breakage(b["culprit"], b["fix"], tuple(b.get("jobs", ()))) for b in data["breaks"]]
         # Dependency breakages and runner outages: (kind, start, end, job columns).
         self.windows = [
-            (w["kind"], _parse(w["start"]), _parse(w["end"]), frozenset(w["jobs"]))
+            (w["kind"], parse_time(w["start"]), parse_time(w["end"]), frozenset(w["jobs"]))
             for w in [*data.get("externals", ()), *data.get("outages", ())]
         ]
-        names = dict.fromkeys(name for causes in self.results.values() for name in causes)
         self.key_columns: dict[str, list[str]] = defaultdict(list)
-        for name in names:
+        for name in dict.fromkeys(name for causes in self.results.values() for name in causes):
             self.key_columns[job_key(name)].append(name)
-
-    def consecutive_failures(self, breakage: Breakage) -> int:
-        """The most commits in a row one of the breakage's jobs failed by it: the commits the
-        job ran on (a sharded job failing when a shard does), none between passing or failing
-        otherwise."""
-        most = 0
-        for job in dict.fromkeys(job_key(column) for column in breakage.columns):
-            columns, run = self.key_columns.get(job, []), 0
-            for commit in range(breakage.culprit, breakage.fix):
-                found = [r for c in columns if (r := self.result(commit, c)) is not None]
-                if not found:
-                    continue  # the job did not run there: the next commit it ran on is next
-                if any(r.cause == f"code:{breakage.culprit}" for r in found):
-                    run += 1
-                    most = max(most, run)
-                else:
-                    run = 0
-        return most
 
     @classmethod
     def load(cls, path: Path) -> Truth:
@@ -270,26 +241,40 @@ class Truth:
         """The cell's result (None: the job did not run on that commit)."""
         return self.results.get(commit, {}).get(column)
 
+    def job_results(self, commit: int, job: str) -> dict[str, Outcome]:
+        """The results of the job's columns (its shards) that ran on `commit`."""
+        return {c: r for c in self.key_columns.get(job, []) if (r := self.result(commit, c)) is not None}
+
+    def _jobs(self, breakage: Breakage) -> list[str]:
+        return list(dict.fromkeys(job_key(column) for column in breakage.columns))
+
+    def consecutive_failures(self, breakage: Breakage) -> int:
+        """The most commits in a row one of the breakage's jobs failed by it (a sharded job
+        failing when a shard does); the commits it did not run on are skipped."""
+        most = 0
+        for job in self._jobs(breakage):
+            run = 0
+            for commit in range(breakage.culprit, breakage.fix):
+                if found := self.job_results(commit, job).values():
+                    run = run + 1 if any(r.breaker == breakage.culprit for r in found) else 0
+                    most = max(most, run)
+        return most
+
     def ever_at_head(
         self, breakage: Breakage, failures: int, polls: Sequence[datetime] | None = None
     ) -> bool:
         """Whether, at some instant (at one of `polls`, when given), a job the breakage broke
-        showed `failures` failing commits in a row at its newest end (its commits without a
-        finished result skipped, a failing shard failing the commit), one of them broken by
-        it: what a rule of `failures` in a row needs to page it. Without `polls`, at any poll
-        cadence: a breakage whose fix's pass finished before its own failures did may never
-        show them."""
-        for job in dict.fromkeys(job_key(column) for column in breakage.columns):
-            columns = self.key_columns.get(job, [])
+        showed `failures` failing commits in a row at its newest end, one of them broken by it
+        (its commits without a finished result skipped): what a rule of `failures` in a row
+        needs to page it. A breakage whose fix passed before its own failures finished never does."""
+        for job in self._jobs(breakage):
             cells = {
-                commit: found
+                commit: list(found.values())
                 for commit in range(max(0, breakage.culprit - failures), max(self.results, default=0) + 1)
-                if (found := [r for c in columns if (r := self.result(commit, c)) is not None])
+                if (found := self.job_results(commit, job))
             }
             # The run at the head only grows when a failure finishes: look at those instants.
-            instants = sorted(
-                r.finish for found in cells.values() for r in found if r.conclusion == "failure"
-            )
+            instants = sorted(r.finish for rs in cells.values() for r in rs if r.conclusion == "failure")
             own = [r.finish for c in range(breakage.culprit, breakage.fix) for r in cells.get(c, ())]
             if polls is not None and own:
                 instants = [t for t in polls if min(own) <= t <= max(own) + timedelta(days=1)]
@@ -306,7 +291,17 @@ class Truth:
         return False
 
 
-_BUILD_URL = re.compile(r"/builds/(\d+)(?:[#/?]|$)")
+@dataclass(frozen=True)
+class Judged:
+    """A job page against the truth."""
+
+    kind: str  # code, external, infra, flaky; unknown: no failing cell
+    breaker: int | None  # the breaking commit's index, for `code`
+    label: str  # its kind; `code (wrong commit)` or `code (breaker in range)` if naming another
+    right: bool  # it names the breaking commit
+    breakers: set[int]  # the breaking commits of its cells
+    episode: tuple[str, int] | None  # (kind, breaking commit or window index); None: flaky
+    third_failure: datetime | None
 
 
 class Scorer:
@@ -321,19 +316,15 @@ class Scorer:
         failed_at: Mapping[tuple[int, str], datetime] | None = None,
         builds: Mapping[int, int] | None = None,
     ) -> None:
-        self.failed_at = failed_at or {}
-        self.truth = truth
-        self.sha_index = truth.sha_index
-        self.builds = builds or {}
+        self.truth, self.failed_at, self.builds = truth, failed_at or {}, builds or {}
 
     def index(self, sha: str) -> int | None:
         """The commit a full or 12-character sha names."""
-        return self.sha_index.get(sha, self.truth.short_index.get(sha[:12]))
+        return self.truth.sha_index.get(sha, self.truth.short_index.get(sha[:12]))
 
     def run_commit(self, url: str) -> int:
-        """The commit index a failing run's URL names: the generator's name it
-        (`.../actions/runs/<commit index>/job/...`, kept in Buildkite form), a job retried on
-        Buildkite has its build's (`.../builds/<number>#<job id>`)."""
+        """The commit index a failing run's URL names: the generator's `.../actions/runs/<commit
+        index>/job/...` (kept in Buildkite form) or a retried Buildkite job's `.../builds/<number>#<id>`."""
         found = _BUILD_URL.search(url)
         if found and "/actions/runs/" not in url:
             return self.builds[int(found[1])]
@@ -343,176 +334,72 @@ class Scorer:
         """The commit indices of the page's failing runs, newest first."""
         return list(dict.fromkeys(self.run_commit(url) for url in page.runs))
 
-    def cells(self, page: Page) -> list[tuple[int, str]]:
-        """(commit index, column) of the page's failing runs, newest first. A run's URL names
+    def cells(self, page: Page) -> list[tuple[tuple[int, str], Outcome]]:
+        """((commit index, column), result) of the page's failing runs, newest first. A run's URL names
         its commit only: each is one of the failing columns of the page's job on that commit,
         the earliest to finish first (a sharded job's commit fails with its first shard)."""
         runs = Counter(self.run_commit(url) for url in page.runs)
-        found = []
+        found: list[tuple[tuple[int, str], Outcome]] = []
         for commit in self.commits(page):
-            failing = sorted(
-                (result.finish, column)
-                for column in self.truth.key_columns.get(page.job or "", [])
-                if (result := self.truth.result(commit, column)) is not None
-                and result.conclusion == "failure"
-            )
-            found.extend((commit, column) for _, column in failing[: runs[commit]])
+            results = self.truth.job_results(commit, page.job or "")
+            failing = sorted((r.finish, c) for c, r in results.items() if r.conclusion == "failure")
+            found.extend(((commit, column), results[column]) for _, column in failing[: runs[commit]])
         return found
 
-    def kind(self, page: Page) -> tuple[str, int | None]:
-        """The page's kind and, for `code`, the breaking commit's index."""
+    def judge(self, page: Page) -> Judged:
+        """The job page against the truth, from its cells (`cells`): the newest's cause is its
+        kind; a code breakage blamed on a commit between the last pass and the breaker (a job
+        that did not run on it) is `code (breaker in range)`."""
         cells = self.cells(page)
-        if not cells:
-            return "unknown", None
-        result = self.truth.result(*cells[0])
-        cause = result.cause if result else "absent"
-        if cause.startswith("code:"):
-            return "code", int(cause.split(":")[1])
-        return cause, None
-
-    def episode(self, page: Page) -> tuple[str, int] | None:
-        """The breakage a job page is about: a code breakage by its breaking commit, a
-        dependency breakage or outage by its place in the truth's list; None for a flaky one."""
-        cells = self.cells(page)
-        kind, breaker = self.kind(page)
-        if breaker is not None:
-            return kind, breaker
-        if not cells or kind not in ("external", "infra"):
-            return None
-        result = self.truth.result(*cells[0])
-        assert result is not None
-        for index, (window_kind, start, end, jobs) in enumerate(self.truth.windows):
-            if window_kind == kind and cells[0][1] in jobs and start <= result.finish <= end + RESULT_LAG:
-                return kind, index
-        return kind, -1
-
-    def third_failure_at(self, page: Page) -> datetime | None:
-        finishes = sorted(
-            self.failed_at.get(cell, r.finish)
-            for cell in self.cells(page)
-            if (r := self.truth.result(*cell)) is not None
+        results = [r for _, r in cells]
+        newest = results[0] if results else None
+        breaker = newest.breaker if newest else None
+        kind = "unknown" if newest is None else "code" if breaker is not None else newest.cause
+        culprit = self.truth.sha_index.get(page.annotations.get("culprit_sha", ""), -1)
+        last_pass = self.truth.sha_index.get(page.annotations.get("last_pass_sha", ""), -1)
+        label = kind
+        if breaker is not None and breaker != culprit:
+            label = "code (breaker in range)" if last_pass < breaker < culprit else "code (wrong commit)"
+        episode = (kind, breaker) if breaker is not None else None
+        if newest is not None and kind in ("external", "infra"):
+            windows = enumerate(self.truth.windows)
+            column = cells[0][0][1]
+            found = (
+                i
+                for i, (k, start, end, jobs) in windows
+                if k == kind and column in jobs and start <= newest.finish <= end + RESULT_LAG
+            )
+            episode = kind, next(found, -1)
+        finishes = sorted(self.failed_at.get(cell, r.finish) for cell, r in cells)
+        return Judged(
+            kind,
+            breaker,
+            label,
+            breaker is not None and breaker == culprit,
+            {r.breaker for r in results if r.breaker is not None},
+            episode,
+            finishes[2] if len(finishes) >= 3 else None,
         )
-        return finishes[2] if len(finishes) >= 3 else None
+
+    def named_cause(self, job: str, culprit: int) -> tuple[str, int | None]:
+        """What broke `job` on `culprit` (its failing columns' cause), and the breaking commit."""
+        failing = [r for r in self.truth.job_results(culprit, job).values() if r.conclusion == "failure"]
+        code = next((r.breaker for r in failing if r.breaker is not None), None)
+        if code is not None:
+            return "code", code
+        return (failing[0].cause if failing else "unknown"), None
 
 
 def _ratio(part: int, whole: int) -> float:
     return round(part / whole, 3) if whole else 0.0
 
 
-_TRUNK_LINE = re.compile(r"^- (?P<job>.+): \d+ commits?, culprit (?P<sha>[0-9a-f]{7,40}) ", re.MULTILINE)
-
-
-def trunk_mentions(messages: list[dict[str, Any]]) -> list[tuple[datetime, set[str]]]:
-    """(time, jobs listed) of each firing trunk message (`TrunkBroken`, `TrunkBadlyBroken`:
-    first pages, updates and reminders), from their descriptions."""
-    return [
-        (
-            _parse(row["at"]),
-            {found["job"] for found in _TRUNK_LINE.finditer(row["annotations"].get("description", ""))},
-        )
-        for row in messages
-        if row["labels"]["alertname"] in TRUNK_ALERTS and row["status"] == "firing"
-    ]
-
-
-def first_word(page: Page, third: datetime, mentions: list[tuple[datetime, set[str]]]) -> datetime:
-    """When a person first heard of the page's job after its third failure: the page, or an
-    earlier firing trunk message listing the job (`TrunkBadlyBroken` holds job pages back,
-    design.md §3.3, and tells of each job that starts failing in an update)."""
-    told = [at for at, jobs in mentions if third <= at < page.at and page.job in jobs]
-    return min(told, default=page.at)
-
-
-def trunk_culprits(scorer: Scorer, messages: list[dict[str, Any]]) -> set[tuple[str, int]]:
-    """(job, culprit commit index) pairs the firing trunk messages (`TrunkBroken`,
-    `TrunkBadlyBroken`: first pages and updates) name, from their descriptions."""
-    by_prefix = {sha[:12]: index for sha, index in scorer.sha_index.items()}
-    named = set()
-    for row in messages:
-        if row["labels"]["alertname"] not in TRUNK_ALERTS or row["status"] != "firing":
-            continue
-        for found in _TRUNK_LINE.finditer(row["annotations"].get("description", "")):
-            index = by_prefix.get(found["sha"][:12])
-            if index is not None:
-                named.add((found["job"], index))
-    return named
-
-
-def _named_cause(scorer: Scorer, job: str, culprit: int) -> tuple[str, int | None]:
-    """What broke `job` on `culprit` (its failing columns' cause), and the breaking commit."""
-    causes = [
-        r.cause
-        for c in scorer.truth.key_columns.get(job, [])
-        if (r := scorer.truth.result(culprit, c)) is not None and r.conclusion == "failure"
-    ]
-    code = next((cause for cause in causes if cause.startswith("code:")), None)
-    if code is not None:
-        return "code", int(code.split(":")[1])
-    return (causes[0] if causes else "unknown"), None
-
-
-def _episode(scorer: Scorer, page: Page) -> tuple[str, bool]:
-    """The page's kind and whether it names the breaking commit. A real breakage blamed on
-    another commit is `code (wrong commit)`, or `code (breaker in range)` when the breaking
-    commit lies between the last pass and the culprit (a job that did not run on it)."""
-    kind, breaker = scorer.kind(page)
-    culprit = scorer.sha_index.get(page.annotations.get("culprit_sha", ""), -1)
-    if breaker is None:
-        return kind, False
-    if breaker == culprit:
-        return kind, True
-    last_pass = scorer.sha_index.get(page.annotations.get("last_pass_sha", ""), -1)
-    return ("code (breaker in range)" if last_pass < breaker < culprit else "code (wrong commit)"), False
-
-
-@dataclass
-class Episode:
-    """A job alert's episode in the messages: its page and each message's verdict."""
-
-    page: Page
-    end: datetime | None = None  # resolved at
-    verdicts: list[tuple[datetime, str, str]] = dataclass_field(default_factory=list)  # at, verdict, sha
-
-
-_VERDICT_LINE = re.compile(
-    r"^- (?P<job>.+): \d+ commits?, (?:culprit|suspect) (?P<sha>[0-9a-f]{7,40}) .*"
-    r"\((?P<verdict>confirmed|environmental|flaky|unconfirmed)\)$",
-    re.MULTILINE,
-)
-
-
-def episodes(messages: list[dict[str, Any]]) -> list[Episode]:
-    """The job alerts' episodes, each with the verdicts its messages carried (at, verdict,
-    the commit named: culprit or suspect), its own or a trunk-level alert's."""
-    found: list[Episode] = []
-    current: dict[str, Episode] = {}
-    for row in messages:
-        labels, notes = row["labels"], row["annotations"]
-        if labels["alertname"] in TRUNK_ALERTS and row["status"] == "firing":
-            # While a trunk-level alert inhibits them, the jobs' verdicts come with it.
-            for line in _VERDICT_LINE.finditer(notes.get("description", "")):
-                if line["job"] in current:
-                    current[line["job"]].verdicts.append((_parse(row["at"]), line["verdict"], line["sha"]))
-        if labels["alertname"] != JOB_ALERT:
-            continue
-        job, at = labels["job"], _parse(row["at"])
-        episode = current.get(job)
-        if row["status"] == "resolved":
-            if episode is not None:
-                episode.end = at
-                del current[job]
-            continue
-        if episode is None:
-            episode = current[job] = Episode(Page(at, JOB_ALERT, job, notes))
-            found.append(episode)
-        verdict = notes.get("culprit_verdict")
-        if verdict:
-            episode.verdicts.append((at, verdict, notes.get("culprit_sha") or notes.get("suspect_sha", "")))
-    return found
-
-
 def _share(counts: Counter[str], wanted: str) -> float:
     return _ratio(counts[wanted], sum(counts.values()))
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def verdict_scores(
@@ -524,21 +411,18 @@ def verdict_scores(
     innocent_confirmed: list[str] = []
     innocent_unconfirmed = 0
     per_episode: list[int] = []
-    found = episodes(messages)
+    found = [episode for episode in episodes(messages) if episode.page.alertname == JOB_ALERT]
+    unconfirmed = CulpritVerdict.UNCONFIRMED.value
     for episode in found:
-        kind, right = _episode(scorer, episode.page)
-        breaker = scorer.kind(episode.page)[1]
-        final = episode.verdicts[-1][1] if episode.verdicts else CulpritVerdict.UNCONFIRMED.value
-        by_kind[kind][final] += 1
-        due = episode.page.at + VERDICT_AFTER
+        page = episode.page
+        judged = scorer.judge(page)
+        kind, breaker = judged.label, judged.breaker
+        by_kind[kind][episode.verdicts[-1][1] if episode.verdicts else unconfirmed] += 1
+        due = page.at + VERDICT_AFTER
         if episode.end is None or episode.end > due:
-            then = [v for at, v, _ in episode.verdicts if at <= due]
-            verdict = then[-1] if then else CulpritVerdict.UNCONFIRMED.value
-            confirmed_right = verdict == CulpritVerdict.CONFIRMED and any(
-                v == CulpritVerdict.CONFIRMED and scorer.index(sha) == breaker
-                for at, v, sha in episode.verdicts
-                if at <= due
-            )
+            then = [(v, scorer.index(sha) == breaker) for at, v, sha in episode.verdicts if at <= due]
+            verdict = then[-1][0] if then else unconfirmed
+            confirmed_right = verdict == CulpritVerdict.CONFIRMED and (CulpritVerdict.CONFIRMED, True) in then
             at_3h[kind]["confirmed (right commit)" if confirmed_right else verdict] += 1
         wrong = [
             sha
@@ -547,15 +431,11 @@ def verdict_scores(
         ]
         if wrong:
             innocent_confirmed.append(wrong[0])
-        elif not right:
+        elif not judged.right:
             innocent_unconfirmed += 1
-        end = episode.end or datetime.max.replace(tzinfo=episode.page.at.tzinfo)
+        end = episode.end or datetime.max.replace(tzinfo=page.at.tzinfo)
         per_episode.append(
-            sum(
-                1
-                for rerun in reruns
-                if job_key(rerun["job"]) == episode.page.job and episode.page.at <= _parse(rerun["at"]) <= end
-            )
+            sum(job_key(r["job"]) == page.job and page.at <= parse_time(r["at"]) <= end for r in reruns)
         )
     environmental = sum((at_3h.get(k, Counter[str]()) for k in ("external", "infra")), Counter[str]())
     # Every code breakage's episodes, also those whose page named another commit: the reruns
@@ -583,36 +463,33 @@ def digest_scores(truth: Truth, paged: set[int], digests: list[dict[str, Any]]) 
     """The digests' entries against the code breakages of two or more consecutive failing
     commits that no page covered (`paged`: the breaking commits a page covered)."""
     shas = {index: sha for sha, index in truth.sha_index.items()}
-    entries = [(digest["day"], entry) for digest in digests for entry in digest["fixed_before_page"]]
-    named = Counter(entry["culprit_sha"] for _, entry in entries)
+    entries = [entry["culprit_sha"] for digest in digests for entry in digest["fixed_before_page"]]
+    named = Counter(entries)
     breakers = {b.culprit for b in truth.breaks}
     two_plus = [b for b in truth.breaks if truth.consecutive_failures(b) >= 2]
     unpaged = [b for b in two_plus if b.culprit not in paged]
-    told = [b for b in unpaged if shas.get(b.culprit) in named]
     last_day = max((digest["day"] for digest in digests), default="")
     missed = []
     for b in unpaged:
-        if shas.get(b.culprit) in named:
-            continue
-        fixes = [r.finish for c in b.columns if (r := truth.result(b.fix, c)) is not None]
-        fixed_at = min(fixes).strftime("%Y-%m-%dT%H:%M:%SZ") if fixes else None
-        missed.append(
-            {"culprit": b.culprit, "fix": b.fix, "fix_finished": fixed_at, "last_digest_day": last_day}
-        )
-    innocent = [sha for sha in named if truth.sha_index.get(sha) not in breakers]
+        if shas.get(b.culprit) not in named:
+            fixes = [r.finish for c in b.columns if (r := truth.result(b.fix, c)) is not None]
+            fixed_at = timestamp(min(fixes)) if fixes else None
+            missed.append(
+                {"culprit": b.culprit, "fix": b.fix, "fix_finished": fixed_at, "last_digest_day": last_day}
+            )
+    innocent = sum(count for sha, count in named.items() if truth.sha_index.get(sha) not in breakers)
     paged_shas = {shas.get(index) for index in paged}
-    entries_paged = [entry for _, entry in entries if entry["culprit_sha"] in paged_shas]
     return {
         "digests": len(digests),
         "entries": len(entries),
         "breaks_2plus": len(two_plus),
         "breaks_2plus_unpaged": len(unpaged),
-        "breaks_2plus_unpaged_in_digest": len(told),
-        "recall_unpaged_in_digest": _ratio(len(told), len(unpaged)),
+        "breaks_2plus_unpaged_in_digest": len(unpaged) - len(missed),
+        "recall_unpaged_in_digest": _ratio(len(unpaged) - len(missed), len(unpaged)),
         "unpaged_missed": missed,
-        "entries_paged": len(entries_paged),
-        "entries_innocent": sum(named[sha] for sha in innocent),
-        "innocent_per_week": round(sum(named[sha] for sha in innocent) / (truth.days / 7), 2),
+        "entries_paged": sum(sha in paged_shas for sha in entries),
+        "entries_innocent": innocent,
+        "innocent_per_week": round(innocent / (truth.days / 7), 2),
         "entries_repeated": sum(count - 1 for count in named.values()),
     }
 
@@ -629,197 +506,181 @@ def score(
     for the breakages that showed at one; `failed_at` and `builds` as for `Scorer`; with the
     replay's `digests`, their figures too (`digest_scores`)."""
     scorer = Scorer(truth, failed_at, builds)
-    found = pages(messages)
-    job_pages = [p for p in found if p.alertname == JOB_ALERT]
-    trunk_pages = [p for p in found if p.alertname in TRUNK_ALERTS]
-    kinds: Counter[str] = Counter()
-    right = 0
-    innocent_shas: list[str] = []
-    innocent_by_kind: Counter[str] = Counter()
-    delays_code: list[float] = []
-    delays_all: list[float] = []
-    floors_code: list[float] = []
-    heard_code: list[float] = []
-    mentions = trunk_mentions(messages)
+    found = episodes(messages)
+    job_pages = [e.page for e in found if e.page.alertname == JOB_ALERT]
+    trunk_pages = [e.page for e in found if e.page.alertname in TRUNK_ALERTS]
+    # The jobs each firing trunk message lists with a culprit (it holds their pages back).
+    named_lines = [
+        (parse_time(row["at"]), line)
+        for row in messages
+        for line in _trunk_lines(row)
+        if line["role"] == "culprit"
+    ]
     snapshots = sorted(polls) if polls else []
+    kinds: Counter[str] = Counter()
+    innocent: list[tuple[str, str]] = []  # the pages not naming the breaking commit: kind, sha
+    delays: dict[str, list[float]] = defaultdict(list)
     detected: set[int] = set()
+    episodes_paged: set[tuple[str, int]] = set()
     for page in job_pages:
-        kind, _ = scorer.kind(page)
-        kinds[kind] += 1
-        for commit, column in scorer.cells(page):
-            result = truth.result(commit, column)
-            if result and result.cause.startswith("code:"):
-                detected.add(int(result.cause.split(":")[1]))
-        label, is_right = _episode(scorer, page)
-        right += is_right
-        if not is_right:
-            innocent_shas.append(page.annotations.get("culprit_sha", ""))
-            innocent_by_kind[label] += 1
-        third = scorer.third_failure_at(page)
-        if third is not None:
-            delay = (page.at - third).total_seconds()
-            delays_all.append(delay)
-            if kind == "code":
-                delays_code.append(delay)
-                heard_code.append((first_word(page, third, mentions) - third).total_seconds())
-                shown = bisect.bisect_left(snapshots, third)
-                if shown < len(snapshots):
-                    floors_code.append((snapshots[shown] - third).total_seconds())
-    # Trunk pages name a culprit per failing job too (and hold job pages back while firing).
-    trunk_named = trunk_culprits(scorer, messages)
+        judged = scorer.judge(page)
+        kinds[judged.kind] += 1
+        detected |= judged.breakers
+        if judged.episode is not None:
+            episodes_paged.add(judged.episode)
+        if not judged.right:
+            innocent.append((judged.label, page.annotations.get("culprit_sha", "")))
+        third = judged.third_failure
+        if third is None:
+            continue
+        delays["all"].append((page.at - third).total_seconds())
+        if judged.kind == "code":
+            delays["code"].append((page.at - third).total_seconds())
+            told = [at for at, line in named_lines if line["job"] == page.job and third <= at < page.at]
+            delays["first_word"].append((min(told, default=page.at) - third).total_seconds())
+            shown = bisect.bisect_left(snapshots, third)
+            if shown < len(snapshots):
+                delays["snapshot"].append((snapshots[shown] - third).total_seconds())
+    # Trunk pages name a culprit per failing job too.
+    trunk_named = {
+        (line["job"], index)
+        for _, line in named_lines
+        if (index := truth.short_index.get(line["sha"][:12])) is not None
+    }
     trunk_innocent: Counter[str] = Counter()
+    trunk_innocent_culprits: set[int] = set()
     detected_with_trunk = set(detected)
     for job, culprit in trunk_named:
-        cause, breaker = _named_cause(scorer, job, culprit)
+        cause, breaker = scorer.named_cause(job, culprit)
         if breaker is not None:
             detected_with_trunk.add(breaker)
         if breaker != culprit:
             trunk_innocent[cause if cause != "code" else "code (wrong commit)"] += 1
+            trunk_innocent_culprits.add(culprit)
     long_breaks = [b for b in truth.breaks if b.fix - b.culprit >= 3]
     failures = RuleConfig().failures_to_open
-    ever_at_head = sum(truth.ever_at_head(b, failures) for b in long_breaks)
-    at_a_poll = sum(truth.ever_at_head(b, failures, polls) for b in long_breaks) if polls else None
     recalled = sum(b.culprit in detected for b in long_breaks)
-    episodes_paged = {episode for page in job_pages if (episode := scorer.episode(page)) is not None}
-    recalled_with_trunk = sum(b.culprit in detected_with_trunk for b in long_breaks)
-    days = truth.days
     code_pages = kinds["code"]
     breakage_pages = code_pages + kinds["external"] + kinds["infra"]
     return {
-        "days": days,
+        "days": truth.days,
         "commits": truth.commits,
         "messages": len(messages),
         "job_pages": len(job_pages),
         "trunk_pages": len(trunk_pages),
-        "pages_per_day": round(len(job_pages) / days, 2),
-        "trunk_pages_per_day": round(len(trunk_pages) / days, 2),
+        "pages_per_day": round(len(job_pages) / truth.days, 2),
+        "trunk_pages_per_day": round(len(trunk_pages) / truth.days, 2),
         "job_pages_by_kind": dict(sorted(kinds.items())),
         "precision_code": _ratio(code_pages, len(job_pages)),
         "precision_any_breakage": _ratio(breakage_pages, len(job_pages)),
         "breakage_pages_per_breakage": round(breakage_pages / len(episodes_paged), 2)
         if episodes_paged
         else 0.0,
-        "jobs_paged_again_within_3h": paged_again(messages),
+        "jobs_paged_again_within_3h": sum(
+            e.page.alertname == JOB_ALERT
+            and e.since_resolved is not None
+            and e.since_resolved < REPAGE_WITHIN
+            for e in found
+        ),
         "breaks": len(truth.breaks),
         "breaks_3plus": len(long_breaks),
         "breaks_3plus_paged": recalled,
-        "breaks_3plus_ever_at_head": ever_at_head,
-        "breaks_3plus_at_head_at_a_poll": at_a_poll,
+        "breaks_3plus_ever_at_head": sum(truth.ever_at_head(b, failures) for b in long_breaks),
+        "breaks_3plus_at_head_at_a_poll": sum(truth.ever_at_head(b, failures, polls) for b in long_breaks)
+        if polls
+        else None,
         "recall_breaks_3plus": _ratio(recalled, len(long_breaks)),
-        "recall_breaks_3plus_with_trunk_pages": _ratio(recalled_with_trunk, len(long_breaks)),
-        "delay_after_third_failure_s_p50": statistics.median(delays_code) if delays_code else None,
-        "delay_after_third_failure_s_p50_all_pages": statistics.median(delays_all) if delays_all else None,
-        "delay_to_next_snapshot_s_p50": statistics.median(floors_code) if floors_code else None,
-        "delay_to_first_word_s_p50": statistics.median(heard_code) if heard_code else None,
-        "culprit_right": right,
-        "culprit_right_of_code_pages": _ratio(right, code_pages),
-        "innocent_prs_named": len(innocent_shas),
-        "innocent_prs_named_distinct": len(set(innocent_shas)),
-        "innocent_prs_named_by_kind": dict(sorted(innocent_by_kind.items())),
+        "recall_breaks_3plus_with_trunk_pages": _ratio(
+            sum(b.culprit in detected_with_trunk for b in long_breaks), len(long_breaks)
+        ),
+        "delay_after_third_failure_s_p50": _median(delays["code"]),
+        "delay_after_third_failure_s_p50_all_pages": _median(delays["all"]),
+        "delay_to_next_snapshot_s_p50": _median(delays["snapshot"]),
+        "delay_to_first_word_s_p50": _median(delays["first_word"]),
+        "culprit_right": len(job_pages) - len(innocent),
+        "culprit_right_of_code_pages": _ratio(len(job_pages) - len(innocent), code_pages),
+        "innocent_prs_named": len(innocent),
+        "innocent_prs_named_distinct": len({sha for _, sha in innocent}),
+        "innocent_prs_named_by_kind": dict(sorted(Counter(label for label, _ in innocent).items())),
         "trunk_pages_job_culprits_named": len(trunk_named),
         "trunk_pages_innocent_prs_named": sum(trunk_innocent.values()),
-        "trunk_pages_innocent_prs_named_distinct": len(
-            {c for j, c in trunk_named if _named_cause(scorer, j, c)[1] != c}
-        ),
+        "trunk_pages_innocent_prs_named_distinct": len(trunk_innocent_culprits),
         "trunk_pages_innocent_by_kind": dict(sorted(trunk_innocent.items())),
         **({"digest": digest_scores(truth, detected_with_trunk, digests)} if digests is not None else {}),
     }
-
-
-def pushed(history: Timeline, truth: Truth, path: Path) -> dict[str, Any]:
-    """The trunk fed by webhook deliveries alone, each job's at its own finish time (queued
-    when its commit lands, a retry queued a minute after the failure it retries), the
-    schedule ticking every PUSHED_TICKS; replayed on the in-memory store, scored."""
-    instants = history.instants()
-    ticks, at = [], instants[0]
-    while at <= instants[-1]:
-        ticks.append(at)
-        at += PUSHED_TICKS
-    write(path, history.header(), history.deliveries(ticks=ticks))
-    messages, _, replay_s, digests = _replayed(path)
-    # A retried failure is known when its first attempt fails, before its final result.
-    failed_at: dict[tuple[int, str], datetime] = {}
-    for report in history.reports:
-        cell = (truth.sha_index[report.sha], report.name)
-        if report.conclusion == "failure" and cell not in failed_at:
-            failed_at[cell] = report.at
-    return {"replay_s": round(replay_s, 1), **score(truth, messages, failed_at=failed_at, digests=digests)}
-
-
-def buildkite(source: Path, truth: Truth, path: Path) -> dict[str, Any]:
-    """The trunk in Buildkite form (`buildkite_form`) with confirmation, its culprits
-    confirmed by job retries the Buildkite stand-in answers from the cells' `rerun` data;
-    replayed as the HUD form is, scored the same way."""
-    builds = buildkite_form(source, path, truth, CONFIRM)
-    messages, reruns, replay_s, digests = _replayed(path)
-    result = {
-        "replay_s": round(replay_s, 1),
-        **score(truth, messages, snapshot_times(path), digests=digests, builds=builds),
-    }
-    result["verdicts"] = verdict_scores(Scorer(truth, builds=builds), messages, reruns)
-    return result
 
 
 def snapshot_times(path: Path) -> list[datetime]:
     """The times of a replay file's snapshots (its events' `at`, the header skipped)."""
     with gzip.open(path, "rt", encoding="utf-8") as lines:
         next(lines, None)
-        return [_parse(found[1]) for line in lines if (found := _AT.search(line[:200]))]
+        return [parse_time(found[1]) for line in lines if (found := _AT.search(line[:200]))]
 
 
-_AT = re.compile(r'"at":\s*"([^"]+)"')
-
-
-def with_config(source: Path, target: Path, config: dict[str, Any] | None) -> None:
+def with_config(
+    source: Path,
+    target: Path,
+    config: dict[str, Any] | None,
+    convert: Callable[[Iterable[str]], Iterable[str]] = lambda lines: lines,
+) -> None:
     """A copy of the replay `source` whose header's rule `config` is the one given (none:
-    today's rule), whatever the header had."""
+    today's rule), whatever the header had; its lines passed through `convert`."""
     with gzip.open(source, "rt", encoding="utf-8") as reading:
-        header = _header(source, reading.readline(), config)
-        with gzip.open(target, "wt", encoding="utf-8") as writing:
-            writing.write(header + "\n")
-            shutil.copyfileobj(reading, writing)
-
-
-def _header(source: Path, line: str, config: dict[str, Any] | None) -> str:
-    """The replay file's header `line` with the rule `config` given (none: today's rule)."""
-    header = json.loads(line or "null")
-    if not isinstance(header, dict) or "repo" not in header:
-        raise ValueError(f"{source}: not a replay file (its first line is no header with a repo)")
-    return json.dumps({**header, "config": config or {}})
+        header = json.loads(reading.readline() or "null")
+        if not isinstance(header, dict) or "repo" not in header:
+            raise ValueError(f"{source}: not a replay file (its first line is no header with a repo)")
+        lines = itertools.chain([json.dumps({**header, "config": config or {}}) + "\n"], reading)
+        with gzip.open(target, "wt", encoding="utf-8", compresslevel=1) as writing:
+            writing.writelines(convert(lines))
 
 
 def buildkite_form(source: Path, target: Path, truth: Truth, config: dict[str, Any] | None) -> dict[int, int]:
     """Write the replay `source` in Buildkite form to `target` (`tests/support/buildkite.py`'s
-    converter, as the scenarios' Buildkite tests use: one build per commit, each HUD cell a
-    job of its name, a retried cell a failed job retried into its final result, each cell's
-    `rerun` its job's), its header's rule `config` the one given; returns the commit index of
-    each build number."""
+    converter, as the scenarios' Buildkite tests use), its header's rule `config` the one
+    given; returns the commit index of each build number."""
     from tests.support.buildkite import buildkite_replay
 
-    with gzip.open(source, "rt", encoding="utf-8") as reading:
-        lines = itertools.chain([_header(source, reading.readline(), config)], reading)
-        numbers: dict[str, int] = {}
-        with gzip.open(target, "wt", encoding="utf-8", compresslevel=1) as writing:
-            for line in buildkite_replay(lines, numbers=numbers):
-                writing.write(line + "\n")
+    numbers: dict[str, int] = {}
+    with_config(
+        source,
+        target,
+        config,
+        lambda lines: (f"{line}\n" for line in buildkite_replay(lines, numbers=numbers)),
+    )
     return {number: truth.sha_index[sha] for sha, number in numbers.items()}
 
 
-def trunk_name(seed: int, replay_path: Path | None) -> str:
-    """The trunk's name in the summary: `seed N`, or the replay file's name without `.jsonl.gz`."""
-    if replay_path is None:
-        return f"seed {seed}"
-    return replay_path.name.removesuffix(".gz").removesuffix(".jsonl")
+def pushed_form(history: Timeline, truth: Truth, path: Path) -> dict[tuple[int, str], datetime]:
+    """Write the trunk fed by webhook deliveries alone, each job's at its own finish time
+    (queued when its commit lands, a retry queued a minute after the failure it retries), the
+    schedule ticking every PUSHED_TICKS; returns when each failing cell was first reported (a
+    retried failure is known when its first attempt fails, before its final result)."""
+    instants = history.instants()
+    first, last = instants[0], instants[-1]
+    ticks = [first + PUSHED_TICKS * n for n in range(int((last - first) / PUSHED_TICKS) + 1)]
+    write(path, history.header(), history.deliveries(ticks=ticks))
+    failed = [report for report in history.reports if report.conclusion == "failure"]
+    return {(truth.sha_index[r.sha], r.name): r.at for r in reversed(failed)}  # the first report wins
+
+
+def _scored(path: Path, scorer: Scorer, polls: Sequence[datetime] | None, confirmed: bool) -> dict[str, Any]:
+    """The replay of `path` (in a fresh process: clean memory, a run's own emulation), scored;
+    a confirmed run's verdicts too."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        messages, reruns, replay_s, digests = pool.apply(replay, (str(path),))
+    truth, failed_at, builds = scorer.truth, scorer.failed_at, scorer.builds
+    result = {"replay_s": round(replay_s, 1), **score(truth, messages, polls, failed_at, digests, builds)}
+    if confirmed:
+        result["verdicts"] = verdict_scores(scorer, messages, reruns)
+    return result
 
 
 def redtrunk(
     days: float = DAYS, seed: int = SEED, replay_path: Path | None = None, truth_path: Path | None = None
 ) -> dict[str, Any]:
     """The workload: generate trunk `seed` (or read `replay_path` and its truth file), replay
-    it without and with confirmation (each in a fresh process, one after the other), fed by
-    webhooks alone, each job delivered at its own finish time (`pushed`), and in Buildkite
-    form with confirmation (`buildkite`); score. The figures go under `trunks`, by the
-    trunk's name."""
+    it each way, one after the other, and score. The figures go under `trunks`, by the
+    trunk's name: `seed N`, or the replay file's name without `.jsonl.gz`."""
     started = time.perf_counter()
     runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="redtrunk-") as tmp:
@@ -827,30 +688,25 @@ def redtrunk(
             trunk = RedTrunk(seed, days)
             source = Path(tmp) / f"redtrunk-{seed}.jsonl.gz"
             trunk.write(source)
-            truth = Truth(trunk.truth())
-            history = Timeline.of_redtrunk(trunk)
-            about: dict[str, Any] = {
-                "seed": seed,
-                "trunk": {k: v for k, v in trunk.stats.items() if k != "cells_by_cause"},
-            }
+            truth, history = Truth(trunk.truth()), Timeline.of_redtrunk(trunk)
+            stats = {k: v for k, v in trunk.stats.items() if k != "cells_by_cause"}
+            about: dict[str, Any] = {"seed": seed, "trunk": stats}
+            trunk_name = f"seed {seed}"
         else:
             if truth_path is None:
                 raise ValueError("a replay file is scored against its truth file: give both")
             source, truth = replay_path, Truth.load(truth_path)
             history = Timeline.of_files(replay_path, truth_path)
             about = {"replay": replay_path.name, "truth": truth_path.name}
+            trunk_name = replay_path.name.removesuffix(".gz").removesuffix(".jsonl")
         for name, config in (("without_confirmation", None), ("with_confirmation", CONFIRM)):
             path = Path(tmp) / f"{name}.jsonl.gz"
             with_config(source, path, config)
-            messages, reruns, replay_s, digests = _replayed(path)
-            result = {
-                "replay_s": round(replay_s, 1),
-                **score(truth, messages, snapshot_times(path), digests=digests),
-            }
-            if config is not None:
-                result["verdicts"] = verdict_scores(Scorer(truth), messages, reruns)
-            runs[name] = result
-        runs["pushed"] = pushed(history, truth, Path(tmp) / "pushed.jsonl.gz")
-        runs["buildkite"] = buildkite(source, truth, Path(tmp) / "buildkite.jsonl.gz")
+            runs[name] = _scored(path, Scorer(truth), snapshot_times(path), config is not None)
+        path = Path(tmp) / "pushed.jsonl.gz"
+        runs["pushed"] = _scored(path, Scorer(truth, pushed_form(history, truth, path)), None, False)
+        path = Path(tmp) / "buildkite.jsonl.gz"
+        builds = buildkite_form(source, path, truth, CONFIRM)
+        runs["buildkite"] = _scored(path, Scorer(truth, builds=builds), snapshot_times(path), True)
     section = {**about, "total_s": round(time.perf_counter() - started, 1), **runs}
-    return {"trunks": {trunk_name(seed, replay_path): section}}
+    return {"trunks": {trunk_name: section}}
