@@ -85,6 +85,7 @@ from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
 
 T = TypeVar("T")
+Deliveries = dict[datetime, list[tuple[str, dict[str, Any]]]]  # each instant's (event, payload)s
 
 # Delivery volume, measured (issue #26's sources): PyTorch's `pytorch/pytorch` ran about
 # 2.17 M jobs in 30 days (pytorch/ci-infra, osdc/docs/current_runner_load_distribution.md,
@@ -271,9 +272,7 @@ class Delivered:
     store_calls: int
 
 
-def _deliver(
-    form: CiForm, deliveries: dict[datetime, list[tuple[str, dict[str, Any]]]], store: str
-) -> Delivered:
+def _deliver(form: CiForm, deliveries: Deliveries, store: str) -> Delivered:
     """Deliver `deliveries` of `form` through a local runtime on `store`, the schedule
     ticking every TICKS, metering the deliveries and their groups' settles (a group's settle
     is run by the delivery that opened it, deployed in its own invocation after sleeping
@@ -394,7 +393,7 @@ class CiForm:
 
     name: str
     trunks: list[dict[str, Any]]
-    deliveries: dict[datetime, list[tuple[str, dict[str, Any]]]]
+    deliveries: Deliveries
     job_kind: str
     dropped: tuple[str, dict[str, Any]]
     trunk_jobs_per_day: float
@@ -424,7 +423,7 @@ def github_form(history: Timeline, other_trunks: int = 0) -> CiForm:
     org = webhooks.REPO.split("/")[0]
     others = [{"repo": f"{org}/other-{n:03d}", **pushed} for n in range(other_trunks)]
     trunk = {"repo": history.repo, "branch": history.branch, **pushed, "config": {"include": PYTORCH_INCLUDE}}
-    moments: dict[datetime, list[tuple[str, dict[str, Any]]]] = {}
+    moments: Deliveries = {}
     for event in history.deliveries(ticks=()):
         delivery = event["webhook"]
         moments.setdefault(parse_time(event["at"]), []).append((delivery["event"], delivery["payload"]))
@@ -464,7 +463,7 @@ def buildkite_form(history: Timeline) -> CiForm:
         "poll_every": "0",
         "config": {"include": PYTORCH_INCLUDE},
     }
-    moments: dict[datetime, list[tuple[str, dict[str, Any]]]] = {}
+    moments: Deliveries = {}
     for at, event, payload in buildkite_deliveries(history):
         moments.setdefault(at, []).append((event, payload))
     elsewhere = job(1, "linux-jammy / build", "failed", finished_at=format_time(history.landings[0].at))
@@ -605,7 +604,7 @@ def compare_pages(
 Instants = list[tuple[datetime, list[tuple[str, dict[str, Any]]] | None]]
 
 
-def _instants(deliveries: dict[datetime, list[tuple[str, dict[str, Any]]]]) -> Instants:
+def _instants(deliveries: Deliveries) -> Instants:
     """Each instant's deliveries, and the schedule's ticks (None) every TICKS."""
     first, last = min(deliveries), max(deliveries)
     ticks = [first + TICKS * n for n in range(int((last - first) / TICKS) + 1)]
