@@ -672,18 +672,15 @@ def _cost(
     secret_reads = containers * SECONDS_PER_DAY / WEBHOOK_SECRET_CACHE_SECONDS
     log_gb = (per_day * _platform_log_bytes() + stored * APP_LOG_BYTES) / GB  # no metric published
     month = DAYS_PER_MONTH
+    jobs_month = trunk_jobs * month / 1e6  # millions of trunk jobs a month
     items = {
         "lambda_requests": per_day * month / 1e6 * prices.LAMBDA_REQUESTS_PER_MILLION,
         "lambda_duration": gb_s_per_day(gb) * month * prices.LAMBDA_ARM_GB_SECOND,
-        "dynamodb_writes": trunk_jobs
+        "dynamodb_writes": jobs_month
         * per_job["ddb_write_units"]
-        * month
-        / 1e6
         * prices.DYNAMODB_WRITE_REQUEST_UNITS_PER_MILLION,
-        "dynamodb_reads": trunk_jobs
+        "dynamodb_reads": jobs_month
         * per_job["ddb_read_units"]
-        * month
-        / 1e6
         * prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION,
         "logs": log_gb * month * prices.CLOUDWATCH_LOGS_INGESTED_GB,
         # A standard SSM parameter is free; each read decrypts it with the aws/ssm key.
