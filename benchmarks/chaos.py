@@ -53,15 +53,8 @@ def compare(expected: list[dict[str, Any]], published: list[dict[str, Any]]) -> 
     left = sorted(published, key=lambda row: row["at"])
     lost, matched = [], []
     for want in sorted(expected, key=lambda row: row["at"]):
-        key = tuple(want.get(name) for name in KEY)
-        match = next(
-            (
-                i
-                for i, row in enumerate(left)
-                if tuple(row.get(name) for name in KEY) == key and row["at"] >= want["at"]
-            ),
-            None,
-        )
+        same = [i for i, row in enumerate(left) if all(row.get(k) == want.get(k) for k in KEY)]
+        match = next((i for i in same if left[i]["at"] >= want["at"]), None)
         if match is None:
             lost.append(want)
             continue
@@ -146,21 +139,16 @@ def run_with_chaos(
 
 
 def _rows(messages: Any) -> list[dict[str, Any]]:
-    """Published messages as expected rows: when, status and labels."""
     from trunkwatch_local.runtime import summary_row
 
     return [summary_row(message.as_json()) for message in messages]
-
-
-def _run(args: tuple[str, int, float]) -> Run:
-    return replay_with_chaos(*args)
 
 
 def chaos(seeds: tuple[int, ...] = SEEDS, rates: tuple[float, ...] = RATES) -> dict[str, Any]:
     scenarios = sorted(p.name for p in SCENARIOS.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
     jobs = [(scenario, seed, rate) for rate in rates for seed in seeds for scenario in scenarios]
     with multiprocessing.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:
-        runs = pool.map(_run, jobs, chunksize=1)
+        runs = pool.starmap(replay_with_chaos, jobs, chunksize=1)
     by_rate = {}
     for rate in rates:
         of_rate = [run for run in runs if run.rate == rate]

@@ -1,29 +1,27 @@
 """Workload 3: one simulated day through the local runtime, and how late the alerts are.
 
-`LocalRuntime` (moto in-process, the real handlers, the stream pump) and
-`HudServer` replay the day's schedule ticks: before each tick the HUD stand-in is given the
-trunk as it is at that moment, then the tick polls, evaluates and notifies. The trunk is
-smaller than PyTorch's (fewer job columns, a shorter HUD window) so the day runs in minutes;
-the schedule is the deployed one, a tick every 60 s, around each episode's deciding job
-(DENSE_BEFORE/DENSE_AFTER); between them the day steps `coarse` (5 minutes), whose polls
-only see commits land and jobs finish a little later, so the day runs in minutes.
+`LocalRuntime` (moto in-process, the real handlers, the stream pump) and `HudServer` replay
+the day's schedule ticks, the HUD stand-in serving the trunk as it is at each. The trunk is
+smaller than PyTorch's (fewer job columns, a shorter HUD window) and the deployed schedule (a
+tick every 60 s) runs only around each episode's deciding job (DENSE_BEFORE/DENSE_AFTER);
+between them the day steps `coarse` (5 minutes), whose polls only see commits land and jobs
+finish a little later, so the day runs in minutes.
 
-Detection delay of a first `firing` message: the moment it is published minus the moment
-the deciding job finished, i.e. the job on the commit whose failure made the streak reach
-`failures_to_open` (a trunk-level alert: the job alert that moved it into its band). The
-ground truth comes from the synthetic trunk's episodes; a firing message for a job outside
-every episode counts as a false alarm.
+Detection delay of a first `firing` message: its publish minus the finish of the deciding
+job, the job on the commit whose failure made the streak reach `failures_to_open` (a
+trunk-level alert: the job alert that moved it into its band). The ground truth comes from
+the synthetic trunk's episodes; a firing message for a job outside every episode counts as a
+false alarm.
 
 The publish moment is the tick's time plus the deployed path after it, with the stream
 settings read from template.yaml: the dispatcher's measured duration, one queue hop
-(QUEUE_HOP_S) and the trunk's ingest invocation's measured duration; per stream
-invocation one stream hop (STREAM_HOP_S), the mapping's MaximumBatchingWindowInSeconds when
-its batch is smaller than its BatchSize (a full batch goes at once), and the invocation's
-measured duration, one after the other (one shard, so batches run in order). That covers
-the cells' batches through the evaluator, the tick settling, and the notifier's invocation
-on the settled tick, which publishes. A scheduled invocation (the dispatcher, the
-evaluator's sweep) starts at the tick itself; the stream path the sweep's settled tick
-starts is counted after the poll's (the local runtime runs them in turn), an upper bound.
+(QUEUE_HOP_S) and the trunk's ingest invocation's measured duration; per stream invocation
+one stream hop (STREAM_HOP_S), the mapping's MaximumBatchingWindowInSeconds when its batch is
+smaller than its BatchSize (a full batch goes at once), and the invocation's measured
+duration, one after the other (one shard, so batches run in order). A scheduled invocation
+(the dispatcher, the evaluator's sweep) starts at the tick itself; the stream path the
+sweep's settled tick starts is counted after the poll's (the local runtime runs them in
+turn), an upper bound.
 """
 
 from __future__ import annotations
@@ -47,6 +45,7 @@ from benchmarks.usage import stored_by_kind
 from trunkwatch.app import settings
 from trunkwatch.domain import alerts
 from trunkwatch.domain.config import Deployment, RuleConfig
+from trunkwatch.storage.port import Storage
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.runtime import NAME, REGION, LocalRuntime, Published
 from trunkwatch_local.wiring import StreamSource
@@ -132,23 +131,30 @@ class Ticking:
 
 
 @contextlib.contextmanager
-def ticking(deployment: Deployment, store: str, servers: list[HudServer]) -> Iterator[Ticking]:
-    """A fresh local runtime on `deployment`, stopped after with the stand-ins it polls
-    (`servers`), its invocations timed: scheduled, stream and queue (ingest's polls) alike."""
+def ticking(
+    deployment: Deployment,
+    store: str,
+    servers: list[HudServer] | None = None,
+    wrap_storage: Callable[[Storage], Storage] | None = None,
+    network_s: Callable[[], float] = lambda: 0.0,
+) -> Iterator[Ticking]:
+    """A fresh local runtime on `deployment` (its storage wrapped in `wrap_storage`), stopped
+    after with the stand-ins it polls (`servers`), its invocations timed (`time_invocations`):
+    scheduled, stream and queue (ingest's polls) alike."""
     # The runtime sets the process's AWS settings for its emulation: put them back after.
     # stdout carries the benchmark's report.
     with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
         try:
-            runtime = LocalRuntime(store=store).start(deployment)
+            runtime = LocalRuntime(store=store, wrap_storage=wrap_storage).start(deployment)
             try:
                 calls: list[Call] = []
-                time_invocations(runtime, calls)
+                time_invocations(runtime, calls, network_s)
                 runtime.queues.invoke = runtime.invoke
                 yield Ticking(runtime, settings.Edge.from_environ(settings.PIPELINE).deployment(), calls)
             finally:
                 runtime.stop()
         finally:
-            for server in servers:
+            for server in servers or []:
                 server.stop()
 
 
@@ -211,11 +217,16 @@ def time_invocations(
 
 
 def deployed_times(
-    at: datetime, calls: list[Call], sources: dict[str, StreamSource], queued: frozenset[str] = frozenset()
+    at: datetime,
+    calls: list[Call],
+    sources: dict[str, StreamSource],
+    queued: frozenset[str] = frozenset(),
+    settles_s: float = 0.0,
 ) -> list[tuple[float, Published]]:
     """(seconds after the tick, message) of what the tick's invocations published, on the
     deployed timeline (see the module's docstring); `queued`: the functions a queue invokes
-    (ingest, one invocation per trunk the dispatcher sent, side by side)."""
+    (ingest, one invocation per trunk the dispatcher sent, side by side); `settles_s`: when a
+    delivery group's tick settles (its bucket's end), before which the notifier cannot run."""
     out: list[tuple[float, Published]] = []
     chain = 0.0  # when the stream-driven path has got this far, in seconds after `at`
     dispatched = 0.0  # when the scheduled invocation's messages were sent
@@ -225,10 +236,12 @@ def deployed_times(
             done = dispatched + QUEUE_HOP_S + call.seconds
             chain = max(chain, done)
         elif call.records is None or source is None:
-            done = call.seconds  # scheduled: starts with the tick
+            done = call.seconds  # scheduled or a webhook delivery: starts with the tick
             dispatched = max(dispatched, done)
             chain = max(chain, done)
         else:
+            if call.function == "NotifierFunction":
+                chain = max(chain, settles_s)
             window = source.batching_window_s if call.records < source.batch_size else 0.0
             done = chain = chain + STREAM_HOP_S + window + call.seconds
         out += [(done, dataclasses.replace(m, at=at + timedelta(seconds=done))) for m in call.published]
@@ -236,15 +249,23 @@ def deployed_times(
 
 
 def tick_times(
-    period: timedelta, hours: float, dense_around: list[datetime], coarse: timedelta
+    period: timedelta, hours: float, dense_around: list[datetime], coarse: timedelta | None
 ) -> Iterator[datetime]:
     """Schedule ticks from DAY_START: every `period` near `dense_around`, else every `coarse`
-    (a multiple of `period`, so every tick is one the schedule makes)."""
+    (a multiple of `period`, so every tick is one the schedule makes; None: none there)."""
     at, end = DAY_START, DAY_START + timedelta(hours=hours)
     while at < end:
-        yield at
         dense = any(moment - DENSE_BEFORE <= at < moment + DENSE_AFTER for moment in dense_around)
-        at += period if dense else coarse
+        if dense or coarse is not None:
+            yield at
+        at += period if dense or coarse is None else coarse
+
+
+def percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 def day_figures(

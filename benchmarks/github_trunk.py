@@ -73,6 +73,33 @@ def _run(
     """A workflow run, and the jobs of each of its attempts (a re-run holds only its jobs)."""
     run_id = RUN_ID_BASE + index * 100 + w
     created = at + timedelta(minutes=1, seconds=w)
+
+    def job_json(i: int, attempt: int, name: str, conclusion: str | None) -> dict[str, Any]:
+        job_id = (run_id * 2 + attempt - 1) * 1000 + i
+        started = created + timedelta(minutes=2)
+        return {
+            "id": job_id,
+            "run_id": run_id,
+            "run_attempt": attempt,
+            "node_id": f"CR_{job_id}",
+            "head_branch": "main",
+            "url": f"https://api.github.com/repos/{repo}/actions/jobs/{job_id}",
+            "html_url": f"https://github.com/{repo}/actions/runs/{run_id}/job/{job_id}",
+            "status": "completed" if conclusion else "in_progress",
+            "conclusion": conclusion,
+            "created_at": format_time(created),
+            "started_at": format_time(started),
+            "completed_at": format_time(started + trunk.job_duration) if conclusion else None,
+            "name": name,
+            "steps": [
+                {"name": step, "status": "completed", "conclusion": "success", "number": n}
+                for n, step in enumerate(("Set up job", "Checkout", "Build", "Test", "Complete job"), start=1)
+            ],
+            "labels": [name.rsplit(", ", 1)[-1].rstrip(")")],
+            "runner_name": f"i-{job_id % 100000:05d}",
+            "runner_group_name": "Default",
+        }
+
     first: list[dict[str, Any]] = []
     rerun: list[dict[str, Any]] = []
     columns = [job for job in trunk.jobs if job.split(" / ", 1)[0] == workflow]
@@ -80,10 +107,10 @@ def _run(
         name = column.split(" / ", 1)[1]
         outcome = trunk.outcome(column, index) if done else None
         if outcome == "flaky":
-            first.append(_job(repo, trunk, run_id, i, 1, name, created, "failure"))
-            rerun.append(_job(repo, trunk, run_id, i, 2, name, created, "success"))
+            first.append(job_json(i, 1, name, "failure"))
+            rerun.append(job_json(i, 2, name, "success"))
         else:
-            first.append(_job(repo, trunk, run_id, i, 1, name, created, outcome))
+            first.append(job_json(i, 1, name, outcome))
     attempt = 2 if rerun else 1
     failed = any(job["conclusion"] == "failure" for job in first + rerun if job["run_attempt"] == attempt)
     finished = created + trunk.job_duration + timedelta(minutes=10 * (attempt - 1))
@@ -112,39 +139,3 @@ def _run(
         "repository": {"full_name": repo},
     }
     return run, {1: first, 2: rerun} if rerun else {1: first}
-
-
-def _job(
-    repo: str,
-    trunk: Trunk,
-    run_id: int,
-    i: int,
-    attempt: int,
-    name: str,
-    created: datetime,
-    conclusion: str | None,
-) -> dict[str, Any]:
-    job_id = (run_id * 2 + attempt - 1) * 1000 + i
-    started = created + timedelta(minutes=2)
-    return {
-        "id": job_id,
-        "run_id": run_id,
-        "run_attempt": attempt,
-        "node_id": f"CR_{job_id}",
-        "head_branch": "main",
-        "url": f"https://api.github.com/repos/{repo}/actions/jobs/{job_id}",
-        "html_url": f"https://github.com/{repo}/actions/runs/{run_id}/job/{job_id}",
-        "status": "completed" if conclusion else "in_progress",
-        "conclusion": conclusion,
-        "created_at": format_time(created),
-        "started_at": format_time(started),
-        "completed_at": format_time(started + trunk.job_duration) if conclusion else None,
-        "name": name,
-        "steps": [
-            {"name": step, "status": "completed", "conclusion": "success", "number": n}
-            for n, step in enumerate(("Set up job", "Checkout", "Build", "Test", "Complete job"), start=1)
-        ],
-        "labels": [name.rsplit(", ", 1)[-1].rstrip(")")],
-        "runner_name": f"i-{job_id % 100000:05d}",
-        "runner_group_name": "Default",
-    }

@@ -1,20 +1,14 @@
-"""The deployed functions on moto's in-process mock (`mock_aws`), metered.
-
-The local runtime's stack (`trunkwatch_local.stack`: the template's table with its stream
-and TTL, the alert topic, a dead-letter queue and the configuration file; the
-environment of template.yaml's Globals; the handlers loaded from their files), with the
-benchmark's own metering: stream batches delivered by the local runtime's `StreamPump` with
-the template's FilterCriteria and batch sizes, every invocation under its function's label
-of the `Meter`.
-
-Differences from Lambda: X-Ray tracing is off (no daemon); logs and metrics are produced
-but discarded.
+"""The deployed functions on moto's in-process mock (`mock_aws`), metered: the local
+runtime's stack (`trunkwatch_local.stack`), its stream batches delivered by its `StreamPump`
+with the template's FilterCriteria and batch sizes, every invocation under its function's
+label of the `Meter`. Differences from Lambda: X-Ray tracing is off (no daemon); logs and
+metrics are produced but discarded.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
+import os
 import uuid
 from typing import Any
 
@@ -24,19 +18,12 @@ from trunkwatch_local.queue_pump import merged
 from trunkwatch_local.runtime import LambdaContext, scheduled_event
 from trunkwatch_local.stack import ACCOUNT, REGION, LocalStack
 
-
-class _Discard(io.StringIO):
-    def write(self, text: str) -> int:
-        return len(text)
-
-
-DISCARD = _Discard()  # where the handlers' logs and metrics go
+DISCARD = open(os.devnull, "w")  # noqa: SIM115 - where the handlers' logs and metrics go, all run long
 
 
 class InProcessAws:
-    """Use as a context manager; `invoke` runs a handler, `drain` the stream's functions.
-    The stack is `trunkwatch_local.stack`'s, as the local runtime builds it; `clock` is the
-    simulated clock its handlers run on (the benchmark sets it)."""
+    """Use as a context manager; `invoke` runs a handler, `drain` the stream's functions;
+    `clock` is the simulated clock its handlers run on (the benchmark sets it)."""
 
     def __init__(self, deployment: Deployment, meter: Meter) -> None:
         self.deployment = deployment
@@ -47,13 +34,11 @@ class InProcessAws:
             name=f"trunkwatch-bench-{uuid.uuid4().hex[:8]}", credentials="bench", store="dynamodb"
         )
         self.name = self.stack.name
-        self.wiring = self.stack.wiring
         self.clock = self.stack.clock
 
     def __enter__(self) -> InProcessAws:
         self.stack.start(to_json(self.deployment), {"POWERTOOLS_TRACE_DISABLED": "true"})
         try:
-            self.stream_arn = self.stack.stream_arn
             # The benchmarks' own reads and direct use-case calls go to the functions' table.
             self.storage = self.stack.storage()
             # Powertools logs to stdout; the benchmark's stdout is its report.
@@ -71,7 +56,7 @@ class InProcessAws:
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         """Invoke the handler of functions/<function> (or of a logical id) under its label."""
         logical_id = self.stack.logical_id(function)
-        folder = self.wiring.functions[logical_id].parent.name
+        folder = self.stack.wiring.functions[logical_id].parent.name
         context = LambdaContext(
             function_name=logical_id,
             aws_request_id=str(uuid.uuid4()),

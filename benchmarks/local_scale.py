@@ -57,10 +57,10 @@ def day_of(columns: int) -> Day:
 class ScaleRun:
     job_columns: int
     commits_per_page: int
-    polls: int  # polls finished
-    wall_s: float  # all polls (the cap when capped)
-    peak_mb: float
-    max_items_per_partition_key: int
+    polls: int = 0  # polls finished
+    wall_s: float = 0.0  # all polls (the cap when capped)
+    peak_mb: float = 0.0
+    max_items_per_partition_key: int = 0
     first_poll_s: float = 0.0
     incremental_poll_s_max: float = 0.0
     first_ingest_s: float = 0.0  # the first poll's ingest step alone
@@ -81,7 +81,7 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
     from trunkwatch_local.runtime import ACCOUNT, NAME, REGION, LocalRuntime
 
     day = day_of(columns)
-    run = ScaleRun(day.columns, day.window, polls=0, wall_s=0.0, peak_mb=0.0, max_items_per_partition_key=0)
+    run = ScaleRun(day.columns, day.window)
 
     poll_s: list[float] = []
 
@@ -158,7 +158,7 @@ def run_scale(columns: int, polls: int = 1 + INCREMENTAL_POLLS, cap_s: float | N
     child = context.Process(target=_replay, args=(columns, polls, progress), daemon=True)
     started = time.monotonic()
     child.start()
-    last = asdict(ScaleRun(day_of(columns).columns, WINDOW, 0, 0.0, 0.0, 0))
+    last = asdict(ScaleRun(day_of(columns).columns, WINDOW))
     try:
         while True:
             left = cap - (time.monotonic() - started)

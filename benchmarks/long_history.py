@@ -21,17 +21,16 @@ real history; for the full two-week one also total <= 60 s and ratio <= 1.5.
 
 from __future__ import annotations
 
-import dataclasses
 import resource
 import statistics
 import time
-from collections.abc import Iterable, Iterator
-from datetime import timedelta
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from trunkwatch.domain.cells import CellWrite, StoredCell
-from trunkwatch.storage.port import Cells, Storage
+from trunkwatch.domain.cells import StoredCell
+from trunkwatch.storage.port import Storage
+from trunkwatch_local import store_calls
 
 REPOSITORY_HISTORY = (
     Path(__file__).resolve().parents[1]
@@ -56,24 +55,18 @@ class CellReads:
         self.count = 0
 
     def storage(self, storage: Storage) -> Storage:
-        return dataclasses.replace(storage, cells=_CountedCells(storage.cells, self))
+        return store_calls.each_call(storage, self._counted)
 
+    def _counted(self, name: str, make: Callable[[], Any]) -> Any:
+        found = make()
+        if name == "cells.newest_first":
+            return self._each(found)
+        self.count += name == "cells.newest_seq" and found is not None
+        return found
 
-class _CountedCells:
-    def __init__(self, cells: Cells, reads: CellReads) -> None:
-        self.cells, self.reads = cells, reads
-
-    def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
-        self.cells.save_all(trunk_id, writes, retention)
-
-    def newest_seq(self, trunk_id: str, job: str) -> int | None:
-        seq = self.cells.newest_seq(trunk_id, job)
-        self.reads.count += seq is not None
-        return seq
-
-    def newest_first(self, trunk_id: str, job: str, limit: int, page_size: int) -> Iterator[StoredCell]:
-        for cell in self.cells.newest_first(trunk_id, job, limit, page_size):
-            self.reads.count += 1
+    def _each(self, cells: Iterator[StoredCell]) -> Iterator[StoredCell]:
+        for cell in cells:
+            self.count += 1
             yield cell
 
 

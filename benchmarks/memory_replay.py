@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +20,10 @@ FILES = [
 STORES = ("dynamodb", "memory")
 
 
-def _replay(path: Path, store: str) -> tuple[float, Counter[tuple[Any, ...]]]:
-    from trunkwatch_local.replay import read_replay
-    from trunkwatch_local.runtime import as_expected, summary_row
-    from trunkwatch_local.session import run_replay
-
-    started = time.perf_counter()
-    rows = as_expected(summary_row(p.as_json()) for p in run_replay(read_replay(path), store=store))
-    return time.perf_counter() - started, rows
-
-
 def memory_replay(files: list[Path] | None = None) -> dict[str, Any]:
-    from trunkwatch_local.runtime import as_expected, expected_rows
+    from trunkwatch_local.replay import read_replay
+    from trunkwatch_local.runtime import as_expected, expected_rows, summary_row
+    from trunkwatch_local.session import run_replay
 
     runs: dict[str, Any] = {}
     totals = dict.fromkeys(STORES, 0.0)
@@ -40,7 +31,10 @@ def memory_replay(files: list[Path] | None = None) -> dict[str, Any]:
         expected = as_expected(expected_rows(path) or [])
         figures: dict[str, Any] = {"expected": sum(expected.values())}
         for store in STORES:
-            seconds, rows = _replay(path, store)
+            started = time.perf_counter()
+            published = run_replay(read_replay(path), store=store)
+            rows = as_expected(summary_row(p.as_json()) for p in published)
+            seconds = time.perf_counter() - started
             totals[store] += seconds
             figures[store] = {
                 "wall_s": round(seconds, 2),

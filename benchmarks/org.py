@@ -6,8 +6,8 @@ own, side by side; the table's stream then drives the evaluator and the notifier
 Every trunk replays the synthetic trunk's day (benchmarks.trunk) from HUD stand-ins on
 127.0.0.1 (one serving the PyTorch-sized trunks, one the small ones), ticking every schedule
 period around the deciding jobs of the first `episodes` episodes (end_to_end.tick_times, no
-coarse steps). All
-trunks break at the same moments, the worst case for the stream path they share.
+coarse steps). All trunks break at the same moments, the worst case for the stream path
+they share.
 
 Detection delay through poll: from the deciding job's finish to the first `firing` message's
 publish on the deployed timeline (end_to_end.deployed_times: the dispatcher's duration, one
@@ -20,8 +20,8 @@ Cost per trunk and month: one poll per schedule tick of the trunk's measured ing
 invocation (requests, duration scaled to the function's CPU share as cost.py does, and its
 logs), its SQS messages (the dispatcher's send, a tenth of a batch; Lambda's receive and
 delete), and the per-trunk gauges (cost.TRUNK_GAUGES) when the template's default deploys
-the dashboard they feed. Nothing else grows with trunks; the
-organization's cost is the one-trunk deployment's plus that much per further trunk.
+the dashboard they feed. Nothing else grows with trunks; the organization's cost is the
+one-trunk deployment's plus that much per further trunk.
 
 The in-memory store (`--store memory`, trunkwatch_local/memory_stream.py) keeps the items:
 moto's table would take hours for PyTorch-sized first polls of 100 trunks here.
@@ -33,10 +33,9 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
 from benchmarks.cost import DAYS_PER_MONTH, dashboard_by_default, ingest_items, trunk_gauges_usd
-from benchmarks.end_to_end import day_figures, tick_times, ticking
+from benchmarks.end_to_end import day_figures, percentile, tick_times, ticking
 from benchmarks.push import METERED_DAYS, run_push
 from benchmarks.trunk import DAY_START, EPISODES, Day
 from benchmarks.usage import Usage
@@ -109,30 +108,21 @@ QUICK = OrgScale(
 )
 
 
-def org_trunks(
-    count: int, pytorch_sized: int, big_url: str, small_url: str, window: dict[str, int]
-) -> list[dict[str, Any]]:
-    """The organization's trunks: `pytorch_sized` polling `big_url`, the rest `small_url`."""
+def run_org(scale: OrgScale = FULL) -> OrgFigures:
+    started = time.perf_counter()
+    big_hud, small_hud = HudServer(), HudServer()
     trunks = []
-    for index in range(count):
-        big = index < pytorch_sized
+    for index in range(scale.trunks):
+        big = index < scale.pytorch_sized
         trunks.append(
             {
                 "repo": f"example-org/{'large' if big else 'small'}-{index:03d}",
                 "source": "hud",
-                "url": big_url if big else small_url,
-                "per_page": window["big" if big else "small"],
+                "url": big_hud.url if big else small_hud.url,
+                "per_page": (scale.big if big else scale.small).window,
                 "config": {"include": PYTORCH_INCLUDE},
             }
         )
-    return trunks
-
-
-def run_org(scale: OrgScale = FULL) -> OrgFigures:
-    started = time.perf_counter()
-    big_hud, small_hud = HudServer(), HudServer()
-    window = {"big": scale.big.window, "small": scale.small.window}
-    trunks = org_trunks(scale.trunks, scale.pytorch_sized, big_hud.url, small_hud.url, window)
     deployment = load_deployment({"trunks": trunks})
     sent: list[Published] = []
     polls: list[int] = []
@@ -147,7 +137,7 @@ def run_org(scale: OrgScale = FULL) -> OrgFigures:
             scale.small.finished(e.deciding_commit(rule.failures_to_open)) for e in EPISODES[: scale.episodes]
         ]
         hours = (max(deciding) - DAY_START).total_seconds() / 3600 + 0.5
-        times = [at for at in tick_times(period, hours, deciding, period) if _near(at, deciding)]
+        times = list(tick_times(period, hours, deciding, None))
         for index, at in enumerate(times):
             big_hud.serve(scale.big.trunk.snapshot(at))
             small_hud.serve(scale.small.trunk.snapshot(at))
@@ -164,7 +154,7 @@ def run_org(scale: OrgScale = FULL) -> OrgFigures:
                 ingest_s["small"] += ingest[scale.pytorch_sized :]
     day = day_figures(scale.small, sent, period, hours, rule)
     delays = sorted(d["delay_s"] for d in day.detections)
-    push = run_push(scale.push_days, scale.trunks - 1, scale.push_metered_days)
+    push = run_push("github", scale.push_days, scale.push_metered_days, other_trunks=scale.trunks - 1)
     per_trunk = {
         size: _per_trunk_usd(statistics.median(s) if s else 0.0, period) for size, s in ingest_s.items()
     }
@@ -175,7 +165,7 @@ def run_org(scale: OrgScale = FULL) -> OrgFigures:
         ticks=len(times),
         every_trunk_polled_each_tick=all(count == scale.trunks for count in polls),
         polls_missed=sum(scale.trunks - count if count >= 0 else scale.trunks for count in polls),
-        poll_detection_delay_s_p95=round(_percentile(delays, 95), 3),
+        poll_detection_delay_s_p95=round(percentile(delays, 95), 3),
         push_detection_delay_s_p95=push.detection_delay_s_p95,
         per_trunk_usd_per_month=per_trunk["small"],
         job_columns={"pytorch_sized": scale.big.columns, "small": scale.small.columns},
@@ -213,23 +203,9 @@ def run_org(scale: OrgScale = FULL) -> OrgFigures:
     )
 
 
-def _near(at: Any, deciding: list[Any]) -> bool:
-    """A tick of the dense stretch around some deciding job (end_to_end's DENSE_* bounds)."""
-    from benchmarks.end_to_end import DENSE_AFTER, DENSE_BEFORE
-
-    return any(moment - DENSE_BEFORE <= at < moment + DENSE_AFTER for moment in deciding)
-
-
 def _per_trunk_usd(ingest_s: float, period: timedelta) -> float:
     """A month of one trunk's polls, priced as cost.py prices a trunk's (`ingest_items`):
     see the module's docstring."""
     ticks = 86400 / period.total_seconds()
     per_day = ingest_items(Usage(invocations=round(ticks), seconds=ingest_s * ticks), ticks)
     return round(sum(per_day.values()) * DAYS_PER_MONTH + trunk_gauges_usd(dashboard_by_default()), 4)
-
-
-def _percentile(values: list[float], pct: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]

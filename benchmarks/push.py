@@ -5,62 +5,45 @@ delivery volume and for Buildkite at vLLM's.
 PUSH_DAYS of a generated red trunk (benchmarks.redtrunk, seed SEED: breakages, flaky and
 retried jobs, a dependency breakage, a runner outage) run through the local runtime fed by
 webhook deliveries alone (no poll), in one CI's form (`CiForm`); the schedule ticks every
-TICKS. As GitHub sends them (`github_form`, tests/support/timeline.py): each commit's `push`
-and its runs' `workflow_run` when it lands, each job's `queued` and `in_progress` then, its
-`completed` at its own finish time (a retried job's first attempt failing, its retry queued
-a minute later). As Buildkite sends them to a webhook subscribed to `job.scheduled`,
-`job.finished` and `build.finished` (`buildkite_form`, `buildkite_deliveries`), signed with
-`X-Buildkite-Signature`: each job attempt's `job.scheduled` when it is queued (a commit's
-jobs when it lands, a retry a minute after the attempt it retries), its `job.finished` at
-its own finish time, each build's `build.finished` when its last job ended. Deliveries of
-one GROUP_WINDOW bucket settle together (storage.ticks). Its pages are scored against the trunk's truth
-(benchmarks.redtrunk_score): pages per breakage, jobs paged again within 3 hours of
-resolving, precision. The Buildkite run's pages are also compared with the same trunk's
-polled Buildkite form (`polled_buildkite`, `compare_pages`), up to its last poll.
+TICKS. As GitHub sends them (`github_form`, tests/support/timeline.py), each job's
+`completed` at its own finish time; as Buildkite sends them to a webhook subscribed to
+`job.scheduled`, `job.finished` and `build.finished` (`buildkite_deliveries`), signed with
+`X-Buildkite-Signature`. Deliveries of one GROUP_WINDOW bucket settle together
+(storage.ticks). Its pages are scored against the trunk's truth (benchmarks.redtrunk_score);
+the Buildkite run's are also compared with the same trunk's polled Buildkite form
+(`compare_pages`), up to its last poll.
 
-Either CI's run takes its messages, pages and delays from the in-memory store over the
-whole span, and its DynamoDB units, requests and CPU time per trunk job from moto over its
-first METERED_DAYS (`measure`): moto copies the whole table and its stream for every
-TransactWriteItems and keeps each copy, so a run on it grows in time and memory with the
-square of its history (METERED_BASIS), not from anything a delivery reads.
+Messages, pages and delays come from the in-memory store over the whole span; DynamoDB
+units, requests and CPU time per trunk job from moto over the first METERED_DAYS
+(`measure`): moto copies the whole table and its stream for every TransactWriteItems and
+keeps each copy, so a run on it grows in time and memory with the square of its history
+(METERED_BASIS), not from anything a delivery reads.
 
-Deployed timeline after an instant's deliveries, from its first delivery: the webhook
-invocations run side by side (the longest counts), then the stream path as in
-`end_to_end.deployed_times` (one STREAM_HOP_S per stream invocation, the mapping's batching
-window when its batch is not full, the invocation's measured duration); the group's tick
-settles no earlier than its bucket's end, and the notifier's invocation on it publishes.
-An invocation's duration is its measured time on the in-memory store, which answers in the
-process, plus a network wait of DYNAMODB_REQUEST_S for each call it made through the storage
-port (`StoreCalls`; the metered moto span counts both, to compare the calls with DynamoDB's
-requests).
-The delay of a first `firing` message runs from the deciding job's delivery to its publish.
+Deployed timeline after an instant's deliveries (`end_to_end.deployed_times`): the webhook
+invocations run side by side, then the stream path; the group's tick settles no earlier than
+its bucket's end. An invocation on the in-memory store, which answers in the process, has a
+network wait of DYNAMODB_REQUEST_S added for each call it made through the storage port
+(`StoreCalls`). The delay of a first `firing` message runs from the deciding job's delivery
+to its publish.
 
-Cost at the form's volume (`Volume`: for GitHub JOBS_PER_MONTH, see there; for Buildkite
-vLLM's trunk, benchmarks/buildkite_poll.py): every delivery is one Lambda invocation through
-the function URL (no request charge beyond Lambda's); the deliveries dropped before the
-table cost their measured duration only (no storage call, no log line but Lambda's own); a
-trunk job costs what its deliveries (GitHub: its `queued`, `in_progress` and `completed`,
-and its share of its commit's `push` and runs' deliveries; Buildkite: its `job.scheduled`
-and `job.finished`, and its share of its build's `build.finished`) were measured to cost
-here: DynamoDB request units and duration. Billed duration separates CPU from waiting: the
-handler's own CPU time (the invocation's thread CPU time, less moto's in-process answers
-and the meter's sizing) runs at the function's CPU share (FULL_VCPU_MB), while each
-DynamoDB request is a network wait of DYNAMODB_REQUEST_S and a group's opener sleeps until
-its bucket closes, neither slowed by the CPU share; the opener's settle of its group counts
-with the deliveries (its writes and requests). `usd_per_million_deliveries` is the month's
-cost over its deliveries.
+Cost at the form's volume (for GitHub JOBS_PER_MONTH; for Buildkite vLLM's trunk,
+benchmarks/buildkite_poll.py): every delivery is one Lambda invocation through the function
+URL (no request charge beyond Lambda's); a delivery dropped before the table costs its
+measured duration only; a trunk job costs what its deliveries were measured to cost here.
+Billed duration separates CPU from waiting: the handler's own CPU time (less moto's
+in-process answers and the meter's sizing) runs at the function's CPU share (FULL_VCPU_MB),
+while each DynamoDB request (DYNAMODB_REQUEST_S) and a group's opener asleep until its
+bucket closes are waits the CPU share does not slow.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import functools
 import json
 import math
 import multiprocessing
-import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -70,7 +53,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
-from unittest import mock
 
 from benchmarks import prices
 from benchmarks.buildkite_poll import VLLM_COMMITS_PER_DAY, VLLM_JOBS
@@ -83,14 +65,14 @@ from benchmarks.cost import (
     cpu_slowdown,
     memory_gb,
 )
-from benchmarks.end_to_end import STREAM_HOP_S, Call, time_invocations
+from benchmarks.end_to_end import deployed_times, percentile, ticking
 from benchmarks.redtrunk import RedTrunk
 from benchmarks.redtrunk_score import Truth, pages, replay, score
 from benchmarks.redtrunk_score import buildkite_form as polled_form
 from benchmarks.usage import Meter, Usage
 from tests.support import webhooks
 from tests.support.buildkite import PIPELINE, build, job, job_id
-from tests.support.timeline import Landing, Timeline
+from tests.support.timeline import Timeline
 from trunkwatch.app.settings import WEBHOOK_SECRET_CACHE_SECONDS
 from trunkwatch.domain import alerts
 from trunkwatch.domain.clock import format_time, parse_time
@@ -103,6 +85,7 @@ from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
 
 T = TypeVar("T")
+Deliveries = dict[datetime, list[tuple[str, dict[str, Any]]]]  # each instant's (event, payload)s
 
 # Delivery volume, measured (issue #26's sources): PyTorch's `pytorch/pytorch` ran about
 # 2.17 M jobs in 30 days (pytorch/ci-infra, osdc/docs/current_runner_load_distribution.md,
@@ -176,97 +159,96 @@ class PushFigures:
 
 
 def run_push(
-    days: float = PUSH_DAYS, other_trunks: int = 0, metered_days: float = METERED_DAYS
+    ci: str = "github", days: float = PUSH_DAYS, metered_days: float = METERED_DAYS, other_trunks: int = 0
 ) -> PushFigures:
-    """The push path on `days` of the red trunk SEED as GitHub delivers it, metered over its
-    first `metered_days` (`measure`); `other_trunks` more webhook-fed trunks of the same
-    organization configured beside it (their repositories send nothing here)."""
+    """The push path on `days` of the red trunk SEED as `ci` ("github" or "buildkite")
+    delivers it, metered over its first `metered_days` (`measure`); `other_trunks` more
+    webhook-fed trunks of the same organization configured beside it (their repositories
+    send nothing here). The Buildkite run's pages are compared with the same trunk's polled
+    Buildkite form (`polled_buildkite`)."""
     red = RedTrunk(SEED, days)
-    return measure(red, github_form(Timeline.of_redtrunk(red), other_trunks), min(days, metered_days))
-
-
-def run_buildkite_push(
-    days: float = PUSH_DAYS, compare_poll: bool = True, metered_days: float = METERED_DAYS
-) -> PushFigures:
-    """The push path on `days` of the red trunk SEED as Buildkite delivers it, metered over
-    its first `metered_days` (`measure`), priced at vLLM's volume; with `compare_poll`, its
-    pages against the same trunk's polled Buildkite form (`polled_buildkite`)."""
-    red = RedTrunk(SEED, days)
-    figures = measure(red, buildkite_form(Timeline.of_redtrunk(red)), min(days, metered_days))
-    if compare_poll:
-        last_poll = max(red.snapshot_times())
-        figures.against_poll = compare_pages(figures.pages, polled_buildkite(red), last_poll)
+    history = Timeline.of_redtrunk(red)
+    form = github_form(history, other_trunks) if ci == "github" else buildkite_form(history)
+    figures = measure(red, form, min(days, metered_days))
+    if ci == "buildkite":
+        figures.against_poll = compare_pages(figures.pages, polled_buildkite(red), max(red.snapshot_times()))
     return figures
 
 
 def push_section(days: float = PUSH_DAYS, metered_days: float = METERED_DAYS) -> dict[str, Any]:
     """The summary's `push`: the GitHub run's figures, and under `buildkite` the Buildkite
-    run's (each metered over its first `metered_days`), with whether it paged as the GitHub
-    run did (the same pages in the same order)."""
-    github = run_push(days, metered_days=metered_days)
-    buildkite = run_buildkite_push(days, metered_days=metered_days)
+    run's, with whether it paged as the GitHub run did (the same pages in the same order)."""
+    github = run_push("github", days, metered_days)
+    buildkite = run_push("buildkite", days, metered_days)
     same = [page[1:] for page in buildkite.pages] == [page[1:] for page in github.pages]
     buildkite_figures = {**dataclasses.asdict(buildkite), "same_pages_as_github": same}
     return {**dataclasses.asdict(github), "buildkite": buildkite_figures}
 
 
 def measure(red: RedTrunk, form: CiForm, metered_days: float) -> PushFigures:
-    """Deliver `form`'s deliveries of the red trunk `red` through the local runtime (the
-    schedule ticking every TICKS), score the pages and price the month: the messages, pages
-    and delays on the in-memory store, the units, requests and CPU time metered on moto over
-    the deliveries of the first `metered_days` (METERED_BASIS)."""
+    """Deliver `form`'s deliveries of the red trunk `red` through the local runtime, score
+    the pages and price the month: the messages, pages and delays on the in-memory store, the
+    units, requests and CPU time metered on moto over the deliveries of the first
+    `metered_days` (METERED_BASIS)."""
     started = time.perf_counter()
     paged = _deliver(form, form.deliveries, "memory")
     until = min(form.deliveries) + timedelta(days=metered_days)
     metered = _deliver(form, {at: e for at, e in form.deliveries.items() if at < until}, "dynamodb")
-    sent, kinds = paged.sent, paged.kinds
-    deliveries = sum(kinds.values())
-    jobs = kinds[form.job_kind]
     metered_jobs = metered.kinds[form.job_kind]
-    trunk_usage, dropped_s = metered.usage, metered.dropped_s
-    delays = _delays(sent)
+    usage, jobs = metered.usage, max(1, metered_jobs)
     per_job = {
-        "deliveries": sum(metered.kinds.values()) / max(1, metered_jobs),
-        "ddb_read_units": trunk_usage.read_units / max(1, metered_jobs),
-        "ddb_write_units": trunk_usage.write_units / max(1, metered_jobs),
-        "ddb_requests": trunk_usage.ddb_requests / max(1, metered_jobs),
-        "store_calls": metered.store_calls / max(1, metered_jobs),
-        "cpu_s": metered.cpu_s / max(1, metered_jobs),
-        "wait_s": (trunk_usage.ddb_requests * DYNAMODB_REQUEST_S + metered.group_wait_s)
-        / max(1, metered_jobs),
+        "deliveries": sum(metered.kinds.values()) / jobs,
+        "ddb_read_units": usage.read_units / jobs,
+        "ddb_write_units": usage.write_units / jobs,
+        "ddb_requests": usage.ddb_requests / jobs,
+        "store_calls": metered.store_calls / jobs,
+        "cpu_s": metered.cpu_s / jobs,
+        "wait_s": (usage.ddb_requests * DYNAMODB_REQUEST_S + metered.group_wait_s) / jobs,
     }
-    volume = form.volume
-    gb_s_by_memory = {mb: _gb_s_per_day(volume, per_job, dropped_s, mb / 1024) for mb in MEMORY_SIZES_MB}
-    items, per_day = _cost(volume, per_job, dropped_s)
-    messages = [_scored(m) for m, _ in sent if not m.is_digest]
+    items, per_day, gb_s_by_memory = _cost(form, per_job, metered.dropped_s)
+    # One delivery about no trunk: its Lambda request, its CPU time at the function's memory
+    # and CPU share, Lambda's own log lines.
+    gb = memory_gb("webhook")
+    dropped_usd = (
+        prices.LAMBDA_REQUESTS_PER_MILLION / 1e6
+        + metered.dropped_s * cpu_slowdown(gb) * gb * prices.LAMBDA_ARM_GB_SECOND
+        + _platform_log_bytes() / GB * prices.CLOUDWATCH_LOGS_INGESTED_GB
+    )
+    firings = _first_firings(paged.sent)
+    delays = [delay for _, delay in firings]
+    messages = [_scored(m) for m, _ in paged.sent if not m.is_digest]
     paging = score(Truth(red.truth()), messages)
     return PushFigures(
-        deliveries=deliveries,
-        notifications=len(sent),
+        deliveries=sum(paged.kinds.values()),
+        notifications=len(paged.sent),
         detection_delay_s_p50=round(statistics.median(delays), 3) if delays else 0.0,
-        detection_delay_s_p95=round(_percentile(delays, 95), 3),
+        detection_delay_s_p95=round(percentile(delays, 95), 3),
         detection_delay_s_max=round(max(delays, default=0.0), 3),
         usd_per_month=round(sum(items.values()), 2),
         days=red.days,
-        trunk_jobs=jobs,
-        deliveries_by_kind=dict(sorted(kinds.items())),
+        trunk_jobs=paged.kinds[form.job_kind],
+        deliveries_by_kind=dict(sorted(paged.kinds.items())),
         paging={key: paging[key] for key in PAGING_FIGURES},
         ddb_write_units_per_trunk_job=round(per_job["ddb_write_units"], 3),
         usd_per_million_deliveries=round(sum(items.values()) / (per_day * DAYS_PER_MONTH) * 1e6, 3),
         deliveries_per_day_assumed=round(per_day),
-        trunk_jobs_per_day=volume.trunk_jobs_per_day,
+        trunk_jobs_per_day=form.trunk_jobs_per_day,
         usd_per_month_items=items,
-        api_gateway_rest_usd_per_month=api_gateway_usd_per_month(per_day),
+        # What an API Gateway REST route in front would add per month: its request charge.
+        api_gateway_rest_usd_per_month=round(
+            per_day * DAYS_PER_MONTH / 1e6 * prices.API_GATEWAY_REST_REQUESTS_PER_MILLION, 2
+        ),
         per_trunk_job={k: round(v, 4) for k, v in per_job.items()},
-        per_dropped_delivery_s=round(dropped_s, 5),
-        usd_per_million_dropped_deliveries=round(_dropped_usd(dropped_s) * 1e6, 3),
+        per_dropped_delivery_s=round(metered.dropped_s, 5),
+        usd_per_million_dropped_deliveries=round(dropped_usd * 1e6, 3),
         lambda_gb_s_per_day_by_memory_mb={mb: round(v, 1) for mb, v in gb_s_by_memory.items()},
-        memory_mb=round(memory_gb("webhook") * 1024),
-        detections=[{"alertname": a, "delay_s": round(d, 3)} for a, d in _named(sent)],
+        memory_mb=round(gb * 1024),
+        detections=[{"alertname": a, "delay_s": round(d, 3)} for a, d in firings],
         pages=[(format_time(page.at), page.alertname, page.job or "") for page in pages(messages)],
         metered_days=metered_days,
         metered_trunk_jobs=metered_jobs,
-        basis=f"{per_day:,.0f} deliveries a day: {form.volume.basis(per_job)}; {_DURATION_BASIS}; "
+        basis=f"{per_day:,.0f} deliveries a day: {form.basis.format(deliveries=per_job['deliveries'])}; "
+        + f"{_DURATION_BASIS}; "
         + METERED_BASIS.format(days=metered_days, jobs=metered_jobs),
         wall_s=round(time.perf_counter() - started, 2),
     )
@@ -287,62 +269,67 @@ class Delivered:
     cpu_s: float
     group_wait_s: float
     dropped_s: float
-    store_calls: int  # the deliveries' and settles' calls through the storage port
+    store_calls: int
 
 
-def _deliver(
-    form: CiForm, deliveries: dict[datetime, list[tuple[str, dict[str, Any]]]], store: str
-) -> Delivered:
+def _deliver(form: CiForm, deliveries: Deliveries, store: str) -> Delivered:
     """Deliver `deliveries` of `form` through a local runtime on `store`, the schedule
-    ticking every TICKS, metering the deliveries and their groups' settles. On the in-memory
-    store each invocation's duration has the network wait of its store calls added."""
-    store_calls = StoreCalls()
-    with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
-        runtime = LocalRuntime(store=store, wrap_storage=store_calls.wrap)
-        runtime.start(load_deployment({"trunks": form.trunks}))
+    ticking every TICKS, metering the deliveries and their groups' settles (a group's settle
+    is run by the delivery that opened it, deployed in its own invocation after sleeping
+    until the bucket closed). On the in-memory store each invocation's duration has the
+    network wait of its store calls added."""
+    counted = StoreCalls()
+    meter = Meter()
+    cpu_s, calls_made = 0.0, 0
+
+    def metered(action: Callable[[], T]) -> T:
+        nonlocal cpu_s, calls_made
+        started, before = time.thread_time(), counted.count
         try:
-            sources = {source.function: source for source in runtime.wiring.streams}
-            calls: list[Call] = []
-            time_invocations(runtime, calls, store_calls.network_s if store == "memory" else lambda: 0.0)
-            meter = Meter()
-            settles = _count_settles(runtime, meter, "trunk", store_calls)
-            sent: list[tuple[Published, datetime]] = []
-            kinds: Counter[str] = Counter()
-            trunk_cpu_s = group_wait_s = 0.0
-            trunk_store_calls = 0
-            with meter:
-                for at, events in _instants(deliveries):
-                    if events is None:
-                        runtime.tick(at)  # the schedule: the dispatcher and the sweeps
-                        sent += [(m, at) for m in runtime.published(at)]
-                        continue
-                    calls.clear()
-                    for event, payload in events:
-                        with meter.as_("trunk"):
-                            cpu_started, calls_before = time.thread_time(), store_calls.count
-                            answer = form.deliver(runtime, event, webhooks_body(payload), at)
-                            trunk_cpu_s += time.thread_time() - cpu_started
-                            trunk_store_calls += store_calls.count - calls_before
-                        if answer.get("statusCode", 500) >= 300:
-                            raise RuntimeError(f"{form.name} {event} delivery at {at} refused: {answer}")
-                        kinds[form.kind(event, payload)] += 1
-                    opener_wakes = runtime.clock.next_due()  # a group opened: its opener sleeps
-                    if opener_wakes is not None:
-                        group_wait_s += max(0.0, (opener_wakes - at).total_seconds())
-                    runtime.settle_deliveries(at)
-                    sent += [(m, at) for m in _deployed(at, calls, sources)]
-                usage = meter.get("trunk")
-                event, payload = form.dropped
-                first = min(deliveries)
-                dropped_s = _dropped_delivery_s(
-                    lambda: form.deliver(runtime, event, webhooks_body(payload), first), meter
-                )
+            with meter.as_("trunk"):
+                return action()
         finally:
-            runtime.stop()
-    cpu_s = trunk_cpu_s + sum(settles.cpu_s) - usage.emulator_cpu_seconds - usage.meter_cpu_seconds
-    return Delivered(
-        sent, kinds, usage, max(0.0, cpu_s), group_wait_s, dropped_s, trunk_store_calls + settles.store_calls
-    )
+            cpu_s += time.thread_time() - started
+            calls_made += counted.count - before
+
+    deployment = load_deployment({"trunks": form.trunks})
+    network_s = counted.network_s if store == "memory" else lambda: 0.0
+    with ticking(deployment, store, wrap_storage=counted.wrap, network_s=network_s) as run:
+        runtime, calls = run.runtime, run.calls
+        call_at = runtime.clock.call_at
+
+        def metered_settle(when: datetime, action: Callable[[], object]) -> None:
+            call_at(when, lambda: metered(action))
+
+        runtime.clock.call_at = metered_settle  # type: ignore[method-assign]
+        sent: list[tuple[Published, datetime]] = []
+        kinds: Counter[str] = Counter()
+        group_wait_s = 0.0
+        with meter:
+            for at, events in _instants(deliveries):
+                if events is None:
+                    runtime.tick(at)  # the schedule: the dispatcher and the sweeps
+                    sent += [(m, at) for m in runtime.published(at)]
+                    continue
+                calls.clear()
+                for event, payload in events:
+                    answer = metered(functools.partial(form.deliver, runtime, event, payload, at))
+                    if answer.get("statusCode", 500) >= 300:
+                        raise RuntimeError(f"{form.name} {event} delivery at {at} refused: {answer}")
+                    kinds[form.kind(event, payload)] += 1
+                opener_wakes = runtime.clock.next_due()  # a group opened: its opener sleeps
+                if opener_wakes is not None:
+                    group_wait_s += max(0.0, (opener_wakes - at).total_seconds())
+                runtime.settle_deliveries(at)
+                window = GROUP_WINDOW.total_seconds()
+                closes = -(-at.timestamp() // window) * window - at.timestamp()
+                sent += [(m, at) for _, m in deployed_times(at, calls, run.sources, settles_s=closes)]
+            usage = meter.get("trunk")
+            event, payload = form.dropped
+            deliver = functools.partial(form.deliver, runtime, event, payload, min(deliveries))
+            dropped_s = _dropped_delivery_s(deliver, meter)
+    cpu_s -= usage.emulator_cpu_seconds + usage.meter_cpu_seconds
+    return Delivered(sent, kinds, usage, max(0.0, cpu_s), group_wait_s, dropped_s, calls_made)
 
 
 class StoreCalls:
@@ -396,14 +383,33 @@ _DURATION_BASIS = (
 
 
 @dataclass(frozen=True)
-class Volume:
-    """The delivery volume a month is priced at: the trunk's jobs a day, each costing what a
-    trunk job's deliveries cost in the run, and every other delivery a dropped one."""
+class CiForm:
+    """The red trunk as one CI delivers it: the trunks configured, each instant's deliveries
+    (event, payload), the delivery kind that ends a trunk job attempt, a delivery about no
+    trunk, and the volume a month is priced at: the trunk's jobs a day, each costing what a
+    trunk job's deliveries cost in the run, every other delivery a dropped one (every
+    delivery a day, dropped ones included; None: the trunk's own only), and where those
+    figures come from (`basis`, formatted with the run's `deliveries` per trunk job)."""
 
+    name: str
+    trunks: list[dict[str, Any]]
+    deliveries: Deliveries
+    job_kind: str
+    dropped: tuple[str, dict[str, Any]]
     trunk_jobs_per_day: float
-    # Every delivery a day, dropped ones included; None: the trunk's own only.
     all_deliveries_per_day: float | None
-    basis: Callable[[dict[str, float]], str]  # where the figures come from, given the per-job costs
+    basis: str
+
+    def deliver(
+        self, runtime: LocalRuntime, event: str, payload: dict[str, Any], at: datetime
+    ) -> dict[str, Any]:
+        receive = runtime.deliver if self.name == "github" else runtime.deliver_buildkite
+        return receive(event, json.dumps(payload).encode(), at)
+
+    @staticmethod
+    def kind(event: str, payload: dict[str, Any]) -> str:
+        """A delivery's kind: its event, or a GitHub job's status."""
+        return str(payload["workflow_job"]["status"]) if event == "workflow_job" else event
 
     def deliveries_per_day(self, per_job_deliveries: float) -> float:
         if self.all_deliveries_per_day is None:
@@ -411,78 +417,35 @@ class Volume:
         return self.all_deliveries_per_day
 
 
-Deliver = Callable[[LocalRuntime, str, bytes, datetime], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class CiForm:
-    """The red trunk as one CI delivers it: the trunks configured, each instant's deliveries
-    (event, payload), how the runtime receives one, what kind of delivery it is (the kind
-    `job_kind` ends a trunk job attempt), a delivery about no trunk, and the volume priced."""
-
-    name: str
-    trunks: list[dict[str, Any]]
-    deliveries: dict[datetime, list[tuple[str, dict[str, Any]]]]
-    deliver: Deliver
-    kind: Callable[[str, dict[str, Any]], str]
-    job_kind: str
-    dropped: tuple[str, dict[str, Any]]
-    volume: Volume
-
-
 def github_form(history: Timeline, other_trunks: int = 0) -> CiForm:
     """As GitHub delivers it (tests/support/timeline.py), at PyTorch's volume."""
-    others = [
-        {
-            "repo": f"{webhooks.REPO.split('/')[0]}/other-{n:03d}",
-            "source": "github",
-            "webhook": True,
-            "poll_every": "0",
-        }
-        for n in range(other_trunks)
-    ]
-    trunk = {
-        "repo": history.repo,
-        "branch": history.branch,
-        "source": "github",
-        "webhook": True,
-        "poll_every": "0",
-        "config": {"include": PYTORCH_INCLUDE},
-    }
-    moments: dict[datetime, list[tuple[str, dict[str, Any]]]] = {}
+    pushed = {"source": "github", "webhook": True, "poll_every": "0"}
+    org = webhooks.REPO.split("/")[0]
+    others = [{"repo": f"{org}/other-{n:03d}", **pushed} for n in range(other_trunks)]
+    trunk = {"repo": history.repo, "branch": history.branch, **pushed, "config": {"include": PYTORCH_INCLUDE}}
+    moments: Deliveries = {}
     for event in history.deliveries(ticks=()):
         delivery = event["webhook"]
         moments.setdefault(parse_time(event["at"]), []).append((delivery["event"], delivery["payload"]))
-
-    def deliver(runtime: LocalRuntime, event: str, body: bytes, at: datetime) -> dict[str, Any]:
-        return runtime.deliver(event, body, at)
-
-    def basis(per_job: dict[str, float]) -> str:
-        return (
-            f"{JOBS_PER_MONTH:,} pytorch/pytorch jobs in 30 days "
-            "(pytorch/ci-infra osdc/docs/current_runner_load_distribution.md, March 2026), "
-            f"{JOB_DELIVERIES} workflow_job deliveries per job plus {RUN_DELIVERIES_PER_JOB:g} "
-            f"workflow_run deliveries per job (assumed); {TRUNK_JOBS_PER_DAY:,} of the daily jobs on "
-            "main (the upper end of 10-20 k), each costing what a trunk job's deliveries cost here "
-            f"({per_job['deliveries']:.2f} deliveries a job: its queued, in_progress and completed, "
-            "retries, and its share of its commit's push and runs); the others dropped before the table"
-        )
-
     return CiForm(
         name="github",
         trunks=[trunk, *others],
         deliveries=moments,
-        deliver=deliver,
-        kind=_kind,
         job_kind="completed",
         dropped=(
             "workflow_job",
             webhooks.workflow_job("f" * 40, "linux-jammy / build", branch="some-feature"),
         ),
-        volume=Volume(
-            TRUNK_JOBS_PER_DAY,
-            JOBS_PER_MONTH / DAYS_PER_MONTH * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB),
-            basis,
+        trunk_jobs_per_day=TRUNK_JOBS_PER_DAY,
+        all_deliveries_per_day=JOBS_PER_MONTH / DAYS_PER_MONTH * (JOB_DELIVERIES + RUN_DELIVERIES_PER_JOB),
+        basis=(
+            f"{JOBS_PER_MONTH:,} pytorch/pytorch jobs in 30 days "
+            "(pytorch/ci-infra osdc/docs/current_runner_load_distribution.md, March 2026), "
+            f"{JOB_DELIVERIES} workflow_job deliveries per job plus {RUN_DELIVERIES_PER_JOB:g} "
+            f"workflow_run deliveries per job (assumed); {TRUNK_JOBS_PER_DAY:,} of the daily jobs on "
+            "main (the upper end of 10-20 k), each costing what a trunk job's deliveries cost here "
+            "({deliveries:.2f} deliveries a job: its queued, in_progress and completed, "
+            "retries, and its share of its commit's push and runs); the others dropped before the table"
         ),
     )
 
@@ -500,36 +463,29 @@ def buildkite_form(history: Timeline) -> CiForm:
         "poll_every": "0",
         "config": {"include": PYTORCH_INCLUDE},
     }
-    moments: dict[datetime, list[tuple[str, dict[str, Any]]]] = {}
+    moments: Deliveries = {}
     for at, event, payload in buildkite_deliveries(history):
         moments.setdefault(at, []).append((event, payload))
     elsewhere = job(1, "linux-jammy / build", "failed", finished_at=format_time(history.landings[0].at))
     dropped = _buildkite_payload(
         "job.finished", build(1, "f" * 40, history.landings[0].at, branch="some-feature"), elsewhere
     )
-
-    def deliver(runtime: LocalRuntime, event: str, body: bytes, at: datetime) -> dict[str, Any]:
-        return runtime.deliver_buildkite(event, body, at)
-
-    def basis(per_job: dict[str, float]) -> str:
-        return (
-            f"vLLM's trunk, {VLLM_COMMITS_PER_DAY} commits a day to main of {VLLM_JOBS} jobs each "
-            f"(issue 40, June 2026), each job costing what a trunk job's deliveries cost here "
-            f"({per_job['deliveries']:.2f} deliveries a job: its job.scheduled and job.finished, "
-            "retries, and its share of its build's build.finished); the pipeline's builds of other "
-            "branches (pull requests) are delivered too (a Buildkite webhook selects events and "
-            "pipelines) and not counted: each costs a dropped delivery (usd_per_million_dropped_deliveries)"
-        )
-
     return CiForm(
         name="buildkite",
         trunks=[trunk],
         deliveries=moments,
-        deliver=deliver,
-        kind=lambda event, payload: event,
         job_kind="job.finished",
         dropped=("job.finished", dropped),
-        volume=Volume(VLLM_COMMITS_PER_DAY * VLLM_JOBS, None, basis),
+        trunk_jobs_per_day=VLLM_COMMITS_PER_DAY * VLLM_JOBS,
+        all_deliveries_per_day=None,
+        basis=(
+            f"vLLM's trunk, {VLLM_COMMITS_PER_DAY} commits a day to main of {VLLM_JOBS} jobs each "
+            "(issue 40, June 2026), each job costing what a trunk job's deliveries cost here "
+            "({deliveries:.2f} deliveries a job: its job.scheduled and job.finished, "
+            "retries, and its share of its build's build.finished); the pipeline's builds of other "
+            "branches (pull requests) are delivered too (a Buildkite webhook selects events and "
+            "pipelines) and not counted: each costs a dropped delivery (usd_per_million_dropped_deliveries)"
+        ),
     )
 
 
@@ -548,7 +504,8 @@ def buildkite_deliveries(
     build `running`, or `failing` once a job failed), a retry's `retries_count` and
     `retry_source` naming the attempt it retried (which said `retried: false` when it
     finished: it was not retried yet); a build's `build.finished` when its last job ended
-    (again after a retry of it ended)."""
+    (again after a retry of it ended). A build's commit fields: its message (the title, a
+    merged pull request's number at its end), its author, no pull request (a push to main)."""
     landed = {landing.sha: (number, landing) for number, landing in enumerate(history.landings, 1)}
     queued: dict[tuple[str, str, int], datetime] = {}
     running_jobs: Counter[str] = Counter()  # each build's jobs queued and not finished
@@ -556,41 +513,28 @@ def buildkite_deliveries(
     for report in history.reports:
         number, landing = landed[report.sha]
         key = (report.sha, report.name, report.attempt)
-        retried = job_id(pipeline, number, report.name, report.attempt - 1)
         retry = (
             {
                 "retries_count": report.attempt - 1,
                 "retry_type": "automatic",
-                "retry_source": {"job_id": retried, "retry_type": "automatic"},
+                "retry_source": {
+                    "job_id": job_id(pipeline, number, report.name, report.attempt - 1),
+                    "retry_type": "automatic",
+                },
             }
             if report.attempt > 1
             else {}
         )
-        failing = "failed" in latest[report.sha].values()
-        running = build(
-            number, report.sha, landing.at, state="failing" if failing else "running", **_about(landing)
-        )
         if report.conclusion is None:
+            event, state, started = "job.scheduled", "scheduled", report.at
             queued[key] = report.at
             running_jobs[report.sha] += 1
-            scheduled = job(
-                number,
-                report.name,
-                "scheduled",
-                attempt=report.attempt,
-                pipeline=pipeline,
-                web_url=report.url,
-                created_at=format_time(report.at),
-                scheduled_at=format_time(report.at),
-                runnable_at=format_time(report.at),
-                started_at=None,
-                **retry,
-            )
-            yield report.at, "job.scheduled", _buildkite_payload("job.scheduled", running, scheduled)
-            continue
-        state = _BUILDKITE_STATES[report.conclusion]
-        started = queued.pop(key)
-        running_jobs[report.sha] -= 1
+            times: dict[str, str | None] = {"started_at": None}
+        else:
+            event, state, started = "job.finished", _BUILDKITE_STATES[report.conclusion], queued.pop(key)
+            running_jobs[report.sha] -= 1
+            latest[report.sha][report.name] = state
+            times = {"started_at": format_time(started), "finished_at": format_time(report.at)}
         made = job(
             number,
             report.name,
@@ -601,32 +545,17 @@ def buildkite_deliveries(
             created_at=format_time(started),
             scheduled_at=format_time(started),
             runnable_at=format_time(started),
-            started_at=format_time(started),
-            finished_at=format_time(report.at),
+            **times,
             **retry,
         )
-        latest[report.sha][report.name] = state
         failing = "failed" in latest[report.sha].values()
-        running = build(
-            number, report.sha, landing.at, state="failing" if failing else "running", **_about(landing)
-        )
-        yield report.at, "job.finished", _buildkite_payload("job.finished", running, made)
-        if not running_jobs[report.sha]:
-            finished = build(
-                number,
-                report.sha,
-                landing.at,
-                finished=report.at,
-                state="failed" if failing else "passed",
-                **_about(landing),
-            )
+        about = {"message": landing.message, "author": {"username": landing.author, "name": landing.author}}
+        running = build(number, report.sha, landing.at, state="failing" if failing else "running", **about)
+        yield report.at, event, _buildkite_payload(event, running, made)
+        if report.conclusion is not None and not running_jobs[report.sha]:
+            state = "failed" if failing else "passed"
+            finished = build(number, report.sha, landing.at, finished=report.at, state=state, **about)
             yield report.at, "build.finished", _buildkite_payload("build.finished", finished)
-
-
-def _about(landing: Landing) -> dict[str, Any]:
-    """A build's commit fields: its message (the title, a merged pull request's number at its
-    end, as the trunk's builds have it), its author, no pull request (a push to main)."""
-    return {"message": landing.message, "author": {"username": landing.author, "name": landing.author}}
 
 
 def _buildkite_payload(
@@ -634,14 +563,8 @@ def _buildkite_payload(
 ) -> dict[str, Any]:
     """A delivery's body: the build without its jobs (webhooks carry none), its pipeline."""
     bare = {k: v for k, v in built.items() if k != "jobs"}
-    about = {**bare["pipeline"]}
-    return {
-        "event": event,
-        **({"job": made} if made is not None else {}),
-        "build": bare,
-        "pipeline": about,
-        "sender": _SENDER,
-    }
+    job_part = {"job": made} if made is not None else {}
+    return {"event": event, **job_part, "build": bare, "pipeline": {**bare["pipeline"]}, "sender": _SENDER}
 
 
 def polled_buildkite(red: RedTrunk) -> list[dict[str, Any]]:
@@ -678,25 +601,16 @@ def compare_pages(
     }
 
 
-def webhooks_body(payload: dict[str, Any]) -> bytes:
-    return json.dumps(payload).encode()
-
-
 Instants = list[tuple[datetime, list[tuple[str, dict[str, Any]]] | None]]
 
 
-def _instants(deliveries: dict[datetime, list[tuple[str, dict[str, Any]]]]) -> Instants:
+def _instants(deliveries: Deliveries) -> Instants:
     """Each instant's deliveries, and the schedule's ticks (None) every TICKS."""
     first, last = min(deliveries), max(deliveries)
     ticks = [first + TICKS * n for n in range(int((last - first) / TICKS) + 1)]
     found: Instants = [*deliveries.items()]
     found += [(at, None) for at in ticks if at not in deliveries]
     return sorted(found, key=lambda moment: (moment[0], moment[1] is None))
-
-
-def _kind(event: str, payload: dict[str, Any]) -> str:
-    """A delivery's kind: its event, or a job's status."""
-    return str(payload["workflow_job"]["status"]) if event == "workflow_job" else event
 
 
 def _scored(message: Published) -> dict[str, Any]:
@@ -711,82 +625,14 @@ def _scored(message: Published) -> dict[str, Any]:
     }
 
 
-def _deployed(at: datetime, calls: list[Call], sources: dict[str, Any]) -> list[Published]:
-    """The instant's messages at their deployed publish time (see the module's docstring)."""
-    closes = (
-        -(-at.timestamp() // GROUP_WINDOW.total_seconds())
-    ) * GROUP_WINDOW.total_seconds() - at.timestamp()
-    chain = max((c.seconds for c in calls if c.function == "WebhookFunction"), default=0.0)
-    out: list[Published] = []
-    for call in calls:
-        source = sources.get(call.function)
-        if call.records is None or source is None:
-            continue
-        if call.function == "NotifierFunction":
-            chain = max(chain, closes)  # the group settles no earlier than its bucket's end
-        window = source.batching_window_s if call.records < source.batch_size else 0.0
-        chain += STREAM_HOP_S + window + call.seconds
-        out += [
-            Published(at + timedelta(seconds=chain), m.subject, m.attributes, m.message)
-            for m in call.published
-        ]
-    return out
-
-
-def _firsts(sent: list[tuple[Published, datetime]]) -> list[tuple[str, Published, datetime]]:
+def _first_firings(sent: list[tuple[Published, datetime]]) -> list[tuple[str, float]]:
+    """(alertname, delay) of every first firing message: it is published by the instant whose
+    deliveries decided it."""
     return [
-        (m.attributes.get("alertname", ""), m, delivered)
+        (m.attributes.get("alertname", ""), (m.at - delivered).total_seconds())
         for m, delivered in sent
         if m.message.get("status") == alerts.FIRING and m.message.get("notification_reason") == "firing"
     ]
-
-
-def _named(sent: list[tuple[Published, datetime]]) -> list[tuple[str, float]]:
-    return [(name, (m.at - delivered).total_seconds()) for name, m, delivered in _firsts(sent)]
-
-
-def _delays(sent: list[tuple[Published, datetime]]) -> list[float]:
-    """Every first firing message is published by the second whose deliveries decided it."""
-    return [delay for _, delay in _named(sent)]
-
-
-def _percentile(values: list[float], pct: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
-
-
-@dataclass
-class Settles:
-    """What the groups' settles took: CPU seconds, each; calls through the storage port, all."""
-
-    cpu_s: list[float] = field(default_factory=list)
-    store_calls: int = 0
-
-
-def _count_settles(runtime: LocalRuntime, meter: Meter, label: str, store_calls: StoreCalls) -> Settles:
-    """Count a group's settle, which the delivery that opened the group runs (deployed: in
-    its own invocation, after sleeping until the bucket closed), under `label`, into the
-    `Settles` returned."""
-    clock = runtime.clock
-    call_at = clock.call_at
-    settles = Settles()
-
-    def counted(when: datetime, action: Callable[[], object]) -> None:
-        def labelled() -> object:
-            started, calls_before = time.thread_time(), store_calls.count
-            try:
-                with meter.as_(label):
-                    return action()
-            finally:
-                settles.cpu_s.append(time.thread_time() - started)
-                settles.store_calls += store_calls.count - calls_before
-
-        call_at(when, labelled)
-
-    clock.call_at = counted  # type: ignore[method-assign]
-    return settles
 
 
 def _dropped_delivery_s(deliver: Callable[[], object], meter: Meter) -> float:
@@ -805,79 +651,48 @@ def _dropped_delivery_s(deliver: Callable[[], object], meter: Meter) -> float:
     return min(batches)
 
 
-def _gb_s_per_day(volume: Volume, per_job: dict[str, float], dropped_s: float, gb: float) -> float:
-    """Billed GB-s a day at `gb` of memory: CPU time slowed by the CPU share below a full
-    vCPU, waits as they are; the deliveries not about a trunk job are dropped ones."""
-    trunk_jobs = volume.trunk_jobs_per_day
-    dropped = volume.deliveries_per_day(per_job["deliveries"]) - trunk_jobs * per_job["deliveries"]
-    cpu_s = max(0.0, dropped) * dropped_s + trunk_jobs * per_job["cpu_s"]
-    return (cpu_s * cpu_slowdown(gb) + trunk_jobs * per_job["wait_s"]) * gb
+def _cost(
+    form: CiForm, per_job: dict[str, float], dropped_s: float
+) -> tuple[dict[str, float], float, dict[int, float]]:
+    """The month's items at the form's volume, the deliveries a day, and the billed GB-s a day
+    at each of MEMORY_SIZES_MB: CPU time slowed by the CPU share below a full vCPU, waits as
+    they are; the deliveries not about a trunk job are dropped ones."""
+    trunk_jobs = form.trunk_jobs_per_day
+    per_day = form.deliveries_per_day(per_job["deliveries"])
+    stored = trunk_jobs * per_job["deliveries"]  # the application's line only for a stored delivery
+    cpu_s = max(0.0, per_day - stored) * dropped_s + trunk_jobs * per_job["cpu_s"]
 
+    def gb_s_per_day(gb: float) -> float:
+        return (cpu_s * cpu_slowdown(gb) + trunk_jobs * per_job["wait_s"]) * gb
 
-def _secret_reads_per_day(volume: Volume, per_job: dict[str, float], dropped_s: float) -> float:
-    """Each warm container reads the secret once per cache period; the containers are the
-    function's mean concurrency at its memory size, rounded up (assumed: bursts reuse them)."""
     gb = memory_gb("webhook")
-    busy_s = _gb_s_per_day(volume, per_job, dropped_s, gb) / gb
-    containers = max(1, math.ceil(busy_s / SECONDS_PER_DAY))
-    return containers * SECONDS_PER_DAY / WEBHOOK_SECRET_CACHE_SECONDS
-
-
-def _platform_log_bytes() -> int:
-    """Lambda's START/END/REPORT lines for every delivery, unless the function's system log
-    level drops them."""
-    return 0 if _system_log_level("WebhookFunction") in ("WARN", "ERROR", "FATAL") else PLATFORM_LOG_BYTES
-
-
-def _cost(volume: Volume, per_job: dict[str, float], dropped_s: float) -> tuple[dict[str, float], float]:
-    """The month's items at `volume`, and the deliveries a day."""
-    trunk_jobs = volume.trunk_jobs_per_day
-    per_day = volume.deliveries_per_day(per_job["deliveries"])
+    # Each warm container reads the secret once per cache period; the containers are the
+    # function's mean concurrency at its memory size, rounded up (assumed: bursts reuse them).
+    containers = max(1, math.ceil(gb_s_per_day(gb) / gb / SECONDS_PER_DAY))
+    secret_reads = containers * SECONDS_PER_DAY / WEBHOOK_SECRET_CACHE_SECONDS
+    log_gb = (per_day * _platform_log_bytes() + stored * APP_LOG_BYTES) / GB  # no metric published
     month = DAYS_PER_MONTH
-    gb_s = _gb_s_per_day(volume, per_job, dropped_s, memory_gb("webhook"))
-    # The application's line and metrics only for a stored delivery.
-    stored = trunk_jobs * per_job["deliveries"]
-    log_gb = (
-        per_day * _platform_log_bytes() + stored * APP_LOG_BYTES
-    ) / GB  # the function publishes no metric
-    secret_reads = _secret_reads_per_day(volume, per_job, dropped_s)
+    jobs_month = trunk_jobs * month / 1e6  # millions of trunk jobs a month
     items = {
         "lambda_requests": per_day * month / 1e6 * prices.LAMBDA_REQUESTS_PER_MILLION,
-        "lambda_duration": gb_s * month * prices.LAMBDA_ARM_GB_SECOND,
-        "dynamodb_writes": trunk_jobs
+        "lambda_duration": gb_s_per_day(gb) * month * prices.LAMBDA_ARM_GB_SECOND,
+        "dynamodb_writes": jobs_month
         * per_job["ddb_write_units"]
-        * month
-        / 1e6
         * prices.DYNAMODB_WRITE_REQUEST_UNITS_PER_MILLION,
-        "dynamodb_reads": trunk_jobs
+        "dynamodb_reads": jobs_month
         * per_job["ddb_read_units"]
-        * month
-        / 1e6
         * prices.DYNAMODB_READ_REQUEST_UNITS_PER_MILLION,
         "logs": log_gb * month * prices.CLOUDWATCH_LOGS_INGESTED_GB,
         # A standard SSM parameter is free; each read decrypts it with the aws/ssm key.
         "secret": secret_reads * month / 1e6 * prices.KMS_REQUESTS_PER_MILLION,
     }
-    return {k: round(v, 2) for k, v in items.items()}, per_day
+    by_memory = {mb: gb_s_per_day(mb / 1024) for mb in MEMORY_SIZES_MB}
+    return {k: round(v, 2) for k, v in items.items()}, per_day, by_memory
 
 
-def _dropped_usd(dropped_s: float) -> float:
-    """What one delivery about no trunk costs: its Lambda request, its CPU time at the
-    function's memory and CPU share, Lambda's own log lines."""
-    gb = memory_gb("webhook")
-    return (
-        prices.LAMBDA_REQUESTS_PER_MILLION / 1e6
-        + dropped_s * cpu_slowdown(gb) * gb * prices.LAMBDA_ARM_GB_SECOND
-        + _platform_log_bytes() / GB * prices.CLOUDWATCH_LOGS_INGESTED_GB
-    )
-
-
-def _system_log_level(function: str) -> str:
-    """The function's LoggingConfig SystemLogLevel in template.yaml ("" if it sets none)."""
-    props = read_wiring(find_template()).resources[function].get("Properties") or {}
-    return str((props.get("LoggingConfig") or {}).get("SystemLogLevel", ""))
-
-
-def api_gateway_usd_per_month(per_day: float) -> float:
-    """What an API Gateway REST route in front would add per month: its request charge."""
-    return round(per_day * DAYS_PER_MONTH / 1e6 * prices.API_GATEWAY_REST_REQUESTS_PER_MILLION, 2)
+def _platform_log_bytes() -> int:
+    """Lambda's START/END/REPORT lines for every delivery, unless the webhook function's
+    LoggingConfig SystemLogLevel in template.yaml drops them."""
+    props = read_wiring(find_template()).resources["WebhookFunction"].get("Properties") or {}
+    level = str((props.get("LoggingConfig") or {}).get("SystemLogLevel", ""))
+    return 0 if level in ("WARN", "ERROR", "FATAL") else PLATFORM_LOG_BYTES

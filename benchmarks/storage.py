@@ -64,8 +64,11 @@ def steady_state(
 ) -> StorageFigures:
     retention = RuleConfig().retention
 
-    def days(ttl: timedelta) -> float:
-        return (ttl + TTL_DELETION_LAG) / DAY
+    def kept(ttl: timedelta, items: float, size: float) -> tuple[float, float]:
+        """(items, bytes) of what a day adds (`items` of `size` bytes), each kept `ttl` and
+        billed until DynamoDB deletes it."""
+        days = (ttl + TTL_DELETION_LAG) / DAY
+        return items * days, size * days
 
     def per_day(kind: str) -> tuple[float, float]:
         items, size = day_stored.get(kind, [0, 0])
@@ -75,31 +78,26 @@ def steady_state(
     alerts, alert_bytes = day_stored.get("alert", [0, 0])
     logs, log_bytes = per_day("notification")
     episodes, episode_bytes = per_day("episode")
-    parts: dict[str, tuple[float, float]] = {
-        # (items, bytes)
-        "cells_and_commits": (
-            cycle.stored_items_per_commit * commits_per_day * days(retention),
-            cycle.stored_bytes_per_commit * commits_per_day * days(retention),
+    # A sweep's tick every schedule tick, and a poll's on each commit's finishing and landing
+    # polls (the polls that write cells).
+    ticks = ticks_per_day + 2 * commits_per_day
+    silence_items = SILENCES_PER_DAY * (1 + AUDITS_PER_SILENCE)
+    silence_size = SILENCES_PER_DAY * (silence_bytes["silence"] + AUDITS_PER_SILENCE * silence_bytes["audit"])
+    parts: dict[str, tuple[float, float]] = {  # (items, bytes)
+        "cells_and_commits": kept(
+            retention,
+            cycle.stored_items_per_commit * commits_per_day,
+            cycle.stored_bytes_per_commit * commits_per_day,
         ),
-        # A sweep's tick every schedule tick, and a poll's on each commit's finishing and
-        # landing polls (the polls that write cells).
-        "ticks": (
-            (ticks_per_day + 2 * commits_per_day) * days(TICK_TTL),
-            (ticks_per_day + 2 * commits_per_day) * days(TICK_TTL) * cycle.tick_bytes,
-        ),
-        "notification_logs": (logs * days(retention), log_bytes * days(retention)),
-        "episodes": (episodes * days(EPISODE_RETENTION), episode_bytes * days(EPISODE_RETENTION)),
+        "ticks": kept(TICK_TTL, ticks, ticks * cycle.tick_bytes),
+        "notification_logs": kept(retention, logs, log_bytes),
+        "episodes": kept(EPISODE_RETENTION, episodes, episode_bytes),
         "alerts": (float(job_columns), job_columns * alert_bytes / alerts if alerts else 0.0),
         "trunk": (
             float(sum(day_stored.get(k, [0, 0])[0] for k in NEVER_EXPIRE)),
             float(sum(day_stored.get(k, [0, 0])[1] for k in NEVER_EXPIRE)),
         ),
-        "silences": (
-            SILENCES_PER_DAY * days(SILENCE_LASTS + SILENCE_RETENTION) * (1 + AUDITS_PER_SILENCE),
-            SILENCES_PER_DAY
-            * days(SILENCE_LASTS + SILENCE_RETENTION)
-            * (silence_bytes["silence"] + AUDITS_PER_SILENCE * silence_bytes["audit"]),
-        ),
+        "silences": kept(SILENCE_LASTS + SILENCE_RETENTION, silence_items, silence_size),
     }
     total = sum(size for _, size in parts.values()) / GB
     return StorageFigures(

@@ -132,22 +132,16 @@ class Episode:
         return self.commits[failures_to_open - 1]
 
 
-def _episodes() -> tuple[Episode, Episode]:
-    workflow, env, runner = environment(BROKEN_ENVIRONMENT)
-    broken = Episode(
-        "broken trunk", frozenset({f"{workflow} / {env} / test (default, {runner})"}), BROKEN_COMMITS, 2
-    )
-    workflow, env, runner = environment(OUTAGE_ENVIRONMENT)
-    outage = Episode(
-        "infra outage",
-        frozenset(f"{workflow} / {env} / test ({config}, {runner})" for config in TEST_CONFIGS),
-        OUTAGE_COMMITS,
-        None,
-    )
-    return broken, outage
+def _tests(index: int, configs: tuple[str, ...]) -> frozenset[str]:
+    """The job keys of environment `index`'s tests of `configs`."""
+    workflow, env, runner = environment(index)
+    return frozenset(f"{workflow} / {env} / test ({config}, {runner})" for config in configs)
 
 
-EPISODES = _episodes()
+EPISODES = (
+    Episode("broken trunk", _tests(BROKEN_ENVIRONMENT, ("default",)), BROKEN_COMMITS, 2),
+    Episode("infra outage", _tests(OUTAGE_ENVIRONMENT, TEST_CONFIGS), OUTAGE_COMMITS, None),
+)
 
 
 def episode_of(job: str) -> Episode | None:
