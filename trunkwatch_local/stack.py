@@ -28,7 +28,7 @@ from trunkwatch.domain.config import ConfigError
 
 # Imported before the stack makes any client: every botocore session joins its hooks.
 from trunkwatch_local import aws_calls  # noqa: F401
-from trunkwatch_local.memory_stream import MemoryStream, MemoryStreams, streamed_storage
+from trunkwatch_local.memory_stream import MemoryStream, streamed_storage
 from trunkwatch_local.pump import Invoke, StreamPump
 from trunkwatch_local.queue_pump import QueuePump
 from trunkwatch_local.template import find_template
@@ -250,7 +250,7 @@ class LocalStack:
         """Lambda's stream event source mappings of the template, invoking through `invoke`;
         the in-memory store's stream stands in for DynamoDB Streams."""
         if self.store == "memory":
-            streams: Any = MemoryStreams(self.memory_stream)
+            streams: Any = self.memory_stream
             release = self.memory_stream.release
         else:
             streams, release = boto3.client("dynamodbstreams"), None
