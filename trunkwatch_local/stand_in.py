@@ -42,13 +42,13 @@ def weak_etag(body: bytes) -> str:
     return f'W/"{hashlib.sha256(body).hexdigest()[:32]}"'
 
 
-def paged(
-    request: Request, items: list[Any], per_page: int, base: str, path: str = ""
-) -> tuple[list[Any], str]:
-    """The page of `items` `request` asks for (`page`, from 1) and the `Link` header to the
-    others, at `base` + `path` (the request's path unless given), as GitHub and Buildkite page."""
+def paged(request: Request, items: list[Any], base: str, path: str = "") -> tuple[list[Any], str]:
+    """The page of `items` `request` asks for and the `Link` header to the others, at `base`
+    + `path` (the request's path unless given), as GitHub and Buildkite page (30 a page unless
+    asked, 100 at most)."""
     query, page = request.query, int(request.query.get("page", 1))
-    last = max(1, -(-len(items) // per_page))
+    size = min(int(query.get("per_page", 30)), 100)
+    last = max(1, -(-len(items) // size))
 
     def url(n: int) -> str:
         return f"{base}{path or request.path}?" + urllib.parse.urlencode({**query, "page": str(n)})
@@ -58,7 +58,7 @@ def paged(
         links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
     if page > 1:
         links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
-    return items[(page - 1) * per_page : page * per_page], ", ".join(links)
+    return items[(page - 1) * size : page * size], ", ".join(links)
 
 
 class StandInServer:
