@@ -6,6 +6,7 @@ import hashlib
 import json
 import threading
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -62,11 +63,13 @@ def paged(request: Request, items: list[Any], base: str, path: str = "") -> tupl
 
 
 class StandInServer:
-    """Answers every request with `handle(request)`; subclasses say what. On 127.0.0.1 at a
-    free port unless told."""
+    """Answers every request with `handle(request)`: the one given, or a subclass's. On
+    127.0.0.1 at a free port unless told."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        owner = self
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, handle: Callable[[Request], Answer] | None = None
+    ) -> None:
+        answer = handle or self.handle
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -77,7 +80,7 @@ class StandInServer:
             def _answer(self) -> None:
                 size = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(size) if size else b""
-                status, headers, data = owner.handle(Request(self.command, self.path, self.headers, body))
+                status, headers, data = answer(Request(self.command, self.path, self.headers, body))
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
