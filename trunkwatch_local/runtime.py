@@ -264,10 +264,10 @@ class LocalRuntime:
         else:
             self._crashes_recovered = len(self.chaos.stats.crashes)
 
-    def delivery_ticks(self, after: datetime) -> Iterator[datetime]:
+    def delivery_ticks(self) -> Iterator[datetime]:
         """After a replay's last event: schedule ticks, each yielded after it ran, while a
         receiver has a message due (failed or throttled), as the deployed schedule goes on."""
-        at = after
+        at = self.clock.now()
         for _ in range(DELIVERY_TICKS):
             if not self.undelivered():
                 return
