@@ -1,11 +1,8 @@
-"""Lambda's DynamoDB event source mapping, locally: read the table's stream, apply each
-mapping's FilterCriteria, deliver Lambda-shaped batches, honour `batchItemFailures`,
-bisect-on-error and the retry limit, and send exhausted batches' details to the DLQ.
+"""Lambda's DynamoDB event source mappings, locally: each mapping's FilterCriteria, batches
+in Lambda's shape, `batchItemFailures`, bisect-on-error, the retry limit and the DLQ.
 
-The stream's shards are described once per drain (not per mapping and round). Mappings that
-start at the same position share one shard iterator, so within a round the records at one
-iterator are read from the stream (and put in Lambda's shape) once for all of them; a record
-a handler writes meanwhile is read in the next round."""
+Mappings at one shard iterator share its reads within a round (the stream is read once for
+all of them); a record a handler writes meanwhile is read in the next round."""
 
 from __future__ import annotations
 
@@ -70,7 +67,7 @@ class StreamPump:
         self._open()
 
     def _open(self) -> None:
-        """Describe the stream (once) and start every mapping on shards it does not read yet."""
+        """Start every mapping on the shards it does not read yet."""
         self.describe_calls += 1
         shards = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
         for shard in shards:
@@ -137,8 +134,7 @@ class StreamPump:
         return records
 
     def skip_written(self) -> None:
-        """Move every mapping past the records written so far, unread (items put back in a
-        fresh table, or a table seeded before what is measured)."""
+        """Move every mapping past the records written so far, unread (items put back, say)."""
         self._open()
         for mapping in self.mappings:
             for shard in mapping.iterators:
@@ -164,30 +160,24 @@ class StreamPump:
             try:
                 response = self.invoke(source.function, {"Records": records})
             except Exception:
-                if source.max_retries >= 0 and attempt >= source.max_retries:
-                    self._dead_letter(source, records)
-                elif source.bisect and len(records) > 1:
-                    half = len(records) // 2
-                    pending[:0] = [(records[:half], attempt + 1), (records[half:], attempt + 1)]
-                    self.stats.retries += 1
-                else:
-                    pending.insert(0, (records, attempt + 1))
-                    self.stats.retries += 1
-                continue
-            failed = (
-                {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
-                if source.report_item_failures
-                else set()
-            )
-            if not failed:
-                continue
-            # Lambda checkpoints before the first failed record and retries from there.
-            first = next(i for i, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] in failed)
-            rest = records[first:]
-            if source.max_retries >= 0 and attempt >= source.max_retries:
-                self._dead_letter(source, rest)
+                retry = [records[: len(records) // 2], records[len(records) // 2 :]]
+                if not (source.bisect and len(records) > 1):
+                    retry = [records]
             else:
-                pending.insert(0, (rest, attempt + 1))
+                failed = (
+                    {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+                    if source.report_item_failures
+                    else set()
+                )
+                if not failed:
+                    continue
+                # Lambda checkpoints before the first failed record and retries from there.
+                first = next(i for i, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] in failed)
+                retry = [records[first:]]
+            if source.max_retries >= 0 and attempt >= source.max_retries:
+                self._dead_letter(source, [record for part in retry for record in part])
+            else:
+                pending[:0] = [(part, attempt + 1) for part in retry]
                 self.stats.retries += 1
 
     def _dead_letter(self, source: StreamSource, records: list[dict[str, Any]]) -> None:

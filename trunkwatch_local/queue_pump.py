@@ -1,10 +1,7 @@
-"""Lambda's SQS event source mapping, locally: receive each mapped queue's messages in
-batches of the mapping's size, deliver them in Lambda's SQS event shape, and honour
-`batchItemFailures`.
-
-A message that failed is dropped when its queue keeps messages no longer than they stay
-invisible after a receive (it would expire before Lambda received it again); otherwise it
-is made visible again and comes at the next drain."""
+"""Lambda's SQS event source mappings, locally: batches of each mapping's size in Lambda's
+SQS event shape, and `batchItemFailures`. A failed message is made visible again for the
+next drain, unless its queue would expire it first (retention no longer than the
+visibility timeout): then it is dropped."""
 
 from __future__ import annotations
 
@@ -65,8 +62,25 @@ class QueuePump:
         self, source: QueueSource, url: str, batch: list[dict[str, Any]], results: list[Any]
     ) -> set[str]:
         """Invoke the mapping's function with `batch`; the ids of the messages that failed."""
-        arn = queue_arn(url)
-        event = {"Records": [sqs_record(message, arn) for message in batch]}
+        account, name = url.rstrip("/").split("/")[-2:]
+        arn = f"arn:aws:sqs:{REGION}:{account}:{name}"
+        event = {
+            "Records": [
+                {
+                    "messageId": message["MessageId"],
+                    "receiptHandle": message["ReceiptHandle"],
+                    "body": message["Body"],
+                    "attributes": message.get("Attributes", {}),
+                    "messageAttributes": message.get("MessageAttributes", {}),
+                    "md5OfBody": message.get("MD5OfBody")
+                    or hashlib.md5(message["Body"].encode()).hexdigest(),  # noqa: S324
+                    "eventSource": "aws:sqs",
+                    "eventSourceARN": arn,
+                    "awsRegion": REGION,
+                }
+                for message in batch
+            ]
+        }
         self.stats.invocations += 1
         self.stats.messages += len(batch)
         everything = {message["MessageId"] for message in batch}
@@ -91,24 +105,3 @@ def merged(results: list[Any]) -> dict[str, list[Any]]:
             if isinstance(value, list):
                 out[key] = out.get(key, []) + value
     return out
-
-
-def queue_arn(url: str) -> str:
-    """The ARN of the local queue at `url` (…/<account>/<name>)."""
-    account, name = url.rstrip("/").split("/")[-2:]
-    return f"arn:aws:sqs:{REGION}:{account}:{name}"
-
-
-def sqs_record(message: dict[str, Any], arn: str) -> dict[str, Any]:
-    """A received message as a record of Lambda's SQS event."""
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": message.get("Attributes", {}),
-        "messageAttributes": message.get("MessageAttributes", {}),
-        "md5OfBody": message.get("MD5OfBody") or hashlib.md5(message["Body"].encode()).hexdigest(),  # noqa: S324
-        "eventSource": "aws:sqs",
-        "eventSourceARN": arn,
-        "awsRegion": REGION,
-    }
