@@ -4,6 +4,7 @@ way Lambda invokes them."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import hmac
@@ -30,7 +31,6 @@ from trunkwatch.domain.digest import KIND as DIGEST_KIND
 from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch.storage.port import Storage
 from trunkwatch_local.chaos import Chaos, InvocationDied
-from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.queue_pump import merged
 from trunkwatch_local.schedule import period_seconds
 from trunkwatch_local.stack import ACCOUNT, NAME, REGION, LocalStack
@@ -98,9 +98,7 @@ def summary_row(message: dict[str, Any]) -> dict[str, Any]:
         return {
             "at": message["at"],
             "status": "digest",
-            "repo": body["repo"],
-            "branch": body["branch"],
-            "day": body["day"],
+            **{key: body[key] for key in ("repo", "branch", "day")},
         }
     labels = body["alerts"][0]["labels"]
     return {"at": message["at"], "status": body["status"], "job": labels.get("job"), **labels}
@@ -425,4 +423,41 @@ def scheduled_event(rule: str, at: datetime) -> dict[str, Any]:
         "region": REGION,
         "resources": [f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"],
         "detail": {},
+    }
+
+
+def function_url_event(method: str, path: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    """The event a Lambda function URL sends its function (payload format version 2.0)."""
+    lowered = {name.lower(): value for name, value in headers.items()}
+    try:
+        text, is_base64 = body.decode("utf-8"), False
+    except UnicodeDecodeError:
+        text, is_base64 = base64.b64encode(body).decode(), True
+    now = time.time()
+    return {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": lowered,
+        "requestContext": {
+            "accountId": "anonymous",
+            "apiId": "local",
+            "domainName": f"local.lambda-url.{REGION}.on.aws",
+            "domainPrefix": "local",
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": lowered.get("user-agent", ""),
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "timeEpoch": int(now * 1000),
+        },
+        "body": text,
+        "isBase64Encoded": is_base64,
     }
