@@ -352,9 +352,6 @@ class LocalRuntime:
                 self.chaos.stats.failed_deliveries += 1
                 return dict(DIED_ANSWER)
 
-    def delivery_died(self, answer: dict[str, Any]) -> bool:
-        return self.chaos is not None and answer == DIED_ANSWER
-
     def settle_deliveries(self, at: datetime) -> None:
         """Evaluate what the deliveries of `at` wrote, then settle their group and notify."""
         with self.lock:
@@ -369,15 +366,14 @@ class LocalRuntime:
 
     def published(self, at: datetime) -> list[Published]:
         """Messages the topic delivered since the last call, oldest first."""
+        from moto.sns.models import sns_backends
+
+        topic = sns_backends[ACCOUNT][REGION].topics.get(self.stack.topic_arn)
+        sent = {entry[0]: entry[1] for entry in (topic.sent_notifications if topic else [])}  # as published
         out: list[Published] = []
-        sent = self._sent_notifications()
-        while True:
-            batch = self.sqs.receive_message(
-                QueueUrl=self.stack.capture_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
-            )
-            messages = batch.get("Messages", [])
-            if not messages:
-                return out
+        while messages := self.sqs.receive_message(
+            QueueUrl=self.stack.capture_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+        ).get("Messages", []):
             for raw in messages:
                 envelope = json.loads(raw["Body"])
                 attributes = {k: v["Value"] for k, v in (envelope.get("MessageAttributes") or {}).items()}
@@ -391,13 +387,7 @@ class LocalRuntime:
                     )
                 )
                 self.sqs.delete_message(QueueUrl=self.stack.capture_url, ReceiptHandle=raw["ReceiptHandle"])
-
-    def _sent_notifications(self) -> dict[str, str]:
-        """MessageId -> Message as published (moto's record of the topic)."""
-        from moto.sns.models import sns_backends
-
-        topic = sns_backends[ACCOUNT][REGION].topics.get(self.stack.topic_arn)
-        return {entry[0]: entry[1] for entry in (topic.sent_notifications if topic else [])}
+        return out
 
     def _email_body(self, published: str | None, delivered_to_sqs: str) -> str:
         """What SNS sends the email subscription: with MessageStructure=json, `email` or `default`."""
