@@ -31,7 +31,7 @@ from trunkwatch.domain.digest import KIND as DIGEST_KIND
 from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch.storage.port import Storage
 from trunkwatch_local.chaos import Chaos, InvocationDied
-from trunkwatch_local.queue_pump import merged
+from trunkwatch_local.pump import merged
 from trunkwatch_local.schedule import period_seconds
 from trunkwatch_local.stack import ACCOUNT, NAME, REGION, LocalStack
 from trunkwatch_local.wiring import Wiring

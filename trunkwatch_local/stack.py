@@ -29,8 +29,7 @@ from trunkwatch.domain.config import ConfigError
 # Imported before the stack makes any client: every botocore session joins its hooks.
 from trunkwatch_local import aws_calls  # noqa: F401
 from trunkwatch_local.memory_stream import MemoryStream, streamed_storage
-from trunkwatch_local.pump import Invoke, StreamPump
-from trunkwatch_local.queue_pump import QueuePump
+from trunkwatch_local.pump import Invoke, QueuePump, StreamPump
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import Wiring, read_wiring
 
