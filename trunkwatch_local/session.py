@@ -120,12 +120,9 @@ class Session:
         return str(self.api.url)
 
     def stop(self) -> None:
-        if self.api is not None:
-            self.api.stop()
-        self.hud.stop()
-        self.github.stop()
-        self.buildkite.stop()
-        self.runtime.stop()
+        for part in (self.api, self.hud, self.github, self.buildkite, self.runtime):
+            if part is not None:
+                part.stop()
 
     def __enter__(self) -> Session:
         return self
