@@ -265,21 +265,16 @@ class LocalRuntime:
     def delivery_ticks(self) -> Iterator[datetime]:
         """After a replay's last event: schedule ticks, each yielded after it ran, while a
         receiver has a message due (failed or throttled), as the deployed schedule goes on."""
-        at = self.clock.now()
+        from trunkwatch.app.notify import due
+
+        edge, at = self.stack.handler("notifier").edge, self.clock.now()
         for _ in range(DELIVERY_TICKS):
-            if not self.undelivered():
-                return
+            with self.lock:
+                if not due(edge.storage(), edge.clock, edge.settings, edge.deployment()):
+                    return
             at += self.schedule_period
             self.tick(at)
             yield at
-
-    def undelivered(self) -> int:
-        """The transitions the receivers have due now (`app.notify.due`), on the notifier's edge."""
-        from trunkwatch.app.notify import due
-
-        edge = self.stack.handler("notifier").edge
-        with self.lock:
-            return due(edge.storage(), edge.clock, edge.settings, edge.deployment())
 
     def tick(self, at: datetime) -> Any:
         """One schedule tick at `at`: each scheduled function in template order, then the
