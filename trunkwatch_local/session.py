@@ -39,13 +39,11 @@ class Session:
         self.port = port
         self.tokens = tokens
         self.api: Any = None
-        # The API answers on the real clock, except while a replay sets the time (its own
-        # silence events are API calls at the replayed time); after `serve --scenario`'s
-        # replay, on the scenario's, going on from where the replay left it (`keep_clock`).
+        # The API answers on the real clock, but at the replayed time while a replay runs
+        # (its silence events) and on the scenario's clock after it (`keep_clock`).
         self.replaying = False
         self.clock_offset = timedelta(0)
-        # What the replay's own API calls (silence events) authenticate with when a tokens
-        # document is enforced: random per process, held only in memory, never printed.
+        # What the replay's own API calls present to a tokens document: random, never printed.
         self._internal_token = secrets.token_urlsafe(32)
         # The trunks that confirm culprits by reruns (`confirm: rerun`), once started.
         self.confirming: tuple[str, ...] = ()
