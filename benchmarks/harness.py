@@ -14,7 +14,7 @@ from typing import Any
 
 from benchmarks.usage import Meter, stored_by_kind
 from trunkwatch.domain.config import Deployment, to_json
-from trunkwatch_local.queue_pump import merged
+from trunkwatch_local.pump import merged
 from trunkwatch_local.runtime import LambdaContext, scheduled_event
 from trunkwatch_local.stack import ACCOUNT, REGION, LocalStack
 

@@ -1,12 +1,9 @@
 """A local stand-in for API Gateway: HTTP on 127.0.0.1 -> REST API proxy events -> a handler.
 
-Requests under `/api/v2/` become the events API Gateway sends for the template's
-`/api/v2/{proxy+}` resource (stage `v1`). With a tokens document the same bearer-token check
-as the Lambda authorizer runs first and a failure is answered 401 like API Gateway does;
-without one every request passes as principal `local` with write scope. An `internal_token`
-(the session's own, random per process, never stored or printed) passes as principal
-`trunkwatch-replay` with write scope: what a replay's silence events act as. `GET /` and
-`GET /static/{file}` (the status page) and `GET /runbook` need no token, as in the template.
+With a tokens document the authorizer's bearer-token check runs first (401 as API Gateway
+answers); without one every request is principal `local` with write scope. The session's
+own `internal_token` (random per process, never printed) is `trunkwatch-replay`: what a
+replay's silence events act as. The status page and runbook need no token, as deployed.
 """
 
 from __future__ import annotations
@@ -178,21 +175,14 @@ def serve_api(
                 logger.exception("API handler failed")
                 return _gateway_error(502, "Internal server error")
 
-    return _ApiServer(respond, host, port)
-
-
-class _ApiServer(StandInServer):
-    """The gateway's HTTP side: a request to `respond`, its proxy response to HTTP."""
-
-    def __init__(self, respond: Callable[[Request], dict[str, Any]], host: str, port: int) -> None:
-        self.respond = respond
-        super().__init__(host, port)
-
-    def handle(self, request: Request) -> Answer:
-        result = self.respond(request)
+    def handle(request: Request) -> Answer:
+        """The proxy response to `request` as HTTP."""
+        result = respond(request)
         payload = result.get("body") or ""
         data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
         headers = dict(result.get("headers") or {})
         for name, values in (result.get("multiValueHeaders") or {}).items():
             headers[name] = ", ".join(values)
         return int(result["statusCode"]), headers, data
+
+    return StandInServer(host, port, handle)

@@ -1,20 +1,13 @@
 """Every AWS call this process makes through botocore, told to the listeners that want them
-(crash injection, `trunkwatch_local.chaos`; the benchmarks' meter), through botocore's
-public event hooks.
+(crash injection, the benchmarks' meter) through botocore's public event hooks.
 
-botocore registers the handlers of `botocore.handlers.BUILTIN_HANDLERS` on each session it
-makes (moto adds its own stand-in there the same way); the handlers below join them when this
-module is imported, so every client made afterwards, boto3's, Powertools' and PynamoDB's
-alike, emits to them. They do nothing while no listener is attached (`listening`):
-- `before-parameter-build`: the call as its caller made it (`Call`, kept in botocore's
-  per-request `context` for the events after it);
-- `before-call`: the request is about to be sent (a listener may raise to stop it);
-- `before-send`, first and last: around the emulation answering the request (moto's
-  handler of the same event), its wall and CPU time; requests answered at once (from
-  several threads) share their wall time, each told the part not told yet, so the parts
-  add up to the time any request was being answered;
-- `after-call`: the answer, parsed, before botocore returns it or raises its error (a listener
-  may raise to lose it).
+The handlers below join `botocore.handlers.BUILTIN_HANDLERS` when this module is imported
+(as moto's do), so every client made afterwards emits to them: the call as made
+(`before-parameter-build`, kept in the request's `context`), before it is sent
+(`before-call`: a listener may raise to stop it), the wall and CPU time of the emulation
+answering it (around moto's `before-send`; requests answered at once share their wall time,
+each told the part not told yet), and its parsed answer (`after-call`: a listener may raise
+to lose it).
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
-"""A Buildkite REST API stand-in on 127.0.0.1 for one pipeline, answering the way Buildkite
-does what the `buildkite` source reads, and the job retries of `confirm: rerun`.
-
-- Builds: `GET /v2/organizations/{org}/pipelines/{slug}/builds`, the builds it was last given
-  (`serve`: newest first, as the listing returns them), filtered by `branch`,
-  `created_from` and `finished_from` (on or after), without the retried jobs unless
-  `include_retried_jobs=true`; paged (`per_page` up to 100, `page`) with a `Link` header.
-  Every answer has a weak ETag, and a matching If-None-Match is answered 304.
-- Retries: `PUT .../builds/{number}/jobs/{id}/retry` retries a finished script job: the job
-  shows `retried: true` and `retried_in_job_id`, and a new job follows it, running until
-  `durationS` (on the runtime's clock) after the request, then ending as the job's `rerun`
-  says (`{"state", "durationS"}`, never served; without one, as the job ended); a passed job
-  too (as a step with `retry: manual: permit_on_passed: true` allows). Its build
-  runs again meanwhile and then finishes anew. A job retried already, not finished, or
-  unknown is answered 422 or 404; `refuse_retries(n)`: the next n are answered 403. Retries
-  persist across `serve`.
-- Rate limit: `limit` requests a minute (of the clock, when it has one); every answer carries
-  `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds to the next
-  minute); over the limit, 429.
-- Outage: `fail_with(status)` answers every request with that status until `fail_with(200)`.
-- With a `token`, a request without `Authorization: Bearer <token>` is answered 401.
-
-Every request is kept in `requests`.
+"""A Buildkite REST API stand-in on 127.0.0.1 for one pipeline: the builds listing the
+`buildkite` source reads (filtered, paged with `Link`, weak ETags answered 304; retried jobs
+only with `include_retried_jobs=true`) and the job retries of `confirm: rerun`. A retried
+job shows `retried_in_job_id`, and a new job runs until `durationS` after the request on the
+runtime's clock, then ends as the job's `rerun` (never served) says; its build runs again
+meanwhile. `limit` requests a minute, then 429; `fail_with` an outage; with a `token`, 401
+without it.
 """
 
 from __future__ import annotations
@@ -37,8 +21,6 @@ from typing import Any
 from trunkwatch.domain.clock import format_time, parse_time
 from trunkwatch_local.stand_in import JSON, Answer, Misbehaving, Request, json_answer, paged, weak_etag
 
-MAX_PER_PAGE = 100
-DEFAULT_PER_PAGE = 30
 DEFAULT_RERUN = timedelta(hours=1)  # a retry of a job that says nothing about its duration
 _RETRY = re.compile(r"/builds/(\d+)/jobs/([^/]+)/retry")
 REFUSED = "Forbidden: the API access token lacks the write_builds scope"  # scripted
@@ -170,8 +152,9 @@ class BuildkiteServer(Misbehaving):
     def _page(self, request: Request, listing: list[dict[str, Any]]) -> tuple[bytes, str, str]:
         """The page `request` asks for of `listing`: its body, ETag and Link header."""
         query = request.query
-        created_from = _time(query.get("created_from"))
-        finished_from = _time(query.get("finished_from"))
+        created_from, finished_from = (
+            parse_time(query[name]) if query.get(name) else None for name in ("created_from", "finished_from")
+        )
         builds = []
         for build in listing:
             if "branch" in query and build.get("branch") != query["branch"]:
@@ -184,8 +167,7 @@ class BuildkiteServer(Misbehaving):
             if query.get("include_retried_jobs") != "true":
                 build = {**build, "jobs": [j for j in build.get("jobs", []) if not j.get("retried")]}
             builds.append(build)
-        per_page = min(int(query.get("per_page", DEFAULT_PER_PAGE)), MAX_PER_PAGE)
-        page, links = paged(request, builds, per_page, self.url)
+        page, links = paged(request, builds, self.url)
         body = json.dumps(page).encode()
         return body, weak_etag(body), links
 
@@ -257,10 +239,6 @@ class BuildkiteServer(Misbehaving):
         answer = copy.deepcopy(job)
         answer.update(id=new_id, state="scheduled", retried=False, retried_in_job_id=None)
         return json_answer(200, answer, self._limit_headers())
-
-
-def _time(value: str | None) -> datetime | None:
-    return parse_time(value) if value else None
 
 
 def _error(status: int, message: str) -> Answer:

@@ -1,16 +1,12 @@
-"""Crash injection: calls that end the invocation making them, the way a killed container,
-an out-of-memory error or a timeout ends a Lambda.
+"""Crash injection: calls that end the invocation making them, as a killed container, an
+out-of-memory error or a timeout ends a Lambda.
 
-While a handler runs under `Chaos.invocation`, each call it makes dies with probability
-`crash_rate`, half of the time before the call (nothing written) and half just after it
-(written, the answer lost): every AWS call (botocore's, seen through its public event hooks:
-`trunkwatch_local.aws_calls`), and each call of a store that makes none (the in-memory
-store's, through the `Storage` wrapper `Chaos.storage`). From then on every call of that
-invocation dies too: a dead process makes no more calls, so neither the handler's `except`
-nor its `finally` (Powertools deleting its in-progress record, say) reaches AWS or the store.
-`InvocationDied` is a BaseException so no handler code catches it; the local runtime turns it
-into the failed invocation Lambda would report. The draws come from one seeded generator, so
-a replay with the same seed dies at the same calls.
+Under `Chaos.invocation`, each AWS call (`trunkwatch_local.aws_calls`) and each store call
+(`Chaos.storage`, for the in-memory store, which makes no AWS calls) dies with probability
+`crash_rate`, half the time before the call (nothing written), half after it (the answer
+lost). Every later call of that invocation dies too: a dead process reaches nothing, not
+even from its `finally`. `InvocationDied` is a BaseException so no handler catches it. The
+draws come from one seeded generator: the same seed dies at the same calls.
 """
 
 from __future__ import annotations
@@ -50,7 +46,7 @@ class Crash:
 class ChaosStats:
     calls: int = 0  # calls made under chaos (the ones that died included)
     crashes: list[Crash] = field(default_factory=list)
-    # What Lambda did about them (the local runtime fills these in as it stops).
+    # What Lambda did about them (counted by the local runtime).
     stream_retries: int = 0
     dead_lettered: int = 0  # stream records sent to the DLQ
     dropped_schedule_events: int = 0  # scheduled invocations that died: never retried
@@ -99,7 +95,7 @@ class Chaos:
 
     def storage(self, storage: Storage) -> Storage:
         """`storage` with each store method a call that may kill the invocation making it."""
-        return store_calls.each_call(storage, lambda name, make: self.call(f"storage.{name}", make))
+        return store_calls.each_call(storage, self._store_call)
 
     @contextlib.contextmanager
     def invocation(self, function: str) -> Iterator[None]:
@@ -113,15 +109,17 @@ class Chaos:
         finally:
             self._local.function = None
 
-    def call(self, name: str, make: Callable[[], T]) -> T:
-        """`make()`, as the call `name` that may kill the invocation making it."""
-        self.before_call(name)
+    def _store_call(self, name: str, make: Callable[[], T]) -> T:
+        call = aws_calls.Call("storage", name, {}, "")
+        self.before(call)
         result = make()
-        self.after_call(name)
+        self.after(call, {}, failed=False)
         return result
 
-    def before_call(self, name: str) -> None:
-        """Draw for the call `name` about to be made; it may die now (nothing made)."""
+    # aws_calls.Listener
+    def before(self, call: aws_calls.Call) -> None:
+        """Draw for the call about to be made; it may die now (nothing made)."""
+        name = call.name
         function = getattr(self._local, "function", None)
         self._local.dies_after = False
         if function is None:  # the runtime's own calls (the stream's poller, the topic's log)
@@ -136,24 +134,17 @@ class Chaos:
             self._die(function, name, when, after_publish=self._local.last_call == PUBLISH)
         self._local.dies_after = dies
 
-    def after_call(self, name: str) -> None:
-        """The call `name` was made; it may die now (the answer lost)."""
-        function = getattr(self._local, "function", None)
-        if function is None:
-            return
-        if self._local.dies_after:
-            self._die(function, name, "after", after_publish=name == PUBLISH)
-        self._local.last_call = name
-
-    # aws_calls.Listener
-    def before(self, call: aws_calls.Call) -> None:
-        self.before_call(call.name)
-
     def answered(self, wall_seconds: float, cpu_seconds: float) -> None:
         pass
 
     def after(self, call: aws_calls.Call, response: dict[str, Any], failed: bool) -> None:
-        self.after_call(call.name)
+        """The call was made; it may die now (the answer lost)."""
+        function = getattr(self._local, "function", None)
+        if function is None:
+            return
+        if self._local.dies_after:
+            self._die(function, call.name, "after", after_publish=call.name == PUBLISH)
+        self._local.last_call = call.name
 
     def _die(self, function: str, call: str, when: str, after_publish: bool) -> None:
         self._local.died = True

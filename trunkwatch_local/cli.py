@@ -119,8 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check_config(args.file)
         if args.command == "demo":
             from trunkwatch_local.scenario import demo_replay
+            from trunkwatch_local.session import run_replay
 
-            return _print(_replayed(demo_replay(), args.template, store=args.store), args.json)
+            return _print(run_replay(demo_replay(), args.template, store=args.store), args.json)
         if args.command == "replay":
             return _replay(args)
         if args.command == "poll":
@@ -143,23 +144,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _replayed(replay: Any, template: Path | None, chaos: Any = None, store: str = STORES[0]) -> Iterable[Any]:
-    from trunkwatch_local.session import run_replay
-
-    return run_replay(replay, template, chaos, store)
+def _say(text: str) -> None:
+    """A line for the person running the command (stdout carries the notifications)."""
+    print(f"trunkwatch: {text}", file=sys.stderr, flush=True)
 
 
 def _replay(args: argparse.Namespace) -> int:
     from trunkwatch_local.chaos import Chaos
     from trunkwatch_local.replay import read_replay
+    from trunkwatch_local.session import run_replay
 
     try:
         chaos = None if args.chaos is None else Chaos(args.chaos, args.crash_rate)
     except ValueError as err:
         raise ConfigError(f"--crash-rate: {err}") from None
-    status = _print(_replayed(read_replay(args.file), args.template, chaos, args.store), args.json)
+    status = _print(run_replay(read_replay(args.file), args.template, chaos, args.store), args.json)
     if chaos is not None:
-        print(f"trunkwatch: chaos seed {args.chaos}: {chaos.stats.line()}", file=sys.stderr)
+        _say(f"chaos seed {args.chaos}: {chaos.stats.line()}")
     return status
 
 
@@ -263,17 +264,11 @@ def _poll(args: argparse.Namespace) -> int:
     with poll_state.locked(state), LocalRuntime(args.template, store="dynamodb") as runtime:
         runtime.start(deployment)
         if not poll_state.restore(runtime.stack, runtime.pump, state):
-            print(
-                f"trunkwatch: poll state starts in {state} (kept between runs; --state chooses another)",
-                file=sys.stderr,
-            )
+            _say(f"poll state starts in {state} (kept between runs; --state chooses another)")
         now = datetime.now(UTC)  # one tick on the real clock
         result = runtime.tick(now)
         for error in result.get("errors", []):
-            print(
-                f"trunkwatch: poll of {error['trunk']} failed ({error['cause']}): {error['error']}",
-                file=sys.stderr,
-            )
+            _say(f"poll of {error['trunk']} failed ({error['cause']}): {error['error']}")
         _print(runtime.published(now), args.json)
         poll_state.save(runtime.stack, state)
         return 1 if result.get("errors") else 0
@@ -314,49 +309,31 @@ def _serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         session.start(deployment)
-        print(
-            f"trunkwatch: API on {session.api_url} (amtool --alertmanager.url={session.api_url})",
-            file=sys.stderr,
-            flush=True,
-        )
+        _say(f"API on {session.api_url} (amtool --alertmanager.url={session.api_url})")
         webhook_sources = {trunk.source == BUILDKITE_SOURCE for trunk in deployment.trunks if trunk.webhook}
-        for buildkite, (ci, variable, given) in (
-            (False, ("GitHub", WEBHOOK_SECRET_VARIABLE, secret)),
-            (True, ("Buildkite", BUILDKITE_TOKEN_VARIABLE, buildkite_token)),
+        for buildkite, ci, variable, given, what in (
+            (False, "GitHub", WEBHOOK_SECRET_VARIABLE, secret, "secret"),
+            (True, "Buildkite", BUILDKITE_TOKEN_VARIABLE, buildkite_token, "token"),
         ):
-            if buildkite not in webhook_sources:
-                continue
-            what = "token" if buildkite else "secret"
-            print(
-                f"trunkwatch: {ci} webhook deliveries at {session.api_url}/webhooks/github"
-                + ("" if given else f" (set {variable} to the webhook's {what} to accept them)"),
-                file=sys.stderr,
-                flush=True,
-            )
+            if buildkite in webhook_sources:
+                unset = "" if given else f" (set {variable} to the webhook's {what} to accept them)"
+                _say(f"{ci} webhook deliveries at {session.api_url}/webhooks/github{unset}")
         if replay is not None:
             from trunkwatch_local.session import replay_into
 
             for published in replay_into(session, replay):
                 print(timeline_line(published), flush=True)
             session.keep_clock()  # serve the scenario's time, not today's
-            print(
-                f"trunkwatch: the clock goes on from the scenario's end, {format_time(session.now())}",
-                file=sys.stderr,
-                flush=True,
-            )
+            _say(f"the clock goes on from the scenario's end, {format_time(session.now())}")
         if args.config:
             period = period_seconds(deployment.schedule)
-            print(
-                f"trunkwatch: polling {len(deployment.trunks)} trunk(s) every {period:g}s; Ctrl-C stops",
-                file=sys.stderr,
-                flush=True,
-            )
+            _say(f"polling {len(deployment.trunks)} trunk(s) every {period:g}s; Ctrl-C stops")
             while not stop.is_set():
                 for published in session.serve_tick(session.now()):
                     print(timeline_line(published), flush=True)
                 stop.wait(period)
         else:
-            print("trunkwatch: serving; Ctrl-C stops", file=sys.stderr, flush=True)
+            _say("serving; Ctrl-C stops")
             stop.wait()
     except KeyboardInterrupt:
         pass

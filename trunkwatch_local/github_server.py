@@ -1,27 +1,10 @@
-"""A GitHub REST API stand-in on 127.0.0.1 for one repository, answering the way GitHub
-does: what the `github` source reads, what the GitHub receivers write and the rerun
-requests of `confirm: rerun`. The tests, the benchmarks and the local runtime use it.
-
-- Reading: the branch's commits (`/commits?sha=<branch>`, newest first), its runs
-  (`/actions/runs?branch=&event=`, newest first), a run's jobs (`/actions/runs/{id}/jobs`:
-  each job's latest attempt, or every attempt with `filter=all`), one attempt's jobs
-  (`/actions/runs/{id}/attempts/{n}/jobs`) and workflows (`/actions/workflows/{id}`). Every
-  listing is paged (`per_page` up to 100, `page`) with a `Link` header, on
-  `/repositories/{id}/...` URLs for the Actions listings as GitHub's are; every answer has a
-  weak ETag, and a matching If-None-Match is answered 304.
-- Writing: issues (the open ones by `labels`, listed with the pull requests as GitHub's list
-  does; create; close), comments on issues and pull requests (list; create).
-- Reruns: `POST /actions/jobs/{id}/rerun` answers 201 with an empty body and hands the rerun
-  to the HUD stand-in (`hud`), which shows it as the job's newest attempt once it is over;
-  404 `Not Found` for a job the HUD does not show, or one not finished yet.
-- Rate limit: `X-RateLimit-*` headers on every answer; every answer but a 304 spends one
-  of `remaining`, and with none left every request is answered 403 (a primary limit).
-- Misbehaving: `fail_next` (the next requests, whatever they ask), `refuse` (403 as without
-  `actions: write`), `broken` (a path's answer from now on), `budget` (answers left before
-  every one is `limit_answer`), `delay_s` (every answer that late: GitHub's latency).
-
-Every request is kept in `requests`; one it has no route for, in `unanswered` too.
-"""
+"""A GitHub REST API stand-in on 127.0.0.1 for one repository, for the tests, the benchmarks
+and the local runtime: what the `github` source reads (commits, runs, jobs by attempt,
+workflows; paged with `Link`, weak ETags answered 304), what the GitHub receivers write
+(issues, comments) and the job reruns of `confirm: rerun`, handed to the HUD stand-in,
+which shows each as the job's newest attempt once it is over. Its rate limit spends one
+per answer but a 304; it misbehaves on demand (`fail_next`, `refuse`, `broken`, `budget`,
+`delay_s`)."""
 
 from __future__ import annotations
 
@@ -37,7 +20,6 @@ from trunkwatch_local.stand_in import JSON, Answer, Misbehaving, Request, json_a
 
 REPO = "pytorch/pytorch"
 REPO_ID = 65600975
-MAX_PER_PAGE = 100
 REFUSED = "Resource not accessible by integration"  # a token without `actions: write`
 DOCS = "https://docs.github.com/rest"
 _RUN_JOBS = re.compile(r"/actions/runs/(\d+)/jobs")
@@ -188,7 +170,7 @@ class GitHubServer(Misbehaving):
         """(status, JSON, Link) of a GET of `/repos/{repo}<tail>`; None when there is none."""
         query = request.query
         if tail == "/commits" and query.get("sha", self.branch) == self.branch:
-            return 200, self.commits[: _per_page(query)], ""
+            return 200, paged(request, self.commits, self.url)[0], ""  # no Link: one page
         if tail == "/actions/runs":
             runs = [
                 run
@@ -270,11 +252,7 @@ class GitHubServer(Misbehaving):
         path = request.path
         if canonical:
             path = path.replace(f"/repos/{self.repo}/", f"/repositories/{self.repo_id}/", 1)
-        return paged(request, items, _per_page(request.query), self.url, path)
-
-
-def _per_page(query: dict[str, str]) -> int:
-    return min(int(query.get("per_page", 30)), MAX_PER_PAGE)
+        return paged(request, items, self.url, path)
 
 
 def _error(status: int, message: str) -> Answer:

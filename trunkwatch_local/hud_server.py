@@ -1,12 +1,8 @@
-"""A HUD API stand-in on 127.0.0.1 that serves whatever snapshot it was last given, and the
-reruns the GitHub stand-in accepted (`trunkwatch_local.github_server`) as the newest attempt
-of their job once they are over.
+"""A HUD API stand-in on 127.0.0.1: the snapshot it was last given, with the reruns the GitHub
+stand-in accepted shown as their job's newest attempt once over.
 
-A replay's job cell may carry `"rerun": {"conclusion", "durationS"}`: how re-running that job
-on that commit would end. The HUD API has no such field: it is never served. A rerun
-requested at time t shows from t + durationS on, in every later snapshot, as the cell's
-newest attempt: a new job id, its conclusion, and `failedPreviousRun` when a failure passes
-on rerun. A cell without `rerun` reruns to its own conclusion."""
+A replay's cell may say how a rerun of it ends (`"rerun": {"conclusion", "durationS"}`, never
+served; without it, as the cell ended): requested at t, it shows from t + durationS on."""
 
 from __future__ import annotations
 

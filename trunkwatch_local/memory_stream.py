@@ -1,19 +1,12 @@
-"""The in-memory store (`trunkwatch.storage.memory`) with a stream: `trunkwatch replay
---store memory` runs the pipeline on it instead of moto's table.
+"""The in-memory store with a stream: `--store memory` runs the pipeline on it instead of
+moto's table.
 
-The deployed pipeline is driven by the table's stream: a cell item written starts the
-evaluator, a tick item written settled starts the notifier. Here the stores whose items the
-template's stream mappings select (cells and ticks) record each change of one of their
-items as a DynamoDB stream record: the item's key, its new and old image in DynamoDB JSON
-(made by the same PynamoDB item classes the DynamoDB store writes, so every attribute the
-handlers read is spelled as in the table) and a sequence number. A write that changes
-nothing records nothing, as DynamoDB Streams does. `MemoryStreams` answers the three
-DynamoDB Streams calls the local runtime's `StreamPump` makes on these records, so the same
-pump (the template's FilterCriteria, batch sizes, partial batch failures, retries and
-bisection) delivers them to the same handlers.
-
-Items of other kinds are kept by the plain in-memory stores and recorded nowhere: no stream
-mapping would select them.
+Deployed, the table's stream drives the pipeline (a cell written starts the evaluator, a tick
+settled the notifier). Here the cells and ticks stores record each change of one of their
+items as a DynamoDB stream record, its images made by the PynamoDB item classes the DynamoDB
+store writes (every attribute spelled as in the table), and the stream answers the DynamoDB
+Streams calls `StreamPump` makes: the same pump delivers them to the same handlers. Other
+items are recorded nowhere: no stream mapping selects them.
 """
 
 from __future__ import annotations
@@ -35,22 +28,29 @@ from trunkwatch.storage.memory import MemoryCells, MemoryTicks, MemoryTrunks, me
 from trunkwatch.storage.port import Storage
 
 SHARD = "shardId-00000000000000000000-memory"
+PAGE = 1000  # records per GetRecords, as DynamoDB Streams' limit
 Image = dict[str, Any]  # an item in DynamoDB JSON
 
 
 @dataclass
 class MemoryStream:
-    """A table's stream of NEW_AND_OLD_IMAGES records, one shard, oldest first."""
+    """A table's stream of NEW_AND_OLD_IMAGES records, one shard, oldest first, read through
+    the DynamoDB Streams calls; a shard iterator is the sequence number to read from."""
 
     arn: str
     clock: Clock
     records: list[dict[str, Any]] = field(default_factory=list)
     first_sequence: int = 1  # the sequence number of records[0]
     next_sequence: int = 1  # the sequence number of the next record
+    images: dict[tuple[str, str], Image] = field(default_factory=dict)  # each item's last
 
-    def change(self, key: Image, old: Image | None, new: Image) -> None:
+    def change(self, item: Any) -> None:
+        """`item` (a PynamoDB item) was written."""
+        key = {"pk": {"S": item.pk}, "sk": {"S": item.sk}}
+        new, old = {**item.serialize(), **key}, self.images.get((item.pk, item.sk))
         if old == new:
             return  # DynamoDB Streams records no write that changes nothing
+        self.images[item.pk, item.sk] = new
         sequence, self.next_sequence = self.next_sequence, self.next_sequence + 1
         if not self.records:
             self.first_sequence = sequence
@@ -78,44 +78,26 @@ class MemoryStream:
         del self.records[:drop]
         self.first_sequence = self.next_sequence if not self.records else self.first_sequence + drop
 
-
-class MemoryStreams:
-    """The DynamoDB Streams calls `StreamPump` makes, answered from a `MemoryStream`.
-    A shard iterator is the sequence number to read from."""
-
-    PAGE = 1000  # records per GetRecords, as DynamoDB Streams' limit
-
-    def __init__(self, stream: MemoryStream) -> None:
-        self.stream = stream
-
     def describe_stream(self, StreamArn: str) -> dict[str, Any]:
         return {"StreamDescription": {"StreamArn": StreamArn, "Shards": [{"ShardId": SHARD}]}}
 
     def get_shard_iterator(
-        self,
-        StreamArn: str,
-        ShardId: str,
-        ShardIteratorType: str,
-        SequenceNumber: str | None = None,
+        self, StreamArn: str, ShardId: str, ShardIteratorType: str, SequenceNumber: str | None = None
     ) -> dict[str, Any]:
-        stream = self.stream
-        if ShardIteratorType == "TRIM_HORIZON":
-            position = stream.first_sequence if stream.records else stream.next_sequence
-        elif ShardIteratorType == "LATEST":
-            position = stream.next_sequence
-        elif ShardIteratorType == "AFTER_SEQUENCE_NUMBER":
-            position = int(SequenceNumber or 0) + 1
-        elif ShardIteratorType == "AT_SEQUENCE_NUMBER":
-            position = int(SequenceNumber or 0)
-        else:
+        positions = {
+            "TRIM_HORIZON": self.first_sequence if self.records else self.next_sequence,
+            "LATEST": self.next_sequence,
+            "AFTER_SEQUENCE_NUMBER": int(SequenceNumber or 0) + 1,
+            "AT_SEQUENCE_NUMBER": int(SequenceNumber or 0),
+        }
+        if ShardIteratorType not in positions:
             raise ValueError(f"unknown shard iterator type {ShardIteratorType}")
-        return {"ShardIterator": str(position)}
+        return {"ShardIterator": str(positions[ShardIteratorType])}
 
     def get_records(self, ShardIterator: str) -> dict[str, Any]:
-        stream = self.stream
-        position = max(int(ShardIterator), stream.first_sequence if stream.records else 0)
-        start = position - stream.first_sequence
-        page = stream.records[start : start + self.PAGE] if stream.records and start >= 0 else []
+        position = max(int(ShardIterator), self.first_sequence if self.records else 0)
+        start = position - self.first_sequence
+        page = self.records[start : start + PAGE] if self.records and start >= 0 else []
         after = int(page[-1]["dynamodb"]["SequenceNumber"]) + 1 if page else position
         return {"Records": copy.deepcopy(page), "NextShardIterator": str(after)}
 
@@ -126,18 +108,12 @@ class StreamedCells(MemoryCells):
     def __init__(self, stream: MemoryStream) -> None:
         super().__init__()
         self.stream = stream
-        self._images: dict[tuple[str, str], Image] = {}
 
     def save_all(self, trunk_id: str, writes: Iterable[CellWrite], retention: timedelta) -> None:
         written = list(writes)
         super().save_all(trunk_id, written, retention)
         for write in written:
-            item = cell_item(CellItem, trunk_id, write, retention)
-            new = _image(item)
-            key = (item.pk, item.sk)
-            old = self._images.get(key)
-            self._images[key] = new
-            self.stream.change(_key(item.pk, item.sk), old, new)
+            self.stream.change(cell_item(CellItem, trunk_id, write, retention))
 
 
 class StreamedTicks(MemoryTicks):
@@ -146,29 +122,26 @@ class StreamedTicks(MemoryTicks):
     def __init__(self, trunks: MemoryTrunks, stream: MemoryStream) -> None:
         super().__init__(trunks)
         self.stream = stream
-        self._images: dict[tuple[str, str], Image] = {}
 
     def _changed(self, trunk_id: str, poll: str) -> None:
         tick = self._ticks.get((trunk_id, poll))
         if tick is None:
             return
-        item = TickItem(
-            keys.ticks(trunk_id),
-            poll,
-            trunk=trunk_id,
-            poll=poll,
-            expected=tick.expected,
-            evaluated=tick.evaluated,
-            settled=True if tick.settled else None,
-            at=tick.at,
-            expires_at=(tick.closes_at or tick.at) + TICK_TTL,
-            closes_at=tick.closes_at,
-            opened_by=tick.opened_by,
+        self.stream.change(
+            TickItem(
+                keys.ticks(trunk_id),
+                poll,
+                trunk=trunk_id,
+                poll=poll,
+                expected=tick.expected,
+                evaluated=tick.evaluated,
+                settled=True if tick.settled else None,
+                at=tick.at,
+                expires_at=(tick.closes_at or tick.at) + TICK_TTL,
+                closes_at=tick.closes_at,
+                opened_by=tick.opened_by,
+            )
         )
-        new = _image(item)
-        old = self._images.get((trunk_id, poll))
-        self._images[(trunk_id, poll)] = new
-        self.stream.change(_key(item.pk, item.sk), old, new)
 
     def open_poll(self, trunk_id: str, poll: str, expected: int, now: datetime) -> None:
         super().open_poll(trunk_id, poll, expected, now)
@@ -205,12 +178,3 @@ def streamed_storage(stream: MemoryStream) -> Storage:
     trunks = plain.trunks
     assert isinstance(trunks, MemoryTrunks)
     return dataclasses.replace(plain, cells=StreamedCells(stream), ticks=StreamedTicks(trunks, stream))
-
-
-def _image(item: Any) -> Image:
-    """The item as DynamoDB stores it (DynamoDB JSON), `kind` included."""
-    return {**item.serialize(), "pk": {"S": item.pk}, "sk": {"S": item.sk}}
-
-
-def _key(pk: str, sk: str) -> Image:
-    return {"pk": {"S": pk}, "sk": {"S": sk}}

@@ -1,12 +1,7 @@
-"""What `trunkwatch poll` keeps between runs: the table's items (alerts and what was sent of
-them, the trunks' state, cells and commits, ticks, silences), in
-DynamoDB JSON, in a state file. Each run puts them back into its fresh table before its
-tick (its stream pump moved past the records that writes) and writes them out again after
-it, so a second run sends only what is new (from cron: a page once, then reminders at
-`repeat_interval`).
-
-The default file is per configuration file, under `$XDG_STATE_HOME/trunkwatch/`
-(`~/.local/state/trunkwatch/` without it); `poll --state FILE` chooses another."""
+"""What `trunkwatch poll` keeps between runs: the table's items, in DynamoDB JSON, in a state
+file (by default one per configuration file, under `$XDG_STATE_HOME/trunkwatch/`). Each run
+puts them back into its fresh table before its tick and writes them out after it, so a
+second run sends only what is new (from cron: a page once, then reminders)."""
 
 from __future__ import annotations
 
@@ -58,9 +53,8 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def restore(stack: LocalStack, pump: StreamPump, path: Path) -> int:
-    """Put the items kept in `path` (none when there is no such file yet) into the stack's
-    table, then move `pump` past the stream records that wrote: they were handled by the run
-    that made them. Returns how many items there were."""
+    """Put the items kept in `path` into the stack's table, and move `pump` past the stream
+    records that wrote (the run that made them handled them). Returns how many there were."""
     items = _read(path)
     client = boto3.client("dynamodb")
     try:

@@ -1,14 +1,18 @@
-"""Lambda's DynamoDB event source mapping, locally: read the table's stream, apply each
-mapping's FilterCriteria, deliver Lambda-shaped batches, honour `batchItemFailures`,
-bisect-on-error and the retry limit, and send exhausted batches' details to the DLQ.
+"""Lambda's event source mappings, locally.
 
-The stream's shards are described once per drain (not per mapping and round). Mappings that
-start at the same position share one shard iterator, so within a round the records at one
-iterator are read from the stream (and put in Lambda's shape) once for all of them; a record
-a handler writes meanwhile is read in the next round."""
+DynamoDB streams (`StreamPump`): each mapping's FilterCriteria, batches in Lambda's shape,
+`batchItemFailures`, bisect-on-error, the retry limit and the DLQ. Mappings at one shard
+iterator share its reads within a round (the stream is read once for all of them); a record
+a handler writes meanwhile is read in the next round.
+
+SQS queues (`QueuePump`): batches of each mapping's size in Lambda's SQS event shape, and
+`batchItemFailures`. A failed message is made visible again for the next drain, unless its
+queue would expire it first (retention no longer than the visibility timeout): then it is
+dropped."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,8 +21,9 @@ from typing import Any
 
 from moto.events.models import EventPattern
 
-from trunkwatch_local.wiring import StreamSource
+from trunkwatch_local.wiring import QueueSource, StreamSource
 
+REGION = "us-east-1"
 Invoke = Callable[[str, dict[str, Any]], Any]
 # Told, after each drain, the sequence number through which every mapping has read the stream.
 Release = Callable[[str, int], None]
@@ -70,7 +75,7 @@ class StreamPump:
         self._open()
 
     def _open(self) -> None:
-        """Describe the stream (once) and start every mapping on shards it does not read yet."""
+        """Start every mapping on the shards it does not read yet."""
         self.describe_calls += 1
         shards = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
         for shard in shards:
@@ -137,8 +142,7 @@ class StreamPump:
         return records
 
     def skip_written(self) -> None:
-        """Move every mapping past the records written so far, unread (items put back in a
-        fresh table, or a table seeded before what is measured)."""
+        """Move every mapping past the records written so far, unread (items put back, say)."""
         self._open()
         for mapping in self.mappings:
             for shard in mapping.iterators:
@@ -164,30 +168,24 @@ class StreamPump:
             try:
                 response = self.invoke(source.function, {"Records": records})
             except Exception:
-                if source.max_retries >= 0 and attempt >= source.max_retries:
-                    self._dead_letter(source, records)
-                elif source.bisect and len(records) > 1:
-                    half = len(records) // 2
-                    pending[:0] = [(records[:half], attempt + 1), (records[half:], attempt + 1)]
-                    self.stats.retries += 1
-                else:
-                    pending.insert(0, (records, attempt + 1))
-                    self.stats.retries += 1
-                continue
-            failed = (
-                {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
-                if source.report_item_failures
-                else set()
-            )
-            if not failed:
-                continue
-            # Lambda checkpoints before the first failed record and retries from there.
-            first = next(i for i, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] in failed)
-            rest = records[first:]
-            if source.max_retries >= 0 and attempt >= source.max_retries:
-                self._dead_letter(source, rest)
+                retry = [records[: len(records) // 2], records[len(records) // 2 :]]
+                if not (source.bisect and len(records) > 1):
+                    retry = [records]
             else:
-                pending.insert(0, (rest, attempt + 1))
+                failed = (
+                    {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+                    if source.report_item_failures
+                    else set()
+                )
+                if not failed:
+                    continue
+                # Lambda checkpoints before the first failed record and retries from there.
+                first = next(i for i, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] in failed)
+                retry = [records[first:]]
+            if source.max_retries >= 0 and attempt >= source.max_retries:
+                self._dead_letter(source, [record for part in retry for record in part])
+            else:
+                pending[:0] = [(part, attempt + 1) for part in retry]
                 self.stats.retries += 1
 
     def _dead_letter(self, source: StreamSource, records: list[dict[str, Any]]) -> None:
@@ -211,3 +209,95 @@ class StreamPump:
             },
         }
         self.sqs.send_message(QueueUrl=self.dlq_url, MessageBody=json.dumps(body))
+
+
+@dataclass
+class QueueStats:
+    invocations: int = 0
+    messages: int = 0
+    failed: int = 0  # messages whose handling failed (reported, or the invocation died)
+    dropped: int = 0  # failed messages the queue would expire before redelivering
+
+
+class QueuePump:
+    def __init__(
+        self, sqs_client: Any, sources: list[QueueSource], urls: dict[str, str], invoke: Invoke
+    ) -> None:
+        self.sqs = sqs_client
+        self.sources = sources
+        self.urls = urls  # queue logical id -> queue URL
+        self.invoke = invoke
+        self.stats = QueueStats()
+
+    def drain(self) -> list[Any]:
+        """Deliver every message the mapped queues hold now; the invocations' results."""
+        results: list[Any] = []
+        for source in self.sources:
+            url = self.urls[source.queue]
+            retry: list[str] = []
+            while batch := self.sqs.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=source.batch_size,
+                AttributeNames=["All"],
+                VisibilityTimeout=source.visibility_timeout_s,
+            ).get("Messages", []):
+                failed = self._deliver(source, url, batch, results)
+                for message in batch:
+                    if message["MessageId"] not in failed:
+                        self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                    elif source.retention_s <= source.visibility_timeout_s:
+                        self.stats.dropped += 1
+                        self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                    else:
+                        retry.append(message["ReceiptHandle"])
+            for handle in retry:
+                self.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0)
+        return results
+
+    def _deliver(
+        self, source: QueueSource, url: str, batch: list[dict[str, Any]], results: list[Any]
+    ) -> set[str]:
+        """Invoke the mapping's function with `batch`; the ids of the messages that failed."""
+        account, name = url.rstrip("/").split("/")[-2:]
+        arn = f"arn:aws:sqs:{REGION}:{account}:{name}"
+        event = {
+            "Records": [
+                {
+                    "messageId": message["MessageId"],
+                    "receiptHandle": message["ReceiptHandle"],
+                    "body": message["Body"],
+                    "attributes": message.get("Attributes", {}),
+                    "messageAttributes": message.get("MessageAttributes", {}),
+                    "md5OfBody": message.get("MD5OfBody")
+                    or hashlib.md5(message["Body"].encode()).hexdigest(),  # noqa: S324
+                    "eventSource": "aws:sqs",
+                    "eventSourceARN": arn,
+                    "awsRegion": REGION,
+                }
+                for message in batch
+            ]
+        }
+        self.stats.invocations += 1
+        self.stats.messages += len(batch)
+        everything = {message["MessageId"] for message in batch}
+        try:
+            result = self.invoke(source.function, event)
+        except Exception:  # the invocation died: Lambda retries the whole batch
+            self.stats.failed += len(batch)
+            return everything
+        results.append(result)
+        reported = (result or {}).get("batchItemFailures") if source.report_item_failures else None
+        failed = {str(item["itemIdentifier"]) for item in reported or []}
+        self.stats.failed += len(failed & everything)
+        return failed & everything
+
+
+def merged(results: list[Any]) -> dict[str, list[Any]]:
+    """The invocations' results in one: each list they hold, concatenated under its key
+    (ingest's `polled` and `errors` of every trunk a tick polled)."""
+    out: dict[str, list[Any]] = {}
+    for result in results:
+        for key, value in (result or {}).items():
+            if isinstance(value, list):
+                out[key] = out.get(key, []) + value
+    return out

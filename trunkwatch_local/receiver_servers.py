@@ -66,24 +66,11 @@ class PagerDutyAlert:
 
 
 class PagerDutyServer(Misbehaving):
-    """PagerDuty's Events API v2: alert events at `/v2/enqueue`, change events at
-    `/v2/change/enqueue`, answered as PagerDuty answers them:
-
-    - 202 `{"status": "success", "message": "Event processed", "dedup_key": ...}` for an
-      event it takes (a trigger without a dedup_key gets one made up);
-    - 400 `{"status": "invalid event", "message": "Event object is invalid", "errors":
-      [...]}` for one it refuses: a body that is no JSON object, a routing_key that is not
-      32 characters, an unknown event_action, a trigger without payload.summary,
-      payload.source or a known payload.severity, a summary over 1,024 characters, a
-      dedup_key over 255 or missing from an acknowledge or a resolve, a link without `href`
-      or an image without `src`;
-    - 429 when more than `limit` events came for one routing key within a minute of
-      `clock` (PagerDuty throttles an integration key at about 120 a minute; None: never),
-      or as scripted with `fail_next(n, 429)`.
-
-    Accepted alert events are kept in `events`, change events in `changes`, and each dedup_key's
-    alert in `alerts` as PagerDuty applies them: a trigger opens one (or adds to the open
-    one), an acknowledge or a resolve applies to an open one and is dropped otherwise."""
+    """PagerDuty's Events API v2 (alert events at `/v2/enqueue`, change events at
+    `/v2/change/enqueue`), answered as PagerDuty answers: 202 for an event it takes, 400 with
+    its `errors` for one it refuses, 429 over `limit` events a minute for one routing key
+    (PagerDuty throttles at about 120; None: never). Accepted events are kept in `events`
+    and `changes`, each dedup_key's alert in `alerts` as PagerDuty applies them."""
 
     def __init__(self, limit: int | None = None, clock: Callable[[], datetime] | None = None) -> None:
         self.limit = limit
@@ -105,7 +92,7 @@ class PagerDutyServer(Misbehaving):
         if not isinstance(event, dict):
             return _invalid(["the body must be a JSON object"])
         change = request.path == PAGERDUTY_CHANGES
-        errors = _change_errors(event) if change else _event_errors(event)
+        errors = _errors(event, change)
         if errors:
             return _invalid(errors)
         if self._throttled(str(event["routing_key"])):
@@ -147,60 +134,43 @@ def _invalid(errors: list[str]) -> Answer:
     )
 
 
-def _event_errors(event: dict[str, Any]) -> list[str]:
-    errors = _routing_key_errors(event)
-    action = event.get("event_action")
-    if action not in PAGERDUTY_ACTIONS:
-        errors.append(f"event_action must be one of {', '.join(PAGERDUTY_ACTIONS)}")
-    dedup_key = event.get("dedup_key")
-    if dedup_key is not None and (not isinstance(dedup_key, str) or len(dedup_key) > MAX_DEDUP_KEY_CHARS):
-        errors.append(f"dedup_key must be a string of at most {MAX_DEDUP_KEY_CHARS} characters")
-    if action in ("acknowledge", "resolve") and not dedup_key:
-        errors.append(f"dedup_key is required to {action}")
-    if action == "trigger":
-        payload = event.get("payload")
-        if not isinstance(payload, dict):
-            errors.append("payload is required to trigger")
-        else:
-            errors += _summary_errors(payload)
-            if not isinstance(payload.get("source"), str) or not payload["source"]:
-                errors.append("payload.source is required")
-            if payload.get("severity") not in PAGERDUTY_SEVERITIES:
-                errors.append(f"payload.severity must be one of {', '.join(PAGERDUTY_SEVERITIES)}")
-            if "custom_details" in payload and not isinstance(payload["custom_details"], dict):
-                errors.append("payload.custom_details must be an object")
-    errors += _listed_errors(event, "links", "href") + _listed_errors(event, "images", "src")
-    return errors
-
-
-def _change_errors(event: dict[str, Any]) -> list[str]:
-    errors = _routing_key_errors(event)
-    payload = event.get("payload")
-    if not isinstance(payload, dict):
+def _errors(event: dict[str, Any], change: bool) -> list[str]:
+    """What PagerDuty says is wrong with an alert event (a change event, if `change`)."""
+    errors = []
+    if not isinstance(event.get("routing_key"), str) or len(event["routing_key"]) != ROUTING_KEY_CHARS:
+        errors.append(f"routing_key must be the integration's {ROUTING_KEY_CHARS}-character key")
+    action, dedup_key, payload = event.get("event_action"), event.get("dedup_key"), event.get("payload")
+    if change and not isinstance(payload, dict):
         return [*errors, "payload is required"]
-    return errors + _summary_errors(payload) + _listed_errors(event, "links", "href")
-
-
-def _routing_key_errors(event: dict[str, Any]) -> list[str]:
-    key = event.get("routing_key")
-    if not isinstance(key, str) or len(key) != ROUTING_KEY_CHARS:
-        return [f"routing_key must be the integration's {ROUTING_KEY_CHARS}-character key"]
-    return []
-
-
-def _summary_errors(payload: dict[str, Any]) -> list[str]:
-    summary = payload.get("summary")
-    if not isinstance(summary, str) or not summary:
-        return ["payload.summary is required"]
-    if len(summary) > MAX_PAGERDUTY_SUMMARY_CHARS:
-        return [f"payload.summary is longer than {MAX_PAGERDUTY_SUMMARY_CHARS} characters"]
-    return []
-
-
-def _listed_errors(event: dict[str, Any], name: str, required: str) -> list[str]:
-    listed = event.get(name)
-    if listed is None:
-        return []
-    if not isinstance(listed, list) or not all(isinstance(i, dict) and i.get(required) for i in listed):
-        return [f"each of {name} must be an object with {required!r}"]
-    return []
+    if not change and action not in PAGERDUTY_ACTIONS:
+        errors.append(f"event_action must be one of {', '.join(PAGERDUTY_ACTIONS)}")
+    if (
+        not change
+        and dedup_key is not None
+        and (not isinstance(dedup_key, str) or len(dedup_key) > MAX_DEDUP_KEY_CHARS)
+    ):
+        errors.append(f"dedup_key must be a string of at most {MAX_DEDUP_KEY_CHARS} characters")
+    if not change and action in ("acknowledge", "resolve") and not dedup_key:
+        errors.append(f"dedup_key is required to {action}")
+    if action == "trigger" and not isinstance(payload, dict):  # a change event's is, by now
+        errors.append("payload is required to trigger")
+    elif isinstance(payload, dict) and (change or action == "trigger"):
+        summary = payload.get("summary")
+        if not isinstance(summary, str) or not summary:
+            errors.append("payload.summary is required")
+        elif len(summary) > MAX_PAGERDUTY_SUMMARY_CHARS:
+            errors.append(f"payload.summary is longer than {MAX_PAGERDUTY_SUMMARY_CHARS} characters")
+    if not change and action == "trigger" and isinstance(payload, dict):
+        if not isinstance(payload.get("source"), str) or not payload["source"]:
+            errors.append("payload.source is required")
+        if payload.get("severity") not in PAGERDUTY_SEVERITIES:
+            errors.append(f"payload.severity must be one of {', '.join(PAGERDUTY_SEVERITIES)}")
+        if "custom_details" in payload and not isinstance(payload["custom_details"], dict):
+            errors.append("payload.custom_details must be an object")
+    for name, required in (("links", "href"), *(() if change else (("images", "src"),))):
+        listed = event.get(name)
+        if listed is not None and (
+            not isinstance(listed, list) or not all(isinstance(i, dict) and i.get(required) for i in listed)
+        ):
+            errors.append(f"each of {name} must be an object with {required!r}")
+    return errors

@@ -11,7 +11,7 @@ import gzip
 import itertools
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -49,6 +49,11 @@ POLLED = frozenset({"hud", "hud_status", "buildkite", "buildkite_status"})  # ea
 # The events each kind of webhook delivery may carry.
 DELIVERY_EVENTS = {"webhook": WEBHOOK_EVENTS, "buildkite_webhook": tuple(sorted(BUILDKITE_EVENTS))}
 DELIVERIES = frozenset(DELIVERY_EVENTS)
+# The listings a source reads, checked as it reads them, and what each is.
+PARSED: dict[str, tuple[Callable[[Any], object], str]] = {
+    "hud": (parse_grid, "HUD API response"),
+    "buildkite": (parse_builds, "builds listing"),
+}
 
 
 class ReplayError(ConfigError):
@@ -108,16 +113,26 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 def read_replay(path: str | Path) -> Replay:
-    """The replay in `path` (JSON Lines, gzipped or not), every line checked."""
-    lines = _FileLines(Path(path))
-    numbered = _numbered(lines)
-    header = next(numbered, None)
-    if header is None:
-        raise ReplayError(f"{path}: empty file (expected a header line with repo and branch)")
-    replay = _header(header, str(path))
-    replay.events = _FileEvents(lines, str(path), replay.source)
+    """The replay in `path` (JSON Lines, gzipped or not), every line checked now."""
+    replay = _replay(_FileLines(Path(path)), str(path))
     for _ in replay.events:  # every event checked now, before anything runs
         pass
+    return replay
+
+
+def parse_replay(lines: Iterable[str], name: str = "replay") -> Replay:
+    replay = _replay(list(lines), name)
+    replay.events = list(replay.events)
+    return replay
+
+
+def _replay(lines: Iterable[str], name: str) -> Replay:
+    """The replay of `lines` (read afresh on each pass of its events)."""
+    header = next(_numbered(lines), None)
+    if header is None:
+        raise ReplayError(f"{name}: empty file (expected a header line with repo and branch)")
+    replay = _header(header, name)
+    replay.events = _Events(lines, name, replay.source)
     return replay
 
 
@@ -131,12 +146,8 @@ class _FileLines:
         try:
             with self.path.open("rb") as raw:
                 zipped = raw.read(2) == GZIP_MAGIC
-            if zipped:
-                with gzip.open(self.path, "rt") as text:
-                    yield from text
-            else:
-                with self.path.open() as text:
-                    yield from text
+            with gzip.open(self.path, "rt") if zipped else self.path.open() as text:
+                yield from text
         except OSError as err:
             if isinstance(err, gzip.BadGzipFile) or not err.strerror:
                 raise ReplayError(f"cannot read replay file {self.path}: corrupt gzip data ({err})") from None
@@ -150,8 +161,8 @@ class _FileLines:
 
 
 @dataclass(frozen=True)
-class _FileEvents:
-    lines: _FileLines
+class _Events:
+    lines: Iterable[str]
     name: str
     source: str
 
@@ -161,15 +172,6 @@ class _FileEvents:
 
 def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
     return ((n, line) for n, line in enumerate(lines, start=1) if line.strip())
-
-
-def parse_replay(lines: Iterable[str], name: str = "replay") -> Replay:
-    numbered = list(_numbered(lines))
-    if not numbered:
-        raise ReplayError(f"{name}: empty file (expected a header line with repo and branch)")
-    replay = _header(numbered[0], name)
-    replay.events = list(_events(numbered[1:], name, replay.source))
-    return replay
 
 
 def _header(first: tuple[int, str], name: str) -> Replay:
@@ -247,18 +249,12 @@ def _events(numbered: Iterable[tuple[int, str]], name: str, source: str) -> Iter
                 f'{name}:{number}: a {kind!r} event needs "source": "{foreign[0]}" in the header'
                 f" (this file's source is {source!r})"
             )
-        if kind == "hud":
-            try:  # as the HUD source reads it: a snapshot it would refuse is the file's error
-                parse_grid(payload)
+        if kind in PARSED:
+            parse, what = PARSED[kind]
+            try:  # as the source reads it: a listing it would refuse is the file's error
+                parse(payload)
             except SourceError as err:
-                raise ReplayError(f"{name}:{number}: 'hud' is not a valid HUD API response: {err}") from None
-        if kind == "buildkite":
-            try:  # as the Buildkite source reads it
-                parse_builds(payload)
-            except SourceError as err:
-                raise ReplayError(
-                    f"{name}:{number}: 'buildkite' is not a valid builds listing: {err}"
-                ) from None
+                raise ReplayError(f"{name}:{number}: {kind!r} is not a valid {what}: {err}") from None
         if kind == "silence" and not isinstance(payload, dict):
             raise ReplayError(f"{name}:{number}: 'silence' must be a postable silence object")
         if kind == "ack" and (

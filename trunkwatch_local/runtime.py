@@ -1,12 +1,10 @@
-"""The local runtime: moto's AWS emulation in this process with the template's table, topic
-and queue, and the real handlers invoked in-process the way Lambda invokes them.
-
-moto runs in-process (`mock_aws`): every boto3/botocore client the handlers make is answered
-by moto's backends without HTTP, which at PyTorch scale is half of the time a moto server on
-127.0.0.1 costs."""
+"""The local runtime: the template's stack (`trunkwatch_local.stack`) on moto in this process
+(no HTTP: at PyTorch scale half the time a moto server costs), its real handlers invoked the
+way Lambda invokes them."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import hmac
@@ -33,8 +31,7 @@ from trunkwatch.domain.digest import KIND as DIGEST_KIND
 from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch.storage.port import Storage
 from trunkwatch_local.chaos import Chaos, InvocationDied
-from trunkwatch_local.function_url import function_url_event
-from trunkwatch_local.queue_pump import merged
+from trunkwatch_local.pump import merged
 from trunkwatch_local.schedule import period_seconds
 from trunkwatch_local.stack import ACCOUNT, NAME, REGION, LocalStack
 from trunkwatch_local.wiring import Wiring
@@ -43,13 +40,10 @@ from trunkwatch_local.wiring import Wiring
 SUMMARY_KEYS = ("at", "status", "alertname", "job", "priority", "team", "day")
 # What a function URL answers for a function that failed.
 DIED_ANSWER = {"statusCode": 502, "body": "Internal Server Error"}
-
-
-# Schedule ticks a crash-injected replay runs after the last crash: enough for a tick left
-# open to be settled by the sweep (app/sweep.SETTLE_BOUND) and the notification after it.
+# Schedule ticks after the last crash: enough for the sweep to settle a tick left open
+# (app/sweep.SETTLE_BOUND) and notify after it.
 RECOVERY_TICKS = 4
-# Schedule ticks a replay runs at most after its last event while a receiver has messages
-# left to deliver (a failed or throttled delivery): half an hour of a 1-minute schedule.
+# Ticks at most after a replay's last event while receivers have messages due: half an hour.
 DELIVERY_TICKS = 30
 
 
@@ -89,35 +83,29 @@ class Published:
 
     @property
     def is_digest(self) -> bool:
-        """A trunk's daily digest (design.md §4.4), not an alert's transition."""
         return is_digest(self.as_json())
 
 
 def is_digest(message: dict[str, Any]) -> bool:
-    """Whether a published message (`Published.as_json()`) is a daily digest: its message
-    attribute `kind`, which no alert carries."""
+    """Whether a `Published.as_json()` is a daily digest (design.md §4.4): no alert has `kind`."""
     return bool(message["attributes"].get("kind") == DIGEST_KIND)
 
 
 def summary_row(message: dict[str, Any]) -> dict[str, Any]:
-    """A published message (`Published.as_json()`) as the expected files list it: when, its
-    status and labels (an alert's transition), or when, `digest`, the trunk and the day."""
+    """A `Published.as_json()` as the expected files list it."""
     body = message["message"]
     if is_digest(message):
         return {
             "at": message["at"],
             "status": "digest",
-            "repo": body["repo"],
-            "branch": body["branch"],
-            "day": body["day"],
+            **{key: body[key] for key in ("repo", "branch", "day")},
         }
     labels = body["alerts"][0]["labels"]
     return {"at": message["at"], "status": body["status"], "job": labels.get("job"), **labels}
 
 
 def expected_rows(replay_file: Path) -> list[dict[str, Any]] | None:
-    """The rows of a replay file's `<name>.expected.jsonl` (for `.jsonl` and `.jsonl.gz`
-    alike); None when it has none."""
+    """The rows of a replay file's `<name>.expected.jsonl`, if it has one."""
     expected = replay_file.with_name(replay_file.name.split(".jsonl")[0] + ".expected.jsonl")
     if not expected.is_file():
         return None
@@ -125,14 +113,13 @@ def expected_rows(replay_file: Path) -> list[dict[str, Any]] | None:
 
 
 def as_expected(rows: Iterable[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
-    """Rows (`summary_row`s or an expected file's) as they are compared: by SUMMARY_KEYS, the
-    messages of one time in any order."""
+    """Rows as they are compared: by SUMMARY_KEYS, the messages of one time in any order."""
     return Counter(tuple(row.get(key) for key in SUMMARY_KEYS) for row in rows)
 
 
 class LocalRuntime:
-    """The template's stack (`trunkwatch_local.stack`) with its stream mappings, driven on
-    the stack's simulated clock: every Lambda invocation passes through `invoke`."""
+    """The stack with its event source mappings, on its simulated clock: every Lambda
+    invocation passes through `invoke`."""
 
     def __init__(
         self,
@@ -145,17 +132,15 @@ class LocalRuntime:
         wrap_storage: Callable[[Storage], Storage] | None = None,
         buildkite_token: str | None = None,
     ) -> None:
-        # Crash injection kills at AWS calls; the in-memory store's calls make none, so its
-        # storage is wrapped to kill at them (inside `wrap_storage`'s, if given).
+        # Crash injection kills at AWS calls; the in-memory store makes none, so its storage
+        # is wrapped to kill at its calls (inside `wrap_storage`'s, if given).
         if chaos is not None and store == "memory":
-            wrap_storage = _then(chaos.storage, wrap_storage)
+            then = wrap_storage or (lambda storage: storage)
+            wrap_storage = lambda storage: then(chaos.storage(storage))  # noqa: E731
         self.stack = LocalStack(template, clock=clock, store=store, wrap_storage=wrap_storage)
         self.clock = self.stack.clock  # what every handler of the runtime runs on
         self.extra_ticks = sorted(extra_ticks)  # schedule ticks between a replay's events
-        self.chaos = chaos  # kills invocations at their calls (`trunkwatch replay --chaos`)
-        self._chaos_installed: Any = None
-        self.dropped_schedule_events = 0  # scheduled invocations that died (no retries)
-        self.failed_deliveries = 0  # webhook invocations that died (GitHub does not redeliver)
+        self.chaos = chaos
         self._crashes_recovered = 0  # crashes the schedule's recovery ticks have run after
         self.schedule_period = timedelta(minutes=1)  # the deployment's, once started
         self.wiring: Wiring = self.stack.wiring
@@ -163,28 +148,25 @@ class LocalRuntime:
         self.poll_period = timedelta(
             seconds=period_seconds(self.wiring.schedules[self.stack.logical_id("dispatcher")])
         )
-        # Where crashes are injected: what the schedule, the streams and GitHub invoke. The
-        # API's callers (people, amtool) see its 5xx and try again.
+        # Crashes hit what the schedule, the mappings and webhooks invoke; the API's callers
+        # (people, amtool) see its 5xx and try again.
         self._crashable = {
             *self.wiring.schedules,
             *(source.function for source in self.wiring.streams),
             *(source.function for source in self.wiring.queues),
         }
         self._crashable.add(self.stack.logical_id("webhook"))
-        # What GitHub signs deliveries with here, and Buildkite's webhook token: the caller's,
-        # else random per run; held only in memory, never printed.
+        # The webhooks' secret and token: the caller's, else random per run, never printed.
         self.webhook_secret = webhook_secret or secrets.token_hex(20)
         self.buildkite_token = buildkite_token or secrets.token_hex(20)
-        # Schedule ticks and webhook deliveries (serve takes them from two threads) run one
-        # at a time, each with the stream records it causes.
+        # Ticks and deliveries (serve's two threads) run one at a time, with what they cause.
         self.lock = threading.RLock()
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self, deployment: Deployment, api_url: str | None = None) -> LocalRuntime:
-        """Start the stack with `deployment` and load the handlers (each resolves its
-        environment as it loads, as in a new Lambda container). `api_url` is where the local
-        API is served (the deployed notifier's API_URL). The process's environment is the
-        functions' while the runtime runs; `stop` puts back what it was."""
+        """Start the stack with `deployment` and load the handlers; `api_url` is the local
+        API's (the notifier's API_URL). The process's environment is the functions' until
+        `stop`."""
         self.schedule_period = timedelta(seconds=period_seconds(deployment.schedule))
         # Locally stdout carries results: logs (and EMF metrics) only when asked for.
         level = os.environ.get("TRUNKWATCH_LOG_LEVEL", "WARNING").upper()
@@ -200,8 +182,7 @@ class LocalRuntime:
             buildkite_token=self.buildkite_token,
         )
         if self.chaos is not None:
-            self._chaos_installed = self.chaos.installed()
-            self._chaos_installed.__enter__()
+            self.stack.exits.enter_context(self.chaos.installed())
         self.sqs = boto3.client("sqs")
         self.dynamodb = boto3.client("dynamodb")
         # Powertools logs to stdout in Lambda; locally stdout carries the results.
@@ -211,20 +192,12 @@ class LocalRuntime:
         return self
 
     def stop(self) -> None:
-        """Undo `start`, however far it got: the emulation's patches come off whatever fails."""
-        try:
-            if self._chaos_installed is not None:
-                assert self.chaos is not None
-                pump = getattr(self, "pump", None)  # none if `start` failed before it
-                if pump is not None:
-                    self.chaos.stats.stream_retries = pump.stats.retries
-                    self.chaos.stats.dead_lettered = pump.stats.dead_lettered
-                self.chaos.stats.dropped_schedule_events = self.dropped_schedule_events
-                self.chaos.stats.failed_deliveries = self.failed_deliveries
-                self._chaos_installed.__exit__(None, None, None)
-                self._chaos_installed = None
-        finally:
-            self.stack.stop()  # empties the account and puts the environment back
+        """Undo `start`, however far it got."""
+        pump = getattr(self, "pump", None)  # none if `start` failed before it
+        if self.chaos is not None and pump is not None:
+            self.chaos.stats.stream_retries = pump.stats.retries
+            self.chaos.stats.dead_lettered = pump.stats.dead_lettered
+        self.stack.stop()  # stops listening, empties the account, puts the environment back
 
     def __enter__(self) -> LocalRuntime:
         return self
@@ -264,14 +237,11 @@ class LocalRuntime:
                 Metrics().clear_metrics()
 
     def ticks_between(self, after: datetime, before: datetime | None) -> Iterator[datetime]:
-        """Schedule ticks between two replay events (`before` None: after the last one): the
-        `extra_ticks` asked for, and under crash injection the schedule's ticks while
-        invocations die and RECOVERY_TICKS more. Deployed, the schedule fires every period,
-        and its sweeps settle a tick left open and send what a dead invocation left unsent;
-        without crashes a replay ticks at its events only (and the session's rerun polls,
-        `trunkwatch_local.rerun_polls`). Each tick's time is yielded after
-        it ran (and kept in `chaos.stats.recovery_ticks`, so a run without crashes can tick at
-        the same times)."""
+        """Schedule ticks between two replay events (`before` None: after the last), each
+        yielded after it ran: the `extra_ticks`, and under crash injection the schedule's
+        ticks while invocations die and RECOVERY_TICKS more (kept in
+        `chaos.stats.recovery_ticks`, for a run without crashes to tick at the same times):
+        deployed, the schedule's sweeps settle and send what a dead invocation left."""
         for at in self.extra_ticks:
             if after < at and (before is None or at < before):
                 self.tick(at)
@@ -292,48 +262,35 @@ class LocalRuntime:
         else:
             self._crashes_recovered = len(self.chaos.stats.crashes)
 
-    def delivery_ticks(self, after: datetime) -> Iterator[datetime]:
-        """After a replay's last event: schedule ticks one period apart while a receiver has
-        a message due (a delivery that failed, or that the receiver throttled), at most
-        DELIVERY_TICKS. Deployed, the schedule goes on and its sweeps send them; a replay
-        that ended would otherwise leave them unsent. Each tick's time is yielded after it
-        ran."""
-        at = after
+    def delivery_ticks(self) -> Iterator[datetime]:
+        """After a replay's last event: schedule ticks, each yielded after it ran, while a
+        receiver has a message due (failed or throttled), as the deployed schedule goes on."""
+        from trunkwatch.app.notify import due
+
+        edge, at = self.stack.handler("notifier").edge, self.clock.now()
         for _ in range(DELIVERY_TICKS):
-            if not self.undelivered():
-                return
+            with self.lock:
+                if not due(edge.storage(), edge.clock, edge.settings, edge.deployment()):
+                    return
             at += self.schedule_period
             self.tick(at)
             yield at
 
-    def undelivered(self) -> int:
-        """The transitions the receivers have due now (`app.notify.due`), on the notifier's edge."""
-        from trunkwatch.app.notify import due
-
-        edge = self.stack.handler("notifier").edge
-        with self.lock:
-            return due(edge.storage(), edge.clock, edge.settings, edge.deployment())
-
-    def scheduled_event(self, function: str) -> dict[str, Any]:
-        return scheduled_event(f"{NAME}-{function}", self.clock.now())
-
     def tick(self, at: datetime) -> Any:
-        """One schedule tick at `at`: every function the template schedules, in template
-        order (the dispatcher, then the evaluator sweeps), each followed by the queue messages
-        it sent (ingest's polls, one per due trunk) and the streams they cause (evaluation,
-        notification). Returns what the first (the dispatcher's) came to: its queue
-        consumers' results merged (`polled` and `errors` of every poll), None if it died."""
+        """One schedule tick at `at`: each scheduled function in template order, then the
+        queue messages it sent and the stream records they cause. Returns the first's (the
+        dispatcher's) queue consumers' results merged, None if it died."""
         results: list[dict[str, Any] | None] = []
         with self.lock:
             self.clock.set(at)
             for logical_id in self.wiring.schedules:
                 died = False
                 try:
-                    self.invoke(logical_id, self.scheduled_event(logical_id))
+                    self.invoke(logical_id, scheduled_event(f"{NAME}-{logical_id}", at))
                 except InvocationFailed:
-                    # An asynchronous invocation the template retries 0 times: the event is gone;
-                    # what the invocation did before it died still takes its course.
-                    self.dropped_schedule_events += 1
+                    # An asynchronous invocation retried 0 times: the event is gone.
+                    assert self.chaos is not None  # only crash injection kills an invocation
+                    self.chaos.stats.dropped_schedule_events += 1
                     died = True
                 consumed = merged(self.queues.drain())
                 results.append(None if died else consumed)
@@ -343,9 +300,8 @@ class LocalRuntime:
     def deliver(
         self, event: str, body: bytes, at: datetime, signature: str | None = None, delivery: str | None = None
     ) -> dict[str, Any]:
-        """A GitHub webhook delivery at `at` through the webhook function's URL, signed with
-        the runtime's secret unless `signature` is given. The stream records it causes wait
-        for `settle_deliveries`, as concurrent deliveries of one instant would."""
+        """A GitHub webhook delivery at `at`, signed with the runtime's secret unless
+        `signature` is given; what it causes waits for `settle_deliveries`."""
         headers = {
             "Content-Type": "application/json",
             "User-Agent": "GitHub-Hookshot/local",
@@ -356,9 +312,7 @@ class LocalRuntime:
         return self._webhook(headers, body, at)
 
     def deliver_buildkite(self, event: str, body: bytes, at: datetime) -> dict[str, Any]:
-        """A Buildkite webhook delivery at `at`, signed (`X-Buildkite-Signature`, timestamped
-        `at`) with the runtime's Buildkite webhook token; its records wait for
-        `settle_deliveries`, as `deliver`'s do."""
+        """A Buildkite webhook delivery at `at`, signed with the runtime's token, as `deliver`."""
         timestamp = str(int(at.timestamp()))
         signed = hmac.new(self.buildkite_token.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
         headers = {
@@ -370,10 +324,8 @@ class LocalRuntime:
         return self._webhook(headers, body, at)
 
     def receive(self, headers: dict[str, str], body: bytes) -> dict[str, Any]:
-        """A delivery from GitHub (or `gh webhook forward`) on the real clock: the webhook
-        function, then the stream records it causes (evaluation), then, once its group has
-        closed (the caller waits, as a deployed function waits for it), the group settles
-        and the notifier runs."""
+        """A delivery on the real clock (`serve`): the webhook function and what it causes,
+        waiting until its group closes, as deployed, to settle it and notify."""
         with self.lock:
             answer = self._webhook(headers, body, datetime.now(UTC))
             self.pump.drain()
@@ -385,23 +337,18 @@ class LocalRuntime:
             return answer
 
     def _webhook(self, headers: dict[str, str], body: bytes, at: datetime) -> dict[str, Any]:
-        """A delivery to the webhook function's URL at `at`."""
         with self.lock:
             self.clock.set(at)
             try:
                 return dict(self.invoke("webhook", function_url_event("POST", "/", headers, body)))
             except InvocationFailed:
-                # What a function URL answers when its function fails; GitHub does not redeliver.
-                self.failed_deliveries += 1
+                # A function URL's answer for a failed function; GitHub does not redeliver.
+                assert self.chaos is not None
+                self.chaos.stats.failed_deliveries += 1
                 return dict(DIED_ANSWER)
 
-    def delivery_died(self, answer: dict[str, Any]) -> bool:
-        """Whether `answer` is that of a webhook invocation crash injection killed."""
-        return self.chaos is not None and answer == DIED_ANSWER
-
     def settle_deliveries(self, at: datetime) -> None:
-        """Evaluate what the deliveries of `at` wrote, then, once their second has closed, let
-        the delivery that opened its group settle it (`storage.ticks`) and notify."""
+        """Evaluate what the deliveries of `at` wrote, then settle their group and notify."""
         with self.lock:
             self.clock.set(at)
             self.pump.drain()
@@ -414,15 +361,14 @@ class LocalRuntime:
 
     def published(self, at: datetime) -> list[Published]:
         """Messages the topic delivered since the last call, oldest first."""
+        from moto.sns.models import sns_backends
+
+        topic = sns_backends[ACCOUNT][REGION].topics.get(self.stack.topic_arn)
+        sent = {entry[0]: entry[1] for entry in (topic.sent_notifications if topic else [])}  # as published
         out: list[Published] = []
-        sent = self._sent_notifications()
-        while True:
-            batch = self.sqs.receive_message(
-                QueueUrl=self.stack.capture_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
-            )
-            messages = batch.get("Messages", [])
-            if not messages:
-                return out
+        while messages := self.sqs.receive_message(
+            QueueUrl=self.stack.capture_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+        ).get("Messages", []):
             for raw in messages:
                 envelope = json.loads(raw["Body"])
                 attributes = {k: v["Value"] for k, v in (envelope.get("MessageAttributes") or {}).items()}
@@ -436,17 +382,10 @@ class LocalRuntime:
                     )
                 )
                 self.sqs.delete_message(QueueUrl=self.stack.capture_url, ReceiptHandle=raw["ReceiptHandle"])
-
-    def _sent_notifications(self) -> dict[str, str]:
-        """MessageId -> Message as published to the topic (moto's in-process record)."""
-        from moto.sns.models import sns_backends
-
-        topic = sns_backends[ACCOUNT][REGION].topics.get(self.stack.topic_arn)
-        return {entry[0]: entry[1] for entry in (topic.sent_notifications if topic else [])}
+        return out
 
     def _email_body(self, published: str | None, delivered_to_sqs: str) -> str:
-        """What SNS delivers to the email subscription for this published message: with
-        MessageStructure=json, the message's `email` entry, else its `default` one."""
+        """What SNS sends the email subscription: with MessageStructure=json, `email` or `default`."""
         if published is None or published == delivered_to_sqs:
             return delivered_to_sqs  # not a MessageStructure=json publish: every protocol gets it
         structure = json.loads(published)
@@ -472,7 +411,38 @@ def scheduled_event(rule: str, at: datetime) -> dict[str, Any]:
     }
 
 
-def _then(
-    first: Callable[[Storage], Storage], then: Callable[[Storage], Storage] | None
-) -> Callable[[Storage], Storage]:
-    return first if then is None else lambda storage: then(first(storage))
+def function_url_event(method: str, path: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    """The event a Lambda function URL sends its function (payload format version 2.0)."""
+    lowered = {name.lower(): value for name, value in headers.items()}
+    try:
+        text, is_base64 = body.decode("utf-8"), False
+    except UnicodeDecodeError:
+        text, is_base64 = base64.b64encode(body).decode(), True
+    now = time.time()
+    return {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": lowered,
+        "requestContext": {
+            "accountId": "anonymous",
+            "apiId": "local",
+            "domainName": f"local.lambda-url.{REGION}.on.aws",
+            "domainPrefix": "local",
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": lowered.get("user-agent", ""),
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "timeEpoch": int(now * 1000),
+        },
+        "body": text,
+        "isBase64Encoded": is_base64,
+    }

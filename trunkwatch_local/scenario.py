@@ -66,15 +66,10 @@ class Trunk:
 
     def _cell(self, job: str, column: int, index: int, done: bool) -> dict[str, Any]:
         url = f"https://github.com/pytorch/pytorch/actions/runs/{index + 1}/job/{column + 1}"
-        if not done:
-            return {
-                "id": index * 10_000 + column,
-                "htmlUrl": url,
-                "conclusion": "pending",
-                "status": "in_progress",
-            }
-        outcome = self.outcome(job, index)
         cell: dict[str, Any] = {"id": index * 10_000 + column, "htmlUrl": url, "status": "completed"}
+        if not done:
+            return {**cell, "conclusion": "pending", "status": "in_progress"}
+        outcome = self.outcome(job, index)
         if outcome == "flaky":
             return {**cell, "conclusion": "success", "failedPreviousRun": True}
         cell["conclusion"] = outcome

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 import urllib.error
@@ -11,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from trunkwatch.app.confirm import OPEN_FOR
+from trunkwatch.app.confirm import OPEN_FOR, waits_for_request
 from trunkwatch.domain.config import ConfigError, Deployment
+from trunkwatch.domain.reruns import RerunRecord
 from trunkwatch.storage.port import Reruns
 from trunkwatch_local.apigw import serve_api
 from trunkwatch_local.buildkite_server import BuildkiteServer
@@ -20,8 +22,7 @@ from trunkwatch_local.chaos import Chaos
 from trunkwatch_local.github_server import GitHubServer
 from trunkwatch_local.hud_server import HudServer
 from trunkwatch_local.replay import DELIVERIES, POLLED, Replay, ReplayError, ReplayEvent
-from trunkwatch_local.rerun_polls import next_rerun_poll
-from trunkwatch_local.runtime import LocalRuntime, Published
+from trunkwatch_local.runtime import DIED_ANSWER, LocalRuntime, Published
 
 
 class Session:
@@ -38,13 +39,11 @@ class Session:
         self.port = port
         self.tokens = tokens
         self.api: Any = None
-        # The API answers on the real clock, except while a replay sets the time (its own
-        # silence events are API calls at the replayed time); after `serve --scenario`'s
-        # replay, on the scenario's, going on from where the replay left it (`keep_clock`).
+        # The API answers on the real clock, but at the replayed time while a replay runs
+        # (its silence events) and on the scenario's clock after it (`keep_clock`).
         self.replaying = False
         self.clock_offset = timedelta(0)
-        # What the replay's own API calls (silence events) authenticate with when a tokens
-        # document is enforced: random per process, held only in memory, never printed.
+        # What the replay's own API calls present to a tokens document: random, never printed.
         self._internal_token = secrets.token_urlsafe(32)
         # The trunks that confirm culprits by reruns (`confirm: rerun`), once started.
         self.confirming: tuple[str, ...] = ()
@@ -74,7 +73,7 @@ class Session:
 
     def rerun_polls(self, before: datetime | None) -> Iterator[datetime]:
         """The schedule's polls before `before` (None: no end) while reruns are planned or
-        running (`trunkwatch_local.rerun_polls`), each run; its time yielded after it ran."""
+        running (`next_rerun_poll`), each yielded after it ran."""
         if not self.confirming or self._reruns is None:
             return
         while True:
@@ -119,12 +118,9 @@ class Session:
         return str(self.api.url)
 
     def stop(self) -> None:
-        if self.api is not None:
-            self.api.stop()
-        self.hud.stop()
-        self.github.stop()
-        self.buildkite.stop()
-        self.runtime.stop()
+        for part in (self.api, self.hud, self.github, self.buildkite, self.runtime):
+            if part is not None:
+                part.stop()
 
     def __enter__(self) -> Session:
         return self
@@ -152,6 +148,25 @@ class Session:
             detail = err.read().decode(errors="replace")
             raise ReplayError(f"API {method} {path} answered {err.code}: {detail}") from None
         return json.loads(raw) if raw else None
+
+
+def next_rerun_poll(
+    now: datetime, period: timedelta, records: Iterable[RerunRecord], due: Iterable[datetime]
+) -> datetime | None:
+    """When the schedule, ticking every `period` from `now`, next polls for a rerun (`confirm:
+    rerun`): one period on while one of `records` waits to be requested, else the first tick
+    at or after the earliest of `due` (reruns running) later than `now`; None for neither.
+
+    A replay polls only at its snapshots (every 30 minutes, say), which would delay a planned
+    rerun and its result by up to a snapshot interval each; deployed, the schedule polls every
+    minute. With no rerun planned or running, a replay runs exactly at its events."""
+    if any(waits_for_request(record, now) for record in records):
+        return now + period
+    later = [at for at in due if at > now]
+    if not later:
+        return None
+    ticks = -(-(min(later) - now) // period)  # whole periods, rounded up
+    return now + ticks * period
 
 
 def run_replay(
@@ -182,38 +197,32 @@ def replay_steps(session: Session, replay: Replay) -> Iterator[tuple[ReplayEvent
     """Run `replay`'s events one at a time: each with the messages it published. The
     deliveries of one instant arrive together, then their group settles."""
     refs: dict[str, str] = {}
+    runtime = session.runtime
     events = iter(replay.events)
     event = next(events, None)
     session.replaying = True
     try:
-        yield from _steps(session, event, events, refs)
+        while event is not None:
+            following = next(events, None)
+            until = following.at if following else None
+            runtime.clock.set(event.at)
+            try:
+                _apply(session, event.kind, event.payload, event.ref, refs, event.at)
+            except ReplayError as err:
+                raise ReplayError(f"line {event.line}: {err}") from None
+            if event.kind in DELIVERIES and (
+                following is None or following.kind not in DELIVERIES or following.at != event.at
+            ):
+                runtime.settle_deliveries(event.at)
+            yield event, runtime.published(event.at)
+            ticks = itertools.chain(runtime.ticks_between(event.at, until), session.rerun_polls(until))
+            if following is None:
+                ticks = itertools.chain(ticks, runtime.delivery_ticks())
+            for at in ticks:
+                yield event, runtime.published(at)
+            event = following
     finally:
         session.replaying = False
-
-
-def _steps(
-    session: Session, event: ReplayEvent | None, events: Iterator[ReplayEvent], refs: dict[str, str]
-) -> Iterator[tuple[ReplayEvent, list[Published]]]:
-    while event is not None:
-        following = next(events, None)
-        session.runtime.clock.set(event.at)
-        try:
-            _apply(session, event.kind, event.payload, event.ref, refs, event.at)
-        except ReplayError as err:
-            raise ReplayError(f"line {event.line}: {err}") from None
-        if event.kind in DELIVERIES and (
-            following is None or following.kind not in DELIVERIES or following.at != event.at
-        ):
-            session.runtime.settle_deliveries(event.at)
-        yield event, session.runtime.published(event.at)
-        for at in session.runtime.ticks_between(event.at, following.at if following else None):
-            yield event, session.runtime.published(at)
-        for at in session.rerun_polls(following.at if following else None):
-            yield event, session.runtime.published(at)
-        if following is None:
-            for at in session.runtime.delivery_ticks(session.runtime.clock.now()):
-                yield event, session.runtime.published(at)
-        event = following
 
 
 def _apply(
@@ -231,7 +240,7 @@ def _apply(
         body = json.dumps(payload["payload"]).encode()
         deliver = session.runtime.deliver if kind == "webhook" else session.runtime.deliver_buildkite
         answer = deliver(payload["event"], body, at)
-        if session.runtime.delivery_died(answer):
+        if session.runtime.chaos is not None and answer == DIED_ANSWER:
             return  # GitHub does not redeliver: the trunk's backstop poll finds what it brought
         if int(answer["statusCode"]) >= 300:
             raise ReplayError(f"the webhook endpoint answered {answer['statusCode']}: {answer.get('body')}")

@@ -1,22 +1,9 @@
-"""The local stack, built from template.yaml: the one builder the local runtime, the
+"""The template's stack on moto in this process: the one builder the local runtime, the
 benchmarks and the tests share.
 
-`LocalStack.start` sets the functions' environment (the template's Globals, resolved
-locally) in this process, starts moto's in-process emulation (`mock_aws`, unpatched) and
-creates the template's resources in it: the table, the alert topic (captured by an SQS
-subscription, and an email subscription), the stream mappings' dead-letter queue and the
-webhook secret; the configuration file, which the deployed functions find in their
-ConfigLayer under /opt, is written to a directory of its own standing for /opt. The
-functions' items are kept by the in-memory store (`store="memory"`, the default:
-`memory_stream`, whose cells and ticks record the stream records the pump delivers), the
-table staying empty; or, with `store="dynamodb"`, in the table, with its stream and TTL as
-the template defines them.
-
-`handler` loads a function's handler module from its file, the way Lambda loads it in a
-new container, and gives its edge (`app/settings.Edge`) the stack's clock (and the memory
-store, if the stack keeps one, or the storage `wrap_storage` makes): every handler of a
-stack runs on one `SimulatedClock`, which whoever drives the stack moves. `stop` empties the
-account and puts the process's environment back.
+The functions' items live in the in-memory store (`store="memory"`, its stream in
+`memory_stream`) or, with `store="dynamodb"`, in moto's table and its stream. Every handler
+of a stack runs on one `SimulatedClock`, which whoever drives the stack moves.
 """
 
 from __future__ import annotations
@@ -41,9 +28,8 @@ from trunkwatch.domain.config import ConfigError
 
 # Imported before the stack makes any client: every botocore session joins its hooks.
 from trunkwatch_local import aws_calls  # noqa: F401
-from trunkwatch_local.memory_stream import MemoryStream, MemoryStreams, streamed_storage
-from trunkwatch_local.pump import Invoke, StreamPump
-from trunkwatch_local.queue_pump import QueuePump
+from trunkwatch_local.memory_stream import MemoryStream, streamed_storage
+from trunkwatch_local.pump import Invoke, QueuePump, StreamPump
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import Wiring, read_wiring
 
@@ -53,8 +39,6 @@ if TYPE_CHECKING:
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's fixed example account
 NAME = "trunkwatch-local"
-# Where the functions' items live: the in-memory store (`memory_stream`, whose cells and
-# ticks record the stream the pump delivers), or moto's table and its stream.
 STORES = ("memory", "dynamodb")
 
 
@@ -85,7 +69,7 @@ class LocalStack:
         self.modules: dict[str, ModuleType] = {}  # logical id -> loaded handler module
         self.names = {path.parent.name: logical_id for logical_id, path in self.wiring.functions.items()}
         self.refs: dict[str, str] = {}
-        self._stack = contextlib.ExitStack()
+        self.exits = contextlib.ExitStack()
 
     # --- lifecycle -------------------------------------------------------------------
     def start(
@@ -95,68 +79,58 @@ class LocalStack:
         webhook_secret: str | None = None,
         buildkite_token: str | None = None,
     ) -> LocalStack:
-        """Create the resources, write `config` (the configuration document's text) where
-        the functions' CONFIG_FILE names it, and set the functions' environment, then
-        `environ` over it (None removes a variable); GitHub's webhook secret and the
-        Buildkite webhook's token, when given, go into their SSM parameters."""
+        """Create the resources, write `config` where the functions' CONFIG_FILE names it, set
+        the functions' environment, then `environ` over it (None removes a variable), and
+        put the webhook secret and token, when given, into their SSM parameters."""
         try:
-            self._start(
-                config,
-                environ or {},
-                {
-                    "WEBHOOK_SECRET_PARAMETER": webhook_secret,
-                    "BUILDKITE_WEBHOOK_TOKEN_PARAMETER": buildkite_token,
-                },
+            self.exits.callback(_restore_environ, dict(os.environ))
+            os.environ.update(
+                AWS_ACCESS_KEY_ID=self.credentials,
+                AWS_SECRET_ACCESS_KEY=self.credentials,  # moto accepts any credentials
+                AWS_DEFAULT_REGION=REGION,
+                AWS_REGION=REGION,
             )
+            for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+                os.environ.pop(name, None)  # clients go to moto's in-process backends
+            self.exits.enter_context(mock_aws())  # from an empty account
+            # Powertools keeps its parameter providers (values and clients) per process.
+            self.exits.callback(parameters.clear_caches)
+            parameters.clear_caches()
+            self.refs = self._create_resources()
+            for name, value in self.wiring.environment.items():
+                resolved = self.wiring.resolve(value, self.refs)
+                if resolved is not None:
+                    os.environ[name] = str(resolved)
+            # The layers' /opt: the configuration file where CONFIG_FILE places it under /opt.
+            opt = Path(tempfile.mkdtemp(prefix=f"{self.name}-opt-"))
+            self.exits.callback(shutil.rmtree, opt, ignore_errors=True)
+            deployed = Path(os.environ.get("CONFIG_FILE", ""))
+            if not deployed.is_relative_to("/opt"):
+                raise ConfigError(f"{self.template}: CONFIG_FILE {deployed} is not in a layer (under /opt)")
+            self.config_file = opt / deployed.relative_to("/opt")
+            self.config_file.parent.mkdir(parents=True, exist_ok=True)
+            os.environ["CONFIG_FILE"] = str(self.config_file)
+            self.configure(config)
+            for name, given in (environ or {}).items():
+                if given is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = given
+            secrets = {
+                "WEBHOOK_SECRET_PARAMETER": webhook_secret,
+                "BUILDKITE_WEBHOOK_TOKEN_PARAMETER": buildkite_token,
+            }
+            for variable, value in secrets.items():  # the parameter each variable names
+                parameter = os.environ.get(variable)
+                if parameter and value is not None:
+                    boto3.client("ssm").put_parameter(Name=parameter, Type="SecureString", Value=value)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _start(
-        self, config: str, environ: Mapping[str, str | None], secrets: Mapping[str, str | None]
-    ) -> None:
-        before = dict(os.environ)
-        self._stack.callback(_restore_environ, before)
-        os.environ.update(
-            AWS_ACCESS_KEY_ID=self.credentials,
-            AWS_SECRET_ACCESS_KEY=self.credentials,  # moto accepts any credentials
-            AWS_DEFAULT_REGION=REGION,
-            AWS_REGION=REGION,
-        )
-        for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
-            os.environ.pop(name, None)  # clients go to moto's in-process backends
-        self._stack.enter_context(mock_aws())  # from an empty account
-        self._stack.callback(parameters.clear_caches)
-        # Powertools keeps its parameter providers (values and clients) per process.
-        parameters.clear_caches()
-        self.refs = self._create_resources()
-        for name, value in self.wiring.environment.items():
-            resolved = self.wiring.resolve(value, self.refs)
-            if resolved is not None:
-                os.environ[name] = str(resolved)
-        # The layers' /opt: the configuration file where CONFIG_FILE places it under /opt.
-        opt = Path(tempfile.mkdtemp(prefix=f"{self.name}-opt-"))
-        self._stack.callback(shutil.rmtree, opt, ignore_errors=True)
-        deployed = Path(os.environ.get("CONFIG_FILE", ""))
-        if not deployed.is_relative_to("/opt"):
-            raise ConfigError(f"{self.template}: CONFIG_FILE {deployed} is not in a layer (under /opt)")
-        self.config_file = opt / deployed.relative_to("/opt")
-        self.config_file.parent.mkdir(parents=True, exist_ok=True)
-        os.environ["CONFIG_FILE"] = str(self.config_file)
-        self.configure(config)
-        for name, given in environ.items():
-            if given is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = given
-        for variable, value in secrets.items():  # the parameter each variable names
-            parameter = os.environ.get(variable)
-            if parameter and value is not None:
-                boto3.client("ssm").put_parameter(Name=parameter, Type="SecureString", Value=value)
-
     def stop(self) -> None:
-        self._stack.close()
+        self.exits.close()
         self.modules.clear()
         self._handlers_storage = None
 
@@ -170,27 +144,25 @@ class LocalStack:
         table = self.wiring.table
         dynamodb, sqs, sns = boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("sns")
         self.table_name = self.name  # the template leaves the name to CloudFormation
+        streamed = (
+            {}
+            if self.store == "memory"
+            else {"StreamSpecification": {"StreamEnabled": True, **table["StreamSpecification"]}}
+        )
+        # With the items in memory, the table the functions' environment names stays empty.
+        description = dynamodb.create_table(
+            TableName=self.table_name,
+            KeySchema=table["KeySchema"],
+            AttributeDefinitions=table["AttributeDefinitions"],
+            BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
+            **streamed,
+        )["TableDescription"]
         if self.store == "memory":
-            # The items are in memory; the table (which the functions' environment names)
-            # stays empty, unstreamed.
-            dynamodb.create_table(
-                TableName=self.table_name,
-                KeySchema=table["KeySchema"],
-                AttributeDefinitions=table["AttributeDefinitions"],
-                BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
-            )
-            arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self.table_name}/stream/memory"
-            self.stream_arn = arn
-            self.memory_stream = MemoryStream(arn, self.clock)
+            self.stream_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self.table_name}/stream/memory"
+            self.memory_stream = MemoryStream(self.stream_arn, self.clock)
             self.memory = streamed_storage(self.memory_stream)
         else:
-            self.stream_arn = dynamodb.create_table(
-                TableName=self.table_name,
-                KeySchema=table["KeySchema"],
-                AttributeDefinitions=table["AttributeDefinitions"],
-                BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
-                StreamSpecification={"StreamEnabled": True, **table["StreamSpecification"]},
-            )["TableDescription"]["LatestStreamArn"]
+            self.stream_arn = description["LatestStreamArn"]
         if ttl := table.get("TimeToLiveSpecification"):
             dynamodb.update_time_to_live(TableName=self.table_name, TimeToLiveSpecification=ttl)
         self.topic_arn: str = sns.create_topic(Name=f"{self.name}-alerts")["TopicArn"]
@@ -201,12 +173,10 @@ class LocalStack:
             "Attributes"
         ]["QueueArn"]
         sns.subscribe(TopicArn=self.topic_arn, Protocol="sqs", Endpoint=capture_arn)
-        # An email subscriber too (moto records it and sends nothing; LocalRuntime.published
-        # tells what it would receive).
+        # An email subscriber too (moto sends nothing; LocalRuntime.published tells what it would get).
         sns.subscribe(TopicArn=self.topic_arn, Protocol="email", Endpoint="oncall@example.invalid")
         refs: dict[str, str] = {}
-        # The queues the template maps to functions (the dispatcher's poll queue).
-        self.queue_urls: dict[str, str] = {}
+        self.queue_urls: dict[str, str] = {}  # the queues the template maps to functions
         for source in self.wiring.queues:
             name = f"{self.name}-{source.queue}" + (".fifo" if source.fifo else "")
             attributes = {
@@ -215,9 +185,8 @@ class LocalStack:
             }
             if source.fifo:
                 attributes["FifoQueue"] = "true"
-            url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+            url = refs[source.queue] = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
             self.queue_urls[source.queue] = url
-            refs[source.queue] = url
             refs[f"{source.queue}.Arn"] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
             refs[f"{source.queue}.QueueName"] = name
         return {
@@ -244,9 +213,8 @@ class LocalStack:
         return self.names.get(function, function)
 
     def handler(self, function: str, cold: bool = False) -> ModuleType:
-        """The handler module of `function` (a logical id or its folder), loaded from its
-        file at the first call (or, `cold`, now again), as a new Lambda container loads it:
-        it resolves its environment as it loads, and its edge is given the stack's clock."""
+        """The handler module of `function` (a logical id or its folder), loaded at the first
+        call (or, `cold`, again) as a new Lambda container loads it."""
         logical_id = self.logical_id(function)
         module = self.modules.get(logical_id)
         if module is None or cold:
@@ -256,7 +224,11 @@ class LocalStack:
             if not path.exists():
                 raise ConfigError(f"{self.template}: {logical_id}'s handler {path} does not exist")
             module = load_handler(path)
-            module.edge.use(clock=self.clock, storage=self.handlers_storage())
+            # The in-memory store, or the stack's storage through `wrap_storage`; None: the
+            # handler opens the table its environment names, as deployed.
+            if self._handlers_storage is None and (self.store == "memory" or self.wrap_storage):
+                self._handlers_storage = (self.wrap_storage or (lambda storage: storage))(self.storage())
+            module.edge.use(clock=self.clock, storage=self._handlers_storage)
             self.modules[logical_id] = module
         return module
 
@@ -271,14 +243,13 @@ class LocalStack:
             if isinstance(handler, logging.StreamHandler):
                 previous = _set_stream(handler, log_stream)
                 if previous is not None and previous is not log_stream:
-                    self._stack.callback(_set_stream, handler, previous)
+                    self.exits.callback(_set_stream, handler, previous)
 
     def pump(self, invoke: Invoke) -> StreamPump:
-        """Lambda's stream event source mappings of the template, invoking through `invoke`.
-        The in-memory store's stream stands in for DynamoDB Streams (the pump is the same),
-        and records every mapping has read leave it; moto's stream keeps them all."""
+        """Lambda's stream event source mappings of the template, invoking through `invoke`;
+        the in-memory store's stream stands in for DynamoDB Streams."""
         if self.store == "memory":
-            streams: Any = MemoryStreams(self.memory_stream)
+            streams: Any = self.memory_stream
             release = self.memory_stream.release
         else:
             streams, release = boto3.client("dynamodbstreams"), None
@@ -296,15 +267,6 @@ class LocalStack:
     def queue_pump(self, invoke: Invoke) -> QueuePump:
         """Lambda's SQS event source mappings of the template, invoking through `invoke`."""
         return QueuePump(boto3.client("sqs"), self.wiring.queues, self.queue_urls, invoke)
-
-    def handlers_storage(self) -> Storage | None:
-        """The storage given to the handlers: the in-memory store's, or, with `wrap_storage`,
-        the stack's passed through it; None: they open the table their environment names,
-        as deployed."""
-        if self._handlers_storage is None and (self.store == "memory" or self.wrap_storage is not None):
-            storage = self.storage()
-            self._handlers_storage = self.wrap_storage(storage) if self.wrap_storage else storage
-        return self._handlers_storage
 
     def storage(self) -> Storage:
         """The storage the handlers use (for reads and use-case calls beside them)."""

@@ -6,6 +6,7 @@ import hashlib
 import json
 import threading
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,13 +43,13 @@ def weak_etag(body: bytes) -> str:
     return f'W/"{hashlib.sha256(body).hexdigest()[:32]}"'
 
 
-def paged(
-    request: Request, items: list[Any], per_page: int, base: str, path: str = ""
-) -> tuple[list[Any], str]:
-    """The page of `items` `request` asks for (`page`, from 1) and the `Link` header to the
-    others, at `base` + `path` (the request's path unless given), as GitHub and Buildkite page."""
+def paged(request: Request, items: list[Any], base: str, path: str = "") -> tuple[list[Any], str]:
+    """The page of `items` `request` asks for and the `Link` header to the others, at `base`
+    + `path` (the request's path unless given), as GitHub and Buildkite page (30 a page unless
+    asked, 100 at most)."""
     query, page = request.query, int(request.query.get("page", 1))
-    last = max(1, -(-len(items) // per_page))
+    size = min(int(query.get("per_page", 30)), 100)
+    last = max(1, -(-len(items) // size))
 
     def url(n: int) -> str:
         return f"{base}{path or request.path}?" + urllib.parse.urlencode({**query, "page": str(n)})
@@ -58,15 +59,17 @@ def paged(
         links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
     if page > 1:
         links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
-    return items[(page - 1) * per_page : page * per_page], ", ".join(links)
+    return items[(page - 1) * size : page * size], ", ".join(links)
 
 
 class StandInServer:
-    """Answers every request with `handle(request)`; subclasses say what. On 127.0.0.1 at a
-    free port unless told."""
+    """Answers every request with `handle(request)`: the one given, or a subclass's. On
+    127.0.0.1 at a free port unless told."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        owner = self
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, handle: Callable[[Request], Answer] | None = None
+    ) -> None:
+        answer = handle or self.handle
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -77,7 +80,7 @@ class StandInServer:
             def _answer(self) -> None:
                 size = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(size) if size else b""
-                status, headers, data = owner.handle(Request(self.command, self.path, self.headers, body))
+                status, headers, data = answer(Request(self.command, self.path, self.headers, body))
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)

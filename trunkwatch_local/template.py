@@ -1,10 +1,6 @@
-"""Reading template.yaml: YAML with CloudFormation's short-form tags.
-
-`!Ref X` becomes `{"Ref": "X"}`, `!GetAtt A.B` and `!GetAtt [A, B]` become
-`{"Fn::GetAtt": ["A", "B"]}`, `!Condition C` becomes `{"Condition": "C"}`, and every other
-intrinsic `!Name v` becomes `{"Fn::Name": v}`: the same dict CloudFormation's JSON form
-and the SAM translator use.
-"""
+"""Reading template.yaml: YAML with CloudFormation's short-form tags, each read as the dict
+CloudFormation's JSON form and the SAM translator use (`!GetAtt A.B`: `{"Fn::GetAtt": ["A",
+"B"]}`, `!Sub s`: `{"Fn::Sub": s}`)."""
 
 from __future__ import annotations
 
@@ -63,10 +59,8 @@ def _node_value(loader: _Loader, node: yaml.Node) -> Any:
 
 def _intrinsic(loader: _Loader, suffix: str, node: yaml.Node) -> dict[str, Any]:
     value = _node_value(loader, node)
-    if suffix == "Ref":
-        return {"Ref": value}
-    if suffix == "Condition":
-        return {"Condition": value}
+    if suffix in ("Ref", "Condition"):
+        return {suffix: value}
     if suffix == "GetAtt":
         if isinstance(value, str):
             resource, _, attribute = value.partition(".")
@@ -80,8 +74,7 @@ def _intrinsic(loader: _Loader, suffix: str, node: yaml.Node) -> dict[str, Any]:
 
 
 def _timestamp_as_text(loader: _Loader, node: yaml.Node) -> str:
-    # CloudFormation reads `2010-09-09` as a string, not a date.
-    return str(_node_value(loader, node))
+    return str(_node_value(loader, node))  # CloudFormation reads `2010-09-09` as a string, not a date
 
 
 _Loader.add_multi_constructor("!", _intrinsic)
@@ -102,10 +95,6 @@ def load_template(path: Path | str) -> dict[str, Any]:
     return data
 
 
-def _is_project_root(directory: Path) -> bool:
-    return (directory / TEMPLATE_NAME).is_file() and (directory / "functions").is_dir()
-
-
 def find_template() -> Path:
     """The project's template.yaml: `$TRUNKWATCH_TEMPLATE`, else the checkout this package
     lives in (an editable install), else the copy bundled into an installed package."""
@@ -117,9 +106,6 @@ def find_template() -> Path:
         return path
     here = Path(__file__).resolve().parent
     for directory in (here.parent, here / "project"):
-        if _is_project_root(directory):
+        if (directory / TEMPLATE_NAME).is_file() and (directory / "functions").is_dir():
             return directory / TEMPLATE_NAME
     raise TemplateError(f"no {TEMPLATE_NAME} in the checkout or the installed package; set {TEMPLATE_ENV}")
-
-
-__all__ = ["TEMPLATE_ENV", "TemplateError", "find_template", "load_template"]

@@ -44,16 +44,15 @@ class QueueSource:
 
 @dataclass
 class Wiring:
-    template_dir: Path
     table: dict[str, Any]
     parameters: dict[str, str]
-    functions: dict[str, Path]  # logical id -> handler module file
-    streams: list[StreamSource]
-    queues: list[QueueSource]
-    schedules: dict[str, str]  # function logical id -> schedule expression
     environment: dict[str, Any]  # Globals' variables, unresolved
-    resources: dict[str, Any] = field(default_factory=dict)
-    conditions: dict[str, Any] = field(default_factory=dict)  # the template's Conditions
+    resources: dict[str, Any]
+    conditions: dict[str, Any]  # the template's Conditions
+    functions: dict[str, Path] = field(default_factory=dict)  # logical id -> handler module file
+    streams: list[StreamSource] = field(default_factory=list)
+    queues: list[QueueSource] = field(default_factory=list)
+    schedules: dict[str, str] = field(default_factory=dict)  # function logical id -> expression
     # logical id -> the function's own variables (over Globals'), unresolved
     function_environment: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -69,16 +68,13 @@ class Wiring:
             resolved[name] = str(found)
         return resolved
 
-    def condition(self, name: str, refs: dict[str, str]) -> bool:
-        """A condition of Fn::Equals / Fn::Not / Fn::And / Fn::Or / Condition, at the defaults."""
-        return self._truth(self.conditions.get(name), refs)
-
     def _truth(self, value: Any, refs: dict[str, str]) -> bool:
+        """A condition of Fn::Equals / Fn::Not / Fn::And / Fn::Or / Condition, at the defaults."""
         if not isinstance(value, dict) or len(value) != 1:
             raise ValueError(f"unsupported condition {value!r}")
         ((fn, arg),) = value.items()
         if fn == "Condition":
-            return self.condition(arg, refs)
+            return self._truth(self.conditions.get(arg), refs)
         if fn == "Fn::Equals":
             left, right = (self.resolve(a, refs) for a in arg)
             return str(left) == str(right)
@@ -102,7 +98,7 @@ class Wiring:
             return refs.get(arg, self.parameters.get(arg))
         if fn == "Fn::If":
             name, then, otherwise = arg
-            return self.resolve(then if self.condition(name, refs) else otherwise, refs)
+            return self.resolve(then if self._truth({"Condition": name}, refs) else otherwise, refs)
         if fn == "Fn::GetAtt":
             name = ".".join(arg) if isinstance(arg, list) else arg
             return refs.get(name)
@@ -136,24 +132,16 @@ def read_wiring(path: Path) -> Wiring:
     tables = [r for r in resources.values() if r.get("Type") == "AWS::DynamoDB::Table"]
     if len(tables) != 1:
         raise ConfigError(f"{path}: expected exactly one AWS::DynamoDB::Table, found {len(tables)}")
-    parameters = {
-        name: str(spec.get("Default", "")) for name, spec in (template.get("Parameters") or {}).items()
-    }
-    functions: dict[str, Path] = {}
-    streams: list[StreamSource] = []
-    queues: list[QueueSource] = []
-    schedules: dict[str, str] = {}
     wiring = Wiring(
-        path.parent,
-        tables[0].get("Properties") or {},
-        parameters,
-        functions,
-        streams,
-        queues,
-        schedules,
-        {},
-        resources,
-        template.get("Conditions") or {},
+        table=tables[0].get("Properties") or {},
+        parameters={
+            name: str(spec.get("Default", "")) for name, spec in (template.get("Parameters") or {}).items()
+        },
+        environment=((template.get("Globals") or {}).get("Function") or {})
+        .get("Environment", {})
+        .get("Variables", {}),
+        resources=resources,
+        conditions=template.get("Conditions") or {},
     )
     for logical_id, resource in resources.items():
         if resource.get("Type") != "AWS::Serverless::Function":
@@ -163,12 +151,14 @@ def read_wiring(path: Path) -> Wiring:
         if own:
             wiring.function_environment[logical_id] = own
         module, _, _ = str(props.get("Handler", "app.lambda_handler")).rpartition(".")
-        functions[logical_id] = path.parent / str(props.get("CodeUri", "")) / f"{module.replace('.', '/')}.py"
+        wiring.functions[logical_id] = (
+            path.parent / str(props.get("CodeUri", "")) / f"{module.replace('.', '/')}.py"
+        )
         for event in (props.get("Events") or {}).values():
             spec = event.get("Properties") or {}
             if event.get("Type") == "DynamoDB":
                 filters = (spec.get("FilterCriteria") or {}).get("Filters") or []
-                streams.append(
+                wiring.streams.append(
                     StreamSource(
                         function=logical_id,
                         patterns=tuple(json.loads(f["Pattern"]) for f in filters),
@@ -182,14 +172,11 @@ def read_wiring(path: Path) -> Wiring:
                     )
                 )
             elif event.get("Type") == "SQS":
-                queues.append(_queue_source(path, resources, logical_id, spec))
+                wiring.queues.append(_queue_source(path, resources, logical_id, spec))
             elif event.get("Type") in ("Schedule", "ScheduleV2"):
-                schedules[logical_id] = str(
+                wiring.schedules[logical_id] = str(
                     wiring.resolve(spec.get("Schedule") or spec.get("ScheduleExpression"), {})
                 )
-    wiring.environment = (
-        ((template.get("Globals") or {}).get("Function") or {}).get("Environment", {}).get("Variables", {})
-    )
     return wiring
 
 

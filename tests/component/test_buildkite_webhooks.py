@@ -26,8 +26,8 @@ from trunkwatch.domain.config import Deployment, load_deployment
 from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
-from trunkwatch_local.function_url import function_url_event
 from trunkwatch_local.replay import ReplayError, parse_replay, read_replay
+from trunkwatch_local.runtime import function_url_event
 from trunkwatch_local.session import run_replay
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -353,7 +353,7 @@ def test_webhook_on_function_url_events(configured: HTTPServer, monkeypatch: pyt
     from aws_lambda_powertools.utilities import parameters
 
     from tests.support import webhooks
-    from trunkwatch_local.function_url import function_url_event
+    from trunkwatch_local.runtime import function_url_event
 
     stack = running_stack()
     assert stack is not None
@@ -396,7 +396,7 @@ def test_buildkite_deliveries_are_checked_against_the_buildkite_token_parameter_
     from aws_lambda_powertools.utilities import parameters
 
     from tests.support.buildkite import PIPELINE, build, job
-    from trunkwatch_local.function_url import function_url_event
+    from trunkwatch_local.runtime import function_url_event
 
     stack = running_stack()
     assert stack is not None

@@ -9,7 +9,7 @@ from typing import Any
 from trunkwatch.app import stream
 from trunkwatch.domain.cells import Cell, CellState, CellWrite, Commit
 from trunkwatch.domain.clock import SimulatedClock
-from trunkwatch_local.memory_stream import MemoryStream, MemoryStreams, streamed_storage
+from trunkwatch_local.memory_stream import MemoryStream, streamed_storage
 from trunkwatch_local.pump import StreamPump
 from trunkwatch_local.template import find_template
 from trunkwatch_local.wiring import read_wiring
@@ -36,9 +36,7 @@ def test_cells_and_ticks_reach_the_templates_functions_through_the_pump() -> Non
         return {"batchItemFailures": []}
 
     wiring = read_wiring(find_template())
-    pump = StreamPump(
-        MemoryStreams(changes), None, changes.arn, "dlq", "us-east-1", wiring.streams, invoke, changes.release
-    )
+    pump = StreamPump(changes, None, changes.arn, "dlq", "us-east-1", wiring.streams, invoke, changes.release)
     storage.ticks.open_poll(TRUNK, "p1", 1, NOW)
     storage.cells.save_all(TRUNK, [write("fail")], timedelta(days=30))
     storage.cells.save_all(TRUNK, [write("fail")], timedelta(days=30))  # no change: no record

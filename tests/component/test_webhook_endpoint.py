@@ -17,7 +17,7 @@ from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import Deployment, load_deployment
 from trunkwatch.domain.ticks import GROUP_WINDOW
 from trunkwatch.storage.dynamodb import open_table
-from trunkwatch_local.function_url import function_url_event
+from trunkwatch_local.runtime import function_url_event
 
 NOW = datetime(2026, 11, 18, 16, 0, tzinfo=UTC)
 SECRET = "It's a Secret to Everybody"  # GitHub's documented test vector's secret

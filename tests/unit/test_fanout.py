@@ -20,7 +20,7 @@ from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import Deployment, TrunkConfig, load_deployment
 from trunkwatch.storage.memory import memory_storage
 from trunkwatch.storage.port import Storage
-from trunkwatch_local.function_url import function_url_event
+from trunkwatch_local.runtime import function_url_event
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 SECRET = "It's a Secret to Everybody"

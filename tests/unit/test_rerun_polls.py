@@ -1,4 +1,4 @@
-"""When a replay polls between its snapshots for reruns (trunkwatch_local/rerun_polls.py)."""
+"""When a replay polls between its snapshots for reruns (trunkwatch_local/session.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from trunkwatch.app.confirm import MAX_TRIES
 from trunkwatch.domain.reruns import RerunRecord
-from trunkwatch_local.rerun_polls import next_rerun_poll
+from trunkwatch_local.session import next_rerun_poll
 
 NOW = datetime(2026, 11, 18, 20, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
