@@ -78,7 +78,7 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
     from moto.dynamodb.models import dynamodb_backends
 
     from trunkwatch_local.hud_server import HudServer
-    from trunkwatch_local.runtime import ACCOUNT, NAME, REGION, LocalRuntime
+    from trunkwatch_local.runtime import ACCOUNT, NAME, REGION, LocalRuntime, scheduled_event
 
     day = day_of(columns)
     run = ScaleRun(day.columns, day.window)
@@ -96,6 +96,7 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
     with mock.patch.dict(os.environ), contextlib.redirect_stdout(sys.stderr):
         runtime = LocalRuntime(store="dynamodb").start(deployment("hud", hud.url, day.window))
         shard = dynamodb_backends[ACCOUNT][REGION].tables[NAME].stream_shard
+        assert shard is not None  # the template's table has its stream on
         counted = len(shard.items)
 
         def writes() -> Counter[str]:
@@ -123,7 +124,7 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
                     started = time.perf_counter()
                     runtime.clock.set(at)  # what runtime.tick does, the ingest step timed apart
                     dispatcher, *others = runtime.wiring.schedules
-                    runtime.invoke(dispatcher, runtime.scheduled_event(dispatcher))
+                    runtime.invoke(dispatcher, scheduled_event(f"{NAME}-{dispatcher}", at))
                     runtime.queues.drain()  # ingest, on the dispatcher's poll message
                     ingested = writes()
                     if not poll_s:
@@ -132,7 +133,7 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
                         report()
                     runtime.pump.drain()
                     for scheduled in others:  # the evaluator's sweep, and the notifier it settles
-                        runtime.invoke(scheduled, runtime.scheduled_event(scheduled))
+                        runtime.invoke(scheduled, scheduled_event(f"{NAME}-{scheduled}", at))
                         runtime.pump.drain()
                     in_poll = ingested + writes()
                     if not poll_s:
