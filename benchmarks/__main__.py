@@ -57,26 +57,6 @@ from trunkwatch.app.evaluate import JOB_WINDOW
 
 T = TypeVar("T")
 OUT = Path(__file__).parent / "out"
-# Workloads run on their own: name -> the section of summary.json they produce.
-WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
-    "local_scale": local_scale,
-    "github_budget": lambda: _fresh(github_budget),
-    "cold_start": lambda: cold_start(FULL.import_runs, FULL.build_layer),
-    "push": lambda: push_section(FULL.push_days, FULL.push_metered_days),  # also part of the full run
-    "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
-    "serve_week": lambda: _fresh(serve_week),
-    "chaos": chaos,
-    "redtrunk": redtrunk,
-    "memory_replay": lambda: _fresh(memory_replay),
-    "org": lambda: dataclasses.asdict(run_org(ORG_FULL)),
-    "buildkite_poll": lambda: _fresh(buildkite_poll),
-}
-# Workloads with a smaller size for --quick.
-QUICK_WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
-    "redtrunk": functools.partial(redtrunk, days=QUICK_DAYS),
-    "org": lambda: dataclasses.asdict(run_org(ORG_QUICK)),
-    "push": lambda: push_section(QUICK.push_days, QUICK.push_metered_days),
-}
 
 
 @dataclass(frozen=True)
@@ -138,6 +118,28 @@ QUICK = Scale(
     import_runs=1,
     build_layer=False,
 )
+
+
+# Workloads run on their own: name -> the section of summary.json they produce.
+WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
+    "local_scale": local_scale,
+    "github_budget": lambda: _fresh(github_budget),
+    "cold_start": lambda: cold_start(FULL.import_runs, FULL.build_layer),
+    "push": lambda: push_section(FULL.push_days, FULL.push_metered_days),  # also part of the full run
+    "long_history": lambda: _fresh(long_history, REPOSITORY_HISTORY),
+    "serve_week": lambda: _fresh(serve_week),
+    "chaos": chaos,
+    "redtrunk": redtrunk,
+    "memory_replay": lambda: _fresh(memory_replay),
+    "org": lambda: dataclasses.asdict(run_org(ORG_FULL)),
+    "buildkite_poll": lambda: _fresh(buildkite_poll),
+}
+# Workloads with a smaller size for --quick.
+QUICK_WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
+    "redtrunk": functools.partial(redtrunk, days=QUICK_DAYS),
+    "org": lambda: dataclasses.asdict(run_org(ORG_QUICK)),
+    "push": lambda: push_section(QUICK.push_days, QUICK.push_metered_days),
+}
 
 
 def _fresh(function: Callable[..., T], *args: Any) -> T:

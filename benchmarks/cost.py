@@ -301,14 +301,14 @@ def project(
         "sqs": {"poll_queue": month["sqs_requests"]},
     }
     items = {name: round(sum(parts.values()), 2) for name, parts in groups.items()}
-    usage = sum(month.values())
+    usage_usd = sum(month.values())
     fixed_total = sum(fixed.values())
     return {
-        "usd_per_month": round(usage, 2),
+        "usd_per_month": round(usage_usd, 2),
         "commits_per_day": commits,
         "job_columns": job_columns,
         "prices": prices.as_dict(),
-        "usd_per_month_all_in": round(usage + fixed_total, 2),
+        "usd_per_month_all_in": round(usage_usd + fixed_total, 2),
         "items": items,
         "fixed_usd_per_month": round(fixed_total, 2),
         "items_detail": groups,

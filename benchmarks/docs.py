@@ -34,7 +34,7 @@ class _Missing(jinja2.ChainableUndefined):
     def __str__(self) -> str:
         return "n/a"
 
-    def __call__(self, *args: Any, **kwargs: Any) -> _Missing:
+    def __call__(self, *args: Any, **kwargs: Any) -> _Missing:  # type: ignore[override]
         return self
 
 

@@ -549,7 +549,10 @@ def buildkite_deliveries(
             **retry,
         )
         failing = "failed" in latest[report.sha].values()
-        about = {"message": landing.message, "author": {"username": landing.author, "name": landing.author}}
+        about: dict[str, Any] = {
+            "message": landing.message,
+            "author": {"username": landing.author, "name": landing.author},
+        }
         running = build(number, report.sha, landing.at, state="failing" if failing else "running", **about)
         yield report.at, event, _buildkite_payload(event, running, made)
         if report.conclusion is not None and not running_jobs[report.sha]:
