@@ -10,11 +10,17 @@ alike, emits to them. They do nothing while no listener is attached (`listening`
   per-request `context` for the events after it);
 - `before-call`: the request is about to be sent (a listener may raise to stop it);
 - `before-send`, first and last: around the emulation answering the request (moto's
-  handler of the same event), its wall and CPU time; requests answered at once (from
-  several threads) share their wall time, each told the part not told yet, so the parts
-  add up to the time any request was being answered;
+  handler of the same event), its wall and CPU time (one request at a time, see below;
+  each told the wall time not told yet, so the parts add up to the time any request was
+  being answered);
 - `after-call`: the answer, parsed, before botocore returns it or raises its error (a listener
   may raise to lose it).
+
+They also let moto answer one request at a time, whatever the listeners: its backends are
+not thread-safe (two DynamoDB writes answered at once, as a poll's pending cells are
+written, may give two stream records one sequence number, and the tick that counts them by
+that number would never settle). The lock is taken at the first `before-send` and given
+back at the last, or at `after-call-error` when the sending raised in between.
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ class Listener(Protocol):
 
 
 _listeners: list[Listener] = []
+_emulating = threading.Lock()  # held while moto answers a request
+_holding = threading.local()  # .lock: whether this thread holds `_emulating`
 _sending = threading.local()  # .cpu_since: this thread's CPU time when its request went out
 
 
@@ -104,18 +112,24 @@ def _before_call(context: dict[str, Any], **_: Any) -> None:
 
 
 def _sending_started(**_: Any) -> None:
+    if not getattr(_holding, "lock", False):
+        _emulating.acquire()
+        _holding.lock = True
     if _listeners:
         _answering.started()
         _sending.cpu_since = time.thread_time()
 
 
 def _sending_answered(**_: Any) -> None:
-    cpu_since = getattr(_sending, "cpu_since", None)
-    if cpu_since is not None:
-        _sending.cpu_since = None
-        wall, cpu = _answering.answered(), time.thread_time() - cpu_since
-        for listener in list(_listeners):
-            listener.answered(wall, cpu)
+    try:
+        cpu_since = getattr(_sending, "cpu_since", None)
+        if cpu_since is not None:
+            _sending.cpu_since = None
+            wall, cpu = _answering.answered(), time.thread_time() - cpu_since
+            for listener in list(_listeners):
+                listener.answered(wall, cpu)
+    finally:
+        _release()
 
 
 def _after_call(http_response: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
@@ -125,12 +139,23 @@ def _after_call(http_response: Any, parsed: dict[str, Any], context: dict[str, A
             listener.after(call, parsed, failed=http_response.status_code >= 300)
 
 
+def _call_failed(**_: Any) -> None:
+    _release()
+
+
+def _release() -> None:
+    if getattr(_holding, "lock", False):
+        _holding.lock = False
+        _emulating.release()
+
+
 HANDLERS: list[tuple[Any, ...]] = [
     ("before-parameter-build", _parameters_built),
     ("before-call", _before_call),
     ("before-send", _sending_started, handlers.REGISTER_FIRST),
     ("before-send", _sending_answered, handlers.REGISTER_LAST),
     ("after-call", _after_call),
+    ("after-call-error", _call_failed),
 ]
 
 
