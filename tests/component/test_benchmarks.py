@@ -128,6 +128,8 @@ def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     assert "## Budgets" in page and "projected usage cost at PyTorch scale" in page
     assert "The table's steady-state size" in page
     assert "The messages, pages and delays come from the in-memory store over all 0.3 days" in page
+    # The push section, checked on this run: `push --quick` would run the same one again.
+    assert_push_pages_by_buildkite_deliveries_as_github(summary)
 
 
 def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None:
@@ -308,15 +310,12 @@ def test_buildkite_poll_at_vllms_volume_is_two_conditional_requests_when_quiet(t
     assert "A Buildkite trunk at vLLM's volume" in render_page(summary)
 
 
-@pytest.mark.long(minutes=3)
-def test_push_quick_feeds_the_trunk_by_buildkite_deliveries_and_pages_as_github(tmp_path: Path) -> None:
-    """`python -m benchmarks push --quick`: the red trunk as Buildkite delivers it (signed
-    `job.scheduled`, `job.finished` and `build.finished`) through the webhook function has the GitHub run's
-    figures, pages as the GitHub run does, is compared with its polled Buildkite form, is
-    priced at vLLM's volume, checked against its budgets and rendered."""
-    assert main(["push", "--quick", "--out", str(tmp_path)]) == 0
-
-    summary = json.loads((tmp_path / "summary.json").read_text())
+def assert_push_pages_by_buildkite_deliveries_as_github(summary: dict[str, Any]) -> None:
+    """The push section (`python -m benchmarks push --quick` makes the same one alone): the
+    red trunk as Buildkite delivers it (signed `job.scheduled`, `job.finished` and
+    `build.finished`) through the webhook function has the GitHub run's figures, pages as the
+    GitHub run does, is compared with its polled Buildkite form, is priced at vLLM's volume,
+    checked against its budgets and rendered."""
     pushed = summary["push"]["buildkite"]
     figures = [*SPEC_KEYS["push"], "deliveries", "notifications", "ddb_write_units_per_trunk_job"]
     assert [key for key in figures if not _is_number(pushed.get(key))] == []
