@@ -121,9 +121,9 @@ def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     monthly = storage["gb"] * (price["dynamodb_storage_gb_month"] + price["dynamodb_pitr_gb_month"])
     assert summary["cost"]["items_detail"]["dynamodb"]["storage"] == pytest.approx(monthly, abs=1e-4)
     assert summary["push"]["notifications"] > 0 and summary["push"]["deliveries"] > 0
-    # Both push runs paged on the in-memory store, metered on moto over the first 0.1 days.
+    # Both push runs paged on the in-memory store, metered on moto over the first 0.05 days.
     for pushed in (summary["push"], summary["push"]["buildkite"]):
-        assert pushed["metered_days"] == 0.1 and pushed["trunk_jobs"] > pushed["metered_trunk_jobs"] > 0
+        assert pushed["metered_days"] == 0.05 and pushed["trunk_jobs"] > pushed["metered_trunk_jobs"] > 0
     page = render_page(summary)
     assert "## Budgets" in page and "projected usage cost at PyTorch scale" in page
     assert "The table's steady-state size" in page
@@ -324,10 +324,10 @@ def assert_push_pages_by_buildkite_deliveries_as_github(summary: dict[str, Any])
     assert kinds["job.scheduled"] >= kinds["job.finished"]  # every attempt scheduled, some still running
     assert kinds["job.finished"] == pushed["trunk_jobs"] > pushed["metered_trunk_jobs"] > 0
     # Either CI's run paged on the in-memory store, metered on moto over the quick run's
-    # first 0.1 days, where the storage port's calls were counted beside DynamoDB's requests.
+    # first 0.05 days, where the storage port's calls were counted beside DynamoDB's requests.
     github = summary["push"]
     for run in (github, pushed):
-        assert run["metered_days"] == 0.1 and "in-memory store" in run["basis"]
+        assert run["metered_days"] == 0.05 and "in-memory store" in run["basis"]
         assert run["per_trunk_job"]["store_calls"] > 0 and run["per_trunk_job"]["ddb_requests"] > 0
     completed = github["deliveries_by_kind"]["completed"]
     assert completed == github["trunk_jobs"] > github["metered_trunk_jobs"] > 0
@@ -348,5 +348,5 @@ def assert_push_pages_by_buildkite_deliveries_as_github(summary: dict[str, Any])
     assert all(isinstance(result["pass"], bool) for result in checked.values())
     page = render_page(summary)
     assert "as Buildkite delivers them to a webhook" in page
-    assert "on moto over its first 0.1 days" in page
+    assert "on moto over its first 0.05 days" in page
     assert "| pages against the GitHub deliveries' | the same, in the same order |" in page
