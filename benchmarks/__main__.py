@@ -114,7 +114,7 @@ QUICK = Scale(
     hours=3,
     depth=5,
     push_days=0.3,
-    push_metered_days=0.1,
+    push_metered_days=0.05,
     import_runs=1,
     build_layer=False,
 )

@@ -5,9 +5,13 @@ The handlers below join `botocore.handlers.BUILTIN_HANDLERS` when this module is
 (as moto's do), so every client made afterwards emits to them: the call as made
 (`before-parameter-build`, kept in the request's `context`), before it is sent
 (`before-call`: a listener may raise to stop it), the wall and CPU time of the emulation
-answering it (around moto's `before-send`; requests answered at once share their wall time,
-each told the part not told yet), and its parsed answer (`after-call`: a listener may raise
-to lose it).
+answering it (around moto's `before-send`), and its parsed answer (`after-call`: a
+listener may raise to lose it).
+
+They also let moto answer one request at a time: its backends are not thread-safe (two
+writes answered at once, as a poll's pending cells are written, may share one stream
+sequence number, and the tick counting them by it would never settle). The lock is taken
+at the first `before-send`, given back at the last or at `after-call-error`.
 """
 
 from __future__ import annotations
@@ -44,33 +48,9 @@ class Listener(Protocol):
 
 
 _listeners: list[Listener] = []
-_sending = threading.local()  # .cpu_since: this thread's CPU time when its request went out
-
-
-class _Answering:
-    """The requests being answered, in any thread, and since when their wall time is untold."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.requests = 0
-        self.untold_since = 0.0
-
-    def started(self) -> None:
-        with self.lock:
-            if not self.requests:
-                self.untold_since = time.perf_counter()
-            self.requests += 1
-
-    def answered(self) -> float:
-        """The wall time since the last request answered (or since this one started)."""
-        with self.lock:
-            now = time.perf_counter()
-            wall, self.untold_since = now - self.untold_since, now
-            self.requests -= 1
-            return wall
-
-
-_answering = _Answering()
+_emulating = threading.Lock()  # held while moto answers a request
+_holding = threading.local()  # .lock: whether this thread holds `_emulating`
+_sending = threading.local()  # .wall_since, .cpu_since: when this thread's request went out
 
 
 @contextlib.contextmanager
@@ -97,18 +77,24 @@ def _before_call(context: dict[str, Any], **_: Any) -> None:
 
 
 def _sending_started(**_: Any) -> None:
+    if not getattr(_holding, "lock", False):
+        _emulating.acquire()
+        _holding.lock = True
     if _listeners:
-        _answering.started()
+        _sending.wall_since = time.perf_counter()
         _sending.cpu_since = time.thread_time()
 
 
 def _sending_answered(**_: Any) -> None:
-    cpu_since = getattr(_sending, "cpu_since", None)
-    if cpu_since is not None:
-        _sending.cpu_since = None
-        wall, cpu = _answering.answered(), time.thread_time() - cpu_since
-        for listener in list(_listeners):
-            listener.answered(wall, cpu)
+    try:
+        cpu_since = getattr(_sending, "cpu_since", None)
+        if cpu_since is not None:
+            _sending.cpu_since = None
+            wall, cpu = time.perf_counter() - _sending.wall_since, time.thread_time() - cpu_since
+            for listener in list(_listeners):
+                listener.answered(wall, cpu)
+    finally:
+        _release()
 
 
 def _after_call(http_response: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
@@ -118,12 +104,23 @@ def _after_call(http_response: Any, parsed: dict[str, Any], context: dict[str, A
             listener.after(call, parsed, failed=http_response.status_code >= 300)
 
 
+def _call_failed(**_: Any) -> None:
+    _release()
+
+
+def _release() -> None:
+    if getattr(_holding, "lock", False):
+        _holding.lock = False
+        _emulating.release()
+
+
 HANDLERS: list[tuple[Any, ...]] = [
     ("before-parameter-build", _parameters_built),
     ("before-call", _before_call),
     ("before-send", _sending_started, handlers.REGISTER_FIRST),
     ("before-send", _sending_answered, handlers.REGISTER_LAST),
     ("after-call", _after_call),
+    ("after-call-error", _call_failed),
 ]
 
 

@@ -121,13 +121,15 @@ def test_quick_run_writes_every_summary_figure(tmp_path: Path) -> None:
     monthly = storage["gb"] * (price["dynamodb_storage_gb_month"] + price["dynamodb_pitr_gb_month"])
     assert summary["cost"]["items_detail"]["dynamodb"]["storage"] == pytest.approx(monthly, abs=1e-4)
     assert summary["push"]["notifications"] > 0 and summary["push"]["deliveries"] > 0
-    # Both push runs paged on the in-memory store, metered on moto over the first 0.1 days.
+    # Both push runs paged on the in-memory store, metered on moto over the first 0.05 days.
     for pushed in (summary["push"], summary["push"]["buildkite"]):
-        assert pushed["metered_days"] == 0.1 and pushed["trunk_jobs"] > pushed["metered_trunk_jobs"] > 0
+        assert pushed["metered_days"] == 0.05 and pushed["trunk_jobs"] > pushed["metered_trunk_jobs"] > 0
     page = render_page(summary)
     assert "## Budgets" in page and "projected usage cost at PyTorch scale" in page
     assert "The table's steady-state size" in page
     assert "The messages, pages and delays come from the in-memory store over all 0.3 days" in page
+    # The push section, checked on this run: `push --quick` would run the same one again.
+    assert_push_pages_by_buildkite_deliveries_as_github(summary)
 
 
 def test_meter_counts_requests_items_and_request_units(plain_table: Any) -> None:
@@ -308,15 +310,12 @@ def test_buildkite_poll_at_vllms_volume_is_two_conditional_requests_when_quiet(t
     assert "A Buildkite trunk at vLLM's volume" in render_page(summary)
 
 
-@pytest.mark.long(minutes=3)
-def test_push_quick_feeds_the_trunk_by_buildkite_deliveries_and_pages_as_github(tmp_path: Path) -> None:
-    """`python -m benchmarks push --quick`: the red trunk as Buildkite delivers it (signed
-    `job.scheduled`, `job.finished` and `build.finished`) through the webhook function has the GitHub run's
-    figures, pages as the GitHub run does, is compared with its polled Buildkite form, is
-    priced at vLLM's volume, checked against its budgets and rendered."""
-    assert main(["push", "--quick", "--out", str(tmp_path)]) == 0
-
-    summary = json.loads((tmp_path / "summary.json").read_text())
+def assert_push_pages_by_buildkite_deliveries_as_github(summary: dict[str, Any]) -> None:
+    """The push section (`python -m benchmarks push --quick` makes the same one alone): the
+    red trunk as Buildkite delivers it (signed `job.scheduled`, `job.finished` and
+    `build.finished`) through the webhook function has the GitHub run's figures, pages as the
+    GitHub run does, is compared with its polled Buildkite form, is priced at vLLM's volume,
+    checked against its budgets and rendered."""
     pushed = summary["push"]["buildkite"]
     figures = [*SPEC_KEYS["push"], "deliveries", "notifications", "ddb_write_units_per_trunk_job"]
     assert [key for key in figures if not _is_number(pushed.get(key))] == []
@@ -325,10 +324,10 @@ def test_push_quick_feeds_the_trunk_by_buildkite_deliveries_and_pages_as_github(
     assert kinds["job.scheduled"] >= kinds["job.finished"]  # every attempt scheduled, some still running
     assert kinds["job.finished"] == pushed["trunk_jobs"] > pushed["metered_trunk_jobs"] > 0
     # Either CI's run paged on the in-memory store, metered on moto over the quick run's
-    # first 0.1 days, where the storage port's calls were counted beside DynamoDB's requests.
+    # first 0.05 days, where the storage port's calls were counted beside DynamoDB's requests.
     github = summary["push"]
     for run in (github, pushed):
-        assert run["metered_days"] == 0.1 and "in-memory store" in run["basis"]
+        assert run["metered_days"] == 0.05 and "in-memory store" in run["basis"]
         assert run["per_trunk_job"]["store_calls"] > 0 and run["per_trunk_job"]["ddb_requests"] > 0
     completed = github["deliveries_by_kind"]["completed"]
     assert completed == github["trunk_jobs"] > github["metered_trunk_jobs"] > 0
@@ -349,5 +348,5 @@ def test_push_quick_feeds_the_trunk_by_buildkite_deliveries_and_pages_as_github(
     assert all(isinstance(result["pass"], bool) for result in checked.values())
     page = render_page(summary)
     assert "as Buildkite delivers them to a webhook" in page
-    assert "on moto over its first 0.1 days" in page
+    assert "on moto over its first 0.05 days" in page
     assert "| pages against the GitHub deliveries' | the same, in the same order |" in page

@@ -83,7 +83,10 @@ def requests() -> Iterator[Requests]:
     patches.setattr(SimulatedClock, "run_due", running_due)
     try:
         with aws_calls.listening(by_function):
-            _replay(parse_replay(webhooks.replay_as_deliveries(_lines("basic-break.jsonl")), "pushed"))
+            # Two jobs breaking and recovering together: the table requests of the PyTorch-sized
+            # basic-break, action by action and partition by partition, at a third of its time.
+            pushed = webhooks.replay_as_deliveries(_lines("last-two-jobs-recover-at-once.jsonl"))
+            _replay(parse_replay(pushed, "pushed"))
             _replay(parse_replay(_lines("silenced.jsonl"), "silenced"))
             _replay(parse_replay(_lines("verdicts-by-reruns.jsonl"), "verdicts"))
             _replay(parse_replay(_lines("acknowledged.jsonl"), "acknowledged"))
