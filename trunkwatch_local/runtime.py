@@ -17,6 +17,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -161,6 +162,7 @@ class LocalRuntime:
         self.buildkite_token = buildkite_token or secrets.token_hex(20)
         # Ticks and deliveries (serve's two threads) run one at a time, with what they cause.
         self.lock = threading.RLock()
+        self._environments: dict[str, ThreadPoolExecutor] = {}
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self, deployment: Deployment, api_url: str | None = None) -> LocalRuntime:
@@ -197,6 +199,9 @@ class LocalRuntime:
         if self.chaos is not None and pump is not None:
             self.chaos.stats.stream_retries = pump.stats.retries
             self.chaos.stats.dead_lettered = pump.stats.dead_lettered
+        for environment in self._environments.values():
+            environment.shutdown()
+        self._environments.clear()
         self.stack.stop()  # stops listening, empties the account, puts the environment back
 
     def __enter__(self) -> LocalRuntime:
@@ -222,9 +227,14 @@ class LocalRuntime:
             if self.chaos and logical_id in self._crashable
             else contextlib.nullcontext()
         )
-        try:
+        handler = self.stack.handler(logical_id).lambda_handler
+
+        def run() -> Any:
             with contextlib.redirect_stdout(sys.stderr), dying:
-                return self.stack.handler(logical_id).lambda_handler(event, context)
+                return handler(event, context)
+
+        try:
+            return self._environment(logical_id).submit(run).result()
         except InvocationDied as died:
             assert self.chaos is not None
             self.chaos.stats.died_at.append(self.clock.now())
@@ -235,6 +245,15 @@ class LocalRuntime:
                 # by every Metrics instance): clear them per invocation as a flush would, or a
                 # long run grows them until a metric's 100 values force a flush.
                 Metrics().clear_metrics()
+
+    def _environment(self, logical_id: str) -> ThreadPoolExecutor:
+        """The thread `logical_id`'s invocations run on, one at a time, as in its own execution
+        environment. Its handler so starts at one shallow depth whoever invokes it: CPython
+        frees a thread's frame-stack chunk when the frame at its base returns, and at some
+        callers' depths (pytest's) moto's recursive copies crossed a chunk's edge millions of
+        times, each an mmap and a munmap."""
+        # setdefault: serve's threads may ask at once; an executor starts no thread until used.
+        return self._environments.setdefault(logical_id, ThreadPoolExecutor(1, thread_name_prefix=logical_id))
 
     def ticks_between(self, after: datetime, before: datetime | None) -> Iterator[datetime]:
         """Schedule ticks between two replay events (`before` None: after the last), each
