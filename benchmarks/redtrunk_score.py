@@ -75,9 +75,11 @@ _BUILD_URL = re.compile(r"/builds/(\d+)(?:[#/?]|$)")
 _AT = re.compile(r'"at":\s*"([^"]+)"')
 
 
-def replay(
-    path: str, store: str = "memory"
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, list[dict[str, Any]]]:
+# A replay's messages, reruns, wall time and digests.
+Replayed = tuple[list[dict[str, Any]], list[dict[str, Any]], float, list[dict[str, Any]]]
+
+
+def replay(path: str, store: str = "memory") -> Replayed:
     """The messages a replay publishes (at, status, reason, labels, annotations), the reruns
     the GitHub stand-in accepted, or the job retries the Buildkite one did (at, sha, job), its
     wall time, and the daily digests it published (their JSON bodies, with `at`)."""
@@ -663,11 +665,11 @@ def pushed_form(history: Timeline, truth: Truth, path: Path) -> dict[tuple[int, 
     return {(truth.sha_index[r.sha], r.name): r.at for r in reversed(failed)}  # the first report wins
 
 
-def _scored(path: Path, scorer: Scorer, polls: Sequence[datetime] | None, confirmed: bool) -> dict[str, Any]:
-    """The replay of `path` (in a fresh process: clean memory, a run's own emulation), scored;
-    a confirmed run's verdicts too."""
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        messages, reruns, replay_s, digests = pool.apply(replay, (str(path),))
+def _scored(
+    replayed: Replayed, scorer: Scorer, polls: Sequence[datetime] | None, confirmed: bool
+) -> dict[str, Any]:
+    """A replay's messages scored; a confirmed run's verdicts too."""
+    messages, reruns, replay_s, digests = replayed
     truth, failed_at, builds = scorer.truth, scorer.failed_at, scorer.builds
     result = {"replay_s": round(replay_s, 1), **score(truth, messages, polls, failed_at, digests, builds)}
     if confirmed:
@@ -679,7 +681,7 @@ def redtrunk(
     days: float = DAYS, seed: int = SEED, replay_path: Path | None = None, truth_path: Path | None = None
 ) -> dict[str, Any]:
     """The workload: generate trunk `seed` (or read `replay_path` and its truth file), replay
-    it each way, one after the other, and score. The figures go under `trunks`, by the
+    it each way (two replays at a time), and score. The figures go under `trunks`, by the
     trunk's name: `seed N`, or the replay file's name without `.jsonl.gz`."""
     started = time.perf_counter()
     runs: dict[str, Any] = {}
@@ -699,14 +701,20 @@ def redtrunk(
             history = Timeline.of_files(replay_path, truth_path)
             about = {"replay": replay_path.name, "truth": truth_path.name}
             trunk_name = replay_path.name.removesuffix(".gz").removesuffix(".jsonl")
+        forms: dict[str, tuple[Path, Scorer, Sequence[datetime] | None, bool]] = {}
         for name, config in (("without_confirmation", None), ("with_confirmation", CONFIRM)):
             path = Path(tmp) / f"{name}.jsonl.gz"
             with_config(source, path, config)
-            runs[name] = _scored(path, Scorer(truth), snapshot_times(path), config is not None)
+            forms[name] = (path, Scorer(truth), snapshot_times(path), config is not None)
         path = Path(tmp) / "pushed.jsonl.gz"
-        runs["pushed"] = _scored(path, Scorer(truth, pushed_form(history, truth, path)), None, False)
+        forms["pushed"] = (path, Scorer(truth, pushed_form(history, truth, path)), None, False)
         path = Path(tmp) / "buildkite.jsonl.gz"
         builds = buildkite_form(source, path, truth, CONFIRM)
-        runs["buildkite"] = _scored(path, Scorer(truth, builds=builds), snapshot_times(path), True)
+        forms["buildkite"] = (path, Scorer(truth, builds=builds), snapshot_times(path), True)
+        # Each replay in a fresh process (clean memory, its own emulation), two at a time: one a core.
+        with multiprocessing.get_context("spawn").Pool(2) as pool:
+            replayed = pool.map(replay, [str(path) for path, *_ in forms.values()], chunksize=1)
+        for (name, (_, scorer, polls, confirmed)), result in zip(forms.items(), replayed, strict=True):
+            runs[name] = _scored(result, scorer, polls, confirmed)
     section = {**about, "total_s": round(time.perf_counter() - started, 1), **runs}
     return {"trunks": {trunk_name: section}}
