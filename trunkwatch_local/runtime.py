@@ -252,8 +252,13 @@ class LocalRuntime:
         frees a thread's frame-stack chunk when the frame at its base returns, and at some
         callers' depths (pytest's) moto's recursive copies crossed a chunk's edge millions of
         times, each an mmap and a munmap."""
-        # setdefault: serve's threads may ask at once; an executor starts no thread until used.
-        return self._environments.setdefault(logical_id, ThreadPoolExecutor(1, thread_name_prefix=logical_id))
+        environment = self._environments.get(logical_id)
+        if environment is None:
+            # setdefault: serve's threads may ask at once; an executor starts no thread until used.
+            environment = self._environments.setdefault(
+                logical_id, ThreadPoolExecutor(1, thread_name_prefix=logical_id)
+            )
+        return environment
 
     def ticks_between(self, after: datetime, before: datetime | None) -> Iterator[datetime]:
         """Schedule ticks between two replay events (`before` None: after the last), each
