@@ -78,7 +78,7 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
     from moto.dynamodb.models import dynamodb_backends
 
     from trunkwatch_local.hud_server import HudServer
-    from trunkwatch_local.runtime import ACCOUNT, NAME, REGION, LocalRuntime, scheduled_event
+    from trunkwatch_local.runtime import ACCOUNT, NAME, REGION, LocalRuntime
 
     day = day_of(columns)
     run = ScaleRun(day.columns, day.window)
@@ -124,7 +124,7 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
                     started = time.perf_counter()
                     runtime.clock.set(at)  # what runtime.tick does, the ingest step timed apart
                     dispatcher, *others = runtime.wiring.schedules
-                    runtime.invoke(dispatcher, scheduled_event(f"{NAME}-{dispatcher}", at))
+                    runtime.invoke(dispatcher, runtime.scheduled_event(dispatcher, at))
                     runtime.queues.drain()  # ingest, on the dispatcher's poll message
                     ingested = writes()
                     if not poll_s:
@@ -133,7 +133,7 @@ def _replay(columns: int, polls: int, progress: Any) -> None:
                         report()
                     runtime.pump.drain()
                     for scheduled in others:  # the evaluator's sweep, and the notifier it settles
-                        runtime.invoke(scheduled, scheduled_event(f"{NAME}-{scheduled}", at))
+                        runtime.invoke(scheduled, runtime.scheduled_event(scheduled, at))
                         runtime.pump.drain()
                     in_poll = ingested + writes()
                     if not poll_s:

@@ -260,6 +260,10 @@ class LocalRuntime:
             )
         return environment
 
+    def scheduled_event(self, logical_id: str, at: datetime) -> dict[str, Any]:
+        """The event `logical_id`'s schedule rule (as the stack names it) delivers at `at`."""
+        return scheduled_event(f"{NAME}-{logical_id}", at)
+
     def ticks_between(self, after: datetime, before: datetime | None) -> Iterator[datetime]:
         """Schedule ticks between two replay events (`before` None: after the last), each
         yielded after it ran: the `extra_ticks`, and under crash injection the schedule's
@@ -310,7 +314,7 @@ class LocalRuntime:
             for logical_id in self.wiring.schedules:
                 died = False
                 try:
-                    self.invoke(logical_id, scheduled_event(f"{NAME}-{logical_id}", at))
+                    self.invoke(logical_id, self.scheduled_event(logical_id, at))
                 except InvocationFailed:
                     # An asynchronous invocation retried 0 times: the event is gone.
                     assert self.chaos is not None  # only crash injection kills an invocation

@@ -23,7 +23,7 @@ from trunkwatch.domain.clock import SimulatedClock
 from trunkwatch.domain.config import load_deployment
 from trunkwatch_local import aws_calls
 from trunkwatch_local.replay import Replay, parse_replay
-from trunkwatch_local.runtime import NAME, LocalRuntime, scheduled_event
+from trunkwatch_local.runtime import LocalRuntime
 from trunkwatch_local.session import Session, replay_steps
 
 T = TypeVar("T")
@@ -125,8 +125,9 @@ def _dispatch_a_backstop_poll() -> None:
     trunk = {"repo": "pytorch/pytorch", "branch": "main", "source": "hud", "url": "http://127.0.0.1:9"}
     runtime = LocalRuntime(store="dynamodb").start(load_deployment({"trunks": [{**trunk, "webhook": True}]}))
     try:
-        event = scheduled_event(f"{NAME}-DispatcherFunction", runtime.clock.now())
-        runtime.invoke("DispatcherFunction", event)
+        runtime.invoke(
+            "DispatcherFunction", runtime.scheduled_event("DispatcherFunction", runtime.clock.now())
+        )
     finally:
         runtime.stop()
 
